@@ -1,0 +1,3 @@
+package schema
+
+//go:generate go run ../../cmd/schemagen -in ../../metadata.yaml -go schema_gen.go -md ../../docs/metrics.md
