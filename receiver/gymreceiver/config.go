@@ -1,0 +1,103 @@
+package gymreceiver
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/collector/config/confighttp"
+	"go.opentelemetry.io/collector/config/confignet"
+	"go.opentelemetry.io/collector/config/configoptional"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
+)
+
+// Config is the gym receiver's configuration: exactly the keys of events-v1.md.
+type Config struct {
+	// HTTP serves POST /v1/events; on only when the block is present.
+	HTTP configoptional.Optional[confighttp.ServerConfig] `mapstructure:"http"`
+	// Stream reads lines from TCP or Unix-domain socket connections.
+	Stream configoptional.Optional[StreamConfig] `mapstructure:"stream"`
+	// Files tails files of events.
+	Files configoptional.Optional[FilesConfig] `mapstructure:"files"`
+
+	// CollectionInterval is how often the aggregated metrics are sent on.
+	CollectionInterval time.Duration `mapstructure:"collection_interval"`
+	// ExpireAfter: a resource idle this long is exported once more, then dropped.
+	ExpireAfter time.Duration `mapstructure:"expire_after"`
+	// MaxLineBytes is the longest line accepted, without its newline.
+	MaxLineBytes int `mapstructure:"max_line_bytes"`
+	// CardinalityLimit is the most series per instrument per resource, overflow included.
+	CardinalityLimit int `mapstructure:"cardinality_limit"`
+
+	FailureKinds        []string `mapstructure:"failure_kinds"`
+	HealthChecks        []string `mapstructure:"health_checks"`
+	IgnoredHealthChecks []string `mapstructure:"ignored_health_checks"`
+
+	// Process reads host process stats of the Gym processes the stream names.
+	Process ProcessConfig `mapstructure:"process"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// StreamConfig is the `stream:` block: a TCP or Unix-domain socket server.
+type StreamConfig struct {
+	Transport confignet.TransportType `mapstructure:"transport"`
+	Endpoint  string                  `mapstructure:"endpoint"`
+}
+
+// FilesConfig is the `files:` block.
+type FilesConfig struct {
+	Include []string `mapstructure:"include"`
+	StartAt string   `mapstructure:"start_at"`
+}
+
+// ProcessConfig is the `process:` block.
+type ProcessConfig struct {
+	Enabled            bool          `mapstructure:"enabled"`
+	CollectionInterval time.Duration `mapstructure:"collection_interval"`
+}
+
+const (
+	minMaxLineBytes = 256
+	maxMaxLineBytes = 16 << 20
+)
+
+// Validate checks the configuration; each error names the key and says why.
+func (cfg *Config) Validate() error {
+	var errs []error
+	if !cfg.HTTP.HasValue() && !cfg.Stream.HasValue() && !cfg.Files.HasValue() {
+		errs = append(errs, errors.New("no transport: configure at least one of http, stream or files"))
+	}
+	if cfg.CollectionInterval <= 0 {
+		errs = append(errs, fmt.Errorf("collection_interval: must be positive, got %s", cfg.CollectionInterval))
+	}
+	if cfg.ExpireAfter <= 0 {
+		errs = append(errs, fmt.Errorf("expire_after: must be positive, got %s", cfg.ExpireAfter))
+	} else if cfg.CollectionInterval > 0 && cfg.ExpireAfter < cfg.CollectionInterval {
+		errs = append(errs, fmt.Errorf("expire_after: %s is shorter than collection_interval %s: every resource would be dropped at each collection", cfg.ExpireAfter, cfg.CollectionInterval))
+	}
+	if cfg.MaxLineBytes < minMaxLineBytes || cfg.MaxLineBytes > maxMaxLineBytes {
+		errs = append(errs, fmt.Errorf("max_line_bytes: must be within %d..%d, got %d", minMaxLineBytes, maxMaxLineBytes, cfg.MaxLineBytes))
+	}
+	if cfg.CardinalityLimit < 2 {
+		errs = append(errs, fmt.Errorf("cardinality_limit: must be at least 2 (one series and the overflow series), got %d", cfg.CardinalityLimit))
+	}
+	if _, err := normalize.NewRegistry(cfg.FailureKinds, cfg.HealthChecks, cfg.IgnoredHealthChecks); err != nil {
+		errs = append(errs, err)
+	}
+	if h := cfg.HTTP.Get(); h != nil && h.MaxRequestBodySize <= 0 {
+		errs = append(errs, fmt.Errorf("http.max_request_body_size: must be positive, got %d", h.MaxRequestBodySize))
+	}
+	if cfg.Stream.HasValue() {
+		errs = append(errs, errors.New("stream: the stream transport is not available in this build yet; use http"))
+	}
+	if cfg.Files.HasValue() {
+		errs = append(errs, errors.New("files: the file transport is not available in this build yet; use http"))
+	}
+	if cfg.Process.Enabled {
+		errs = append(errs, errors.New("process: reading host process stats is not available in this build yet; set process.enabled: false"))
+	}
+	return errors.Join(errs...)
+}

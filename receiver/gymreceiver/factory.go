@@ -1,0 +1,54 @@
+// Package gymreceiver turns NeMo Gym's JSON event stream (events-v1) into the metrics of the
+// Gym instrument schema, aggregated per Gym process.
+package gymreceiver
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/confighttp"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/receiver"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/schema"
+	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/metadata"
+)
+
+const (
+	defaultHTTPEndpoint       = "127.0.0.1:4390" // loopback by default
+	defaultMaxBodyBytes       = 16 << 20
+	defaultCollectionInterval = 10 * time.Second
+	defaultExpireAfter        = 5 * time.Minute
+	defaultMaxLineBytes       = 64 << 10
+)
+
+// NewFactory returns the gym receiver's factory.
+func NewFactory() receiver.Factory {
+	return receiver.NewFactory(
+		metadata.Type,
+		createDefaultConfig,
+		receiver.WithMetrics(createMetricsReceiver, metadata.MetricsStability),
+	)
+}
+
+func createDefaultConfig() component.Config {
+	httpCfg := confighttp.NewDefaultServerConfig()
+	httpCfg.NetAddr.Endpoint = defaultHTTPEndpoint
+	httpCfg.MaxRequestBodySize = defaultMaxBodyBytes
+	return &Config{
+		HTTP:               configoptional.Default(httpCfg),
+		Stream:             configoptional.Default(StreamConfig{Transport: "unix", Endpoint: "/tmp/otelcol-gym.sock"}),
+		Files:              configoptional.Default(FilesConfig{StartAt: "end"}),
+		CollectionInterval: defaultCollectionInterval,
+		ExpireAfter:        defaultExpireAfter,
+		MaxLineBytes:       defaultMaxLineBytes,
+		CardinalityLimit:   schema.DefaultCardinalityLimit,
+		Process:            ProcessConfig{CollectionInterval: defaultCollectionInterval},
+	}
+}
+
+func createMetricsReceiver(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Metrics) (receiver.Metrics, error) {
+	return newGymReceiver(set, cfg.(*Config), next)
+}

@@ -1,0 +1,361 @@
+package protocol
+
+import (
+	"hash/maphash"
+	"sort"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
+	"github.com/gym-telemetry/otelcol-gym/internal/schema"
+)
+
+// AggregatorConfig are the settings of an Aggregator.
+type AggregatorConfig struct {
+	// CardinalityLimit is the most series an instrument keeps per resource, the overflow
+	// series included.
+	CardinalityLimit int
+	// ExpireAfter: a resource that receives nothing for this long is exported once more, then
+	// dropped.
+	ExpireAfter time.Duration
+	// Registry holds the failure kinds and health checks, Gym's and configured.
+	Registry *normalize.Registry
+}
+
+const numShards = 64
+
+// Aggregator holds the cumulative state of every resource. Ingest from many streams runs in
+// parallel: resources are found through sharded maps and each resource has its own lock, so
+// streams of different processes never wait on each other.
+type Aggregator struct {
+	cfg    AggregatorConfig
+	seed   maphash.Seed
+	shards [numShards]shard
+	now    func() time.Time
+}
+
+type shard struct {
+	mu sync.Mutex
+	m  map[string]*Resource
+}
+
+// NewAggregator returns an empty aggregator.
+func NewAggregator(cfg AggregatorConfig) *Aggregator {
+	a := &Aggregator{cfg: cfg, seed: maphash.MakeSeed(), now: time.Now}
+	for i := range a.shards {
+		a.shards[i].m = map[string]*Resource{}
+	}
+	return a
+}
+
+// Resource is the state of one Gym process (one resource attribute set).
+type Resource struct {
+	mu       sync.Mutex
+	key      string
+	attrs    []ResourceAttrValue
+	insts    [schema.NumInstruments]*instrument
+	touched  bool // received something since the last collection
+	lastSeen time.Time
+	dropped  bool
+	seq      uint64 // snapshot lines applied
+}
+
+// ResourceAttrValue is an owned resource attribute.
+type ResourceAttrValue struct {
+	Key  string
+	Kind ValueKind
+	Str  string
+	Int  int64
+	Bool bool
+}
+
+// resource returns the resource with the given canonical key, creating it from attrs.
+func (a *Aggregator) resource(key []byte, attrs func() []ResourceAttrValue) *Resource {
+	sh := &a.shards[maphash.Bytes(a.seed, key)%numShards]
+	sh.mu.Lock()
+	r, ok := sh.m[string(key)]
+	if !ok {
+		r = &Resource{key: string(key), attrs: attrs(), lastSeen: a.now()}
+		sh.m[r.key] = r
+	}
+	sh.mu.Unlock()
+	return r
+}
+
+// revive returns the live resource for r, which a collection may have expired and dropped.
+func (a *Aggregator) revive(r *Resource) *Resource {
+	return a.resource([]byte(r.key), func() []ResourceAttrValue { return r.attrs })
+}
+
+func (a *Aggregator) forget(r *Resource) {
+	sh := &a.shards[maphash.String(a.seed, r.key)%numShards]
+	sh.mu.Lock()
+	if sh.m[r.key] == r {
+		delete(sh.m, r.key)
+	}
+	sh.mu.Unlock()
+}
+
+// resources returns every live resource in a stable order (by key).
+func (a *Aggregator) resources() []*Resource {
+	var out []*Resource
+	for i := range a.shards {
+		sh := &a.shards[i]
+		sh.mu.Lock()
+		for _, r := range sh.m {
+			out = append(out, r)
+		}
+		sh.mu.Unlock()
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
+	return out
+}
+
+// series finds or admits the series of the key in k, or the overflow series when the
+// instrument is at its cardinality limit.
+func (r *Resource) series(a *Aggregator, st *Stream, k *keyBuilder) *series {
+	in := r.insts[k.id]
+	if in == nil {
+		in = newInstrument(k.id)
+		r.insts[k.id] = in
+	}
+	key := k.encode()
+	if s, ok := in.series[string(key)]; ok {
+		return s
+	}
+	now := pcommon.NewTimestampFromTime(a.now())
+	if len(in.order) < a.cfg.CardinalityLimit-1 {
+		s := newSeries(k.in, k.ownedAttrs(), now)
+		in.series[string(key)] = s
+		in.order = append(in.order, s)
+		return s
+	}
+	st.Stats.Overflowed++
+	if in.overflow == nil {
+		in.overflow = newSeries(k.in, nil, now)
+		in.overflow.overflow = true
+	}
+	return in.overflow
+}
+
+// Snapshot bookkeeping: the entries of one snapshot line that normalise to one series are
+// summed; at the end of the line each touched series takes the sum as its latest value.
+
+func (r *Resource) snapshot(a *Aggregator, st *Stream, k *keyBuilder, v int64) {
+	s := r.series(a, st, k)
+	if s.overflow {
+		r.foldSnapshot(st, k, s, v)
+		return
+	}
+	r.stage(st, s, v)
+}
+
+func (r *Resource) stage(st *Stream, s *series, v int64) {
+	if s.seq != r.seq {
+		s.seq = r.seq
+		s.pending = v
+		st.touched = append(st.touched, touchedSeries{s, schema.Get(st.kb.id).Kind})
+		return
+	}
+	s.pending += v
+}
+
+// foldSnapshot keeps the overflow series of a snapshot total at the sum of the latest values
+// of the series folded into it.
+func (r *Resource) foldSnapshot(st *Stream, k *keyBuilder, ov *series, v int64) {
+	in := r.insts[k.id]
+	if in.folded == nil {
+		in.folded = map[uint64]foldedSnapshot{}
+		in.foldSeed = maphash.MakeSeed()
+	}
+	h := maphash.Bytes(in.foldSeed, k.buf)
+	// The overflow series' pending value starts from its current total.
+	if ov.seq != r.seq {
+		ov.seq = r.seq
+		ov.pending = ov.val
+		st.touched = append(st.touched, touchedSeries{ov, schema.Get(k.id).Kind})
+	}
+	f, known := in.folded[h]
+	switch {
+	case known && f.seq == r.seq: // a second entry of this line for the same folded series
+		f.val += v
+		ov.pending += v
+	case known:
+		ov.pending += v - f.val
+		f = foldedSnapshot{seq: r.seq, val: v}
+	default:
+		ov.pending += v
+		f = foldedSnapshot{seq: r.seq, val: v}
+		if len(in.folded) >= maxFoldedSnapshots {
+			return
+		}
+	}
+	in.folded[h] = f
+}
+
+type touchedSeries struct {
+	s    *series
+	kind schema.Kind
+}
+
+// commitSnapshots ends a snapshot line: each touched series takes its new value; a total that
+// went down means the process restarted, and the series starts again.
+func (r *Resource) commitSnapshots(a *Aggregator, st *Stream) {
+	for _, t := range st.touched {
+		s := t.s
+		if t.kind == schema.KindCounter && s.hasVal && s.pending < s.val {
+			s.start = pcommon.NewTimestampFromTime(a.now())
+		}
+		s.val, s.hasVal = s.pending, true
+	}
+	clear(st.touched)
+	st.touched = st.touched[:0]
+}
+
+// apply records one decoded event. The caller holds r.mu.
+func (r *Resource) apply(a *Aggregator, st *Stream, ev *Event) {
+	k := &st.kb
+	r.touched = true
+	switch ev.Type {
+	case EventRolloutCompleted:
+		k.begin(schema.GymRolloutCompletedTotal).str(ev.Outcome).str(ev.DispatchName)
+		if string(ev.Outcome) == scoredOutcome {
+			k.absent().absent().absent()
+		} else {
+			k.str(ev.FailureClass).str(ev.FailureKind).str(ev.FailureType)
+		}
+		r.series(a, st, k).val++
+		if string(ev.Outcome) == scoredOutcome && ev.HasReward {
+			if rng, scored := normalize.RewardRange(ev.Reward); scored {
+				k.begin(schema.GymRolloutRewardedTotal).str(rng).str(ev.DispatchName).bool(ev.Masked)
+				r.series(a, st, k).val++
+			}
+		}
+	case EventRolloutHealth:
+		k.begin(schema.GymRolloutHealthVerdictTotal).str(ev.Verdict).str(ev.Outcome)
+		r.series(a, st, k).val++
+		r.flagged(a, st, ev)
+	case EventRolloutSize:
+		r.sizeSample(a, st, ev.SizeFields&HasInputItems != 0, schema.GymDriverRolloutInputItems, ev.InputItems)
+		r.sizeSample(a, st, ev.SizeFields&HasOutputItems != 0, schema.GymDriverRolloutOutputItems, ev.OutputItems)
+		r.sizeSample(a, st, ev.SizeFields&HasTurns != 0, schema.GymDriverRolloutTurns, ev.Turns)
+		r.sizeSample(a, st, ev.SizeFields&HasToolCalls != 0, schema.GymDriverRolloutToolCalls, ev.ToolCalls)
+	case EventSandboxActive:
+		k.begin(schema.GymSandboxActive).str(ev.Provider)
+		r.series(a, st, k).val += ev.Delta
+	case EventSandboxStartup:
+		r.histogram(a, st, k.begin(schema.GymSandboxStartupDurationMs).str(ev.Provider), ev.DurationMS)
+	case EventSandboxExec:
+		r.histogram(a, st, k.begin(schema.GymSandboxExecDurationMs).str(ev.Provider), ev.DurationMS)
+	case EventSandboxCreateRetry:
+		k.begin(schema.GymSandboxCreateRetryTotal).str(ev.Provider)
+		r.series(a, st, k).val++
+	case EventServerStartupStage:
+		k.begin(schema.GymServerStartupStageDurationMs).str(ev.Stage).str(ev.ServerName).str(ev.ServerType).bool(ev.Worker)
+		r.histogram(a, st, k, ev.DurationMS)
+	case EventHTTPPoolQueue:
+		k.begin(schema.GymHttpConnectionPoolQueueDurationMs).str(ev.QueueConstraint).str(ev.QueueOutcome).str(ev.ServerName)
+		r.histogram(a, st, k, ev.DurationMS)
+	case EventHTTPPoolConnect:
+		k.begin(schema.GymHttpConnectionPoolConnectDurationMs).str(ev.ConnectOutcome).str(ev.ServerName)
+		r.histogram(a, st, k, ev.DurationMS)
+	case EventHTTPPoolConnects:
+		r.seq++
+		for i := range ev.Counts {
+			r.snapshot(a, st, k.begin(schema.GymHttpConnectionPoolConnectTotal).str(ev.Counts[i].Name), ev.Counts[i].Count)
+		}
+		r.commitSnapshots(a, st)
+	case EventEventLoopLag:
+		r.histogram(a, st, k.begin(schema.GymEventLoopLagMs).str(ev.Loop), ev.DurationMS)
+	case EventEventLoopTasks:
+		r.gauge(a, st, k.begin(schema.GymEventLoopTasks).str(ev.Loop), ev.Tasks)
+	case EventGCPause:
+		r.histogram(a, st, k.begin(schema.GymGcPauseDurationMs).int(ev.Generation), ev.DurationMS)
+	case EventGCStats:
+		r.seq++
+		for g := range int64(3) {
+			r.snapshot(a, st, k.begin(schema.GymGcCollectionsTotal).int(g), ev.GCCollections[g])
+			r.snapshot(a, st, k.begin(schema.GymGcCollectedTotal).int(g), ev.GCCollected[g])
+			r.snapshot(a, st, k.begin(schema.GymGcUncollectableTotal).int(g), ev.GCUncollectable[g])
+			r.gauge(a, st, k.begin(schema.GymGcCount).int(g), ev.GCCount[g])
+		}
+		r.commitSnapshots(a, st)
+	case EventServerRequests:
+		r.seq++
+		r.snapshot(a, st, k.begin(schema.GymServerRequestsInFlight), ev.InFlight)
+		r.snapshot(a, st, k.begin(schema.GymServerRequestsUnhandledExceptionsTotal), ev.UnhandledExceptions)
+		for i := range ev.Responses {
+			r.snapshot(a, st, k.begin(schema.GymServerResponsesTotal).int(ev.Responses[i].Code), ev.Responses[i].Count)
+		}
+		for i := range ev.Cancelled {
+			c := &ev.Cancelled[i]
+			k.begin(schema.GymServerRequestsCancelledTotal).str(c.Route).str(normalize.Phase(c.ResponseStarted))
+			r.snapshot(a, st, k, c.Count)
+		}
+		if ev.HasOutboundInFlight {
+			r.snapshot(a, st, k.begin(schema.GymHttpClientRequestsInFlight), ev.OutboundInFlight)
+		}
+		r.commitSnapshots(a, st)
+	case EventDriverCounts:
+		if ev.Offered == 0 {
+			return
+		}
+		r.seq++
+		r.snapshot(a, st, k.begin(schema.GymDriverRolloutsOfferedTotal), ev.Offered)
+		r.snapshot(a, st, k.begin(schema.GymDriverRolloutsResident), ev.Resident)
+		r.snapshot(a, st, k.begin(schema.GymDriverRolloutsActive), ev.Active)
+		r.commitSnapshots(a, st)
+	case EventDriverAdmission:
+		r.histogram(a, st, k.begin(schema.GymDriverAdmissionDurationMs), ev.DurationMS)
+	case EventDriverOutputWrite:
+		r.histogram(a, st, k.begin(schema.GymDriverOutputWriteDurationMs), ev.DurationMS)
+		r.histogram(a, st, k.begin(schema.GymDriverOutputWriteBytes), float64(ev.Bytes))
+	case EventDriverMaterialize:
+		r.histogram(a, st, k.begin(schema.GymDriverMaterializeDurationMs), ev.DurationMS)
+	}
+}
+
+// scoredOutcome is the outcome under which failure fields are not attributes and rewards count.
+var scoredOutcome = schema.Attr(schema.AttrNemoGymRolloutOutcome).Values[0]
+
+func (r *Resource) histogram(a *Aggregator, st *Stream, k *keyBuilder, v float64) {
+	r.series(a, st, k).record(k.in.Bounds, v)
+}
+
+func (r *Resource) gauge(a *Aggregator, st *Stream, k *keyBuilder, v int64) {
+	s := r.series(a, st, k)
+	s.val, s.hasVal = v, true
+}
+
+func (r *Resource) sizeSample(a *Aggregator, st *Stream, present bool, id schema.InstrumentID, v int64) {
+	if present {
+		r.histogram(a, st, st.kb.begin(id), float64(v))
+	}
+}
+
+// flagged counts each distinct check a rollout.health line flags, after normalisation;
+// ignored checks are matched on the raw id.
+func (r *Resource) flagged(a *Aggregator, st *Stream, ev *Event) {
+	distinct := st.checks[:0]
+outer:
+	for _, raw := range ev.Flagged {
+		if a.cfg.Registry.IgnoredHealthCheck(raw) {
+			continue
+		}
+		c := a.cfg.Registry.HealthCheck(raw)
+		for _, d := range distinct {
+			if string(d) == string(c) {
+				continue outer
+			}
+		}
+		distinct = append(distinct, c)
+	}
+	for _, c := range distinct {
+		st.kb.begin(schema.GymRolloutHealthFlaggedTotal).str(c).str(ev.Outcome)
+		r.series(a, st, &st.kb).val++
+	}
+	clear(distinct)
+	st.checks = distinct[:0]
+}

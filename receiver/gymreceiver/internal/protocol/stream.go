@@ -1,0 +1,188 @@
+package protocol
+
+import (
+	"encoding/binary"
+
+	"errors"
+	"github.com/gym-telemetry/otelcol-gym/internal/schema"
+	"slices"
+	"strings"
+)
+
+// Outcome is what became of one line.
+type Outcome uint8
+
+const (
+	Blank    Outcome = iota // only white space: counted nowhere
+	Accepted                // applied
+	Unknown                 // an unknown event: counted and dropped
+	Rejected                // broke a rule: counted with its reason, changed nothing
+)
+
+// StreamStats counts what a stream did with its lines since the last Reset.
+type StreamStats struct {
+	Accepted   int64
+	Unknown    int64
+	Rejected   map[string]int64 // by Reason
+	Overflowed int64            // measurements folded into an overflow series
+}
+
+// Stream is one stream of lines (an HTTP request body, a connection, a file) with its own
+// current resource. Not safe for concurrent use.
+type Stream struct {
+	agg     *Aggregator
+	dec     *Decoder
+	ev      Event
+	kb      keyBuilder
+	cur     *Resource // nil: the stream's default resource
+	def     *Resource
+	defAttr []ResourceAttrValue
+	defKey  []byte
+	touched []touchedSeries
+	checks  [][]byte
+	rkey    []byte
+	order   []int
+	Stats   StreamStats
+}
+
+// DefaultResource returns the attributes of a stream's default resource: gym.source, and
+// log.file.path for a file (filePath "" leaves it out).
+func DefaultResource(source, filePath string) []ResourceAttr {
+	attrs := []ResourceAttr{{Key: []byte(schema.ResourceSourceKey), Kind: ValueString, Str: []byte(source)}}
+	if filePath != "" {
+		attrs = append(attrs, ResourceAttr{Key: []byte(schema.ResourceFilePathKey), Kind: ValueString, Str: []byte(filePath)})
+	}
+	return attrs
+}
+
+// NewStream returns a stream whose default resource has the given attributes (DefaultResource).
+func (a *Aggregator) NewStream(maxLineBytes int, defaultAttrs []ResourceAttr) *Stream {
+	s := &Stream{
+		agg:     a,
+		dec:     NewDecoder(maxLineBytes),
+		kb:      keyBuilder{reg: a.cfg.Registry},
+		defAttr: ownResourceAttrs(defaultAttrs),
+		Stats:   StreamStats{Rejected: map[string]int64{}},
+	}
+	s.defKey = encodeResourceKey(nil, defaultAttrs, &s.order)
+	return s
+}
+
+// Reset clears the stats and makes the default resource current again, so that a Stream can
+// serve another request body.
+func (s *Stream) Reset() {
+	s.cur = nil
+	s.Stats.Accepted, s.Stats.Unknown, s.Stats.Overflowed = 0, 0, 0
+	clear(s.Stats.Rejected)
+}
+
+// Line decodes and applies one line (without its newline). A rejected line returns its error
+// and changes nothing.
+func (s *Stream) Line(line []byte) (Outcome, error) {
+	err := s.dec.Decode(line, &s.ev)
+	if err != nil {
+		if errors.Is(err, ErrBlank) {
+			return Blank, nil
+		}
+		s.Stats.Rejected[Reason(err)]++
+		if s.ev.Type == EventResource {
+			// Events after a rejected resource line belong to the default resource, so that no
+			// event is put under a process that did not send it.
+			s.cur = nil
+		}
+		return Rejected, err
+	}
+	switch s.ev.Type {
+	case EventUnknown:
+		s.Stats.Unknown++
+		return Unknown, nil
+	case EventResource:
+		s.setResource()
+		s.Stats.Accepted++
+		return Accepted, nil
+	}
+	r := s.resource()
+	r.mu.Lock()
+	for r.dropped {
+		// A collection expired it meanwhile: the process is back, start it afresh.
+		r.mu.Unlock()
+		r = s.agg.revive(r)
+		s.setCurrent(r)
+		r.mu.Lock()
+	}
+	r.apply(s.agg, s, &s.ev)
+	r.mu.Unlock()
+	s.Stats.Accepted++
+	return Accepted, nil
+}
+
+func (s *Stream) resource() *Resource {
+	if s.cur != nil {
+		return s.cur
+	}
+	if s.def == nil {
+		s.def = s.agg.resource(s.defKey, func() []ResourceAttrValue { return s.defAttr })
+	}
+	return s.def
+}
+
+func (s *Stream) setCurrent(r *Resource) {
+	if s.cur == nil {
+		s.def = r
+	} else {
+		s.cur = r
+	}
+}
+
+// setResource makes the resource of the decoded resource line current.
+func (s *Stream) setResource() {
+	attrs := s.ev.Attrs
+	s.rkey = encodeResourceKey(s.rkey[:0], attrs, &s.order)
+	s.cur = s.agg.resource(s.rkey, func() []ResourceAttrValue { return ownResourceAttrs(attrs) })
+}
+
+func ownResourceAttrs(attrs []ResourceAttr) []ResourceAttrValue {
+	out := make([]ResourceAttrValue, len(attrs))
+	for i, a := range attrs {
+		out[i] = ResourceAttrValue{Key: string(a.Key), Kind: a.Kind, Str: string(a.Str), Int: a.Int, Bool: a.Bool}
+	}
+	slices.SortFunc(out, func(x, y ResourceAttrValue) int { return strings.Compare(x.Key, y.Key) })
+	return out
+}
+
+// encodeResourceKey encodes a resource's identity: typed equality of the attribute set, so
+// the attributes sorted by key, each with its type. A resource line that repeats the default
+// resource's attributes is the same resource.
+func encodeResourceKey(b []byte, attrs []ResourceAttr, order *[]int) []byte {
+	o := (*order)[:0]
+	for i := range attrs {
+		o = append(o, i)
+	}
+	slices.SortFunc(o, func(x, y int) int { return strings.Compare(string(attrs[x].Key), string(attrs[y].Key)) })
+	*order = o
+	for _, i := range o {
+		a := &attrs[i]
+		b = appendResourceAttr(b, a.Key, a.Kind, a.Str, a.Int, a.Bool)
+	}
+	return b
+}
+
+func appendResourceAttr(b, key []byte, kind ValueKind, str []byte, i int64, bv bool) []byte {
+	b = binary.AppendUvarint(b, uint64(len(key)))
+	b = append(b, key...)
+	b = append(b, byte(kind))
+	switch kind {
+	case ValueString:
+		b = binary.AppendUvarint(b, uint64(len(str)))
+		b = append(b, str...)
+	case ValueInt:
+		b = binary.LittleEndian.AppendUint64(b, uint64(i))
+	case ValueBool:
+		if bv {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+		}
+	}
+	return b
+}

@@ -1,0 +1,153 @@
+package gymreceiver
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"runtime"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
+	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/metadata"
+	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/protocol"
+	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/transport"
+)
+
+// gymReceiver is the lifecycle: it owns the aggregator, the transports and the collection loop.
+type gymReceiver struct {
+	cfg       *Config
+	set       receiver.Settings
+	next      consumer.Metrics
+	agg       *protocol.Aggregator
+	telemetry *metadata.TelemetryBuilder
+	scope     protocol.Scope
+
+	server *http.Server
+	stop   chan struct{}
+	wg     sync.WaitGroup
+}
+
+func newGymReceiver(set receiver.Settings, cfg *Config, next consumer.Metrics) (*gymReceiver, error) {
+	reg, err := normalize.NewRegistry(cfg.FailureKinds, cfg.HealthChecks, cfg.IgnoredHealthChecks)
+	if err != nil {
+		return nil, err
+	}
+	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		return nil, err
+	}
+	return &gymReceiver{
+		cfg:       cfg,
+		set:       set,
+		next:      next,
+		telemetry: tb,
+		scope:     protocol.Scope{Name: metadata.ScopeName, Version: set.BuildInfo.Version},
+		agg: protocol.NewAggregator(protocol.AggregatorConfig{
+			CardinalityLimit: cfg.CardinalityLimit,
+			ExpireAfter:      cfg.ExpireAfter,
+			Registry:         reg,
+		}),
+	}, nil
+}
+
+func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
+	r.stop = make(chan struct{})
+	if hc := r.cfg.HTTP.Get(); hc != nil {
+		h := transport.NewHTTPHandler(r.agg, transport.HTTPOptions{
+			MaxLineBytes:  r.cfg.MaxLineBytes,
+			MaxConcurrent: 4 * runtime.GOMAXPROCS(0),
+			Wait:          time.Second,
+		}, r.recordStream)
+		ln, err := hc.ToListener(ctx)
+		if err != nil {
+			return err
+		}
+		srv, err := hc.ToServer(ctx, host.GetExtensions(), r.set.TelemetrySettings, h)
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		r.server = srv
+		r.set.Logger.Info("gym receiver listening", zap.String("transport", "http"), zap.String("endpoint", ln.Addr().String()+transport.EventsPath))
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				componentstatus.ReportStatus(host, componentstatus.NewFatalErrorEvent(err))
+			}
+		}()
+	}
+	r.wg.Add(1)
+	go r.collectLoop()
+	return nil
+}
+
+func (r *gymReceiver) collectLoop() {
+	defer r.wg.Done()
+	t := time.NewTicker(r.cfg.CollectionInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			r.collect(context.Background())
+		case <-r.stop:
+			return
+		}
+	}
+}
+
+// collect sends the cumulative state on. An export that fails loses nothing: the next
+// collection carries the same totals.
+func (r *gymReceiver) collect(ctx context.Context) {
+	md := r.agg.Collect(r.scope)
+	r.telemetry.ReceiverGymResources.Record(ctx, int64(r.agg.Len()))
+	if md.ResourceMetrics().Len() == 0 {
+		return
+	}
+	if err := r.next.ConsumeMetrics(ctx, md); err != nil {
+		r.set.Logger.Warn("sending gym metrics failed; the next collection carries them", zap.Error(err))
+	}
+}
+
+func (r *gymReceiver) recordStream(st *protocol.StreamStats) {
+	ctx := context.Background()
+	if st.Accepted > 0 {
+		r.telemetry.ReceiverGymLinesAccepted.Add(ctx, st.Accepted)
+	}
+	if st.Unknown > 0 {
+		r.telemetry.ReceiverGymLinesUnknown.Add(ctx, st.Unknown)
+	}
+	for reason, n := range st.Rejected {
+		if n > 0 {
+			r.telemetry.ReceiverGymLinesRejected.Add(ctx, n, metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason))))
+		}
+	}
+	if st.Overflowed > 0 {
+		r.telemetry.ReceiverGymMeasurementsOverflowed.Add(ctx, st.Overflowed)
+	}
+}
+
+// Shutdown stops accepting, lets the bodies in flight finish, and sends what was aggregated
+// once more, so a graceful stop loses nothing that was accepted.
+func (r *gymReceiver) Shutdown(ctx context.Context) error {
+	var err error
+	if r.server != nil {
+		err = r.server.Shutdown(ctx)
+	}
+	if r.stop != nil {
+		close(r.stop)
+		r.wg.Wait()
+		r.collect(ctx)
+	}
+	r.telemetry.Shutdown()
+	return err
+}
