@@ -1,0 +1,68 @@
+package schema_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/schema"
+	"github.com/gym-telemetry/otelcol-gym/internal/schemagen"
+)
+
+// TestGeneratedFilesAreFresh fails when schema_gen.go or docs/metrics.md no longer match
+// metadata.yaml: run `make generate`.
+func TestGeneratedFilesAreFresh(t *testing.T) {
+	data, err := os.ReadFile("../../metadata.yaml")
+	require.NoError(t, err)
+	s, err := schemagen.Parse(data)
+	require.NoError(t, err)
+	src, err := s.Go()
+	require.NoError(t, err)
+	onDisk, err := os.ReadFile("schema_gen.go")
+	require.NoError(t, err)
+	assert.Equal(t, string(src), string(onDisk), "internal/schema/schema_gen.go is stale: run make generate")
+	md, err := os.ReadFile("../../docs/metrics.md")
+	require.NoError(t, err)
+	assert.Equal(t, string(s.Markdown()), string(md), "docs/metrics.md is stale: run make generate")
+}
+
+func TestSchemaShape(t *testing.T) {
+	require.Len(t, schema.Instruments, 39, "instruments.md lists 39 instruments")
+	names := map[string]bool{}
+	for i := range schema.Instruments {
+		in := &schema.Instruments[i]
+		assert.False(t, names[in.Name], "duplicate %s", in.Name)
+		names[in.Name] = true
+		id, ok := schema.Lookup(in.Name)
+		assert.True(t, ok)
+		assert.Equal(t, schema.InstrumentID(i), id)
+		if in.Kind == schema.KindHistogram {
+			assert.NotEmpty(t, in.Bounds, in.Name)
+			assert.Equal(t, schema.ValueDouble, in.ValueType, in.Name)
+		} else {
+			assert.Empty(t, in.Bounds, in.Name)
+		}
+		// Sums and gauges of counts are int64; only process.cpu.time is a double.
+		if in.Kind != schema.KindHistogram {
+			want := schema.ValueInt
+			if in.Name == "process.cpu.time" {
+				want = schema.ValueDouble
+			}
+			assert.Equal(t, want, in.ValueType, in.Name)
+		}
+	}
+	// Spot checks against instruments.md, typed here on purpose: the test is the second hand.
+	lag, _ := schema.Lookup("gym.event_loop.lag_ms")
+	assert.Equal(t, []float64{0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000}, schema.Get(lag).Bounds)
+	pool, _ := schema.Lookup("gym.http.connection_pool.connect_duration_ms")
+	assert.Equal(t, []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 5000, 30000}, schema.Get(pool).Bounds)
+	startup, _ := schema.Lookup("gym.server.startup_stage_duration_ms")
+	assert.Equal(t, 3600000.0, schema.Get(startup).Bounds[len(schema.Get(startup).Bounds)-1])
+	active, _ := schema.Lookup("gym.sandbox.active")
+	assert.Equal(t, schema.KindUpDown, schema.Get(active).Kind)
+	assert.Equal(t, "{sandbox}", schema.Get(active).Unit)
+	assert.Len(t, schema.FailureKinds, 24)
+	assert.Len(t, schema.HealthChecks, 12)
+}

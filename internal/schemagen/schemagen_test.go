@@ -1,0 +1,43 @@
+package schemagen
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseRealSchema(t *testing.T) {
+	data, err := os.ReadFile("../../metadata.yaml")
+	require.NoError(t, err)
+	s, err := Parse(data)
+	require.NoError(t, err)
+	assert.Len(t, s.Instruments, 39)
+	assert.Equal(t, "GymHttpConnectionPoolConnectTotal", GoName("gym.http.connection_pool.connect_total"))
+}
+
+// Each broken schema is refused with a message that names what is wrong.
+func TestParseRejects(t *testing.T) {
+	data, err := os.ReadFile("../../metadata.yaml")
+	require.NoError(t, err)
+	good := string(data)
+	cases := []struct{ name, from, to, want string }{
+		{"unknown kind", "    kind: updown\n    unit: \"{sandbox}\"", "    kind: upcounter\n    unit: \"{sandbox}\"", `kind "upcounter"`},
+		{"unknown bucket set", "buckets: LAG_MS", "buckets: LAGS_MS", `unknown bucket set "LAGS_MS"`},
+		{"unsorted bounds", "LAG_MS: [0.5, 1,", "LAG_MS: [1, 0.5,", "strictly increasing"},
+		{"unknown attribute", "attributes: [nemo.gym.event_loop]", "attributes: [nemo.gym.event_looop]", `unknown attribute "nemo.gym.event_looop"`},
+		{"unknown field", "schema_version: 1", "schema_version: 1\nschema_colour: red", "schema_colour"},
+		{"narrowed to a foreign value", "values: [scored, failed]}", "values: [scored, lost]}", `narrows to "lost"`},
+		{"enum without values", "    rule: enum\n    values: [healthy, unhealthy, unobserved]", "    rule: enum", "needs values"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			require.Contains(t, good, c.from)
+			_, err := Parse([]byte(strings.Replace(good, c.from, c.to, 1)))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.want)
+		})
+	}
+}
