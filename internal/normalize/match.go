@@ -1,0 +1,64 @@
+package normalize
+
+import "github.com/gym-telemetry/otelcol-gym/internal/schema"
+
+// Hand-written matchers of the patterns metadata.yaml documents, each matching the whole
+// value (as regexp "^(?:" + Pattern + ")$" would). Length caps are applied by the callers, from
+// the schema. TestMatchersAgreeWithSchemaPatterns and FuzzPatterns hold every matcher to the
+// Pattern of its attribute, so the two cannot drift apart.
+var handMatchers = map[schema.AttrID]func([]byte) bool{
+	schema.AttrNemoGymFailureClass: isLowerIdent,  // [a-z][a-z0-9_]*
+	schema.AttrNemoGymFailureKind:  isNamespaced,  // [a-z][a-z0-9_]*:[a-z][a-z0-9_]*
+	schema.AttrNemoGymFailureType:  isDottedIdent, // [A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*
+}
+
+func isLower(c byte) bool { return c >= 'a' && c <= 'z' }
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+func isAlpha(c byte) bool { return isLower(c) || (c >= 'A' && c <= 'Z') }
+
+// isLowerIdent matches [a-z][a-z0-9_]*.
+func isLowerIdent(v []byte) bool {
+	if len(v) == 0 || !isLower(v[0]) {
+		return false
+	}
+	for _, c := range v[1:] {
+		if !isLower(c) && !isDigit(c) && c != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+// isNamespaced matches [a-z][a-z0-9_]*:[a-z][a-z0-9_]* (exactly one colon).
+func isNamespaced(v []byte) bool {
+	for i, c := range v {
+		if c == ':' {
+			return isLowerIdent(v[:i]) && isLowerIdent(v[i+1:])
+		}
+	}
+	return false
+}
+
+// isDottedIdent matches [A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*: dot-separated
+// segments, none empty, each starting with a letter or underscore.
+func isDottedIdent(v []byte) bool {
+	start := true // the next byte starts a segment
+	for _, c := range v {
+		switch {
+		case isAlpha(c) || c == '_':
+			start = false
+		case isDigit(c):
+			if start {
+				return false
+			}
+		case c == '.':
+			if start {
+				return false
+			}
+			start = true
+		default:
+			return false
+		}
+	}
+	return !start // non-empty, no trailing dot
+}
