@@ -1,0 +1,76 @@
+package gymreceiver
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+	"go.opentelemetry.io/collector/confmap"
+
+	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/metadata"
+)
+
+func loadConfig(t *testing.T, name string) (*Config, error) {
+	t.Helper()
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+	cfg := createDefaultConfig().(*Config)
+	sub, err := cm.Sub(component.NewIDWithName(metadata.Type, name).String())
+	require.NoError(t, err)
+	if err := sub.Unmarshal(cfg); err != nil {
+		return nil, err
+	}
+	return cfg, confmap.Validate(cfg)
+}
+
+func TestDefaultConfig(t *testing.T) {
+	cfg, err := loadConfig(t, "")
+	require.NoError(t, err)
+	require.True(t, cfg.HTTP.HasValue())
+	assert.Equal(t, "127.0.0.1:4390", cfg.HTTP.Get().NetAddr.Endpoint, "loopback by default")
+	assert.Equal(t, int64(16<<20), cfg.HTTP.Get().MaxRequestBodySize)
+	assert.False(t, cfg.Stream.HasValue(), "a transport is on only when its block is present")
+	assert.False(t, cfg.Files.HasValue())
+	assert.Equal(t, 10*time.Second, cfg.CollectionInterval)
+	assert.Equal(t, 5*time.Minute, cfg.ExpireAfter)
+	assert.Equal(t, 65536, cfg.MaxLineBytes)
+	assert.Equal(t, 2000, cfg.CardinalityLimit)
+	assert.False(t, cfg.Process.Enabled)
+}
+
+func TestCustomConfig(t *testing.T) {
+	cfg, err := loadConfig(t, "custom")
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1:4999", cfg.HTTP.Get().NetAddr.Endpoint)
+	assert.Equal(t, int64(1<<20), cfg.HTTP.Get().MaxRequestBodySize)
+	assert.Equal(t, 30*time.Second, cfg.CollectionInterval)
+	assert.Equal(t, 10*time.Minute, cfg.ExpireAfter)
+	assert.Equal(t, 4096, cfg.MaxLineBytes)
+	assert.Equal(t, 500, cfg.CardinalityLimit)
+	assert.Equal(t, []string{"lab_quirk"}, cfg.FailureKinds)
+	assert.Equal(t, []string{"lab_check"}, cfg.HealthChecks)
+	assert.Equal(t, []string{"agent_turn_hollow"}, cfg.IgnoredHealthChecks)
+	assert.Equal(t, 20*time.Second, cfg.Process.CollectionInterval)
+}
+
+// Each bad configuration is refused with a message that names the key.
+func TestInvalidConfig(t *testing.T) {
+	for name, want := range map[string]string{
+		"bad_interval": "collection_interval",
+		"bad_limit":    "cardinality_limit",
+		"bad_line":     "max_line_bytes",
+		"no_transport": "no transport",
+		"bad_kind":     "failure_kinds",
+		"unknown_key":  "colection_interval",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := loadConfig(t, name)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), want)
+		})
+	}
+}
