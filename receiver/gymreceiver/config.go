@@ -3,6 +3,9 @@ package gymreceiver
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"net"
+	"strconv"
 	"time"
 
 	"go.opentelemetry.io/collector/config/confighttp"
@@ -43,8 +46,40 @@ type Config struct {
 
 // StreamConfig is the `stream:` block: a TCP or Unix-domain socket server.
 type StreamConfig struct {
+	// Transport is tcp (tcp4, tcp6) or unix.
 	Transport confignet.TransportType `mapstructure:"transport"`
-	Endpoint  string                  `mapstructure:"endpoint"`
+	// Endpoint is host:port for tcp, the socket's path for unix.
+	Endpoint string `mapstructure:"endpoint"`
+	// SocketMode is the Unix socket file's permission bits, in octal (default "0600": only the
+	// collector's user may connect).
+	SocketMode string `mapstructure:"socket_mode"`
+}
+
+func (sc *StreamConfig) mode() (fs.FileMode, error) {
+	m, err := strconv.ParseUint(sc.SocketMode, 8, 32)
+	if err != nil || m > 0o777 {
+		return 0, fmt.Errorf("stream.socket_mode: %q is not an octal permission such as \"0600\"", sc.SocketMode)
+	}
+	return fs.FileMode(m), nil
+}
+
+func (sc *StreamConfig) validate() error {
+	switch sc.Transport {
+	case confignet.TransportTypeTCP, confignet.TransportTypeTCP4, confignet.TransportTypeTCP6:
+		if _, _, err := net.SplitHostPort(sc.Endpoint); err != nil {
+			return fmt.Errorf("stream.endpoint: %q is not host:port for transport %s: %w", sc.Endpoint, sc.Transport, err)
+		}
+	case confignet.TransportTypeUnix:
+		if sc.Endpoint == "" {
+			return errors.New("stream.endpoint: the socket's path is required for transport unix")
+		}
+		if _, err := sc.mode(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("stream.transport: %q is not tcp, tcp4, tcp6 or unix", sc.Transport)
+	}
+	return nil
 }
 
 // FilesConfig is the `files:` block.
@@ -90,8 +125,10 @@ func (cfg *Config) Validate() error {
 	if h := cfg.HTTP.Get(); h != nil && h.MaxRequestBodySize <= 0 {
 		errs = append(errs, fmt.Errorf("http.max_request_body_size: must be positive, got %d", h.MaxRequestBodySize))
 	}
-	if cfg.Stream.HasValue() {
-		errs = append(errs, errors.New("stream: the stream transport is not available in this build yet; use http"))
+	if sc := cfg.Stream.Get(); sc != nil {
+		if err := sc.validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if cfg.Files.HasValue() {
 		errs = append(errs, errors.New("files: the file transport is not available in this build yet; use http"))

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/confmap/confmaptest"
 	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/metadata"
 )
@@ -57,15 +57,31 @@ func TestCustomConfig(t *testing.T) {
 	assert.Equal(t, 20*time.Second, cfg.Process.CollectionInterval)
 }
 
+func TestStreamConfig(t *testing.T) {
+	cfg, err := loadConfig(t, "stream_unix")
+	require.NoError(t, err)
+	require.True(t, cfg.Stream.HasValue())
+	assert.False(t, cfg.HTTP.HasValue())
+	mode, err := cfg.Stream.Get().mode()
+	require.NoError(t, err)
+	assert.Equal(t, 0o660, int(mode))
+	def, err := loadConfig(t, "")
+	require.NoError(t, err)
+	assert.Equal(t, "0600", def.Stream.GetOrInsertDefault().SocketMode, "0600 by default")
+}
+
 // Each bad configuration is refused with a message that names the key.
 func TestInvalidConfig(t *testing.T) {
 	for name, want := range map[string]string{
-		"bad_interval": "collection_interval",
-		"bad_limit":    "cardinality_limit",
-		"bad_line":     "max_line_bytes",
-		"no_transport": "no transport",
-		"bad_kind":     "failure_kinds",
-		"unknown_key":  "colection_interval",
+		"bad_interval":         "collection_interval",
+		"bad_limit":            "cardinality_limit",
+		"bad_line":             "max_line_bytes",
+		"no_transport":         "no transport",
+		"bad_kind":             "failure_kinds",
+		"unknown_key":          "colection_interval",
+		"bad_stream_transport": "stream.transport",
+		"bad_stream_endpoint":  "stream.endpoint",
+		"bad_socket_mode":      "stream.socket_mode",
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := loadConfig(t, name)

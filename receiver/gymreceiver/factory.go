@@ -39,7 +39,7 @@ func createDefaultConfig() component.Config {
 	httpCfg.MaxRequestBodySize = defaultMaxBodyBytes
 	return &Config{
 		HTTP:               configoptional.Default(httpCfg),
-		Stream:             configoptional.Default(StreamConfig{Transport: "unix", Endpoint: "/tmp/otelcol-gym.sock"}),
+		Stream:             configoptional.Default(StreamConfig{Transport: "unix", Endpoint: "/tmp/otelcol-gym.sock", SocketMode: "0600"}),
 		Files:              configoptional.Default(FilesConfig{StartAt: "end"}),
 		CollectionInterval: defaultCollectionInterval,
 		ExpireAfter:        defaultExpireAfter,

@@ -32,6 +32,7 @@ type gymReceiver struct {
 	scope     protocol.Scope
 
 	server *http.Server
+	stream *transport.StreamServer
 	stop   chan struct{}
 	wg     sync.WaitGroup
 }
@@ -86,10 +87,28 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 			}
 		}()
 	}
+	if sc := r.cfg.Stream.Get(); sc != nil {
+		mode, _ := sc.mode() // validated
+		network := string(sc.Transport)
+		r.stream = transport.NewStreamServer(r.agg, transport.StreamOptions{
+			Network:      network,
+			Endpoint:     sc.Endpoint,
+			SocketMode:   mode,
+			MaxLineBytes: r.cfg.MaxLineBytes,
+			DrainTimeout: streamDrainTimeout,
+		}, r.recordStream, r.set.Logger)
+		if err := r.stream.Start(ctx); err != nil {
+			return err
+		}
+		r.set.Logger.Info("gym receiver listening", zap.String("transport", network), zap.String("endpoint", r.stream.Addr().String()))
+	}
 	r.wg.Add(1)
 	go r.collectLoop()
 	return nil
 }
+
+// streamDrainTimeout: at shutdown a connection is read until it is silent this long.
+const streamDrainTimeout = 250 * time.Millisecond
 
 func (r *gymReceiver) collectLoop() {
 	defer r.wg.Done()
@@ -139,9 +158,12 @@ func (r *gymReceiver) recordStream(st *protocol.StreamStats) {
 // Shutdown stops accepting, lets the bodies in flight finish, and sends what was aggregated
 // once more, so a graceful stop loses nothing that was accepted.
 func (r *gymReceiver) Shutdown(ctx context.Context) error {
-	var err error
+	var errs []error
 	if r.server != nil {
-		err = r.server.Shutdown(ctx)
+		errs = append(errs, r.server.Shutdown(ctx))
+	}
+	if r.stream != nil {
+		errs = append(errs, r.stream.Shutdown(ctx))
 	}
 	if r.stop != nil {
 		close(r.stop)
@@ -149,5 +171,5 @@ func (r *gymReceiver) Shutdown(ctx context.Context) error {
 		r.collect(ctx)
 	}
 	r.telemetry.Shutdown()
-	return err
+	return errors.Join(errs...)
 }

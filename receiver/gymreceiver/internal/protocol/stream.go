@@ -76,6 +76,12 @@ func (s *Stream) Reset() {
 	clear(s.Stats.Rejected)
 }
 
+// Reject counts a line the transport refused before decoding it (over max_line_bytes while
+// still arriving, cut short at the end of a stream). It changes nothing else.
+func (s *Stream) Reject(reason string) {
+	s.Stats.Rejected[reason]++
+}
+
 // Line decodes and applies one line (without its newline). A rejected line returns its error
 // and changes nothing.
 func (s *Stream) Line(line []byte) (Outcome, error) {

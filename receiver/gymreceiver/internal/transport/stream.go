@@ -1,0 +1,194 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/protocol"
+)
+
+// StreamOptions configure the stream transport.
+type StreamOptions struct {
+	Network      string // "tcp" or "unix"
+	Endpoint     string // host:port, or the socket's path
+	SocketMode   fs.FileMode
+	MaxLineBytes int
+	// DrainTimeout bounds how long Shutdown keeps reading what the connections had already
+	// sent; a connection that stays silent this long is done.
+	DrainTimeout time.Duration
+}
+
+// StreamServer serves the stream transport: each connection is one stream of lines with its
+// own current resource. Reading is synchronous with aggregation, so a sender faster than the
+// aggregator fills its socket instead of the collector's memory.
+type StreamServer struct {
+	opts   StreamOptions
+	agg    *protocol.Aggregator
+	record Recorder
+	logger *zap.Logger
+
+	ln      net.Listener
+	mu      sync.Mutex
+	conns   map[net.Conn]struct{}
+	closing bool
+	wg      sync.WaitGroup
+}
+
+// NewStreamServer returns a stream server; Start listens.
+func NewStreamServer(agg *protocol.Aggregator, opts StreamOptions, record Recorder, logger *zap.Logger) *StreamServer {
+	return &StreamServer{opts: opts, agg: agg, record: record, logger: logger, conns: map[net.Conn]struct{}{}}
+}
+
+// Addr is the address the server listens on.
+func (s *StreamServer) Addr() net.Addr { return s.ln.Addr() }
+
+// Start listens and serves in the background.
+func (s *StreamServer) Start(ctx context.Context) error {
+	if s.opts.Network == "unix" {
+		if err := removeStaleSocket(s.opts.Endpoint); err != nil {
+			return err
+		}
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, s.opts.Network, s.opts.Endpoint)
+	if err != nil {
+		return fmt.Errorf("stream: listen on %s %s: %w", s.opts.Network, s.opts.Endpoint, err)
+	}
+	if s.opts.Network == "unix" {
+		if err := os.Chmod(s.opts.Endpoint, s.opts.SocketMode); err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("stream: set mode %o on %s: %w", s.opts.SocketMode, s.opts.Endpoint, err)
+		}
+	}
+	s.ln = ln
+	s.wg.Add(1)
+	go s.accept()
+	return nil
+}
+
+// removeStaleSocket removes a socket file that no process listens on any more (left by a
+// collector that crashed). A live socket, or a file that is not a socket, is an error.
+func removeStaleSocket(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("stream: %w", err)
+	}
+	if fi.Mode()&fs.ModeSocket == 0 {
+		return fmt.Errorf("stream: %s exists and is not a socket; not replacing it", path)
+	}
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		_ = c.Close()
+		return fmt.Errorf("stream: another process is listening on %s", path)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("stream: remove stale socket %s: %w", path, err)
+	}
+	return nil
+}
+
+func (s *StreamServer) accept() {
+	defer s.wg.Done()
+	var delay time.Duration
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors and the like: back off, as net/http does.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			s.logger.Warn("stream: accept failed; retrying", zap.Error(err), zap.Duration("in", delay))
+			time.Sleep(delay)
+			continue
+		}
+		delay = 0
+		s.mu.Lock()
+		if s.closing {
+			s.mu.Unlock()
+			_ = c.Close()
+			return
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.serve(c)
+	}
+}
+
+func (s *StreamServer) serve(c net.Conn) {
+	defer s.wg.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		_ = c.Close()
+	}()
+	st := s.agg.NewStream(s.opts.MaxLineBytes, protocol.DefaultResource(s.opts.Network, ""))
+	lr := newLineReader(st, s.opts.MaxLineBytes, s.record)
+	err := lr.readFrom(c)
+	for err != nil && isTimeout(err) && s.draining() {
+		// Shutdown: keep reading while the peer still has lines for us.
+		_ = c.SetReadDeadline(time.Now().Add(s.opts.DrainTimeout))
+		before := lr.read
+		err = lr.readFrom(c)
+		if isTimeout(err) && lr.read == before {
+			break
+		}
+	}
+	if err != nil && !isTimeout(err) && !errors.Is(err, net.ErrClosed) {
+		s.logger.Debug("stream: connection ended", zap.String("peer", c.RemoteAddr().String()), zap.Error(err))
+	}
+	if err == nil {
+		lr.finish() // the peer closed: a partial last line is rejected
+	} else {
+		lr.flush()
+	}
+}
+
+func (s *StreamServer) draining() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
+}
+
+// Shutdown stops accepting and finishes the lines the connections had already sent: each
+// connection is read until it stays silent for DrainTimeout (or ends), then closed.
+func (s *StreamServer) Shutdown(ctx context.Context) error {
+	if s.ln == nil {
+		return nil
+	}
+	s.mu.Lock()
+	s.closing = true
+	for c := range s.conns {
+		_ = c.SetReadDeadline(time.Now().Add(s.opts.DrainTimeout))
+	}
+	s.mu.Unlock()
+	err := s.ln.Close() // a Unix socket file is removed by Close
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.mu.Lock()
+		for c := range s.conns {
+			_ = c.Close()
+		}
+		s.mu.Unlock()
+		<-done
+	}
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	return err
+}
