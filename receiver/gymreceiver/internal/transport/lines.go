@@ -20,9 +20,9 @@ type lineReader struct {
 	st      *protocol.Stream
 	max     int
 	buf     []byte
-	start   int  // first byte of the current partial line
-	end     int  // end of the read data
-	skip    bool // inside a line already rejected as too long
+	start   int   // first byte of the current partial line
+	end     int   // end of the read data
+	skip    bool  // inside a line already rejected as too long
 	read    int64 // bytes read so far
 	flushFn func(*protocol.StreamStats)
 }
@@ -122,4 +122,3 @@ func (lr *lineReader) flush() {
 func isTimeout(err error) bool {
 	return errors.Is(err, os.ErrDeadlineExceeded)
 }
-

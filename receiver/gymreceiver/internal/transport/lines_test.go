@@ -82,15 +82,15 @@ func readChunks(t *testing.T, max int, parts ...string) (map[string]int64, *coll
 }
 
 func TestLineReaderBoundaries(t *testing.T) {
-	a, b := retry("a"), retry("bé") // a two-byte rune to split
+	a, b := retry("a"), retry("bé")  // a two-byte rune to split
 	cut := strings.Index(b, "é") + 1 // inside the rune
 	cases := map[string][]string{
-		"read ends exactly at a newline": {a + "\n", a + "\n", b + "\n"},
+		"read ends exactly at a newline":  {a + "\n", a + "\n", b + "\n"},
 		"read ends just before a newline": {a, "\n" + a + "\n" + b, "\n"},
-		"a line split in three":          {a + "\n" + a[:5], a[5:20], a[20:] + "\n" + b + "\n"},
-		"a rune split across reads":      {a + "\n" + a + "\n" + b[:cut], b[cut:] + "\n"},
-		"one byte at a time":             strings.Split(a+"\n"+a+"\n"+b+"\n", ""),
-		"CRLF":                           {a + "\r\n" + a + "\r\n" + b + "\r\n"},
+		"a line split in three":           {a + "\n" + a[:5], a[5:20], a[20:] + "\n" + b + "\n"},
+		"a rune split across reads":       {a + "\n" + a + "\n" + b[:cut], b[cut:] + "\n"},
+		"one byte at a time":              strings.Split(a+"\n"+a+"\n"+b+"\n", ""),
+		"CRLF":                            {a + "\r\n" + a + "\r\n" + b + "\r\n"},
 	}
 	for name, parts := range cases {
 		t.Run(name, func(t *testing.T) {
