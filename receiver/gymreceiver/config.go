@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"path/filepath"
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/confighttp"
 	"go.opentelemetry.io/collector/config/confignet"
 	"go.opentelemetry.io/collector/config/configoptional"
@@ -84,8 +86,46 @@ func (sc *StreamConfig) validate() error {
 
 // FilesConfig is the `files:` block.
 type FilesConfig struct {
+	// Include and Exclude are globs (filepath.Match syntax) of the files to follow.
 	Include []string `mapstructure:"include"`
-	StartAt string   `mapstructure:"start_at"`
+	Exclude []string `mapstructure:"exclude"`
+	// StartAt is where files found at start-up are read from: end (after their last complete
+	// line) or beginning. Files that appear later, or that storage knows, ignore it.
+	StartAt string `mapstructure:"start_at"`
+	// PollInterval is how often the globs are matched and the files read.
+	PollInterval time.Duration `mapstructure:"poll_interval"`
+	// MaxFiles bounds the files followed at once.
+	MaxFiles int `mapstructure:"max_files"`
+	// Storage names a storage extension (e.g. file_storage) that keeps read offsets across
+	// restarts.
+	Storage *component.ID `mapstructure:"storage"`
+}
+
+func (fc *FilesConfig) validate() error {
+	var errs []error
+	if len(fc.Include) == 0 {
+		errs = append(errs, errors.New("files.include: at least one glob is required"))
+	}
+	for _, p := range fc.Include {
+		if _, err := filepath.Match(p, ""); err != nil {
+			errs = append(errs, fmt.Errorf("files.include: bad glob %q: %w", p, err))
+		}
+	}
+	for _, p := range fc.Exclude {
+		if _, err := filepath.Match(p, ""); err != nil {
+			errs = append(errs, fmt.Errorf("files.exclude: bad glob %q: %w", p, err))
+		}
+	}
+	if fc.StartAt != "end" && fc.StartAt != "beginning" {
+		errs = append(errs, fmt.Errorf("files.start_at: %q is not end or beginning", fc.StartAt))
+	}
+	if fc.PollInterval <= 0 {
+		errs = append(errs, fmt.Errorf("files.poll_interval: must be positive, got %s", fc.PollInterval))
+	}
+	if fc.MaxFiles < 1 {
+		errs = append(errs, fmt.Errorf("files.max_files: must be at least 1, got %d", fc.MaxFiles))
+	}
+	return errors.Join(errs...)
 }
 
 // ProcessConfig is the `process:` block.
@@ -130,8 +170,10 @@ func (cfg *Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	if cfg.Files.HasValue() {
-		errs = append(errs, errors.New("files: the file transport is not available in this build yet; use http"))
+	if fc := cfg.Files.Get(); fc != nil {
+		if err := fc.validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if cfg.Process.Enabled {
 		errs = append(errs, errors.New("process: reading host process stats is not available in this build yet; set process.enabled: false"))

@@ -70,6 +70,24 @@ func TestStreamConfig(t *testing.T) {
 	assert.Equal(t, "0600", def.Stream.GetOrInsertDefault().SocketMode, "0600 by default")
 }
 
+func TestFilesConfig(t *testing.T) {
+	cfg, err := loadConfig(t, "files")
+	require.NoError(t, err)
+	fc := cfg.Files.Get()
+	require.NotNil(t, fc)
+	assert.Equal(t, []string{"/var/log/gym/*.events.jsonl"}, fc.Include)
+	assert.Equal(t, []string{"/var/log/gym/old-*"}, fc.Exclude)
+	assert.Equal(t, "beginning", fc.StartAt)
+	assert.Equal(t, 200*time.Millisecond, fc.PollInterval)
+	assert.Equal(t, 1024, fc.MaxFiles)
+	require.NotNil(t, fc.Storage)
+	assert.Equal(t, "file_storage", fc.Storage.String())
+
+	_, err = loadConfig(t, "bad_files")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "files.include: bad glob")
+}
+
 // Each bad configuration is refused with a message that names the key.
 func TestInvalidConfig(t *testing.T) {
 	for name, want := range map[string]string{
@@ -82,6 +100,7 @@ func TestInvalidConfig(t *testing.T) {
 		"bad_stream_transport": "stream.transport",
 		"bad_stream_endpoint":  "stream.endpoint",
 		"bad_socket_mode":      "stream.socket_mode",
+		"bad_files":            "files.start_at",
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := loadConfig(t, name)

@@ -40,7 +40,7 @@ func createDefaultConfig() component.Config {
 	return &Config{
 		HTTP:               configoptional.Default(httpCfg),
 		Stream:             configoptional.Default(StreamConfig{Transport: "unix", Endpoint: "/tmp/otelcol-gym.sock", SocketMode: "0600"}),
-		Files:              configoptional.Default(FilesConfig{StartAt: "end"}),
+		Files:              configoptional.Default(FilesConfig{StartAt: "end", PollInterval: 200 * time.Millisecond, MaxFiles: 1024}),
 		CollectionInterval: defaultCollectionInterval,
 		ExpireAfter:        defaultExpireAfter,
 		MaxLineBytes:       defaultMaxLineBytes,

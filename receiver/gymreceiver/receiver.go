@@ -3,6 +3,7 @@ package gymreceiver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"runtime"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -33,6 +35,8 @@ type gymReceiver struct {
 
 	server *http.Server
 	stream *transport.StreamServer
+	files  *transport.FileTailer
+	store  storage.Client
 	stop   chan struct{}
 	wg     sync.WaitGroup
 }
@@ -102,10 +106,53 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 		}
 		r.set.Logger.Info("gym receiver listening", zap.String("transport", network), zap.String("endpoint", r.stream.Addr().String()))
 	}
+	if fc := r.cfg.Files.Get(); fc != nil {
+		var store transport.OffsetStore
+		if fc.Storage != nil {
+			client, err := storageClient(ctx, host, *fc.Storage, r.set.ID)
+			if err != nil {
+				return err
+			}
+			r.store = client
+			store = offsetStore{client}
+		}
+		r.files = transport.NewFileTailer(r.agg, transport.FilesOptions{
+			Include:          fc.Include,
+			Exclude:          fc.Exclude,
+			StartAtBeginning: fc.StartAt == "beginning",
+			PollInterval:     fc.PollInterval,
+			MaxLineBytes:     r.cfg.MaxLineBytes,
+			MaxFiles:         fc.MaxFiles,
+			Store:            store,
+		}, r.recordStream, r.set.Logger)
+		if err := r.files.Start(ctx); err != nil {
+			return err
+		}
+	}
 	r.wg.Add(1)
 	go r.collectLoop()
 	return nil
 }
+
+func storageClient(ctx context.Context, host component.Host, id, owner component.ID) (storage.Client, error) {
+	ext, ok := host.GetExtensions()[id]
+	if !ok {
+		return nil, fmt.Errorf("files.storage: no extension %q is configured", id)
+	}
+	se, ok := ext.(storage.Extension)
+	if !ok {
+		return nil, fmt.Errorf("files.storage: extension %q is not a storage extension", id)
+	}
+	return se.GetClient(ctx, component.KindReceiver, owner, "files")
+}
+
+// offsetStore keeps the file offsets under one key of the storage client.
+type offsetStore struct{ c storage.Client }
+
+const offsetsKey = "file_offsets"
+
+func (s offsetStore) Load(ctx context.Context) ([]byte, error) { return s.c.Get(ctx, offsetsKey) }
+func (s offsetStore) Save(ctx context.Context, b []byte) error { return s.c.Set(ctx, offsetsKey, b) }
 
 // streamDrainTimeout: at shutdown a connection is read until it is silent this long.
 const streamDrainTimeout = 250 * time.Millisecond
@@ -164,6 +211,12 @@ func (r *gymReceiver) Shutdown(ctx context.Context) error {
 	}
 	if r.stream != nil {
 		errs = append(errs, r.stream.Shutdown(ctx))
+	}
+	if r.files != nil {
+		errs = append(errs, r.files.Shutdown(ctx))
+	}
+	if r.store != nil {
+		errs = append(errs, r.store.Close(ctx))
 	}
 	if r.stop != nil {
 		close(r.stop)
