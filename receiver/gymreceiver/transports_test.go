@@ -58,7 +58,9 @@ func (m *memStorage) Delete(_ context.Context, k string) error {
 func (m *memStorage) Batch(context.Context, ...*storage.Operation) error { return nil }
 func (m *memStorage) Close(context.Context) error                        { return nil }
 
-type hostWith struct{ ext map[component.ID]component.Component }
+type hostWith struct {
+	ext map[component.ID]component.Component
+}
 
 func (h hostWith) GetExtensions() map[component.ID]component.Component { return h.ext }
 
