@@ -33,9 +33,7 @@ type process struct {
 	cancelled int64
 	gcColl    [3]int64
 	connects  int64
-	inFlight  int64
 	sandboxes int64
-	seenSnap  bool
 }
 
 var (

@@ -88,7 +88,7 @@ func checkAgree(t testing.TB, res map[schema.AttrID]*regexp.Regexp, v []byte) {
 		if id == schema.AttrNemoGymFailureKind && slices.Contains(schema.FailureKinds, string(v)) {
 			want = true
 		}
-		if kept != want && !(string(v) == a.Fallback) {
+		if kept != want && string(v) != a.Fallback {
 			t.Errorf("%s: String(%q) = %q, pattern and cap say kept=%v", a.Key, v, out, want)
 		}
 		if !kept && string(out) != a.Fallback {

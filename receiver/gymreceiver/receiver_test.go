@@ -116,7 +116,7 @@ func TestGolden(t *testing.T) {
 			got := lastMetrics(t, sink)
 			expected := filepath.Join("testdata", name+".expected.yaml")
 			if *update {
-				golden.WriteMetrics(t, expected, got)
+				require.NoError(t, golden.WriteMetrics(t, expected, got))
 				return
 			}
 			want, err := golden.ReadMetrics(expected)

@@ -2,11 +2,11 @@ package protocol
 
 import (
 	"encoding/binary"
-
 	"errors"
-	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 	"slices"
 	"strings"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
 // Outcome is what became of one line.
