@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/config/configoptional"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
+	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/procstats"
 )
 
 // Config is the gym receiver's configuration: exactly the keys of events-v1.md.
@@ -128,10 +129,38 @@ func (fc *FilesConfig) validate() error {
 	return errors.Join(errs...)
 }
 
-// ProcessConfig is the `process:` block.
+// ProcessConfig is the `process:` block: host process stats of Gym processes.
 type ProcessConfig struct {
-	Enabled            bool          `mapstructure:"enabled"`
+	// Enabled reads each process.pid that a resource line announces on this host.
+	Enabled bool `mapstructure:"enabled"`
+	// CollectionInterval is how often the processes are read.
 	CollectionInterval time.Duration `mapstructure:"collection_interval"`
+	// Include reads, besides the announced pids, processes matching any rule (by executable
+	// name, or by a regular expression over the command line), each under a resource of its own.
+	Include []procstats.IncludeRule `mapstructure:"include"`
+	// IncludeSelf reads the collector's own process too.
+	IncludeSelf bool `mapstructure:"include_self"`
+	// MaxProcesses bounds the processes one scrape reads.
+	MaxProcesses int `mapstructure:"max_processes"`
+}
+
+func (pc *ProcessConfig) validate() error {
+	if !pc.Enabled {
+		return nil
+	}
+	var errs []error
+	if pc.CollectionInterval <= 0 {
+		errs = append(errs, fmt.Errorf("process.collection_interval: must be positive, got %s", pc.CollectionInterval))
+	}
+	if pc.MaxProcesses < 1 {
+		errs = append(errs, fmt.Errorf("process.max_processes: must be at least 1, got %d", pc.MaxProcesses))
+	}
+	for i, r := range pc.Include {
+		if err := r.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("process.include[%d]: %w", i, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 const (
@@ -175,8 +204,8 @@ func (cfg *Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	if cfg.Process.Enabled {
-		errs = append(errs, errors.New("process: reading host process stats is not available in this build yet; set process.enabled: false"))
+	if err := cfg.Process.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -39,7 +39,8 @@ func TestDefaultConfig(t *testing.T) {
 	assert.Equal(t, 5*time.Minute, cfg.ExpireAfter)
 	assert.Equal(t, 65536, cfg.MaxLineBytes)
 	assert.Equal(t, 2000, cfg.CardinalityLimit)
-	assert.False(t, cfg.Process.Enabled)
+	assert.True(t, cfg.Process.Enabled, "reads the pids that resource lines announce on this host")
+	assert.Equal(t, 1000, cfg.Process.MaxProcesses)
 }
 
 func TestCustomConfig(t *testing.T) {

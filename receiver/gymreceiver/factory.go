@@ -14,6 +14,7 @@ import (
 
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/metadata"
+	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/procstats"
 )
 
 const (
@@ -45,7 +46,11 @@ func createDefaultConfig() component.Config {
 		ExpireAfter:        defaultExpireAfter,
 		MaxLineBytes:       defaultMaxLineBytes,
 		CardinalityLimit:   schema.DefaultCardinalityLimit,
-		Process:            ProcessConfig{CollectionInterval: defaultCollectionInterval},
+		Process: ProcessConfig{
+			Enabled:            true,
+			CollectionInterval: defaultCollectionInterval,
+			MaxProcesses:       procstats.DefaultMaxProcesses,
+		},
 	}
 }
 

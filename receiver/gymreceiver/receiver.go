@@ -20,6 +20,7 @@ import (
 
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/metadata"
+	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/procstats"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/protocol"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/transport"
 )
@@ -33,12 +34,14 @@ type gymReceiver struct {
 	telemetry *metadata.TelemetryBuilder
 	scope     protocol.Scope
 
-	server *http.Server
-	stream *transport.StreamServer
-	files  *transport.FileTailer
-	store  storage.Client
-	stop   chan struct{}
-	wg     sync.WaitGroup
+	procs      *procstats.Scraper
+	procWarned map[procstats.ErrorKind]bool
+	server     *http.Server
+	stream     *transport.StreamServer
+	files      *transport.FileTailer
+	store      storage.Client
+	stop       chan struct{}
+	wg         sync.WaitGroup
 }
 
 func newGymReceiver(set receiver.Settings, cfg *Config, next consumer.Metrics) (*gymReceiver, error) {
@@ -50,16 +53,36 @@ func newGymReceiver(set receiver.Settings, cfg *Config, next consumer.Metrics) (
 	if err != nil {
 		return nil, err
 	}
+	var scraper *procstats.Scraper
+	var hostname string
+	if cfg.Process.Enabled {
+		src := newProcessSource()
+		if hostname, err = src.Hostname(); err != nil {
+			return nil, fmt.Errorf("process: reading this host's name: %w", err)
+		}
+		scraper, err = procstats.NewScraper(src, procstats.Options{
+			Include:      cfg.Process.Include,
+			IncludeSelf:  cfg.Process.IncludeSelf,
+			MaxProcesses: cfg.Process.MaxProcesses,
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
 	return &gymReceiver{
-		cfg:       cfg,
-		set:       set,
-		next:      next,
-		telemetry: tb,
-		scope:     protocol.Scope{Name: metadata.ScopeName, Version: set.BuildInfo.Version},
+		procs:      scraper,
+		procWarned: map[procstats.ErrorKind]bool{},
+		cfg:        cfg,
+		set:        set,
+		next:       next,
+		telemetry:  tb,
+		scope:      protocol.Scope{Name: metadata.ScopeName, Version: set.BuildInfo.Version},
 		agg: protocol.NewAggregator(protocol.AggregatorConfig{
 			CardinalityLimit: cfg.CardinalityLimit,
 			ExpireAfter:      cfg.ExpireAfter,
 			Registry:         reg,
+			TrackPIDs:        cfg.Process.Enabled,
+			Hostname:         hostname,
 		}),
 	}, nil
 }
@@ -131,7 +154,61 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 	}
 	r.wg.Add(1)
 	go r.collectLoop()
+	if r.procs != nil {
+		r.wg.Add(1)
+		go r.processLoop()
+	}
 	return nil
+}
+
+// newProcessSource is where process stats come from (a fake in tests).
+var newProcessSource = procstats.NewHostSource
+
+func (r *gymReceiver) processLoop() {
+	defer r.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-r.stop
+		cancel()
+	}()
+	t := time.NewTicker(r.cfg.Process.CollectionInterval)
+	defer t.Stop()
+	for {
+		r.scrapeProcesses(ctx)
+		select {
+		case <-t.C:
+		case <-r.stop:
+			return
+		}
+	}
+}
+
+// scrapeProcesses reads the announced (and included) processes once. Errors name the process
+// and are counted; none stops the others.
+func (r *gymReceiver) scrapeProcesses(ctx context.Context) {
+	res, err := r.procs.Scrape(ctx, r.agg.Announced())
+	if err != nil {
+		return // cancelled: shutting down
+	}
+	r.agg.ApplyProcesses(&res)
+	for _, kind := range []procstats.ErrorKind{procstats.KindNotFound, procstats.KindPermission, procstats.KindOther, procstats.KindLimit} {
+		if n := res.Counts.Of(kind); n > 0 {
+			r.telemetry.ReceiverGymProcessErrors.Add(ctx, int64(n), metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", string(kind)))))
+		}
+	}
+	for _, e := range res.Errors {
+		kind := procstats.Classify(e)
+		if !r.procWarned[kind] {
+			r.procWarned[kind] = true // once per kind, then at debug level: the counter tells the rest
+			r.set.Logger.Warn("process stats: cannot read a process (further errors of this kind are logged at debug level)", zap.Error(e))
+			continue
+		}
+		r.set.Logger.Debug("process stats: cannot read a process", zap.Error(e))
+	}
+	if n := r.agg.TakeOtherHost(); n > 0 {
+		r.telemetry.ReceiverGymProcessOtherHost.Add(ctx, n)
+	}
 }
 
 func storageClient(ctx context.Context, host component.Host, id, owner component.ID) (storage.Client, error) {

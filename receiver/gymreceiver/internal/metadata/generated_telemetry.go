@@ -30,6 +30,8 @@ type TelemetryBuilder struct {
 	ReceiverGymLinesRejected          metric.Int64Counter
 	ReceiverGymLinesUnknown           metric.Int64Counter
 	ReceiverGymMeasurementsOverflowed metric.Int64Counter
+	ReceiverGymProcessErrors          metric.Int64Counter
+	ReceiverGymProcessOtherHost       metric.Int64Counter
 	ReceiverGymResources              metric.Int64Gauge
 }
 
@@ -84,6 +86,18 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_receiver_gym_measurements_overflowed",
 		metric.WithDescription("Measurements folded into an overflow series because their instrument reached its cardinality limit for the resource. [Development]"),
 		metric.WithUnit("{measurement}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverGymProcessErrors, err = builder.meter.Int64Counter(
+		"otelcol_receiver_gym_process_errors",
+		metric.WithDescription("Process stats that could not be read, by kind (not_found, permission, other, limit). [Development]"),
+		metric.WithUnit("{error}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverGymProcessOtherHost, err = builder.meter.Int64Counter(
+		"otelcol_receiver_gym_process_other_host",
+		metric.WithDescription("Resource lines naming a process.pid on another host (host.name differs from the collector's), whose process stats are not read. [Development]"),
+		metric.WithUnit("{line}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ReceiverGymResources, err = builder.meter.Int64Gauge(

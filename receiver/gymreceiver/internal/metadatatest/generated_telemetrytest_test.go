@@ -23,6 +23,8 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ReceiverGymLinesRejected.Add(context.Background(), 1)
 	tb.ReceiverGymLinesUnknown.Add(context.Background(), 1)
 	tb.ReceiverGymMeasurementsOverflowed.Add(context.Background(), 1)
+	tb.ReceiverGymProcessErrors.Add(context.Background(), 1)
+	tb.ReceiverGymProcessOtherHost.Add(context.Background(), 1)
 	tb.ReceiverGymResources.Record(context.Background(), 1)
 	AssertEqualReceiverGymLinesAccepted(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
@@ -34,6 +36,12 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverGymMeasurementsOverflowed(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverGymProcessErrors(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverGymProcessOtherHost(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverGymResources(t, testTel,

@@ -22,6 +22,10 @@ type AggregatorConfig struct {
 	ExpireAfter time.Duration
 	// Registry holds the failure kinds and health checks, Gym's and configured.
 	Registry *normalize.Registry
+	// TrackPIDs records the process.pid of resource lines naming this host (Hostname), for
+	// the process stats.
+	TrackPIDs bool
+	Hostname  string
 }
 
 const numShards = 64
@@ -34,6 +38,7 @@ type Aggregator struct {
 	seed   maphash.Seed
 	shards [numShards]shard
 	now    func() time.Time
+	procs  processes
 }
 
 type shard struct {
@@ -44,6 +49,7 @@ type shard struct {
 // NewAggregator returns an empty aggregator.
 func NewAggregator(cfg AggregatorConfig) *Aggregator {
 	a := &Aggregator{cfg: cfg, seed: maphash.MakeSeed(), now: time.Now}
+	a.procs.pids = map[int32]*Resource{}
 	for i := range a.shards {
 		a.shards[i].m = map[string]*Resource{}
 	}
@@ -60,6 +66,11 @@ type Resource struct {
 	lastSeen time.Time
 	dropped  bool
 	seq      uint64 // snapshot lines applied
+
+	// process stats
+	pid       int32               // the pid this resource announced (0: none)
+	procAttrs []ResourceAttrValue // process.executable.name, host.name, added on export
+	procDrop  bool                // the process ended: export once more, then drop its series
 }
 
 // ResourceAttrValue is an owned resource attribute.

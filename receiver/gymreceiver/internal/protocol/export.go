@@ -26,12 +26,17 @@ func (a *Aggregator) Collect(scope Scope) pmetric.Metrics {
 		}
 		expired := a.cfg.ExpireAfter > 0 && now.Sub(r.lastSeen) >= a.cfg.ExpireAfter
 		r.export(md, scope, ts)
+		if r.procDrop {
+			r.procDrop = false
+			r.dropProcessSeries()
+		}
 		if expired {
 			r.dropped = true
 		}
 		r.mu.Unlock()
 		if expired {
 			a.forget(r)
+			a.unannounce(r)
 		}
 	}
 	return md
@@ -60,16 +65,14 @@ func (r *Resource) export(md pmetric.Metrics, scope Scope, ts pcommon.Timestamp)
 	}
 	rm := md.ResourceMetrics().AppendEmpty()
 	ra := rm.Resource().Attributes()
-	ra.EnsureCapacity(len(r.attrs))
-	for _, a := range r.attrs {
-		switch a.Kind {
-		case ValueString:
-			ra.PutStr(a.Key, a.Str)
-		case ValueInt:
-			ra.PutInt(a.Key, a.Int)
-		case ValueBool:
-			ra.PutBool(a.Key, a.Bool)
+	ra.EnsureCapacity(len(r.attrs) + len(r.procAttrs))
+	for _, a := range r.procAttrs {
+		if !r.hasAttr(a.Key) {
+			putResourceAttr(ra, a)
 		}
+	}
+	for _, a := range r.attrs {
+		putResourceAttr(ra, a)
 	}
 	sm := rm.ScopeMetrics().AppendEmpty()
 	sm.Scope().SetName(scope.Name)
@@ -81,6 +84,26 @@ func (r *Resource) export(md pmetric.Metrics, scope Scope, ts pcommon.Timestamp)
 			continue
 		}
 		in.export(ms.AppendEmpty(), ts)
+	}
+}
+
+func (r *Resource) hasAttr(key string) bool {
+	for _, a := range r.attrs {
+		if a.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+func putResourceAttr(m pcommon.Map, a ResourceAttrValue) {
+	switch a.Kind {
+	case ValueString:
+		m.PutStr(a.Key, a.Str)
+	case ValueInt:
+		m.PutInt(a.Key, a.Int)
+	case ValueBool:
+		m.PutBool(a.Key, a.Bool)
 	}
 }
 

@@ -145,6 +145,7 @@ func (s *Stream) setResource() {
 	attrs := s.ev.Attrs
 	s.rkey = encodeResourceKey(s.rkey[:0], attrs, &s.order)
 	s.cur = s.agg.resource(s.rkey, func() []ResourceAttrValue { return ownResourceAttrs(attrs) })
+	s.agg.announce(s.cur, attrs)
 }
 
 func ownResourceAttrs(attrs []ResourceAttr) []ResourceAttrValue {

@@ -35,11 +35,12 @@ type StreamServer struct {
 	record Recorder
 	logger *zap.Logger
 
-	ln      net.Listener
-	mu      sync.Mutex
-	conns   map[net.Conn]struct{}
-	closing bool
-	wg      sync.WaitGroup
+	ln         net.Listener
+	mu         sync.Mutex
+	conns      map[net.Conn]struct{}
+	closing    bool
+	wg         sync.WaitGroup
+	acceptDone chan struct{} // closed when the accept loop has returned
 }
 
 // NewStreamServer returns a stream server; Start listens.
@@ -69,6 +70,7 @@ func (s *StreamServer) Start(ctx context.Context) error {
 		}
 	}
 	s.ln = ln
+	s.acceptDone = make(chan struct{})
 	s.wg.Add(1)
 	go s.accept()
 	return nil
@@ -103,8 +105,8 @@ func (s *StreamServer) accept() {
 	for {
 		c, err := s.ln.Accept()
 		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
+			if errors.Is(err, net.ErrClosed) || (isTimeout(err) && s.draining()) {
+				return // shutting down, and the backlog is empty
 			}
 			// Out of file descriptors and the like: back off, as net/http does.
 			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
@@ -115,9 +117,8 @@ func (s *StreamServer) accept() {
 		delay = 0
 		s.mu.Lock()
 		if s.closing {
-			s.mu.Unlock()
-			_ = c.Close()
-			return
+			// A connection the peer opened before shutdown: read what it sent.
+			_ = c.SetReadDeadline(time.Now().Add(s.opts.DrainTimeout))
 		}
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
@@ -162,30 +163,49 @@ func (s *StreamServer) draining() bool {
 	return s.closing
 }
 
-// Shutdown stops accepting and finishes the lines the connections had already sent: each
+// backlogDrain is how long Shutdown keeps accepting the connections the kernel already
+// accepted (the listen backlog): their senders have written lines they think delivered.
+const backlogDrain = 50 * time.Millisecond
+
+// Shutdown stops accepting and finishes the lines the connections had already sent: the
+// connections the peers had opened (the listen backlog) are still accepted, and each
 // connection is read until it stays silent for DrainTimeout (or ends), then closed.
 func (s *StreamServer) Shutdown(ctx context.Context) error {
 	if s.ln == nil {
 		return nil
 	}
 	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return nil
+	}
 	s.closing = true
 	for c := range s.conns {
 		_ = c.SetReadDeadline(time.Now().Add(s.opts.DrainTimeout))
 	}
 	s.mu.Unlock()
-	err := s.ln.Close() // a Unix socket file is removed by Close
+	var err error
+	if dl, ok := s.ln.(interface{ SetDeadline(time.Time) error }); ok {
+		// Empty the backlog, then stop.
+		_ = dl.SetDeadline(time.Now().Add(s.opts.DrainTimeout))
+	} else {
+		err = s.ln.Close()
+	}
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-ctx.Done():
+		_ = s.ln.Close()
 		s.mu.Lock()
 		for c := range s.conns {
 			_ = c.Close()
 		}
 		s.mu.Unlock()
 		<-done
+	}
+	if cerr := s.ln.Close(); err == nil && !errors.Is(cerr, net.ErrClosed) {
+		err = cerr // a Unix socket file is removed by Close
 	}
 	if errors.Is(err, net.ErrClosed) {
 		err = nil
