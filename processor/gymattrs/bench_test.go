@@ -1,0 +1,73 @@
+package gymattrs
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"go.opentelemetry.io/collector/pdata/pmetric"
+)
+
+// benchBatch is one export of a busy Gym driver through its SDK: 3,000 dispatch names on
+// completed_total (free-text note per stream, more than the cardinality limit), failures
+// with free-text reasons, and one cumulative histogram point per dispatch on rollout turns.
+func benchBatch(k int) pmetric.Metrics {
+	const n = 3000
+	comp := make([]pt, 0, n+200)
+	turns := make([]pt, 0, n)
+	for d := range n {
+		name := fmt.Sprintf("dispatch-%04d", d)
+		comp = append(comp, pt{a: attrs{outcome: "scored", dispatch: name, "nemo.gym.note": "ok " + name}, start: 1, t: 60 * k, i: int64(k * (d%5 + 1))})
+		turns = append(turns, hist(attrs{"batch.id": name}, 1, 60*k, rolloutCount, float64(10*k), 1, 9, uint64(k), 0, uint64(k)))
+	}
+	for r := range 200 {
+		comp = append(comp, pt{a: attrs{outcome: "failed", dispatch: "math", fKind: "weird kind", fType: "TimeoutError",
+			"failure_reason": fmt.Sprintf("read timed out after %ds", r)}, start: 1, t: 60 * k, i: int64(k)})
+	}
+	return newBatch().resource(driverRes).
+		counter(completed, "1", comp...).
+		histogram("gym.driver.rollout.turns", "{turn}", cumulative, turns...).md
+}
+
+// BenchmarkProcessBatch reports data points per second through the processor in steady
+// state (every series already known), the batch copy excluded.
+func BenchmarkProcessBatch(b *testing.B) {
+	tp := newTestProcessor(b, nil)
+	batches := []pmetric.Metrics{benchBatch(1), benchBatch(2)}
+	perBatch := batches[0].DataPointCount()
+	warm := pmetric.NewMetrics()
+	batches[0].CopyTo(warm)
+	tp.run(b, warm)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		md := pmetric.NewMetrics()
+		batches[i%2].CopyTo(md)
+		b.StartTimer()
+		if _, err := tp.processMetrics(context.Background(), md); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(perBatch)*float64(b.N)/b.Elapsed().Seconds(), "points/s")
+}
+
+// BenchmarkProcessSDKBatch is the small mixed batch of the golden test (40 points, three
+// resources, every rule).
+func BenchmarkProcessSDKBatch(b *testing.B) {
+	tp := newTestProcessor(b, goldenConfig)
+	batches := []pmetric.Metrics{sdkBatch(1), sdkBatch(2)}
+	perBatch := batches[0].DataPointCount()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		md := pmetric.NewMetrics()
+		batches[i%2].CopyTo(md)
+		b.StartTimer()
+		if _, err := tp.processMetrics(context.Background(), md); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(perBatch)*float64(b.N)/b.Elapsed().Seconds(), "points/s")
+}

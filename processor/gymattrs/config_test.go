@@ -1,0 +1,68 @@
+package gymattrs
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+
+	"github.com/gym-telemetry/otelcol-gym/processor/gymattrs/internal/metadata"
+)
+
+func loadConfig(t *testing.T, name string) (*Config, error) {
+	t.Helper()
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+	cfg := createDefaultConfig().(*Config)
+	sub, err := cm.Sub(component.NewIDWithName(metadata.Type, name).String())
+	require.NoError(t, err)
+	if err := sub.Unmarshal(cfg); err != nil {
+		return nil, err
+	}
+	return cfg, confmap.Validate(cfg)
+}
+
+func TestDefaultConfig(t *testing.T) {
+	cfg, err := loadConfig(t, "")
+	require.NoError(t, err)
+	assert.Equal(t, 2000, cfg.CardinalityLimit, "the schema's default_cardinality_limit")
+	assert.Empty(t, cfg.FailureKinds)
+	assert.Empty(t, cfg.HealthChecks)
+	assert.Empty(t, cfg.IgnoredHealthChecks)
+	assert.Equal(t, "pass", cfg.UnknownMetrics)
+	assert.Equal(t, 10*time.Minute, cfg.SeriesIdleTimeout)
+}
+
+func TestCustomConfig(t *testing.T) {
+	cfg, err := loadConfig(t, "custom")
+	require.NoError(t, err)
+	assert.Equal(t, 500, cfg.CardinalityLimit)
+	assert.Equal(t, []string{"lab_quirk"}, cfg.FailureKinds)
+	assert.Equal(t, []string{"lab_check"}, cfg.HealthChecks)
+	assert.Equal(t, []string{"agent_turn_hollow"}, cfg.IgnoredHealthChecks)
+	assert.Equal(t, "drop", cfg.UnknownMetrics)
+	assert.Equal(t, 30*time.Minute, cfg.SeriesIdleTimeout)
+}
+
+// Each bad configuration is refused with a message that names the key.
+func TestInvalidConfig(t *testing.T) {
+	for name, want := range map[string]string{
+		"bad_limit":   "cardinality_limit",
+		"bad_kind":    "failure_kinds[0]",
+		"bad_ignored": "ignored_health_checks[1]",
+		"bad_unknown": "unknown_metrics",
+		"bad_idle":    "series_idle_timeout",
+		"unknown_key": "cardinality_limt",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := loadConfig(t, name)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), want)
+		})
+	}
+}
