@@ -163,10 +163,6 @@ func (s *StreamServer) draining() bool {
 	return s.closing
 }
 
-// backlogDrain is how long Shutdown keeps accepting the connections the kernel already
-// accepted (the listen backlog): their senders have written lines they think delivered.
-const backlogDrain = 50 * time.Millisecond
-
 // Shutdown stops accepting and finishes the lines the connections had already sent: the
 // connections the peers had opened (the listen backlog) are still accepted, and each
 // connection is read until it stays silent for DrainTimeout (or ends), then closed.
