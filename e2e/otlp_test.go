@@ -1,0 +1,232 @@
+//go:build linux
+
+package e2e
+
+import (
+	"compress/gzip"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+)
+
+// otlpSink is an OTLP/HTTP metrics endpoint (POST /v1/metrics, protobuf or JSON, optionally
+// gzip) that keeps every export it receives.
+type otlpSink struct {
+	mu      sync.Mutex
+	exports []pmetric.Metrics
+	errs    []string
+}
+
+func (s *otlpSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	fail := func(code int, format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		s.mu.Lock()
+		s.errs = append(s.errs, msg)
+		s.mu.Unlock()
+		http.Error(w, msg, code)
+	}
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/metrics" {
+		fail(http.StatusNotFound, "unexpected %s %s", r.Method, r.URL.Path)
+		return
+	}
+	var body io.Reader = r.Body
+	if r.Header.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(r.Body)
+		if err != nil {
+			fail(http.StatusBadRequest, "gzip: %v", err)
+			return
+		}
+		body = zr
+	}
+	data, err := io.ReadAll(body)
+	if err != nil {
+		fail(http.StatusBadRequest, "read: %v", err)
+		return
+	}
+	req := pmetricotlp.NewExportRequest()
+	ct := r.Header.Get("Content-Type")
+	switch ct {
+	case "application/x-protobuf":
+		err = req.UnmarshalProto(data)
+	case "application/json":
+		err = req.UnmarshalJSON(data)
+	default:
+		err = fmt.Errorf("content type %q", ct)
+	}
+	if err != nil {
+		fail(http.StatusBadRequest, "decode: %v", err)
+		return
+	}
+	s.mu.Lock()
+	s.exports = append(s.exports, req.Metrics())
+	s.mu.Unlock()
+	resp, _ := pmetricotlp.NewExportResponse().MarshalProto()
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	_, _ = w.Write(resp)
+}
+
+// snapshot merges every export received so far (the metrics are cumulative: the latest
+// point of a series is its state) and returns the merged state and the points' timestamps.
+func (s *otlpSink) snapshot() (state, []seriesTimes, int, []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := state{}
+	var times []seriesTimes
+	for _, md := range s.exports {
+		times = append(times, st.merge(md)...)
+	}
+	return st, times, len(s.exports), append([]string(nil), s.errs...)
+}
+
+const otlpConfig = `
+extensions:
+  health_check:
+    endpoint: 127.0.0.1:%[1]d
+receivers:
+  gym:
+    http:
+      endpoint: 127.0.0.1:%[2]d
+    collection_interval: 300ms
+    process:
+      enabled: false
+exporters:
+  otlp_http:
+    endpoint: %[3]s
+    encoding: proto
+    compression: gzip
+    retry_on_failure:
+      enabled: false
+service:
+  extensions: [health_check]
+  telemetry:
+    metrics:
+      readers:
+        - pull:
+            exporter:
+              prometheus:
+                host: 127.0.0.1
+                port: %[4]d
+  pipelines:
+    metrics:
+      receivers: [gym]
+      exporters: [otlp_http]
+`
+
+// TestOTLPExport sends a small stream over HTTP and checks that an otlp_http exporter delivers
+// exactly the metrics the spec gives for it: names, kinds, units, temporality, bounds, values
+// and resources (testdata/otlp-expected.txt, written by hand).
+func TestOTLPExport(t *testing.T) {
+	t.Parallel()
+	sink := &otlpSink{}
+	srv := httptest.NewServer(sink)
+	t.Cleanup(srv.Close)
+
+	col, _ := startCollector(t, func(p collectorPorts) []string {
+		return []string{fmt.Sprintf(otlpConfig, p.Health, p.Gym, srv.URL, p.Telemetry)}
+	})
+
+	bodies := readBodies(t, filepath.Join("testdata", "otlp-stream.jsonl"))
+	require.Len(t, bodies, 3)
+
+	// The receiver's answers (events-v1.md, Transports).
+	status, ans := col.postEvents(t, bodies[0])
+	assert.Equal(t, http.StatusOK, status)
+	assert.Equal(t, 22, ans.Accepted, "body 1 accepted")
+	assert.Equal(t, 1, ans.Unknown, "body 1 unknown (line 22)")
+	assert.Equal(t, 1, ans.Rejected, "body 1 rejected (line 23)")
+	if assert.Len(t, ans.Errors, 1) {
+		assert.Equal(t, 23, ans.Errors[0].Line, "line numbers count every line of the body")
+		assert.Contains(t, ans.Errors[0].Error, "delta")
+	}
+	for i, accepted := range map[int]int{1: 11, 2: 4} {
+		status, ans = col.postEvents(t, bodies[i])
+		assert.Equal(t, http.StatusOK, status, "body %d", i+1)
+		assert.Equal(t, [3]int{accepted, 0, 0}, [3]int{ans.Accepted, ans.Rejected, ans.Unknown}, "body %d: accepted, rejected, unknown", i+1)
+		assert.Empty(t, ans.Errors, "body %d", i+1)
+	}
+
+	// Only bad lines: 400, and nothing changes.
+	status, ans = col.postEvents(t, "{\"event\":\"sandbox.active\"}\nnot json\n")
+	assert.Equal(t, http.StatusBadRequest, status)
+	assert.Equal(t, [3]int{0, 2, 0}, [3]int{ans.Accepted, ans.Rejected, ans.Unknown})
+
+	data, err := os.ReadFile(filepath.Join("testdata", "otlp-expected.txt"))
+	require.NoError(t, err)
+	want, err := parseState(string(data))
+	require.NoError(t, err)
+
+	var got state
+	var times []seriesTimes
+	var n int
+	var sinkErrs []string
+	err = eventually(30*time.Second, 200*time.Millisecond, func() error {
+		got, times, n, sinkErrs = sink.snapshot()
+		if got.String() != want.String() {
+			return errNotYet
+		}
+		return nil
+	})
+	require.Empty(t, sinkErrs, "OTLP sink errors")
+	require.NoError(t, err, "after %d exports the metrics differ from testdata/otlp-expected.txt:\n%s",
+		n, diffHint(want.String(), got.String()))
+	assert.Equal(t, want.String(), got.String())
+
+	// Timestamps: every point has one; a cumulative point has a start time before it, which
+	// stays the same from one export to the next (no series restarted here).
+	starts := map[string]uint64{}
+	for _, p := range times {
+		if !assert.NotZero(t, p.time, "time of %s", p.key) {
+			continue
+		}
+		if !p.cumulative {
+			continue
+		}
+		assert.NotZero(t, p.start, "start time of %s", p.key)
+		assert.LessOrEqual(t, uint64(p.start), uint64(p.time), "start <= time for %s", p.key)
+		if s, ok := starts[p.key]; ok {
+			assert.Equal(t, s, uint64(p.start), "start time of %s changed between exports", p.key)
+		} else {
+			starts[p.key] = uint64(p.start)
+		}
+	}
+
+	// A graceful stop exits cleanly.
+	require.NoError(t, col.stop(30*time.Second))
+	assert.Contains(t, col.logTail(1<<20), "Shutdown complete")
+}
+
+// diffHint lists the lines only in want and only in got, to read before the full diff.
+func diffHint(want, got string) string {
+	in := func(s string) map[string]bool {
+		m := map[string]bool{}
+		for _, l := range strings.Split(s, "\n") {
+			m[l] = true
+		}
+		return m
+	}
+	w, g := in(want), in(got)
+	var b strings.Builder
+	for _, l := range strings.Split(want, "\n") {
+		if !g[l] {
+			b.WriteString("- " + l + "\n")
+		}
+	}
+	for _, l := range strings.Split(got, "\n") {
+		if !w[l] {
+			b.WriteString("+ " + l + "\n")
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,259 @@
+//go:build linux
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// defaultConfigOverride turns config/otelcol-gym.yaml (the shipped default, which `make run`
+// starts) into one that runs beside other tests: free loopback ports, a short collection
+// interval. The collector merges --config files in order.
+const defaultConfigOverride = `
+extensions:
+  health_check:
+    endpoint: 127.0.0.1:%[1]d
+receivers:
+  gym:
+    http:
+      endpoint: 127.0.0.1:%[2]d
+    collection_interval: 300ms
+    process:
+      enabled: false
+exporters:
+  prometheus:
+    endpoint: 127.0.0.1:%[3]d
+service:
+  telemetry:
+    metrics:
+      readers:
+        - pull:
+            exporter:
+              prometheus:
+                host: 127.0.0.1
+                port: %[4]d
+`
+
+// startDefaultCollector starts otelcol-gym with config/otelcol-gym.yaml on free ports.
+func startDefaultCollector(t *testing.T) (*collector, collectorPorts) {
+	t.Helper()
+	return startCollector(t, func(p collectorPorts) []string {
+		return []string{
+			filepath.Join(repoRoot, "config", "otelcol-gym.yaml"),
+			fmt.Sprintf(defaultConfigOverride, p.Health, p.Gym, p.Prometheus, p.Telemetry),
+		}
+	})
+}
+
+// prometheusBinary finds Debian's prometheus; without it the test fails in CI (.ci/run
+// installs it) and is skipped elsewhere.
+func prometheusBinary(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{os.Getenv("PROMETHEUS_BIN"), "/usr/bin/prometheus"} {
+		if p == "" {
+			continue
+		}
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if p, err := exec.LookPath("prometheus"); err == nil {
+		return p
+	}
+	msg := "prometheus is not installed: `apt-get install prometheus` (.ci/run does it), or set PROMETHEUS_BIN"
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// startPrometheus starts a Prometheus that scrapes target every second, on a free loopback
+// port with its own configuration and storage in a temporary directory; it returns its URL.
+func startPrometheus(t *testing.T, target string) string {
+	t.Helper()
+	bin := prometheusBinary(t)
+	dir := t.TempDir()
+	cfg := fmt.Sprintf(`global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: otelcol-gym
+    # keep job and instance as the exporter sets them (service.name, service.instance.id)
+    honor_labels: true
+    static_configs:
+      - targets: [%q]
+`, target)
+	cfgPath := filepath.Join(dir, "prometheus.yml")
+	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o600))
+	for attempt := 1; ; attempt++ {
+		port := freePort(t)
+		p := startProcess(t, "prometheus", bin,
+			"--config.file="+cfgPath,
+			"--storage.tsdb.path="+filepath.Join(dir, fmt.Sprintf("data-%d", attempt)),
+			fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port),
+			"--log.level=warn",
+		)
+		base := fmt.Sprintf("http://127.0.0.1:%d", port)
+		err := p.waitReady(base+"/-/ready", 60*time.Second)
+		if err == nil {
+			t.Cleanup(func() { _ = p.stop(15 * time.Second) })
+			return base
+		}
+		if attempt < startAttempts && p.exited() && addressInUse(p) {
+			t.Logf("prometheus: port %d was taken, starting again on another (attempt %d)", port, attempt+1)
+			continue
+		}
+		t.Fatal(err)
+	}
+}
+
+// promQuery runs an instant query and returns its vector as "labels" -> value, labels
+// written as {a="x",b="y"} sorted ({} for none).
+func promQuery(base, query string) (map[string]float64, error) {
+	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(query))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var ans struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			ResultType string `json:"resultType"`
+			Result     []struct {
+				Metric map[string]string `json:"metric"`
+				Value  [2]any            `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
+		return nil, err
+	}
+	if ans.Status != "success" {
+		return nil, fmt.Errorf("query %s: %s", query, ans.Error)
+	}
+	if ans.Data.ResultType != "vector" {
+		return nil, fmt.Errorf("query %s: result type %s", query, ans.Data.ResultType)
+	}
+	out := map[string]float64{}
+	for _, r := range ans.Data.Result {
+		keys := make([]string, 0, len(r.Metric))
+		for k := range r.Metric {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = fmt.Sprintf("%s=%q", k, r.Metric[k])
+		}
+		s, _ := r.Value[1].(string)
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return nil, fmt.Errorf("query %s: value %v", query, r.Value[1])
+		}
+		out["{"+strings.Join(parts, ",")+"}"] = v
+	}
+	return out, nil
+}
+
+// TestPrometheus feeds two Gym processes through the shipped default configuration and asks
+// Debian's Prometheus, scraping the prometheus exporter, PromQL questions about them. The
+// metric names are the exporter's translation: `.` becomes `_`, a histogram in ms gets
+// `_milliseconds`, counters keep their `_total`, resource attributes named in the config
+// (nemo.run.id, ...) become labels, service.name/service.instance.id become job/instance.
+func TestPrometheus(t *testing.T) {
+	t.Parallel()
+	prometheusBinary(t) // fail or skip before starting anything
+	col, ports := startDefaultCollector(t)
+	prom := startPrometheus(t, fmt.Sprintf("127.0.0.1:%d", ports.Prometheus))
+
+	for i, body := range readBodies(t, filepath.Join("testdata", "prom-stream.jsonl")) {
+		status, ans := col.postEvents(t, body)
+		require.Equal(t, http.StatusOK, status, "body %d", i+1)
+		require.Zero(t, ans.Rejected+ans.Unknown, "body %d: %+v", i+1, ans)
+	}
+
+	cases := []struct {
+		query string
+		want  map[string]float64
+	}{
+		{
+			// completed rollouts by outcome
+			`sum by (nemo_gym_rollout_outcome) (gym_rollout_completed_total{nemo_run_id="e2e-prom"})`,
+			map[string]float64{
+				`{nemo_gym_rollout_outcome="scored"}`:  3,
+				`{nemo_gym_rollout_outcome="failed"}`:  2,
+				`{nemo_gym_rollout_outcome="omitted"}`: 1,
+			},
+		},
+		{
+			// 8 lag samples over both processes: 4 in (0.5, 1], 4 in (2.5, 5]. The 0.75
+			// quantile is rank 6, the 2nd of 4 in (2.5, 5]: 2.5 + 2.5 * 2/4.
+			`histogram_quantile(0.75, sum by (le) (gym_event_loop_lag_ms_milliseconds_bucket{nemo_run_id="e2e-prom"}))`,
+			map[string]float64{`{}`: 3.75},
+		},
+		{
+			// gym.sandbox.active summed over processes: driver docker +2; code_gen docker +1,
+			// modal +1 -1 +1
+			`sum(gym_sandbox_active{nemo_run_id="e2e-prom"})`,
+			map[string]float64{`{}`: 4},
+		},
+		{
+			`sum by (job, nemo_gym_server_type) (gym_sandbox_active)`,
+			map[string]float64{
+				`{job="nemo-gym/driver",nemo_gym_server_type="orchestrator"}`:        2,
+				`{job="nemo-gym/code_gen",nemo_gym_server_type="resources_servers"}`: 2,
+			},
+		},
+		{
+			`sum by (instance) (gym_event_loop_lag_ms_milliseconds_count)`,
+			map[string]float64{
+				`{instance="e2e-prom-driver-0"}`:   6,
+				`{instance="e2e-prom-code_gen-0"}`: 2,
+			},
+		},
+	}
+	for _, c := range cases {
+		var got map[string]float64
+		err := eventually(60*time.Second, 500*time.Millisecond, func() error {
+			var err error
+			got, err = promQuery(prom, c.query)
+			if err != nil {
+				return err
+			}
+			if !equalVectors(got, c.want) {
+				return errNotYet
+			}
+			return nil
+		})
+		require.NoError(t, err, "PromQL %s\n got:  %v\n want: %v", c.query, got, c.want)
+	}
+}
+
+func equalVectors(got, want map[string]float64) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for k, w := range want {
+		g, ok := got[k]
+		if !ok || g < w-1e-9 || g > w+1e-9 {
+			return false
+		}
+	}
+	return true
+}

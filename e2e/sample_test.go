@@ -1,0 +1,200 @@
+//go:build linux
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSampleRun does what `make run` does, on free ports: the shipped default configuration,
+// testdata/sample-run.jsonl sent with the gymevents CLI, in small batches so that many HTTP
+// bodies start in the middle of a process's events (gymevents repeats the resource line).
+// Every line must be accepted, and the prometheus exporter must show, per process (job),
+// the rollouts and sandboxes the file gives each process.
+func TestSampleRun(t *testing.T) {
+	t.Parallel()
+	col, ports := startDefaultCollector(t)
+
+	sample := filepath.Join(repoRoot, "testdata", "sample-run.jsonl")
+	out, err := exec.Command(gymeventsBin, "send", sample, "--endpoint", col.gymURL, "--batch", "37", "--quiet").CombinedOutput()
+	require.NoError(t, err, "gymevents send:\n%s", out)
+	lines := countLines(t, sample)
+	assert.Contains(t, string(out), fmt.Sprintf("%d lines in %d requests: accepted %d, rejected 0, unknown 0\n",
+		lines, (lines+36)/37, lines))
+
+	wantRollouts, wantSandboxes := expectedPerProcess(t, sample)
+	require.NotEmpty(t, wantRollouts)
+	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Prometheus)
+	var gotRollouts, gotSandboxes map[string]float64
+	err = eventually(30*time.Second, 300*time.Millisecond, func() error {
+		text, err := httpGet(metricsURL)
+		if err != nil {
+			return err
+		}
+		gotRollouts = sumByLabel(text, "gym_rollout_completed_total", "job")
+		gotSandboxes = sumByLabel(text, "gym_sandbox_active", "job")
+		if !equalVectors(gotRollouts, wantRollouts) || !equalVectors(gotSandboxes, wantSandboxes) {
+			return errNotYet
+		}
+		return nil
+	})
+	require.NoError(t, err, "rollouts by job: got %v, want %v; sandboxes by job: got %v, want %v",
+		gotRollouts, wantRollouts, gotSandboxes, wantSandboxes)
+}
+
+func countLines(t *testing.T, path string) int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return bytes.Count(data, []byte("\n"))
+}
+
+var pyNumbers = regexp.MustCompile(`:\s*-?(NaN|Infinity)`)
+
+// expectedPerProcess reads the sample file as the receiver would (one stream; a resource line
+// sets the process of the lines after it) and counts, per service.name, rollout.completed
+// lines and the sum of sandbox.active deltas.
+func expectedPerProcess(t *testing.T, path string) (rollouts, sandboxes map[string]float64) {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	rollouts, sandboxes = map[string]float64{}, map[string]float64{}
+	job := ""
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var ev struct {
+			Event      string         `json:"event"`
+			Attributes map[string]any `json:"attributes"`
+			Delta      float64        `json:"delta"`
+		}
+		require.NoError(t, json.Unmarshal(pyNumbers.ReplaceAll(sc.Bytes(), []byte(":null")), &ev), sc.Text())
+		switch ev.Event {
+		case "resource":
+			job, _ = ev.Attributes["service.name"].(string)
+		case "rollout.completed":
+			rollouts[fmt.Sprintf("{job=%q}", job)]++
+		case "sandbox.active":
+			sandboxes[fmt.Sprintf("{job=%q}", job)] += ev.Delta
+		}
+	}
+	require.NoError(t, sc.Err())
+	return rollouts, sandboxes
+}
+
+func httpGet(url string) (string, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return string(data), nil
+}
+
+// sumByLabel sums the samples of one metric in the Prometheus text format by one label,
+// keyed like promQuery: {label="value"}.
+func sumByLabel(text, metric, label string) map[string]float64 {
+	out := map[string]float64{}
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, metric+"{") && !strings.HasPrefix(line, metric+" ") {
+			continue
+		}
+		labels, value := parseSample(line[len(metric):])
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			continue
+		}
+		out[fmt.Sprintf("{%s=%q}", label, labels[label])] += v
+	}
+	return out
+}
+
+// parseSample reads `{a="x",b="y\"z"} 12.5` (optionally followed by a timestamp).
+func parseSample(s string) (map[string]string, string) {
+	labels := map[string]string{}
+	if strings.HasPrefix(s, "{") {
+		s = s[1:]
+		for len(s) > 0 && s[0] != '}' {
+			eq := strings.Index(s, "=\"")
+			if eq < 0 {
+				break
+			}
+			name := s[:eq]
+			s = s[eq+2:]
+			var val strings.Builder
+			for len(s) > 0 && s[0] != '"' {
+				if s[0] == '\\' && len(s) > 1 {
+					switch s[1] {
+					case 'n':
+						val.WriteByte('\n')
+					default:
+						val.WriteByte(s[1])
+					}
+					s = s[2:]
+					continue
+				}
+				val.WriteByte(s[0])
+				s = s[1:]
+			}
+			labels[name] = val.String()
+			s = strings.TrimPrefix(s, "\"")
+			s = strings.TrimPrefix(s, ",")
+		}
+		s = strings.TrimPrefix(s, "}")
+	}
+	fields := strings.Fields(s)
+	if len(fields) == 0 {
+		return labels, ""
+	}
+	return labels, fields[0]
+}
+
+// TestREADMEPython runs the README's Python example (standard library only) against a
+// collector; skipped where python3 is missing.
+func TestREADMEPython(t *testing.T) {
+	t.Parallel()
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed")
+	}
+	data, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	require.NoError(t, err)
+	_, rest, ok := strings.Cut(string(data), "```python\n")
+	require.True(t, ok, "README.md has no python block")
+	snippet, _, ok := strings.Cut(rest, "```")
+	require.True(t, ok)
+	require.Contains(t, snippet, "http://127.0.0.1:4390/v1/events")
+
+	col, _ := startDefaultCollector(t)
+	snippet = strings.ReplaceAll(snippet, "http://127.0.0.1:4390", col.gymURL)
+	out, err := exec.Command(python, "-c", snippet).CombinedOutput()
+	require.NoError(t, err, "python3:\n%s", out)
+	var ans gymAnswer
+	require.NoError(t, json.Unmarshal(out, &ans), "%s", out)
+	assert.Equal(t, gymAnswer{Accepted: 2, Errors: ans.Errors}, ans)
+	assert.Empty(t, ans.Errors)
+}
