@@ -23,6 +23,7 @@ const (
 	defaultCollectionInterval = 10 * time.Second
 	defaultExpireAfter        = 5 * time.Minute
 	defaultMaxLineBytes       = 64 << 10
+	defaultHTTPReadTimeout    = 30 * time.Second
 )
 
 // NewFactory returns the gym receiver's factory.
@@ -38,6 +39,9 @@ func createDefaultConfig() component.Config {
 	httpCfg := confighttp.NewDefaultServerConfig()
 	httpCfg.NetAddr.Endpoint = defaultHTTPEndpoint
 	httpCfg.MaxRequestBodySize = defaultMaxBodyBytes
+	// A sender holds one of the few body slots while its body arrives: a trickling sender
+	// must not hold it forever (confighttp's default is no limit).
+	httpCfg.ReadTimeout = defaultHTTPReadTimeout
 	return &Config{
 		HTTP:               configoptional.Default(httpCfg),
 		Stream:             configoptional.Default(StreamConfig{Transport: "unix", Endpoint: "/tmp/otelcol-gym.sock", SocketMode: "0600"}),

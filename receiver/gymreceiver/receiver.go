@@ -2,6 +2,7 @@ package gymreceiver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.opentelemetry.io/collector/config/confighttp"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/receiver"
@@ -99,7 +101,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 		if err != nil {
 			return err
 		}
-		srv, err := hc.ToServer(ctx, host.GetExtensions(), r.set.TelemetrySettings, h)
+		srv, err := hc.ToServer(ctx, host.GetExtensions(), r.set.TelemetrySettings, h, confighttp.WithErrorHandler(jsonError))
 		if err != nil {
 			_ = ln.Close()
 			return err
@@ -159,6 +161,15 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 		go r.processLoop()
 	}
 	return nil
+}
+
+// jsonError answers the errors confighttp raises before our handler runs (a broken gzip body,
+// an unsupported Content-Encoding) in the same JSON shape as the handler's own errors.
+func jsonError(w http.ResponseWriter, _ *http.Request, msg string, status int) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	b, _ := json.Marshal(map[string]string{"error": msg})
+	_, _ = w.Write(append(b, '\n'))
 }
 
 // newProcessSource is where process stats come from (a fake in tests).

@@ -181,6 +181,19 @@ func TestHTTPAnswers(t *testing.T) {
 		assert.Equal(t, http.StatusOK, status)
 		assert.Equal(t, int64(3), ans.Accepted)
 	})
+	t.Run("a broken gzip body is a JSON 400", func(t *testing.T) {
+		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader("not gzip"))
+		require.NoError(t, err)
+		req.Header.Set("Content-Encoding", "gzip")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+		assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+		var e map[string]string
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&e))
+		assert.NotEmpty(t, e["error"])
+	})
 	t.Run("GET is 405", func(t *testing.T) {
 		resp, err := http.Get(url)
 		require.NoError(t, err)
