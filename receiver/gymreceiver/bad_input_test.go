@@ -348,7 +348,7 @@ func badOverHTTP(t *testing.T, c badCase, body []byte) {
 }
 
 func badOverStream(t *testing.T, c badCase, body []byte) {
-	want := c.badCounts.over(c.Stream)
+	want := c.over(c.Stream)
 	_, addr, tt, sink, stop := startBadReceiver(t, c)
 	send := func(b []byte) {
 		conn, err := net.Dial("tcp", addr)

@@ -133,9 +133,8 @@ func instrumentSeries(t *testing.T, md pmetric.Metrics, res map[string]any, id s
 }
 
 type bombFigures struct {
-	what   string
-	series int
-	base   uint64
+	what string
+	base uint64
 }
 
 func startFigures(what string) bombFigures { return bombFigures{what: what, base: liveHeap()} }
