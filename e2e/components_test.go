@@ -1,0 +1,102 @@
+//go:build linux
+
+package e2e
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// distributionConfig uses the components added for issues 4, 6 and 8 with every key they are
+// configured with in the docs: the gymattrs processor, the file_storage and bearertokenauth
+// extensions, the gym receiver's stream and files transports, TLS and auth on its http block.
+const distributionConfig = `
+extensions:
+  file_storage:
+    directory: /var/lib/otelcol-gym/storage
+    create_directory: true
+  bearertokenauth:
+    token: e2e-validate-token
+receivers:
+  gym:
+    http:
+      endpoint: 127.0.0.1:4390
+      auth:
+        authenticator: bearertokenauth
+      tls:
+        cert_file: /etc/otelcol-gym/tls/server.crt
+        key_file: /etc/otelcol-gym/tls/server.key
+    stream:
+      transport: unix
+      endpoint: /run/otelcol-gym/gym.sock
+      socket_mode: "0600"
+    files:
+      include: [/var/log/gym/*.events.jsonl]
+      start_at: end
+      storage: file_storage
+  otlp:
+    protocols:
+      http:
+        endpoint: 127.0.0.1:4318
+processors:
+  memory_limiter:
+    check_interval: 1s
+    limit_percentage: 80
+    spike_limit_percentage: 20
+  gymattrs:
+    cardinality_limit: 2000
+    failure_kinds: ["myorg:quota_exceeded"]
+    health_checks: ["myorg_check"]
+    ignored_health_checks: ["noisy_check"]
+    unknown_metrics: pass
+    series_idle_timeout: 10m
+  batch: {}
+exporters:
+  debug: {}
+service:
+  extensions: [file_storage, bearertokenauth]
+  pipelines:
+    metrics:
+      receivers: [gym, otlp]
+      processors: [memory_limiter, gymattrs, batch]
+      exporters: [debug]
+`
+
+// TestValidateDistribution: the binary has the gymattrs processor and the file_storage and
+// bearertokenauth extensions, `validate` accepts a configuration that uses them, and names
+// the key of a bad gymattrs setting.
+func TestValidateDistribution(t *testing.T) {
+	t.Parallel()
+	useCollector()
+	out, err := exec.Command(collectorBin, "components").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	for _, name := range []string{"name: gymattrs", "name: file_storage", "name: bearertokenauth"} {
+		assert.Contains(t, string(out), name, "otelcol-gym components")
+	}
+
+	vout, err := validate(t, distributionConfig)
+	assert.NoError(t, err, vout)
+
+	for _, c := range []struct{ from, to, want string }{
+		{"cardinality_limit: 2000", "cardinality_limit: 1", "cardinality_limit"},
+		{"unknown_metrics: pass", "unknown_metrics: keep", "unknown_metrics"},
+		{"series_idle_timeout: 10m", "series_idle_timout: 10m", "series_idle_timout"},
+	} {
+		bad := replaceOnce(t, distributionConfig, c.from, c.to)
+		vout, err := validate(t, bad)
+		var exitErr *exec.ExitError
+		if assert.ErrorAs(t, err, &exitErr, "validate accepted %q:\n%s", c.to, vout) {
+			assert.Contains(t, vout, c.want)
+		}
+	}
+}
+
+func replaceOnce(t *testing.T, s, from, to string) string {
+	t.Helper()
+	require.Contains(t, s, from)
+	return strings.Replace(s, from, to, 1)
+}
