@@ -116,15 +116,6 @@ func (s *ctlSink) errors() []string {
 	return append([]string(nil), s.inner.errs...)
 }
 
-// knownIssue marks a test (or subtest) that shows a known receiver bug and fails until it is
-// fixed; E2E_SKIP_KNOWN_ISSUES=1 skips it instead.
-func knownIssue(t *testing.T, what string) {
-	t.Helper()
-	if os.Getenv("E2E_SKIP_KNOWN_ISSUES") != "" {
-		t.Skip("known issue (E2E_SKIP_KNOWN_ISSUES is set): " + what)
-	}
-}
-
 // render fills a text/template configuration.
 func render(t *testing.T, tmpl string, data any) string {
 	t.Helper()

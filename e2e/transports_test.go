@@ -456,7 +456,6 @@ func startOf(md pmetric.Metrics, match func(pcommon.Map) bool) pcommon.Timestamp
 // default resource (gym.source=file, log.file.path=...).
 func TestFilesStorageKeepsResource(t *testing.T) {
 	t.Parallel()
-	knownIssue(t, "a file resumed from storage loses the resource its first line named")
 	dir := t.TempDir()
 	logs, storage := filepath.Join(dir, "logs"), filepath.Join(dir, "storage")
 	require.NoError(t, os.Mkdir(logs, 0o700))

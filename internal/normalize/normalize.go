@@ -13,6 +13,7 @@
 package normalize
 
 import (
+	"bytes"
 	"fmt"
 	"regexp"
 	"unicode/utf8"
@@ -165,18 +166,23 @@ func Route(v []byte) []byte {
 }
 
 func route(r *attrRule, v []byte) []byte {
-	if len(v) == 0 || len(v) > r.max || v[0] != '/' {
-		return r.fallback
-	}
-	for _, c := range v {
-		if c == '?' {
-			return r.fallback
-		}
-	}
-	if !utf8.Valid(v) {
+	if !routeKept(r, v) || !utf8.Valid(v) {
 		return r.fallback
 	}
 	return v
+}
+
+// routeValidUTF8 is route for a value known to be valid UTF-8.
+func routeValidUTF8(r *attrRule, v []byte) []byte {
+	if !routeKept(r, v) {
+		return r.fallback
+	}
+	return v
+}
+
+// routeKept reports whether route keeps v, its UTF-8 aside.
+func routeKept(r *attrRule, v []byte) bool {
+	return len(v) > 0 && len(v) <= r.max && v[0] == '/' && bytes.IndexByte(v, '?') < 0
 }
 
 // Phase gives nemo.gym.request.phase: the attribute's first value (before_response) when the

@@ -171,6 +171,36 @@ func (r *Registry) String(id schema.AttrID, v []byte) (out []byte, ok bool) {
 	switch a.rule {
 	case schema.RuleString:
 		return freeString(a.max, v), true
+	case schema.RuleRoute:
+		return route(a, v), true
+	}
+	return r.byRule(a, v)
+}
+
+// StringValidUTF8 is String for a value the caller knows to be valid UTF-8 (the receiver's
+// decoder validates every line before its values reach the aggregator): it gives what String
+// gives, without validating the UTF-8 again. On a value that is not valid UTF-8 its output
+// may not be either; the processor, whose values come from anywhere, uses String.
+func (r *Registry) StringValidUTF8(id schema.AttrID, v []byte) (out []byte, ok bool) {
+	if int(id) >= len(rules) {
+		return nil, false
+	}
+	a := &rules[id]
+	switch a.rule {
+	case schema.RuleString:
+		if len(v) == 0 {
+			return empty, true
+		}
+		return Cap(v, a.max), true // a cut at a rune boundary of valid UTF-8 is valid
+	case schema.RuleRoute:
+		return routeValidUTF8(a, v), true
+	}
+	return r.byRule(a, v)
+}
+
+// byRule applies the rules whose outcome does not depend on whether v is valid UTF-8.
+func (r *Registry) byRule(a *attrRule, v []byte) (out []byte, ok bool) {
+	switch a.rule {
 	case schema.RuleFailureKind:
 		return r.get().failureKind(a, v), true
 	case schema.RuleIdentifier:
@@ -179,8 +209,6 @@ func (r *Registry) String(id schema.AttrID, v []byte) (out []byte, ok bool) {
 		return fallbackEnum(a, v), true
 	case schema.RuleHealthCheck:
 		return r.get().healthCheck(a, v), true
-	case schema.RuleRoute:
-		return route(a, v), true
 	case schema.RuleEnum, schema.RuleRewardRange, schema.RulePhase:
 		if oneOf(a.values, v) {
 			return v, true

@@ -39,6 +39,7 @@ type Aggregator struct {
 	shards [numShards]shard
 	now    func() time.Time
 	procs  processes
+	insts  instances
 }
 
 type shard struct {
@@ -65,6 +66,7 @@ type Resource struct {
 	touched  bool // received something since the last collection
 	lastSeen time.Time
 	dropped  bool
+	retired  bool   // a newer resource of its service instance took over: export once more, drop
 	seq      uint64 // snapshot lines applied
 
 	// process stats
@@ -92,6 +94,9 @@ func (a *Aggregator) resource(key []byte, attrs func() []ResourceAttrValue) *Res
 		sh.m[r.key] = r
 	}
 	sh.mu.Unlock()
+	if !ok {
+		a.claimInstance(r)
+	}
 	return r
 }
 
@@ -132,17 +137,40 @@ func (r *Resource) series(a *Aggregator, st *Stream, k *keyBuilder) *series {
 		in = newInstrument(k.id)
 		r.insts[k.id] = in
 	}
-	key := k.encode()
-	if s, ok := in.series[string(key)]; ok {
+	// A stream sends few series of an instrument over and over (the same loop, provider,
+	// server; the three GC generations of each gc.stats line): its recent series of the
+	// instrument are checked first, a compare instead of encoding the key for a map lookup.
+	rc := &st.recent[k.id]
+	if rc.in != in {
+		*rc = recentSeries{in: in}
+	}
+	// Two ways a set, so that two series of one set still both hit.
+	set := rc.s[recentSet(k.mix)][:]
+	if s := set[0]; s != nil && k.equal(s.key) {
 		return s
 	}
-	now := pcommon.NewTimestampFromTime(a.now())
-	if len(in.order) < a.cfg.CardinalityLimit-1 {
-		s := newSeries(k.in, k.ownedAttrs(), now)
-		in.series[string(key)] = s
+	if s := set[1]; s != nil && k.equal(s.key) {
+		return s
+	}
+	key := k.key()
+	s, ok := in.series[string(key)]
+	if !ok {
+		if len(in.order) >= a.cfg.CardinalityLimit-1 {
+			return r.overflow(a, st, k, in)
+		}
+		s = newSeries(k.in, k.ownedAttrs(), pcommon.NewTimestampFromTime(a.now()))
+		s.key = string(key)
+		in.series[s.key] = s
 		in.order = append(in.order, s)
-		return s
 	}
+	set[0], set[1] = s, set[0] // the newest first
+	return s
+}
+
+// overflow returns the overflow series of an instrument at its cardinality limit (never
+// remembered as a recent series: each measurement folded into it is counted).
+func (r *Resource) overflow(a *Aggregator, st *Stream, k *keyBuilder, in *instrument) *series {
+	now := pcommon.NewTimestampFromTime(a.now())
 	st.Stats.Overflowed++
 	if in.overflow == nil {
 		in.overflow = newSeries(k.in, nil, now)
@@ -181,7 +209,7 @@ func (r *Resource) foldSnapshot(st *Stream, k *keyBuilder, ov *series, v int64) 
 		in.folded = map[uint64]foldedSnapshot{}
 		in.foldSeed = maphash.MakeSeed()
 	}
-	h := maphash.Bytes(in.foldSeed, k.buf)
+	h := maphash.Bytes(in.foldSeed, k.key())
 	// The overflow series' pending value starts from its current total.
 	if ov.seq != r.seq {
 		ov.seq = r.seq
@@ -332,7 +360,7 @@ func (r *Resource) apply(a *Aggregator, st *Stream, ev *Event) {
 var scoredOutcome = schema.Attr(schema.AttrNemoGymRolloutOutcome).Values[0]
 
 func (r *Resource) histogram(a *Aggregator, st *Stream, k *keyBuilder, v float64) {
-	r.series(a, st, k).record(k.in.Bounds, v)
+	r.series(a, st, k).record(k.id, v)
 }
 
 func (r *Resource) gauge(a *Aggregator, st *Stream, k *keyBuilder, v int64) {

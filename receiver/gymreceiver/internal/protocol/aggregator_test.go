@@ -313,3 +313,32 @@ func TestExportShape(t *testing.T) {
 	assert.Equal(t, 3.2, dp.Max())
 	assert.True(t, strings.HasPrefix(def.Name, "gym."))
 }
+
+// A restarted process (same service instance, new pid) retires its old resource: exported
+// once more, ahead of the new one, then dropped; its series are not merged into the new ones.
+func TestRestartedProcessRetiresItsOldResource(t *testing.T) {
+	a, _ := newTestAggregator(t, 2000)
+	st := a.NewStream(1<<16, DefaultResource("http", ""))
+	old := map[string]any{"service.name": "gym", "service.instance.id": "r1-rank0", "process.pid": int64(1002)}
+	neu := map[string]any{"service.name": "gym", "service.instance.id": "r1-rank0", "process.pid": int64(4242)}
+	other := map[string]any{"service.name": "gym", "service.instance.id": "r1-rank1", "process.pid": int64(1003)}
+	feed(t, st,
+		`{"event":"resource","attributes":{"service.name":"gym","service.instance.id":"r1-rank0","process.pid":1002}}`,
+		`{"event":"server.requests","in_flight":0,"unhandled_exceptions":30,"responses":{}}`,
+		`{"event":"resource","attributes":{"service.name":"gym","service.instance.id":"r1-rank1","process.pid":1003}}`,
+		`{"event":"server.requests","in_flight":0,"unhandled_exceptions":7,"responses":{}}`,
+	)
+	require.Len(t, points(a.Collect(Scope{}), old, "gym.server.requests.unhandled_exceptions_total"), 1)
+	feed(t, st,
+		`{"event":"resource","attributes":{"service.name":"gym","service.instance.id":"r1-rank0","process.pid":4242}}`,
+		`{"event":"server.requests","in_flight":0,"unhandled_exceptions":5,"responses":{}}`,
+	)
+	md := a.Collect(Scope{})
+	require.Equal(t, 3, md.ResourceMetrics().Len(), "the old resource is exported once more")
+	assert.Equal(t, old, md.ResourceMetrics().At(0).Resource().Attributes().AsRaw(), "ahead of the new one")
+	assert.Equal(t, int64(5), points(md, neu, "gym.server.requests.unhandled_exceptions_total")[0].val)
+	md = a.Collect(Scope{})
+	assert.Empty(t, points(md, old, "gym.server.requests.unhandled_exceptions_total"), "then dropped")
+	assert.Len(t, points(md, other, "gym.server.requests.unhandled_exceptions_total"), 1, "other instances stay")
+	assert.Len(t, points(md, neu, "gym.server.requests.unhandled_exceptions_total"), 1)
+}

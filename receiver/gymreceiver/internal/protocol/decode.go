@@ -1,10 +1,12 @@
 package protocol
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/maphash"
 	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -13,9 +15,11 @@ import (
 )
 
 // This file is the line decoder of events-v1.md. Decode makes one validating pass over the
-// top-level object, recording the span of the last occurrence of every field name any event
-// uses (unknown fields are validated and skipped), then resolves `event` and converts the
-// fields of that event. Strings without escapes are sub-slices of the line, escaped ones are
+// top-level object (the UTF-8 of strings included), recording the span of the last occurrence
+// of every field name any event uses (unknown fields are validated and skipped), then resolves
+// `event` and converts the fields of that event. The pass reads a word at a time where it can:
+// keys and short plain strings are looked up as words, plain numbers are converted as they
+// are scanned. Strings without escapes are sub-slices of the line, escaped ones are
 // decoded into the Decoder's scratch buffer: in steady state a line allocates nothing.
 //
 // Decisions where events-v1.md is silent:
@@ -109,6 +113,9 @@ type Decoder struct {
 
 	scratch []byte // unescaped strings of the current line
 
+	evType    EventType // the type named by `event`, when parseTop could read it on the way
+	evTypeSet bool
+
 	lastEv   *Event    // the Event of the previous call
 	lastType EventType // the type whose fields that call wrote into it
 
@@ -153,15 +160,14 @@ func (d *Decoder) Decode(line []byte, ev *Event) error {
 	if len(line) > d.max {
 		return &DecodeError{reason: ReasonTooLong, msg: fmt.Sprintf("line is %d bytes, over max_line_bytes %d", len(line), d.max)}
 	}
-	if !utf8.Valid(line) {
-		return &DecodeError{reason: ReasonInvalidUTF8, msg: fmt.Sprintf("not valid UTF-8 (at byte %d)", decFirstInvalidUTF8(line))}
-	}
+	// UTF-8 is validated while scanning (decScanString): a line that parses is valid UTF-8.
 	i := decSkipWS(line, 0)
 	if i == len(line) {
 		return ErrBlank
 	}
 	d.line = line
 	d.err = nil
+	d.evTypeSet = false
 	d.scratch = d.scratch[:0]
 	d.gen++
 	if d.gen == 0 {
@@ -170,10 +176,14 @@ func (d *Decoder) Decode(line []byte, ev *Event) error {
 	}
 	err := d.parseTop(i)
 	if err != nil {
-		// Tell the caller what the line was meant to be when `event` came before the error,
-		// so that a broken resource line is known as one.
-		if s, ok := d.get(fkEvent); ok && s.kind == decString {
-			ev.Type = decLookupEvent(d.str(s))
+		if !utf8.Valid(line) {
+			// A line that is not UTF-8 is invalid_utf8 whatever else is wrong with it, and
+			// its event is not read (the scan may have stopped at another error first).
+			err = decInvalidUTF8(line)
+		} else if s, ok := d.get(fkEvent); ok && s.kind == decString {
+			// Tell the caller what the line was meant to be when `event` came before the
+			// error, so that a broken resource line is known as one.
+			ev.Type = d.event(s)
 		}
 	} else {
 		err = d.decodeFields(ev)
@@ -181,6 +191,10 @@ func (d *Decoder) Decode(line []byte, ev *Event) error {
 	d.lastType = ev.Type
 	d.line = nil
 	return err
+}
+
+func decInvalidUTF8(line []byte) error {
+	return &DecodeError{reason: ReasonInvalidUTF8, msg: fmt.Sprintf("not valid UTF-8 (at byte %d)", decFirstInvalidUTF8(line))}
 }
 
 // decResetEvent clears ev, keeping the backing arrays of its slices.
@@ -270,33 +284,65 @@ func (d *Decoder) parseTop(i int) error {
 			if i >= len(b) || b[i] != '"' {
 				return decSyntaxError(b, i, "want a string key")
 			}
-			ke, kesc, err := decScanString(b, i)
-			if err != nil {
+			var (
+				id, ke int
+				err    error
+			)
+			if i+8 <= len(b) && binary.LittleEndian.Uint64(b[i:]) == decEventKeyWord {
+				id, ke = fkEvent, i+7 // `"event":`, the first member of nearly every line
+			} else if id, ke, err = d.topKey(b, i); err != nil {
 				return err
-			}
-			key := b[i+1 : ke-1]
-			var id int
-			if kesc {
-				n := len(d.scratch)
-				d.scratch = decAppendUnescaped(d.scratch, key)
-				id = decLookupKey(d.scratch[n:])
-				d.scratch = d.scratch[:n]
-			} else {
-				id = decLookupKey(key)
 			}
 			i = decSkipWS(b, ke)
 			if i >= len(b) || b[i] != ':' {
 				return decSyntaxError(b, i, "want ':' after an object key")
 			}
 			i = decSkipWS(b, i+1)
-			ve, kind, vesc, err := decScanValue(b, i, 2)
+			// Strings and numbers, nearly every value, without decScanValue's dispatch.
+			var (
+				ve        int
+				kind      uint8
+				vesc      bool
+				evType    EventType
+				evTypeSet bool
+				mant      uint64 // a number converted on the way (decNum)
+				num       decNum
+			)
+			if i < len(b) && b[i] == '"' {
+				kind = decString
+				var w0, w1, w2 uint64
+				if ve, w0, w1, w2 = decPlainString(b, i); ve < 0 {
+					ve, vesc, err = decScanString(b, i)
+				} else if id == fkEvent {
+					// The event type, from the words just scanned.
+					evType = EventType(max(0, decEventTable.findWords(w0, w1, w2, ve-i-2)))
+					evTypeSet = true
+				}
+			} else if i < len(b) && (b[i] >= '0' && b[i] <= '9' || b[i] == '-') {
+				kind = decNumber
+				if ve, mant, num = decScanPlainNumber(b, i); ve < 0 {
+					ve, err = decScanNumber(b, i)
+				}
+			} else {
+				ve, kind, vesc, err = decScanValue(b, i, 2)
+			}
 			if err != nil {
 				return err
 			}
 			if id >= 0 {
-				s := decMakeSlot(i, ve, kind, vesc)
-				s.gen = d.gen
-				d.slots[id] = s
+				if id == fkEvent {
+					// The last `event` counts: its type, or that it is to be read from the slot.
+					d.evType, d.evTypeSet = evType, evTypeSet
+				}
+				// Field by field: a whole slot built on the stack and then copied showed up in
+				// profiles (a wide copy of narrowly written fields).
+				sl := &d.slots[id]
+				sl.start, sl.end = int32(i), int32(ve)
+				if kind == decString {
+					sl.start, sl.end = sl.start+1, sl.end-1 // the text between the quotes
+				}
+				sl.gen, sl.kind, sl.esc = d.gen, kind, vesc
+				sl.num, sl.mant = num, mant
 			}
 			i = decSkipWS(b, ve)
 			if i < len(b) {
@@ -318,6 +364,47 @@ func (d *Decoder) parseTop(i int) error {
 	return nil
 }
 
+// decEventKeyWord is `"event":` as a little-endian word.
+var decEventKeyWord = binary.LittleEndian.Uint64([]byte(`"event":`))
+
+// topKey scans the top-level key whose opening quote is b[i]. It returns the key's field
+// (-1 for a name no event reads) and the index just past the closing quote.
+func (d *Decoder) topKey(b []byte, i int) (id, end int, err error) {
+	// Fast path: a plain key (no escape, control character or byte >= 0x80) of under 16
+	// bytes, scanned a word at a time and looked up in the words scanned, zero-padded. The
+	// answer is final, found or not (unknown keys such as "ts" are common).
+	ks := i + 1
+	if ks+8 <= len(b) {
+		w0 := binary.LittleEndian.Uint64(b[ks:])
+		if m := decStopBytes(w0); m != 0 {
+			if p := bits.TrailingZeros64(m) >> 3; b[ks+p] == '"' {
+				return decKeyTable.findWords(w0&decWordMasks[p&7], 0, 0, p), ks + p + 1, nil
+			}
+		} else if ks+16 <= len(b) {
+			w1 := binary.LittleEndian.Uint64(b[ks+8:])
+			if m := decStopBytes(w1); m != 0 {
+				if p := bits.TrailingZeros64(m) >> 3; b[ks+8+p] == '"' {
+					return decKeyTable.findWords(w0, w1&decWordMasks[p&7], 0, 8+p), ks + 8 + p + 1, nil
+				}
+			}
+		}
+	}
+	// Anything else (escapes, non-ASCII, a long key, the end of the line near): the general
+	// scanner.
+	end, esc, err := decScanString(b, i)
+	if err != nil {
+		return -1, end, err
+	}
+	if !esc {
+		return decKeyTable.find(b[ks : end-1]), end, nil
+	}
+	n := len(d.scratch)
+	d.scratch = decAppendUnescaped(d.scratch, b[ks:end-1])
+	id = decLookupKey(d.scratch[n:])
+	d.scratch = d.scratch[:n]
+	return id, end, nil
+}
+
 // decodeFields resolves `event` and converts the fields of that event.
 func (d *Decoder) decodeFields(ev *Event) error {
 	s, ok := d.get(fkEvent)
@@ -328,7 +415,7 @@ func (d *Decoder) decodeFields(ev *Event) error {
 		d.wrongType(fkEvent, "a string", s)
 		return d.err
 	}
-	ev.Type = decLookupEvent(d.str(s))
+	ev.Type = d.event(s)
 	switch ev.Type {
 	case EventUnknown:
 	case EventResource:
@@ -512,60 +599,114 @@ var decKeyNames = [decNumKeys]string{
 	fkAttributes:          "attributes",
 }
 
-// decNameTable finds a name among a fixed set with one hash and one compare: the hash
-// mixes the length and five bytes of the name with multipliers chosen at init so that no
-// two names of the set collide.
+// decNameTable finds a name among a fixed set (field keys, event names) with one multiply and
+// a compare of whole words, no byte loop: the name is read as three little-endian words,
+// zero-padded (decNameWords; parseTop gets them while scanning a key), the words are mixed
+// and multiplied by a constant chosen at init so that no two names of the set share a slot,
+// and the slot's entry is compared word for word.
 type decNameTable struct {
-	names  []string
-	a, b   uint32
-	lookup [256]uint8 // index+1 into names, 0 for none
+	mul     uint64
+	lookup  [256]uint8 // index into entries; entries[0] is the empty name, found as -1
+	entries [64]decNameEntry
 }
 
-// hash needs len(k) >= 1.
-func (t *decNameTable) hash(k []byte) uint32 {
-	n := len(k)
-	h := uint32(n) + uint32(k[0])*t.a + uint32(k[n/2])*t.b + uint32(k[n-1])*(t.a^t.b)
-	if n > 1 {
-		h += uint32(k[1])*(t.a+t.b) + uint32(k[n-2])*(t.a*t.b)
-	}
-	return (h ^ h>>8) & 255
+type decNameEntry struct {
+	w   [3]uint64
+	n   int
+	idx int
+}
+
+// decNameMax is the longest name a table can hold: three words.
+const decNameMax = 24
+
+// decWordMasks[n] keeps the first n bytes of a little-endian word.
+var decWordMasks = [9]uint64{0, 0xff, 0xffff, 0xffffff, 0xffffffff, 0xffffffffff, 0xffffffffffff, 0xffffffffffffff, ^uint64(0)}
+
+// decNameWords reads the name k (at most decNameMax bytes) as three zero-padded words.
+func decNameWords(k []byte) (w [3]uint64) {
+	var buf [decNameMax]byte
+	copy(buf[:], k)
+	w[0] = binary.LittleEndian.Uint64(buf[0:])
+	w[1] = binary.LittleEndian.Uint64(buf[8:])
+	w[2] = binary.LittleEndian.Uint64(buf[16:])
+	return w
+}
+
+func (t *decNameTable) slot(w0, w1, w2 uint64, n int) uint8 {
+	x := w0 ^ bits.RotateLeft64(w1, 31) ^ bits.RotateLeft64(w2, 17) ^ uint64(n)
+	return uint8((x * t.mul) >> 56)
 }
 
 func decMakeNameTable(names []string) *decNameTable {
-	t := &decNameTable{names: names}
-	for t.a = 1; t.a < 256; t.a++ {
-		for t.b = 1; t.b < 256; t.b++ {
-			t.lookup = [256]uint8{}
-			ok := true
-			for i, n := range names {
-				if n == "" {
-					continue
-				}
-				h := t.hash([]byte(n))
-				if t.lookup[h] != 0 {
-					ok = false
-					break
-				}
-				t.lookup[h] = uint8(i + 1)
-			}
-			if ok {
-				return t
-			}
+	t := &decNameTable{}
+	var entries []decNameEntry
+	for i, n := range names {
+		if n == "" {
+			continue
+		}
+		if len(n) > decNameMax {
+			panic("protocol: name " + n + " is too long for a name table")
+		}
+		entries = append(entries, decNameEntry{w: decNameWords([]byte(n)), n: len(n), idx: i})
+	}
+	if len(entries) >= len(t.entries) {
+		panic("protocol: too many names for a name table")
+	}
+	copy(t.entries[1:], entries)
+	t.entries[0].idx = -1 // the empty name (n == 0, all words zero) matches entries[0]: not found
+	// Multipliers from a fixed sequence (splitmix64), so that every run builds the same table.
+	state := uint64(0)
+	for range 1 << 16 {
+		state += 0x9e3779b97f4a7c15
+		z := state
+		z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+		z = (z ^ z>>27) * 0x94d049bb133111eb
+		t.mul = (z ^ z>>31) | 1
+		t.lookup = [256]uint8{}
+		ok := true
+		for i := 1; i <= len(entries) && ok; i++ {
+			e := &t.entries[i]
+			h := t.slot(e.w[0], e.w[1], e.w[2], e.n)
+			ok = t.lookup[h] == 0
+			t.lookup[h] = uint8(i)
+		}
+		if ok {
+			return t
 		}
 	}
 	panic("protocol: no collision-free hash for the name table")
 }
 
-// find returns the index of k in the table's names, or -1 (also for "").
-func (t *decNameTable) find(k []byte) int {
-	if len(k) == 0 {
-		return -1
-	}
-	i := int(t.lookup[t.hash(k)]) - 1
-	if i >= 0 && string(k) == t.names[i] {
-		return i
+// findWords returns the index (in the table's names) of the name of n bytes whose
+// zero-padded words are w0, w1, w2, or -1.
+func (t *decNameTable) findWords(w0, w1, w2 uint64, n int) int {
+	e := &t.entries[t.lookup[t.slot(w0, w1, w2, n)]%64]
+	// One branch, on the whole compare (a miss is rare, but a chain of branches is slower).
+	if (e.w[0]^w0)|(e.w[1]^w1)|(e.w[2]^w2)|uint64(e.n^n) == 0 {
+		return e.idx
 	}
 	return -1
+}
+
+// find returns the index (in the table's names) of k, or -1 (also for "").
+func (t *decNameTable) find(k []byte) int {
+	if len(k) == 0 || len(k) > decNameMax {
+		return -1
+	}
+	w := decNameWords(k)
+	return t.findWords(w[0], w[1], w[2], len(k))
+}
+
+// findIn returns the index of the name b[start:start+n], or -1, reading its words from b
+// without a copy when b has room for them.
+func (t *decNameTable) findIn(b []byte, start, n int) int {
+	if n > 0 && n <= 8 && start+8 <= len(b) {
+		return t.findWords(binary.LittleEndian.Uint64(b[start:])&decWordMasks[n], 0, 0, n)
+	}
+	if n > 8 && n <= 16 && start+16 <= len(b) {
+		return t.findWords(binary.LittleEndian.Uint64(b[start:]), binary.LittleEndian.Uint64(b[start+8:])&decWordMasks[n-8], 0, n)
+	}
+	return t.find(b[start : start+n])
 }
 
 var (
@@ -584,9 +725,26 @@ func decLookupEvent(v []byte) EventType {
 	return EventUnknown
 }
 
-// get returns the last occurrence of field k in the current line, unless absent or null.
-func (d *Decoder) get(k int) (decSlot, bool) {
-	s := d.slots[k]
+// event returns the event type named by string slot s (the slot of `event`), or
+// EventUnknown.
+func (d *Decoder) event(s *decSlot) EventType {
+	if d.evTypeSet {
+		return d.evType
+	}
+	if s.esc {
+		return decLookupEvent(d.str(s))
+	}
+	if i := decEventTable.findIn(d.line, int(s.start), int(s.end-s.start)); i > 0 {
+		return EventType(i)
+	}
+	return EventUnknown
+}
+
+// get returns the last occurrence of field k in the current line, unless absent or null. The
+// slot is the decoder's own, read in place: parseTop has just written it field by field, and
+// reading it back whole (a copy) would stall on those stores.
+func (d *Decoder) get(k int) (*decSlot, bool) {
+	s := &d.slots[k]
 	if s.gen != d.gen || s.kind == decNull {
 		return s, false
 	}
@@ -595,7 +753,7 @@ func (d *Decoder) get(k int) (decSlot, bool) {
 
 // str returns the text of a string slot: a sub-slice of the line, or of the scratch buffer
 // when it holds escapes. The capacity is cut so that appending to it copies.
-func (d *Decoder) str(s decSlot) []byte {
+func (d *Decoder) str(s *decSlot) []byte {
 	if !s.esc {
 		return d.line[s.start:s.end:s.end]
 	}
@@ -605,7 +763,7 @@ func (d *Decoder) str(s decSlot) []byte {
 }
 
 // raw returns the JSON text of a slot, shortened for a message.
-func (d *Decoder) raw(s decSlot) string {
+func (d *Decoder) raw(s *decSlot) string {
 	switch s.kind {
 	case decObject, decArray:
 		return decKindNames[s.kind]
@@ -649,14 +807,14 @@ func (d *Decoder) missing(field string) {
 	d.fail(ReasonMissingField, "missing required field %q", field)
 }
 
-func (d *Decoder) wrongType(k int, want string, s decSlot) {
+func (d *Decoder) wrongType(k int, want string, s *decSlot) {
 	if d.err == nil {
 		d.wrongTypeAt(decField(decKeyNames[k]), want, s)
 	}
 }
 
 // wrongTypeAt records a wrong type; where names the place (`field "x"`).
-func (d *Decoder) wrongTypeAt(where, want string, s decSlot) {
+func (d *Decoder) wrongTypeAt(where, want string, s *decSlot) {
 	if d.err == nil {
 		d.fail(ReasonWrongType, "%s: want %s, got %s", where, want, d.raw(s))
 	}
@@ -731,7 +889,7 @@ func (d *Decoder) optNumber(k int) (float64, bool) {
 		d.wrongType(k, "a number", s)
 		return 0, false
 	}
-	return decParseFloat(d.line[s.start:s.end]), true
+	return d.float(s), true
 }
 
 // duration returns required field k, a finite number >= 0.
@@ -748,7 +906,7 @@ func (d *Decoder) duration(k int) float64 {
 		d.wrongType(k, "a finite number >= 0", s)
 		return 0
 	}
-	f := decParseFloat(d.line[s.start:s.end])
+	f := d.float(s)
 	if !(f >= 0 && f <= math.MaxFloat64) { // also NaN
 		d.fail(ReasonOutOfRange, "field %q: want a finite number >= 0, got %s", decKeyNames[k], d.raw(s))
 		return 0
@@ -791,12 +949,37 @@ func (d *Decoder) optCount(k int) (int64, bool) {
 	return v, true
 }
 
+// float converts number slot s, as decParseFloat does its text.
+func (d *Decoder) float(s *decSlot) float64 {
+	if n := s.num.digits(); n > 0 && n <= 15 {
+		// Converted on the way (decNum), and exact in a double: decParseFloat's fast path.
+		f := float64(s.mant)
+		if fr := s.num.frac(); fr > 0 {
+			f /= decPow10[fr&15]
+		}
+		if s.num.neg() {
+			f = -f
+		}
+		return f
+	}
+	return decParseFloat(d.line[s.start:s.end])
+}
+
 // intOf converts s by the integer rule (>= 0 when nonneg).
-func (d *Decoder) intOf(s decSlot, nonneg bool) (int64, decIntStatus) {
+func (d *Decoder) intOf(s *decSlot, nonneg bool) (int64, decIntStatus) {
 	if s.kind != decNumber {
 		return 0, decIntNotNumber
 	}
-	v, st := decParseInt(d.line[s.start:s.end])
+	var v int64
+	var st decIntStatus
+	if s.num.digits() > 0 && s.num.frac() == 0 { // converted on the way (decNum): within int64
+		v = int64(s.mant)
+		if s.num.neg() {
+			v = -v
+		}
+	} else {
+		v, st = decParseInt(d.line[s.start:s.end])
+	}
 	if st == decIntOK && nonneg && v < 0 {
 		return 0, decIntNegative
 	}
@@ -805,7 +988,7 @@ func (d *Decoder) intOf(s decSlot, nonneg bool) (int64, decIntStatus) {
 
 // intFail records the error of a value s that intOf refused with st; where names the place
 // (`field "x"`).
-func (d *Decoder) intFail(where string, s decSlot, nonneg bool, st decIntStatus) {
+func (d *Decoder) intFail(where string, s *decSlot, nonneg bool, st decIntStatus) {
 	want := "an integer"
 	if nonneg {
 		want = "an integer >= 0"

@@ -15,39 +15,41 @@ import (
 type decIter struct{ i int }
 
 // iter starts walking the object or array of s.
-func (d *Decoder) iter(s decSlot) decIter { return decIter{i: int(s.start) + 1} }
+func (d *Decoder) iter(s *decSlot) decIter { return decIter{i: int(s.start) + 1} }
 
-// nextMember returns the next member of the object being walked.
-func (d *Decoder) nextMember(it *decIter) (key, val decSlot, ok bool) {
+// nextMember returns the next member of the object being walked: its value, and its key in
+// *key (the slots travel in registers, two of them would not).
+func (d *Decoder) nextMember(it *decIter, key *decSlot) (val decSlot, ok bool) {
 	b := d.line
 	i := decSkipWS(b, it.i)
 	if i >= len(b) || b[i] != '"' {
-		return key, val, false
+		return val, false
 	}
-	ke, kesc, err := decScanString(b, i)
-	if err != nil {
-		d.invalid(err)
-		return key, val, false
+	ke, _, _, _ := decPlainString(b, i)
+	kesc := false
+	if ke < 0 {
+		var err error
+		if ke, kesc, err = decScanString(b, i); err != nil {
+			d.invalid(err)
+			return val, false
+		}
 	}
-	key = decMakeSlot(i, ke, decString, kesc)
+	*key = decMakeSlot(i, ke, decString, kesc)
 	i = decSkipWS(b, ke)
 	if i >= len(b) || b[i] != ':' {
 		d.invalid(decSyntaxError(b, i, "want ':'"))
-		return key, val, false
+		return val, false
 	}
-	i = decSkipWS(b, i+1)
-	ve, kind, vesc, err := decScanValue(b, i, 1)
-	if err != nil {
-		d.invalid(err)
-		return key, val, false
+	val, ve := d.scanSlot(b, decSkipWS(b, i+1))
+	if ve < 0 {
+		return val, false
 	}
-	val = decMakeSlot(i, ve, kind, vesc)
 	i = decSkipWS(b, ve)
 	if i < len(b) && b[i] == ',' {
 		i++
 	}
 	it.i = i
-	return key, val, true
+	return val, true
 }
 
 // nextElem returns the next element of the array being walked.
@@ -57,18 +59,40 @@ func (d *Decoder) nextElem(it *decIter) (val decSlot, ok bool) {
 	if i >= len(b) || b[i] == ']' {
 		return val, false
 	}
-	ve, kind, vesc, err := decScanValue(b, i, 1)
-	if err != nil {
-		d.invalid(err)
+	val, ve := d.scanSlot(b, i)
+	if ve < 0 {
 		return val, false
 	}
-	val = decMakeSlot(i, ve, kind, vesc)
 	i = decSkipWS(b, ve)
 	if i < len(b) && b[i] == ',' {
 		i++
 	}
 	it.i = i
 	return val, true
+}
+
+// scanSlot scans the value at b[i] of an object or array being walked (already validated:
+// its depth is not checked again) into a slot, plain strings and numbers by their fast paths.
+// It returns the slot and the index just past the value, or -1 after recording an error.
+func (d *Decoder) scanSlot(b []byte, i int) (decSlot, int) {
+	if i < len(b) {
+		switch c := b[i]; {
+		case c == '"':
+			if e, _, _, _ := decPlainString(b, i); e >= 0 {
+				return decMakeSlot(i, e, decString, false), e
+			}
+		case c == '-' || (c >= '0' && c <= '9'):
+			if e, mant, num := decScanPlainNumber(b, i); e >= 0 {
+				return decSlot{start: int32(i), end: int32(e), kind: decNumber, num: num, mant: mant}, e
+			}
+		}
+	}
+	e, kind, esc, err := decScanValue(b, i, 1)
+	if err != nil {
+		d.invalid(err)
+		return decSlot{}, -1
+	}
+	return decMakeSlot(i, e, kind, esc), e
 }
 
 // invalid records a syntax error found while walking (cannot happen on a validated line).
@@ -155,12 +179,13 @@ func (d *Decoder) decodeResource(ev *Event) {
 	}
 	d.resetMembers()
 	it := d.iter(s)
+	var k decSlot
 	for {
-		k, v, ok := d.nextMember(&it)
+		v, ok := d.nextMember(&it, &k)
 		if !ok || d.err != nil {
 			break
 		}
-		key := d.str(k)
+		key := d.str(&k)
 		if len(key) == 0 {
 			d.fail(ReasonInvalidValue, `field "attributes": empty key`)
 			return
@@ -185,20 +210,20 @@ func (d *Decoder) decodeResource(ev *Event) {
 		switch m.val.kind {
 		case decString:
 			a.Kind = ValueString
-			a.Str = decCutRunes(d.str(m.val), schema.DefaultStringMaxBytes)
+			a.Str = decCutRunes(d.str(&m.val), schema.DefaultStringMaxBytes)
 		case decTrue, decFalse:
 			a.Kind = ValueBool
 			a.Bool = m.val.kind == decTrue
 		case decNumber:
 			a.Kind = ValueInt
-			v, st := d.intOf(m.val, false)
+			v, st := d.intOf(&m.val, false)
 			if st != decIntOK {
-				d.intFail(`field "attributes": key `+decQuote(m.key), m.val, false, st)
+				d.intFail(`field "attributes": key `+decQuote(m.key), &m.val, false, st)
 				return
 			}
 			a.Int = v
 		default:
-			d.wrongTypeAt(`field "attributes": key `+decQuote(m.key), "a string, an integer or a boolean", m.val)
+			d.wrongTypeAt(`field "attributes": key `+decQuote(m.key), "a string, an integer or a boolean", &m.val)
 			return
 		}
 		ev.Attrs = append(ev.Attrs, a)
@@ -226,10 +251,10 @@ func (d *Decoder) decodeFlagged(ev *Event) {
 			return
 		}
 		if v.kind != decString {
-			d.wrongTypeAt(decField(fmt.Sprintf("flagged_checks[%d]", j)), "a string", v)
+			d.wrongTypeAt(decField(fmt.Sprintf("flagged_checks[%d]", j)), "a string", &v)
 			return
 		}
-		ev.Flagged = append(ev.Flagged, d.str(v))
+		ev.Flagged = append(ev.Flagged, d.str(&v))
 	}
 }
 
@@ -247,8 +272,9 @@ func (d *Decoder) decodeCounts(ev *Event) {
 	}
 	d.resetMembers()
 	it := d.iter(s)
+	var k decSlot
 	for {
-		k, v, ok := d.nextMember(&it)
+		v, ok := d.nextMember(&it, &k)
 		if !ok || d.err != nil {
 			break
 		}
@@ -256,7 +282,7 @@ func (d *Decoder) decodeCounts(ev *Event) {
 			d.fail(ReasonInvalidValue, `field "counts": empty server name`)
 			return
 		}
-		idx, _ := d.member(d.str(k))
+		idx, _ := d.member(d.str(&k))
 		d.members[idx].val = v
 	}
 	if d.err != nil {
@@ -274,9 +300,9 @@ func (d *Decoder) decodeCounts(ev *Event) {
 
 // memberCount converts the value of a snapshot entry, an integer >= 0.
 func (d *Decoder) memberCount(field string, m *decMember) (int64, bool) {
-	v, st := d.intOf(m.val, true)
+	v, st := d.intOf(&m.val, true)
 	if st != decIntOK {
-		d.intFail(decField(field)+": key "+decQuote(m.key), m.val, true, st)
+		d.intFail(decField(field)+": key "+decQuote(m.key), &m.val, true, st)
 		return 0, false
 	}
 	return v, true
@@ -299,12 +325,13 @@ func (d *Decoder) decodeResponses(ev *Event) {
 	}
 	d.resetMembers()
 	it := d.iter(s)
+	var k decSlot
 	for {
-		k, v, ok := d.nextMember(&it)
+		v, ok := d.nextMember(&it, &k)
 		if !ok || d.err != nil {
 			break
 		}
-		key := d.str(k)
+		key := d.str(&k)
 		if _, ok := d.statusCode(key); !ok {
 			return
 		}
@@ -371,19 +398,19 @@ func (d *Decoder) decodeCancelled(ev *Event) {
 			return
 		}
 		if e.kind != decObject {
-			d.wrongTypeAt(decField(fmt.Sprintf("cancelled[%d]", j)), "an object", e)
+			d.wrongTypeAt(decField(fmt.Sprintf("cancelled[%d]", j)), "an object", &e)
 			return
 		}
-		var route, started, count decSlot
-		mit := d.iter(e)
+		var route, started, count, k decSlot
+		mit := d.iter(&e)
 		for {
-			k, v, ok := d.nextMember(&mit)
+			v, ok := d.nextMember(&mit, &k)
 			if !ok {
 				break
 			}
 			key := d.line[k.start:k.end]
 			if k.esc {
-				key = d.str(k)
+				key = d.str(&k)
 			}
 			switch string(key) {
 			case "route":
@@ -403,9 +430,9 @@ func (d *Decoder) decodeCancelled(ev *Event) {
 			d.missing(fmt.Sprintf("cancelled[%d].route", j))
 			return
 		case decString:
-			c.Route = d.str(route)
+			c.Route = d.str(&route)
 		default:
-			d.wrongTypeAt(decField(fmt.Sprintf("cancelled[%d].route", j)), "a string", route)
+			d.wrongTypeAt(decField(fmt.Sprintf("cancelled[%d].route", j)), "a string", &route)
 			return
 		}
 		switch started.kind {
@@ -415,16 +442,16 @@ func (d *Decoder) decodeCancelled(ev *Event) {
 		case decTrue, decFalse:
 			c.ResponseStarted = started.kind == decTrue
 		default:
-			d.wrongTypeAt(decField(fmt.Sprintf("cancelled[%d].response_started", j)), "a boolean", started)
+			d.wrongTypeAt(decField(fmt.Sprintf("cancelled[%d].response_started", j)), "a boolean", &started)
 			return
 		}
 		if count.kind == decNone || count.kind == decNull {
 			d.missing(fmt.Sprintf("cancelled[%d].count", j))
 			return
 		}
-		n, st := d.intOf(count, true)
+		n, st := d.intOf(&count, true)
 		if st != decIntOK {
-			d.intFail(decField(fmt.Sprintf("cancelled[%d].count", j)), count, true, st)
+			d.intFail(decField(fmt.Sprintf("cancelled[%d].count", j)), &count, true, st)
 			return
 		}
 		c.Count = n
@@ -456,9 +483,9 @@ func (d *Decoder) gcTriple(k int, out *[3]int64) {
 			break
 		}
 		if n < 3 {
-			x, st := d.intOf(v, true)
+			x, st := d.intOf(&v, true)
 			if st != decIntOK {
-				d.intFail(decField(fmt.Sprintf("%s[%d]", decKeyNames[k], n)), v, true, st)
+				d.intFail(decField(fmt.Sprintf("%s[%d]", decKeyNames[k], n)), &v, true, st)
 				return
 			}
 			out[n] = x

@@ -50,6 +50,74 @@ type decSlot struct {
 	gen        uint32 // Decoder.gen of the line that wrote it (top-level slots only)
 	kind       uint8
 	esc        bool
+	num        decNum // a number converted while scanned, or 0
+	mant       uint64 // its digits as an integer
+}
+
+// decNum describes a number of the plain form -?(0|[1-9][0-9]*)(\.[0-9]+)? with at most 18
+// digits in all (nearly every number), converted while it is scanned (parseTop,
+// Decoder.scanSlot): how many digits, how many of them follow the point, and the sign. They are
+// packed so that a decSlot has 7 fields: with a receiver and one more argument, or with a
+// bool result, it still fits the 9 integer registers Go passes arguments and results in (a
+// struct that does not fit goes through memory, which showed in profiles). The zero decNum
+// is for anything else: a number then is converted from its text.
+type decNum uint16
+
+func makeDecNum(digits, frac int, neg bool) decNum {
+	n := decNum(digits) | decNum(frac)<<5
+	if neg {
+		n |= 1 << 10
+	}
+	return n
+}
+
+func (n decNum) digits() int { return int(n & 31) }
+func (n decNum) frac() int   { return int(n >> 5 & 31) }
+func (n decNum) neg() bool   { return n&(1<<10) != 0 }
+
+// decSlotMaxDigits is the most digits a slot converts on the way: 10^18 < 2^63.
+const decSlotMaxDigits = 18
+
+// decScanPlainNumber scans the number token at b[i] when it has the plain form of decSlot
+// (most numbers), converting it on the way. It returns the index just past the token, or -1
+// for any other token (which decScanNumber then reads and reports on).
+func decScanPlainNumber(b []byte, i int) (end int, mant uint64, num decNum) {
+	j := i
+	neg := b[j] == '-'
+	if neg {
+		j++
+	}
+	ds := j
+	for ; j < len(b); j++ {
+		c := b[j] - '0'
+		if c > 9 {
+			break
+		}
+		mant = mant*10 + uint64(c)
+	}
+	nInt := j - ds
+	if nInt == 0 || (nInt > 1 && b[ds] == '0') {
+		return -1, 0, 0
+	}
+	nFrac := 0
+	if j < len(b) && b[j] == '.' {
+		j++
+		fs := j
+		for ; j < len(b); j++ {
+			c := b[j] - '0'
+			if c > 9 {
+				break
+			}
+			mant = mant*10 + uint64(c)
+		}
+		if nFrac = j - fs; nFrac == 0 {
+			return -1, 0, 0
+		}
+	}
+	if nInt+nFrac > decSlotMaxDigits || (j < len(b) && (b[j] == 'e' || b[j] == 'E')) {
+		return -1, 0, 0
+	}
+	return j, mant, makeDecNum(nInt+nFrac, nFrac, neg)
 }
 
 func decMakeSlot(start, end int, kind uint8, esc bool) decSlot {
@@ -64,7 +132,8 @@ func decMakeSlot(start, end int, kind uint8, esc bool) decSlot {
 func decIsWS(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
 func decSkipWS(b []byte, i int) int {
-	for i < len(b) && decIsWS(b[i]) {
+	// Most calls find no white space at all: one compare says so.
+	for i < len(b) && b[i] <= ' ' && decIsWS(b[i]) {
 		i++
 	}
 	return i
@@ -102,19 +171,32 @@ var decHexVal = func() (t [256]byte) {
 	return t
 }()
 
+// decStopBytes flags (with its high bit) each byte of the little-endian word v at which a
+// string scan must stop and look: '"', '\\', a control character or a byte >= 0x80. Only the
+// lowest flag is exact (a borrow may flag a byte above it).
+func decStopBytes(v uint64) uint64 {
+	q := v ^ (decLSB * '"')
+	s := v ^ (decLSB * '\\')
+	return (((v - decLSB*0x20) & ^v) | ((q - decLSB) & ^q) | ((s - decLSB) & ^s) | v) & decMSB
+}
+
+// decErrInvalidUTF8 is what the scanners return for a byte sequence that is not UTF-8 inside a
+// string. Decode never reports it as it is: on any error it checks the whole line with
+// utf8.Valid and reports invalid_utf8 with the position of the first bad byte, as a line
+// that is not UTF-8 has always been reported, whatever else is wrong with it.
+var decErrInvalidUTF8 = &DecodeError{reason: ReasonInvalidUTF8, msg: "not valid UTF-8"}
+
 // decScanString scans the string whose opening quote is b[i]. It returns the index just past
-// the closing quote and whether the string holds escapes.
+// the closing quote and whether the string holds escapes. It also validates the UTF-8 of the
+// string: bytes >= 0x80 can only be valid inside strings (anywhere else they are a syntax
+// error), so a line that scans without error is valid UTF-8 and needs no separate pass.
 func decScanString(b []byte, i int) (int, bool, error) {
 	i++
 	esc := false
 	for {
-		// Eight bytes at a time while none is '"', '\\' or a control character.
+		// Eight bytes at a time while none is '"', '\\', a control character or >= 0x80.
 		for i+8 <= len(b) {
-			v := binary.LittleEndian.Uint64(b[i:])
-			q := v ^ (decLSB * '"')
-			s := v ^ (decLSB * '\\')
-			m := ((v - decLSB*0x20) & ^v) | ((q - decLSB) & ^q) | ((s - decLSB) & ^s)
-			m &= decMSB
+			m := decStopBytes(binary.LittleEndian.Uint64(b[i:]))
 			if m == 0 {
 				i += 8
 				continue
@@ -149,10 +231,59 @@ func decScanString(b []byte, i int) (int, bool, error) {
 			}
 		case c < 0x20:
 			return i, esc, decSyntaxError(b, i, "control character in string")
+		case c >= utf8.RuneSelf:
+			r, n := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && n == 1 {
+				return i, esc, decErrInvalidUTF8
+			}
+			i += n
 		default:
 			i++
 		}
 	}
+}
+
+// decPlainString scans the string whose opening quote is b[i] when it is plain (no escape,
+// control character or byte >= 0x80) and under 24 bytes, as most values are, a word at a
+// time. It returns the index just past the closing quote and the string as three zero-padded
+// little-endian words (decNameTable's form), or end -1 for any other string (and near the end
+// of the line), which decScanString then reads.
+func decPlainString(b []byte, i int) (end int, w0, w1, w2 uint64) {
+	j := i + 1
+	if j+8 > len(b) {
+		return -1, 0, 0, 0
+	}
+	w0 = binary.LittleEndian.Uint64(b[j:])
+	if m := decStopBytes(w0); m != 0 {
+		p := bits.TrailingZeros64(m) >> 3
+		if b[j+p] != '"' {
+			return -1, 0, 0, 0
+		}
+		return j + p + 1, w0 & decWordMasks[p&7], 0, 0
+	}
+	if j+16 > len(b) {
+		return -1, 0, 0, 0
+	}
+	w1 = binary.LittleEndian.Uint64(b[j+8:])
+	if m := decStopBytes(w1); m != 0 {
+		p := bits.TrailingZeros64(m) >> 3
+		if b[j+8+p] != '"' {
+			return -1, 0, 0, 0
+		}
+		return j + 8 + p + 1, w0, w1 & decWordMasks[p&7], 0
+	}
+	if j+24 > len(b) {
+		return -1, 0, 0, 0
+	}
+	w2 = binary.LittleEndian.Uint64(b[j+16:])
+	if m := decStopBytes(w2); m != 0 {
+		p := bits.TrailingZeros64(m) >> 3
+		if b[j+16+p] != '"' {
+			return -1, 0, 0, 0
+		}
+		return j + 16 + p + 1, w0, w1, w2 & decWordMasks[p&7]
+	}
+	return -1, 0, 0, 0
 }
 
 // decScanNumber scans the number token starting at b[i] (a '-', a digit, 'N' or 'I').

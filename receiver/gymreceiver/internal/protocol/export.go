@@ -18,13 +18,13 @@ func (a *Aggregator) Collect(scope Scope) pmetric.Metrics {
 	now := a.now()
 	ts := pcommon.NewTimestampFromTime(now)
 	md := pmetric.NewMetrics()
-	for _, r := range a.resources() {
+	for _, r := range a.retiredFirst(a.resources()) {
 		r.mu.Lock()
 		if r.touched {
 			r.touched = false
 			r.lastSeen = now
 		}
-		expired := a.cfg.ExpireAfter > 0 && now.Sub(r.lastSeen) >= a.cfg.ExpireAfter
+		expired := r.retired || (a.cfg.ExpireAfter > 0 && now.Sub(r.lastSeen) >= a.cfg.ExpireAfter)
 		r.export(md, scope, ts)
 		if r.procDrop {
 			r.procDrop = false
@@ -37,9 +37,27 @@ func (a *Aggregator) Collect(scope Scope) pmetric.Metrics {
 		if expired {
 			a.forget(r)
 			a.unannounce(r)
+			a.releaseInstance(r)
 		}
 	}
 	return md
+}
+
+// retiredFirst puts retired resources first (keeping the order otherwise), so that a backend
+// keeping the last value per series key ends a collection with the new process's values.
+func (a *Aggregator) retiredFirst(rs []*Resource) []*Resource {
+	out := make([]*Resource, 0, len(rs))
+	for pass := range 2 {
+		for _, r := range rs {
+			r.mu.Lock()
+			retired := r.retired
+			r.mu.Unlock()
+			if retired == (pass == 0) {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
 }
 
 // Len returns the number of live resources.

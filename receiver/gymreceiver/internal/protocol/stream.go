@@ -43,6 +43,29 @@ type Stream struct {
 	rkey    []byte
 	order   []int
 	Stats   StreamStats
+
+	// keepResource keeps a copy of the current resource line (files keep it with their
+	// offsets, so that a resumed file goes on under its resource).
+	keepResource bool
+	resLine      []byte
+
+	// recent holds, per instrument, series this stream found lately (Resource.series).
+	recent [schema.NumInstruments]recentSeries
+}
+
+// recentSeries are series of one instrument that a stream found lately, by recentSet of
+// their key's mix. They are valid while the resource's instrument is in: a series stays in its
+// instrument for the instrument's life (a new instrument, of another resource or after the
+// process series were dropped, starts them afresh).
+type recentSeries struct {
+	in *instrument
+	s  [8][2]*series // 8 sets of 2
+}
+
+// recentSet picks the recentSeries set of a key from its keyBuilder mix (Fibonacci hashing:
+// the top bits of a product, which spread even consecutive values).
+func recentSet(mix uint64) int {
+	return int((mix * 0x9e3779b97f4a7c15) >> 61)
 }
 
 // DefaultResource returns the attributes of a stream's default resource: gym.source, and
@@ -95,6 +118,7 @@ func (s *Stream) Line(line []byte) (Outcome, error) {
 			// Events after a rejected resource line belong to the default resource, so that no
 			// event is put under a process that did not send it.
 			s.cur = nil
+			s.resLine = s.resLine[:0]
 		}
 		return Rejected, err
 	}
@@ -104,6 +128,9 @@ func (s *Stream) Line(line []byte) (Outcome, error) {
 		return Unknown, nil
 	case EventResource:
 		s.setResource()
+		if s.keepResource {
+			s.resLine = append(s.resLine[:0], line...)
+		}
 		s.Stats.Accepted++
 		return Accepted, nil
 	}
@@ -120,6 +147,34 @@ func (s *Stream) Line(line []byte) (Outcome, error) {
 	r.mu.Unlock()
 	s.Stats.Accepted++
 	return Accepted, nil
+}
+
+// KeepResourceLine makes the stream keep a copy of its current resource line (ResourceLine).
+func (s *Stream) KeepResourceLine() { s.keepResource = true }
+
+// ResourceLine returns the stream's current resource line, or nil while it is on its default
+// resource. Valid until the next Line.
+func (s *Stream) ResourceLine() []byte {
+	if s.cur == nil || len(s.resLine) == 0 {
+		return nil
+	}
+	return s.resLine
+}
+
+// Restore makes the resource of a resource line (kept by ResourceLine earlier) current again,
+// without counting the line: a file resumed after a restart goes on under its resource.
+func (s *Stream) Restore(line []byte) error {
+	if err := s.dec.Decode(line, &s.ev); err != nil {
+		return err
+	}
+	if s.ev.Type != EventResource {
+		return errors.New("not a resource line")
+	}
+	s.setResource()
+	if s.keepResource {
+		s.resLine = append(s.resLine[:0], line...)
+	}
+	return nil
 }
 
 func (s *Stream) resource() *Resource {

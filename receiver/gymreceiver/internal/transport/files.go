@@ -52,7 +52,7 @@ type FileTailer struct {
 	logger *zap.Logger
 
 	files   map[fileID]*tailedFile
-	stored  map[string]int64 // fingerprint (hex) -> offset, from the store at start
+	stored  map[string]storedFile // fingerprint (hex) -> where to resume, from the store
 	polls   int
 	skipped int64 // files over MaxFiles, for the log
 
@@ -62,6 +62,13 @@ type FileTailer struct {
 }
 
 type fileID struct{ dev, ino uint64 }
+
+// storedFile is what the store keeps of a file: the offset through its last complete line,
+// and the resource line its stream was under there (so a resumed file goes on under it).
+type storedFile struct {
+	Offset   int64  `json:"offset"`
+	Resource string `json:"resource,omitempty"`
+}
 
 type tailedFile struct {
 	path   string
@@ -233,8 +240,9 @@ func (t *FileTailer) open(path string, id fileID, first bool) error {
 		return err
 	}
 	var offset int64
-	if off, ok := t.lookupStored(fp); ok && off <= fi.Size() {
-		offset = off
+	var resource string
+	if sf, ok := t.lookupStored(fp); ok && sf.Offset <= fi.Size() {
+		offset, resource = sf.Offset, sf.Resource
 	} else if first && t.stored == nil && !t.opts.StartAtBeginning {
 		offset, err = afterLastNewline(f, fi.Size(), t.opts.MaxLineBytes)
 		if err != nil {
@@ -243,6 +251,12 @@ func (t *FileTailer) open(path string, id fileID, first bool) error {
 		}
 	}
 	st := t.agg.NewStream(t.opts.MaxLineBytes, protocol.DefaultResource("file", path))
+	st.KeepResourceLine()
+	if resource != "" {
+		if err := st.Restore([]byte(resource)); err != nil {
+			t.logger.Warn("files: the stored resource line is unreadable; resuming on the default resource", zap.String("path", path), zap.Error(err))
+		}
+	}
 	t.files[id] = &tailedFile{
 		path: path, f: f, fp: fp, offset: offset, seen: t.polls,
 		lr: newLineReader(st, t.opts.MaxLineBytes, t.record),
@@ -261,17 +275,17 @@ func head(f *os.File) ([]byte, error) {
 
 // lookupStored finds the stored offset of a file by its head: the stored head is a prefix of
 // the file's head (the file may have grown since).
-func (t *FileTailer) lookupStored(fp []byte) (int64, bool) {
+func (t *FileTailer) lookupStored(fp []byte) (storedFile, bool) {
 	if len(fp) == 0 {
-		return 0, false
+		return storedFile{}, false
 	}
-	for key, off := range t.stored {
+	for key, sf := range t.stored {
 		k, err := hex.DecodeString(key)
 		if err == nil && len(k) > 0 && bytes.HasPrefix(fp, k) {
-			return off, true
+			return sf, true
 		}
 	}
-	return 0, false
+	return storedFile{}, false
 }
 
 // afterLastNewline returns the offset just after the last newline of the file's last
@@ -341,10 +355,10 @@ func (t *FileTailer) save(ctx context.Context) {
 	if t.opts.Store == nil {
 		return
 	}
-	m := make(map[string]int64, len(t.files))
+	m := make(map[string]storedFile, len(t.files))
 	for _, f := range t.files {
 		if len(f.fp) > 0 {
-			m[hex.EncodeToString(f.fp)] = f.committed()
+			m[hex.EncodeToString(f.fp)] = storedFile{Offset: f.committed(), Resource: string(f.lr.st.ResourceLine())}
 		}
 	}
 	data, _ := json.Marshal(m)

@@ -164,3 +164,24 @@ func TestFilesBadLinesAndPartialLastLineOnRotation(t *testing.T) {
 	assert.Equal(t, map[string]int64{"k": 2}, providers(agg.Collect(protocol.Scope{})))
 	assert.Equal(t, map[string]int64{protocol.ReasonInvalidJSON: 1, ReasonPartialLine: 1}, nonZero(got.rejected))
 }
+
+// A file resumed from storage goes on under the resource its stream was under.
+func TestFilesResumeKeepsResource(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.events.jsonl")
+	res := `{"event":"resource","attributes":{"service.name":"gym-a"}}`
+	appendFile(t, a, res+"\n"+lines("s", 2))
+	store := &memStore{}
+	agg := newTestAggregator(t)
+	ft, _ := tailer(t, agg, dir, true, store)
+	require.NoError(t, ft.Shutdown(context.Background()))
+
+	appendFile(t, a, lines("s", 3)) // written while the collector is down
+	agg2 := newTestAggregator(t)
+	_, got := tailer(t, agg2, dir, false, store)
+	md := agg2.Collect(protocol.Scope{})
+	require.Equal(t, 1, md.ResourceMetrics().Len())
+	assert.Equal(t, map[string]any{"service.name": "gym-a"}, md.ResourceMetrics().At(0).Resource().Attributes().AsRaw())
+	assert.Equal(t, map[string]int64{"s": 3}, providers(md))
+	assert.Equal(t, int64(3), got.accepted, "the restored resource line is not counted again")
+}
