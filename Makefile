@@ -4,7 +4,9 @@
 #   make run       build, start it on config/otelcol-gym.yaml, feed it testdata/sample-run.jsonl
 #   make test      go test -race ./... (unit, golden and end-to-end tests)
 #   make generate  go generate ./... and mdatagen for every component
-#   make bench     benchmarks
+#   make bench     the Go benchmarks, then the end-to-end benchmark of the real binary
+#   make bench-peer  otelcol-gym against a stock collector (ocb v0.160.0) on the same stream
+#   make soak      the real binary under steady load, resources sampled (DURATION=10m RATE=100000)
 #   make lint      golangci-lint (v2.15.0, from tools/go.mod)
 #   make clean     remove _build/
 
@@ -28,9 +30,19 @@ TEST_TIMEOUT ?= 25m
 COLLECTOR_SRCS := $(shell find receiver processor internal -type f \
 		-not -name '*_test.go' -not -path '*/testdata/*' 2>/dev/null) \
 	$(wildcard metadata.yaml) go.mod go.sum builder-config.yaml tools/go.mod tools/go.sum
-GYMEVENTS_SRCS := $(shell find cmd/gymevents -name '*.go' -not -name '*_test.go') go.mod go.sum
+GYMEVENTS_SRCS := $(shell find cmd/gymevents internal/gymgen -name '*.go' -not -name '*_test.go') go.mod go.sum
 
-.PHONY: all build run test bench lint generate clean gymevents
+# The stock collector of `make bench-peer`, built by its own ocb (bench/peer/tools/go.mod).
+PEER_BIN   := $(BUILD)/peer/otelcol-peer
+PEER_TOOLS := $(GO) tool -modfile=$(CURDIR)/bench/peer/tools/go.mod
+# Extra flags of the harnesses (go run ./bench/e2e -h, ./bench/peer -h, ./bench/soak -h).
+BENCH_FLAGS ?=
+PEER_FLAGS  ?=
+SOAK_FLAGS  ?=
+DURATION    ?= 10m
+RATE        ?= 100000
+
+.PHONY: all build run test bench bench-peer soak lint generate clean gymevents
 
 all: build
 
@@ -68,9 +80,29 @@ run: $(BIN) $(GYMEVENTS)
 test:
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 
-# The e2e package has no benchmarks (and would build the collector): left out.
-bench:
+# The e2e package has no benchmarks (and would build the collector): left out. Then the
+# end-to-end benchmark (bench/e2e): the real binary under `gymevents gen` load, GOMAXPROCS=1
+# and 2, memory per series, export cost, a CPU profile (docs/performance.md).
+bench: $(BIN) $(GYMEVENTS)
 	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list ./... | grep -v /e2e$$)
+	$(GO) run ./bench/e2e --collector $(BIN) --gymevents $(GYMEVENTS) $(BENCH_FLAGS)
+
+# Not in CI: builds a stock collector (filelog, signal_to_metrics, statsd, nop; v0.160.0) and
+# runs it and otelcol-gym on the same generated stream.
+bench-peer: $(BIN) $(GYMEVENTS) $(PEER_BIN)
+	$(GO) run ./bench/peer --collector $(BIN) --peer $(PEER_BIN) --gymevents $(GYMEVENTS) $(PEER_FLAGS)
+
+$(PEER_BIN): bench/peer/builder-config.yaml bench/peer/tools/go.mod bench/peer/tools/go.sum
+	@$(PEER_TOOLS) builder --config bench/peer/builder-config.yaml || { \
+		echo "bench-peer: the stock collector could not be built with ocb v0.160.0 from the module"; \
+		echo "proxy (see above). docs/performance.md, Peer comparison, says which versions it needs."; \
+		exit 1; }
+	@touch $@
+
+# Not in CI: the real binary under RATE events/s for DURATION; RSS, goroutines and open file
+# descriptors sampled; exits 3 when they do not stay flat.
+soak: $(BIN) $(GYMEVENTS)
+	$(GO) run ./bench/soak --collector $(BIN) --gymevents $(GYMEVENTS) --duration $(DURATION) --rate $(RATE) $(SOAK_FLAGS)
 
 lint:
 	$(TOOLS) golangci-lint run ./...

@@ -1,6 +1,8 @@
 // Command gymevents sends a Gym event stream (NDJSON, events-v1) to an otelcol-gym receiver.
 //
-//	gymevents send FILE [--endpoint http://127.0.0.1:4390] [--batch 1000] [--retries 5]
+//	gymevents send FILE [--endpoint http://127.0.0.1:4390 | --stream unix:///path|tcp://host:port]
+//	gymevents gen [--seed 1] [--processes 16] [--events N] [--rate R] [--duration D]
+//	              (--out FILE | --endpoint URL | --stream unix:///path|tcp://host:port)
 //	gymevents wait URL [--timeout 60s]
 //
 // It posts FILE ("-" for standard input) to ENDPOINT/v1/events in batches of at most --batch
@@ -11,6 +13,17 @@
 // --max-wait); a 413 answer splits the batch in two. It prints the receiver's errors with the
 // file's line numbers and the accepted/rejected/unknown totals, and exits 1 when a line was
 // rejected or a batch could not be delivered, 2 on a usage error.
+//
+// With --stream, send writes the file's lines over one stream connection (the receiver's
+// stream transport) instead, and waits until the receiver has read them all; a stream does not
+// answer, so only what was sent is reported.
+//
+// `gen` generates a realistic, seeded Gym event stream (internal/gymgen: many processes,
+// rollouts with rewards and failures, lag and GC samples, sandboxes, pool waits, snapshots) and
+// writes it to a file, posts it to a receiver over HTTP (in bodies of --batch lines, over
+// --concurrency connections, counting what the receiver's answers accepted) or writes it over
+// stream connections, at --rate events per second or as fast as it can, for --events events
+// and/or --duration; it reports what it sent and what was accepted, and the rate achieved.
 //
 // `wait` polls URL (a health endpoint, such as the health_check extension's) until it answers
 // 200, and exits 1 when it has not within --timeout.
@@ -27,10 +40,14 @@ func main() {
 }
 
 const usage = `usage: gymevents send FILE [flags]
+       gymevents gen [flags] (--out FILE | --endpoint URL | --stream unix:///path|tcp://host:port)
        gymevents wait URL [--timeout 60s]
 
 send: sends the NDJSON Gym event stream in FILE ("-" for standard input) to an otelcol-gym
-receiver's POST /v1/events, in batches, and reports accepted, rejected and unknown lines.
+receiver's POST /v1/events, in batches, and reports accepted, rejected and unknown lines
+(or, with --stream, writes the lines over one stream connection).
+gen: generates a realistic, seeded Gym event stream and writes it to a file or drives a
+receiver with it (gymevents gen --help lists its flags).
 wait: polls URL until it answers 200 (e.g. http://127.0.0.1:13133/, the health check).
 
 send flags:
@@ -48,6 +65,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "send":
 		return runSend(args[1:], stdin, stdout, stderr)
+	case "gen":
+		return runGen(args[1:], stdout, stderr)
 	case "wait":
 		return runWait(args[1:], stdout, stderr)
 	default:

@@ -30,6 +30,7 @@ type sendOptions struct {
 	timeout  time.Duration
 	gzip     bool
 	quiet    bool
+	stream   string
 }
 
 func newSendFlags(o *sendOptions, out io.Writer) *flag.FlagSet {
@@ -43,6 +44,7 @@ func newSendFlags(o *sendOptions, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "timeout of one HTTP request")
 	fs.BoolVar(&o.gzip, "gzip", false, "gzip the request bodies")
 	fs.BoolVar(&o.quiet, "quiet", false, "print only the errors and the totals")
+	fs.StringVar(&o.stream, "stream", "", "send the lines over one stream connection instead of HTTP: unix:///path/to.sock or tcp://host:port (the stream transport does not answer: only what was sent is reported)")
 	return fs
 }
 
@@ -88,8 +90,17 @@ func runSend(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gymevents send: --batch and --max-bytes must be >= 1, --retries >= 0")
 		return 2
 	}
-	target, err := eventsURL(o.endpoint)
-	if err != nil {
+	if o.stream != "" && flagSet(fs, "endpoint") {
+		fmt.Fprintln(stderr, "gymevents send: --stream and --endpoint exclude each other")
+		return 2
+	}
+	target := ""
+	if o.stream != "" {
+		if _, _, err := parseStreamURL(o.stream); err != nil {
+			fmt.Fprintf(stderr, "gymevents send: --stream: %v\n", err)
+			return 2
+		}
+	} else if target, err = eventsURL(o.endpoint); err != nil {
 		fmt.Fprintf(stderr, "gymevents send: --endpoint: %v\n", err)
 		return 2
 	}
@@ -110,6 +121,18 @@ func runSend(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+
+	if o.stream != "" {
+		st, err := sendOverStream(ctx, in, o.stream, o.timeout)
+		fmt.Fprintf(stdout, "%s: %d lines (%d bytes) over %s", name, st.lines, st.bytes, o.stream)
+		if err != nil {
+			fmt.Fprintln(stdout)
+			fmt.Fprintf(stderr, "gymevents send: %s: %v\n", o.stream, err)
+			return 1
+		}
+		fmt.Fprintln(stdout, "; a stream does not answer: the receiver counts them in otelcol_receiver_gym_lines_accepted/_rejected/_unknown")
+		return 0
+	}
 
 	s := &sender{
 		url:    target,
@@ -132,6 +155,17 @@ func runSend(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// flagSet tells whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			set = true
+		}
+	})
+	return set
 }
 
 // eventsURL turns --endpoint into the URL of POST /v1/events.

@@ -384,7 +384,8 @@ func TestWait(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	t.Cleanup(srv2.Close)
-	code, _, stderr = runCLI(t, "wait", "--timeout", "50ms", "--interval", "5ms", srv2.URL)
+	// Long enough for a first answer on a loaded machine under -race.
+	code, _, stderr = runCLI(t, "wait", "--timeout", "1s", "--interval", "5ms", srv2.URL)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "503 Service Unavailable")
 

@@ -60,7 +60,8 @@ func waitHealthy(ctx context.Context, url string, interval time.Duration, alive 
 				return nil
 			}
 			last = resp.Status
-		} else {
+		} else if ctx.Err() == nil || last == "" {
+			// A request cut short by the deadline says less than the answer before it.
 			last = err.Error()
 		}
 		if !alive() {

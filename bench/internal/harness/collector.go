@@ -1,0 +1,340 @@
+package harness
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// FreePort returns a TCP port free on 127.0.0.1 now.
+func FreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// FreePorts returns n distinct free loopback ports.
+func FreePorts(n int) ([]int, error) {
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	var ports []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		lns = append(lns, ln)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// Collector is a collector process started by the harness.
+type Collector struct {
+	Name    string
+	Cmd     *exec.Cmd
+	Pid     int
+	Dir     string // its configuration and log
+	LogPath string
+	// Loopback endpoints ("" when not configured).
+	PprofAddr    string // host:port of the pprof extension
+	TelemetryURL string // the collector's own metrics (Prometheus text)
+	done         chan struct{}
+	exitErr      error
+}
+
+// StartOptions start a collector.
+type StartOptions struct {
+	Name       string
+	Bin        string
+	Config     string   // YAML
+	Env        []string // added to the harness's environment (e.g. GOMAXPROCS=1)
+	Dir        string   // where the config and the log go
+	HealthURL  string   // waited for when set
+	Ready      func(context.Context) error
+	PprofAddr  string
+	Telemetry  string
+	StartLimit time.Duration
+}
+
+// Start writes the configuration, starts the collector and waits until it is up.
+func Start(ctx context.Context, o StartOptions) (*Collector, error) {
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	cfg := filepath.Join(o.Dir, o.Name+".yaml")
+	if err := os.WriteFile(cfg, []byte(o.Config), 0o600); err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(o.Dir, o.Name+".log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(o.Bin, "--config", cfg)
+	cmd.Env = append(os.Environ(), o.Env...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, err
+	}
+	c := &Collector{Name: o.Name, Cmd: cmd, Pid: cmd.Process.Pid, Dir: o.Dir, LogPath: logPath,
+		PprofAddr: o.PprofAddr, TelemetryURL: o.Telemetry, done: make(chan struct{})}
+	go func() {
+		c.exitErr = cmd.Wait()
+		logf.Close()
+		close(c.done)
+	}()
+	limit := o.StartLimit
+	if limit == 0 {
+		limit = 60 * time.Second
+	}
+	wctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	ready := o.Ready
+	if ready == nil && o.HealthURL != "" {
+		ready = func(ctx context.Context) error { return getOK(ctx, o.HealthURL) }
+	}
+	if ready != nil {
+		for {
+			err := ready(wctx)
+			if err == nil {
+				break
+			}
+			select {
+			case <-c.done:
+				return nil, fmt.Errorf("%s exited at start-up (%w); its log:\n%s", o.Name, c.exitErr, c.LogTail(30))
+			case <-wctx.Done():
+				c.Stop()
+				return nil, fmt.Errorf("%s not up within %v (%w); its log:\n%s", o.Name, limit, err, c.LogTail(30))
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	return c, nil
+}
+
+func getOK(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return nil
+}
+
+// Alive tells whether the process still runs.
+func (c *Collector) Alive() bool {
+	select {
+	case <-c.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Stop stops the collector: SIGTERM, then SIGKILL after 15 s.
+func (c *Collector) Stop() {
+	if !c.Alive() {
+		return
+	}
+	_ = c.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(15 * time.Second):
+		_ = c.Cmd.Process.Kill()
+		<-c.done
+	}
+}
+
+// CPU is the process's CPU time so far.
+func (c *Collector) CPU() (time.Duration, error) { return ProcCPU(c.Pid) }
+
+// LogTail returns the last n lines of the collector's log.
+func (c *Collector) LogTail(n int) string {
+	data, _ := os.ReadFile(c.LogPath)
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Goroutines reads the goroutine count from the pprof extension.
+func (c *Collector) Goroutines(ctx context.Context) (int, error) {
+	data, err := get(ctx, "http://"+c.PprofAddr+"/debug/pprof/goroutine?debug=1", 1<<22)
+	if err != nil {
+		return 0, err
+	}
+	first, _, _ := strings.Cut(string(data), "\n")
+	var n int
+	if _, err := fmt.Sscanf(first, "goroutine profile: total %d", &n); err != nil {
+		return 0, fmt.Errorf("goroutine profile: %q", first)
+	}
+	return n, nil
+}
+
+// Heap is the Go heap of the collector (runtime.MemStats).
+type Heap struct {
+	Alloc, Inuse, Sys int64
+}
+
+var memStatRE = regexp.MustCompile(`(?m)^# (HeapAlloc|HeapInuse|Sys) = (\d+)$`)
+
+// HeapAfterGC asks the pprof extension for a heap profile after a garbage collection
+// (gc=1) and reads the runtime's memory statistics printed with it: the live heap.
+func (c *Collector) HeapAfterGC(ctx context.Context) (Heap, error) {
+	data, err := get(ctx, "http://"+c.PprofAddr+"/debug/pprof/heap?gc=1&debug=1", 64<<20)
+	if err != nil {
+		return Heap{}, err
+	}
+	var h Heap
+	for _, m := range memStatRE.FindAllStringSubmatch(string(data), -1) {
+		v, _ := strconv.ParseInt(m[2], 10, 64)
+		switch m[1] {
+		case "HeapAlloc":
+			h.Alloc = v
+		case "HeapInuse":
+			h.Inuse = v
+		case "Sys":
+			h.Sys = v
+		}
+	}
+	if h.Alloc == 0 {
+		return h, errors.New("no HeapAlloc in the heap profile")
+	}
+	return h, nil
+}
+
+// CPUProfile captures seconds of CPU profile from the pprof extension into path.
+func (c *Collector) CPUProfile(ctx context.Context, seconds int, path string) error {
+	client := &http.Client{Timeout: time.Duration(seconds+30) * time.Second}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", c.PprofAddr, seconds), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profile: %s", resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// Metrics scrapes the collector's own metrics and sums every sample of each metric name
+// (labels dropped).
+func (c *Collector) Metrics(ctx context.Context) (map[string]float64, error) {
+	data, err := get(ctx, c.TelemetryURL, 16<<20)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePrometheusText(data), nil
+}
+
+// ParsePrometheusText sums the samples of Prometheus text exposition by metric name.
+func ParsePrometheusText(data []byte) map[string]float64 {
+	out := map[string]float64{}
+	sc := bufio.NewScanner(strings.NewReader(string(data)))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		l := strings.TrimSpace(sc.Text())
+		if l == "" || l[0] == '#' {
+			continue
+		}
+		name, rest := l, ""
+		if i := strings.IndexAny(l, "{ "); i >= 0 {
+			name, rest = l[:i], l[i:]
+		}
+		if strings.HasPrefix(rest, "{") {
+			j := strings.LastIndexByte(rest, '}')
+			if j < 0 {
+				continue
+			}
+			rest = rest[j+1:]
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			continue
+		}
+		out[name] += v
+	}
+	return out
+}
+
+// Sum adds the values of the metrics whose names start with any of the prefixes.
+func Sum(m map[string]float64, prefixes ...string) float64 {
+	var s float64
+	for k, v := range m {
+		for _, p := range prefixes {
+			if strings.HasPrefix(k, p) {
+				s += v
+				break
+			}
+		}
+	}
+	return s
+}
+
+func get(ctx context.Context, url string, limit int64) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return data, nil
+}
