@@ -137,22 +137,18 @@ func (r *Resource) series(a *Aggregator, st *Stream, k *keyBuilder) *series {
 		in = newInstrument(k.id)
 		r.insts[k.id] = in
 	}
+	key := k.key()
 	// A stream sends few series of an instrument over and over (the same loop, provider,
 	// server; the three GC generations of each gc.stats line): its recent series of the
-	// instrument are checked first, a compare instead of encoding the key for a map lookup.
+	// instrument are checked first, a byte compare instead of a map lookup.
 	rc := &st.recent[k.id]
 	if rc.in != in {
 		*rc = recentSeries{in: in}
 	}
-	// Two ways a set, so that two series of one set still both hit.
-	set := rc.s[recentSet(k.mix)][:]
-	if s := set[0]; s != nil && k.equal(s.key) {
+	recent := &rc.s[recentSlot(key)]
+	if s := *recent; s != nil && s.key == string(key) {
 		return s
 	}
-	if s := set[1]; s != nil && k.equal(s.key) {
-		return s
-	}
-	key := k.key()
 	s, ok := in.series[string(key)]
 	if !ok {
 		if len(in.order) >= a.cfg.CardinalityLimit-1 {
@@ -163,7 +159,7 @@ func (r *Resource) series(a *Aggregator, st *Stream, k *keyBuilder) *series {
 		in.series[s.key] = s
 		in.order = append(in.order, s)
 	}
-	set[0], set[1] = s, set[0] // the newest first
+	*recent = s
 	return s
 }
 
@@ -209,7 +205,7 @@ func (r *Resource) foldSnapshot(st *Stream, k *keyBuilder, ov *series, v int64) 
 		in.folded = map[uint64]foldedSnapshot{}
 		in.foldSeed = maphash.MakeSeed()
 	}
-	h := maphash.Bytes(in.foldSeed, k.key())
+	h := maphash.Bytes(in.foldSeed, k.buf)
 	// The overflow series' pending value starts from its current total.
 	if ov.seq != r.seq {
 		ov.seq = r.seq

@@ -1,6 +1,9 @@
 package protocol
 
 import (
+	"math"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -68,5 +71,33 @@ func TestDecodeFastPathEdges(t *testing.T) {
 				t.Fatalf("got  %s\nwant %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// decParseFloat's fast path gives what strconv.ParseFloat gives, bit for bit.
+func TestDecParseFloatFastPathIsExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	check := func(s string) {
+		want, _ := strconv.ParseFloat(s, 64)
+		if got := decParseFloat([]byte(s)); math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("%s: got %v, want %v", s, got, want)
+		}
+	}
+	for _, s := range []string{"0", "-0", "-0.0", "0.0", "1.5", "0.1", "0.3", "123456789012345", "12345678901234.5",
+		"-1234567890123.45", "0.00000000000001", "9.99999999999999", "1234567890123456", "1.7976931348623157"} {
+		check(s)
+	}
+	for range 200000 {
+		digits := 1 + r.IntN(15)
+		s := ""
+		if r.IntN(2) == 0 {
+			s = "-"
+		}
+		d := strconv.FormatUint(r.Uint64()%uint64(math.Pow10(digits)), 10)
+		if r.IntN(3) > 0 && len(d) > 1 {
+			p := 1 + r.IntN(len(d)-1)
+			d = d[:p] + "." + d[p:]
+		}
+		check(s + d)
 	}
 }

@@ -21,46 +21,21 @@ const (
 	keyTrue
 )
 
-// maxKeyAttrs bounds the attributes of one instrument (the schema has at most 5).
-const maxKeyAttrs = 8
-
-// keyBuilder collects the normalised attribute values of one measurement. It lives in a Stream
-// and is reused: building a key allocates nothing. The values are kept as they are (strings
-// still in the line or the registry) with a running mix of them: a stream's recent series are
-// found and checked against them (mix, equal), and the key is encoded into buf only for a map
-// lookup. Reading back bytes just written one by one would stall on those stores.
+// keyBuilder collects the normalised attribute values of one measurement, encoded into a map
+// key as they come. It lives in a Stream and is reused: building a key allocates nothing.
 type keyBuilder struct {
-	in      *schema.Instrument
-	id      schema.InstrumentID
-	n       int // attributes set so far
-	vals    [maxKeyAttrs]keyVal
-	mix     uint64 // of the values so far, for recentSlot
-	buf     []byte // the encoded key: per attribute a tag and the value
-	encoded bool   // buf holds the key of vals
-	reg     *normalize.Registry
-}
-
-// keyVal is one attribute of a key: its tag and, as the tag says, a string or an integer.
-type keyVal struct {
-	tag byte
-	str []byte
-	i   int64
+	in  *schema.Instrument
+	id  schema.InstrumentID
+	n   int    // attributes set so far
+	buf []byte // the key: per attribute a tag and the value
+	reg *normalize.Registry
 }
 
 func (k *keyBuilder) begin(id schema.InstrumentID) *keyBuilder {
 	k.id = id
 	k.in = schema.Get(id)
 	k.n = 0
-	k.mix = uint64(id)
-	k.encoded = false
-	return k
-}
-
-// add sets the next attribute, mixing m into the running mix.
-func (k *keyBuilder) add(tag byte, str []byte, i int64, m uint64) *keyBuilder {
-	k.vals[k.n] = keyVal{tag: tag, str: str, i: i}
-	k.n++
-	k.mix = k.mix*31 + m + uint64(tag)<<40
+	k.buf = k.buf[:0]
 	return k
 }
 
@@ -76,102 +51,62 @@ func (k *keyBuilder) str(v []byte) *keyBuilder {
 	if len(out) == 0 && a.Optional {
 		return k.absent()
 	}
-	// The length and three of the bytes: enough to tell apart the few series a stream
-	// repeats (a collision only costs a map lookup).
-	m := uint64(len(out))
-	if len(out) > 0 {
-		m += uint64(out[0])<<8 + uint64(out[len(out)/2])<<16 + uint64(out[len(out)-1])<<24
-	}
-	return k.add(keyString, out, 0, m)
+	k.n++
+	k.buf = append(k.buf, keyString)
+	k.buf = binary.AppendUvarint(k.buf, uint64(len(out)))
+	k.buf = append(k.buf, out...)
+	return k
 }
 
 // absent leaves the next (optional) attribute out.
-func (k *keyBuilder) absent() *keyBuilder { return k.add(keyAbsent, nil, 0, 0) }
+func (k *keyBuilder) absent() *keyBuilder {
+	k.n++
+	k.buf = append(k.buf, keyAbsent)
+	return k
+}
 
-func (k *keyBuilder) int(v int64) *keyBuilder { return k.add(keyInt, nil, v, uint64(v)) }
+func (k *keyBuilder) int(v int64) *keyBuilder {
+	k.n++
+	k.buf = append(k.buf, keyInt)
+	k.buf = binary.LittleEndian.AppendUint64(k.buf, uint64(v))
+	return k
+}
 
 func (k *keyBuilder) bool(v bool) *keyBuilder {
+	k.n++
 	if v {
-		return k.add(keyTrue, nil, 0, 0)
+		k.buf = append(k.buf, keyTrue)
+	} else {
+		k.buf = append(k.buf, keyFalse)
 	}
-	return k.add(keyFalse, nil, 0, 0)
+	return k
 }
 
 // key returns the encoded key of the attributes set so far.
-func (k *keyBuilder) key() []byte {
-	if !k.encoded {
-		b := k.buf[:0]
-		for i := range k.vals[:k.n] {
-			v := &k.vals[i]
-			b = append(b, v.tag)
-			switch v.tag {
-			case keyString:
-				b = binary.AppendUvarint(b, uint64(len(v.str)))
-				b = append(b, v.str...)
-			case keyInt:
-				b = binary.LittleEndian.AppendUint64(b, uint64(v.i))
-			}
-		}
-		k.buf, k.encoded = b, true
-	}
-	return k.buf
-}
+func (k *keyBuilder) key() []byte { return k.buf }
 
-// equal reports whether key (a series' encoded key) is the key of the attributes set so far,
-// comparing it with the values where they are.
-func (k *keyBuilder) equal(key string) bool {
-	for i := range k.vals[:k.n] {
-		v := &k.vals[i]
-		if len(key) == 0 || key[0] != v.tag {
-			return false
-		}
-		key = key[1:]
-		switch v.tag {
-		case keyString:
-			n, w := decodeUvarint(key)
-			if w == 0 || n != uint64(len(v.str)) || key[w:w+int(n)] != string(v.str) {
-				return false
-			}
-			key = key[w+int(n):]
-		case keyInt:
-			if len(key) < 8 || leUint64(key) != uint64(v.i) {
-				return false
-			}
-			key = key[8:]
-		}
-	}
-	return len(key) == 0
-}
-
-// leUint64 is binary.LittleEndian.Uint64 for a string of at least 8 bytes.
-func leUint64(s string) uint64 {
-	_ = s[7]
-	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-}
-
-// decodeUvarint is binary.Uvarint for a string; w is 0 when key does not start with one.
-func decodeUvarint(key string) (n uint64, w int) {
-	for shift := 0; w < len(key) && w < binary.MaxVarintLen64; shift += 7 {
-		c := key[w]
-		w++
-		n |= uint64(c&0x7f) << shift
-		if c < 0x80 {
-			return n, w
-		}
-	}
-	return 0, 0
-}
-
-// ownedAttrs copies the values for a new series.
+// ownedAttrs decodes the key into the attributes of a new series.
 func (k *keyBuilder) ownedAttrs() []ownedAttr {
 	out := make([]ownedAttr, 0, k.n)
-	for i := range k.vals[:k.n] {
-		v := &k.vals[i]
-		if v.tag == keyAbsent {
+	b := k.buf
+	for i := 0; i < k.n; i++ {
+		tag := b[0]
+		b = b[1:]
+		a := ownedAttr{id: k.in.Attrs[i].ID}
+		switch tag {
+		case keyAbsent:
 			continue
+		case keyString:
+			n, w := binary.Uvarint(b)
+			a.str = string(b[w : w+int(n)])
+			b = b[w+int(n):]
+		case keyInt:
+			a.i = int64(binary.LittleEndian.Uint64(b))
+			b = b[8:]
+		case keyFalse, keyTrue:
+			a.b = tag == keyTrue
 		}
-		out = append(out, ownedAttr{id: k.in.Attrs[i].ID, str: string(v.str), i: v.i, b: v.tag == keyTrue})
+		out = append(out, a)
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package protocol
 import (
 	"encoding/binary"
 	"errors"
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -53,19 +54,29 @@ type Stream struct {
 	recent [schema.NumInstruments]recentSeries
 }
 
-// recentSeries are series of one instrument that a stream found lately, by recentSet of
-// their key's mix. They are valid while the resource's instrument is in: a series stays in its
+// recentSeries are series of one instrument that a stream found lately, by recentSlot of
+// their key. They are valid while the resource's instrument is in: a series stays in its
 // instrument for the instrument's life (a new instrument, of another resource or after the
 // process series were dropped, starts them afresh).
 type recentSeries struct {
 	in *instrument
-	s  [8][2]*series // 8 sets of 2
+	s  [8]*series
 }
 
-// recentSet picks the recentSeries set of a key from its keyBuilder mix (Fibonacci hashing:
-// the top bits of a product, which spread even consecutive values).
-func recentSet(mix uint64) int {
-	return int((mix * 0x9e3779b97f4a7c15) >> 61)
+// recentSlot picks the recentSeries slot of a series key: a mix of its first and last eight
+// bytes (keys that collide only cost a map lookup).
+func recentSlot(key []byte) int {
+	var w uint64
+	if len(key) >= 8 {
+		w = binary.LittleEndian.Uint64(key) ^ bits.RotateLeft64(binary.LittleEndian.Uint64(key[len(key)-8:]), 29)
+	} else {
+		for _, c := range key {
+			w = w<<8 | uint64(c)
+		}
+	}
+	w = (w ^ w>>30) * 0xbf58476d1ce4e5b9 // splitmix64's finaliser: every bit of w counts
+	w = (w ^ w>>27) * 0x94d049bb133111eb
+	return int(w >> 61)
 }
 
 // DefaultResource returns the attributes of a stream's default resource: gym.source, and
