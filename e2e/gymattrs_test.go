@@ -34,17 +34,7 @@ receivers:
         endpoint: 127.0.0.1:{{index .X "otlp"}}
 processors:
   gymattrs: {}   # the defaults: cardinality_limit 2000
-exporters:
-  otlp_http:
-    endpoint: {{.Sink}}
-    encoding: proto
-    retry_on_failure:
-      enabled: false
-    sending_queue:
-      enabled: false
-service:
-  extensions: [health_check]
-` + serviceTelemetry + `
+` + sinkExporterAndService + `
   pipelines:
     metrics:
       receivers: [otlp]

@@ -127,6 +127,20 @@ func render(t *testing.T, tmpl string, data any) string {
 // serviceTelemetry is the service::telemetry block of every test configuration: the
 // collector's own metrics on the test's free port (the library default, 8888, would collide
 // between tests running in parallel).
+// sinkExporterAndService is the exporters block of the configs that export to the test's OTLP
+// sink, in collection order (no queue, no retry), and the start of their service block.
+const sinkExporterAndService = `exporters:
+  otlp_http:
+    endpoint: {{.Sink}}
+    encoding: proto
+    retry_on_failure:
+      enabled: false
+    sending_queue:
+      enabled: false
+service:
+  extensions: [health_check]
+` + serviceTelemetry
+
 const serviceTelemetry = `
   telemetry:
     metrics:

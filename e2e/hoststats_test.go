@@ -33,17 +33,7 @@ receivers:
     process:
       enabled: true
       collection_interval: 500ms
-exporters:
-  otlp_http:
-    endpoint: {{.Sink}}
-    encoding: proto
-    retry_on_failure:
-      enabled: false
-    sending_queue:
-      enabled: false
-service:
-  extensions: [health_check]
-` + serviceTelemetry + `
+` + sinkExporterAndService + `
   pipelines:
     metrics:
       receivers: [gym]

@@ -336,17 +336,7 @@ receivers:
     collection_interval: 300ms
     process:
       enabled: false
-exporters:
-  otlp_http:
-    endpoint: {{.Sink}}
-    encoding: proto
-    retry_on_failure:
-      enabled: false
-    sending_queue:
-      enabled: false
-service:
-  extensions: [health_check]
-` + serviceTelemetry + `
+` + sinkExporterAndService + `
   pipelines:
     metrics:
       receivers: [gym, gym/tcp]
