@@ -122,7 +122,7 @@ func TestGolden(t *testing.T) {
 			want, err := golden.ReadMetrics(expected)
 			require.NoError(t, err)
 			require.NoError(t, pmetrictest.CompareMetrics(want, got,
-				pmetrictest.IgnoreTimestamp(), pmetrictest.IgnoreStartTimestamp(), pmetrictest.IgnoreMetricDataPointsOrder()))
+				pmetrictest.IgnoreTimestamp(), pmetrictest.IgnoreStartTimestamp(), pmetrictest.IgnoreMetricDataPointsOrder(), pmetrictest.IgnoreResourceMetricsOrder()))
 		})
 	}
 }
