@@ -35,6 +35,8 @@ type Config struct {
 	MaxLineBytes int `mapstructure:"max_line_bytes"`
 	// CardinalityLimit is the most series per instrument per resource, overflow included.
 	CardinalityLimit int `mapstructure:"cardinality_limit"`
+	// MaxResources is the most resources (Gym processes) held at once.
+	MaxResources int `mapstructure:"max_resources"`
 
 	FailureKinds        []string `mapstructure:"failure_kinds"`
 	HealthChecks        []string `mapstructure:"health_checks"`
@@ -187,6 +189,9 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.CardinalityLimit < 2 {
 		errs = append(errs, fmt.Errorf("cardinality_limit: must be at least 2 (one series and the overflow series), got %d", cfg.CardinalityLimit))
+	}
+	if cfg.MaxResources < 1 {
+		errs = append(errs, fmt.Errorf("max_resources: must be at least 1, got %d", cfg.MaxResources))
 	}
 	if _, err := normalize.NewRegistry(cfg.FailureKinds, cfg.HealthChecks, cfg.IgnoredHealthChecks); err != nil {
 		errs = append(errs, err)

@@ -39,6 +39,7 @@ func TestDefaultConfig(t *testing.T) {
 	assert.Equal(t, 5*time.Minute, cfg.ExpireAfter)
 	assert.Equal(t, 65536, cfg.MaxLineBytes)
 	assert.Equal(t, 2000, cfg.CardinalityLimit)
+	assert.Equal(t, 10000, cfg.MaxResources)
 	assert.True(t, cfg.Process.Enabled, "reads the pids that resource lines announce on this host")
 	assert.Equal(t, 1000, cfg.Process.MaxProcesses)
 }
@@ -52,6 +53,7 @@ func TestCustomConfig(t *testing.T) {
 	assert.Equal(t, 10*time.Minute, cfg.ExpireAfter)
 	assert.Equal(t, 4096, cfg.MaxLineBytes)
 	assert.Equal(t, 500, cfg.CardinalityLimit)
+	assert.Equal(t, 50, cfg.MaxResources)
 	assert.Equal(t, []string{"lab_quirk"}, cfg.FailureKinds)
 	assert.Equal(t, []string{"lab_check"}, cfg.HealthChecks)
 	assert.Equal(t, []string{"agent_turn_hollow"}, cfg.IgnoredHealthChecks)
@@ -102,6 +104,7 @@ func TestInvalidConfig(t *testing.T) {
 		"bad_stream_endpoint":  "stream.endpoint",
 		"bad_socket_mode":      "stream.socket_mode",
 		"bad_files":            "files.start_at",
+		"bad_max_resources":    "max_resources",
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := loadConfig(t, name)

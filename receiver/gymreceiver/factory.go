@@ -24,6 +24,7 @@ const (
 	defaultExpireAfter        = 5 * time.Minute
 	defaultMaxLineBytes       = 64 << 10
 	defaultHTTPReadTimeout    = 30 * time.Second
+	defaultMaxResources       = 10000
 )
 
 // NewFactory returns the gym receiver's factory.
@@ -50,6 +51,7 @@ func createDefaultConfig() component.Config {
 		ExpireAfter:        defaultExpireAfter,
 		MaxLineBytes:       defaultMaxLineBytes,
 		CardinalityLimit:   schema.DefaultCardinalityLimit,
+		MaxResources:       defaultMaxResources,
 		Process: ProcessConfig{
 			Enabled:            true,
 			CollectionInterval: defaultCollectionInterval,

@@ -83,6 +83,7 @@ func newGymReceiver(set receiver.Settings, cfg *Config, next consumer.Metrics) (
 			CardinalityLimit: cfg.CardinalityLimit,
 			ExpireAfter:      cfg.ExpireAfter,
 			Registry:         reg,
+			MaxResources:     cfg.MaxResources,
 			TrackPIDs:        cfg.Process.Enabled,
 			Hostname:         hostname,
 		}),

@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -26,6 +27,9 @@ type AggregatorConfig struct {
 	// the process stats.
 	TrackPIDs bool
 	Hostname  string
+	// MaxResources bounds the resources held at once (0: no bound): a resource line that
+	// would create one more is rejected, and its stream goes on on its default resource.
+	MaxResources int
 }
 
 const numShards = 64
@@ -40,6 +44,7 @@ type Aggregator struct {
 	now    func() time.Time
 	procs  processes
 	insts  instances
+	live   atomic.Int64 // resources held
 }
 
 type shard struct {
@@ -86,10 +91,23 @@ type ResourceAttrValue struct {
 
 // resource returns the resource with the given canonical key, creating it from attrs.
 func (a *Aggregator) resource(key []byte, attrs func() []ResourceAttrValue) *Resource {
+	r, _ := a.resourceWithin(key, attrs, false)
+	return r
+}
+
+// resourceWithin is resource, but when bounded it creates no resource past MaxResources
+// (nil, false).
+func (a *Aggregator) resourceWithin(key []byte, attrs func() []ResourceAttrValue, bounded bool) (*Resource, bool) {
 	sh := &a.shards[maphash.Bytes(a.seed, key)%numShards]
 	sh.mu.Lock()
 	r, ok := sh.m[string(key)]
 	if !ok {
+		if bounded && !a.reserve() {
+			sh.mu.Unlock()
+			return nil, false
+		} else if !bounded {
+			a.live.Add(1)
+		}
 		r = &Resource{key: string(key), attrs: attrs(), lastSeen: a.now()}
 		sh.m[r.key] = r
 	}
@@ -97,7 +115,20 @@ func (a *Aggregator) resource(key []byte, attrs func() []ResourceAttrValue) *Res
 	if !ok {
 		a.claimInstance(r)
 	}
-	return r
+	return r, true
+}
+
+// reserve counts one more resource unless MaxResources are held.
+func (a *Aggregator) reserve() bool {
+	for {
+		n := a.live.Load()
+		if a.cfg.MaxResources > 0 && n >= int64(a.cfg.MaxResources) {
+			return false
+		}
+		if a.live.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
 }
 
 // revive returns the live resource for r, which a collection may have expired and dropped.
@@ -110,6 +141,7 @@ func (a *Aggregator) forget(r *Resource) {
 	sh.mu.Lock()
 	if sh.m[r.key] == r {
 		delete(sh.m, r.key)
+		a.live.Add(-1)
 	}
 	sh.mu.Unlock()
 }

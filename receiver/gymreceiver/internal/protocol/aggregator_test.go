@@ -342,3 +342,31 @@ func TestRestartedProcessRetiresItsOldResource(t *testing.T) {
 	assert.Len(t, points(md, other, "gym.server.requests.unhandled_exceptions_total"), 1, "other instances stay")
 	assert.Len(t, points(md, neu, "gym.server.requests.unhandled_exceptions_total"), 1)
 }
+
+// Past max_resources a new resource line is rejected with a reason, and its events are counted
+// under the stream's default resource; known resources go on.
+func TestMaxResources(t *testing.T) {
+	a, c := newTestAggregator(t, 2000)
+	a.cfg.MaxResources = 3 // the default resource and two processes
+	st := a.NewStream(1<<16, DefaultResource("http", ""))
+	feed(t, st, `{"event":"sandbox.create_retry","provider":"p"}`,
+		`{"event":"resource","attributes":{"service.name":"a"}}`, `{"event":"sandbox.create_retry","provider":"p"}`,
+		`{"event":"resource","attributes":{"service.name":"b"}}`, `{"event":"sandbox.create_retry","provider":"p"}`)
+	out, err := st.Line([]byte(`{"event":"resource","attributes":{"service.name":"c"}}`))
+	require.Equal(t, Rejected, out)
+	require.ErrorContains(t, err, "max_resources 3")
+	assert.Equal(t, int64(1), st.Stats.Rejected[ReasonTooManyResources])
+	feed(t, st, `{"event":"sandbox.create_retry","provider":"p"}`,
+		`{"event":"resource","attributes":{"service.name":"a"}}`, `{"event":"sandbox.create_retry","provider":"p"}`)
+	md := a.Collect(Scope{})
+	assert.Equal(t, 3, md.ResourceMetrics().Len())
+	assert.Equal(t, int64(2), points(md, httpDefault, "gym.sandbox.create_retry_total")[0].val, "c's event went to the default resource")
+	assert.Equal(t, int64(2), points(md, map[string]any{"service.name": "a"}, "gym.sandbox.create_retry_total")[0].val)
+
+	// Once resources expire there is room again.
+	c.advance(10 * time.Minute)
+	a.Collect(Scope{})
+	require.Equal(t, 0, a.Len())
+	feed(t, st, `{"event":"resource","attributes":{"service.name":"c"}}`, `{"event":"sandbox.create_retry","provider":"p"}`)
+	assert.Len(t, points(a.Collect(Scope{}), map[string]any{"service.name": "c"}, "gym.sandbox.create_retry_total"), 1)
+}

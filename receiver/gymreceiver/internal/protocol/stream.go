@@ -3,6 +3,7 @@ package protocol
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/bits"
 	"slices"
 	"strings"
@@ -138,7 +139,12 @@ func (s *Stream) Line(line []byte) (Outcome, error) {
 		s.Stats.Unknown++
 		return Unknown, nil
 	case EventResource:
-		s.setResource()
+		if err := s.setResource(); err != nil {
+			s.Stats.Rejected[ReasonTooManyResources]++
+			s.cur = nil
+			s.resLine = s.resLine[:0]
+			return Rejected, err
+		}
 		if s.keepResource {
 			s.resLine = append(s.resLine[:0], line...)
 		}
@@ -181,7 +187,9 @@ func (s *Stream) Restore(line []byte) error {
 	if s.ev.Type != EventResource {
 		return errors.New("not a resource line")
 	}
-	s.setResource()
+	if err := s.setResource(); err != nil {
+		return err
+	}
 	if s.keepResource {
 		s.resLine = append(s.resLine[:0], line...)
 	}
@@ -207,11 +215,23 @@ func (s *Stream) setCurrent(r *Resource) {
 }
 
 // setResource makes the resource of the decoded resource line current.
-func (s *Stream) setResource() {
+func (s *Stream) setResource() error {
 	attrs := s.ev.Attrs
 	s.rkey = encodeResourceKey(s.rkey[:0], attrs, &s.order)
-	s.cur = s.agg.resource(s.rkey, func() []ResourceAttrValue { return ownResourceAttrs(attrs) })
+	r, ok := s.agg.resourceWithin(s.rkey, func() []ResourceAttrValue { return ownResourceAttrs(attrs) }, true)
+	if !ok {
+		return errTooManyResources(s.agg.cfg.MaxResources)
+	}
+	s.cur = r
 	s.agg.announce(s.cur, attrs)
+	return nil
+}
+
+// ReasonTooManyResources counts resource lines refused because max_resources are held.
+const ReasonTooManyResources = "too_many_resources"
+
+func errTooManyResources(max int) error {
+	return &DecodeError{reason: ReasonTooManyResources, msg: fmt.Sprintf("a new resource over max_resources %d: the lines after it go to the stream's default resource until a known resource line", max)}
 }
 
 func ownResourceAttrs(attrs []ResourceAttr) []ResourceAttrValue {
