@@ -2,7 +2,7 @@
 #
 #   make build     the otelcol-gym collector (ocb) in _build/, only when a source changed
 #   make run       build, start it on config/otelcol-gym.yaml, feed it testdata/sample-run.jsonl
-#   make test      go test -race ./... (unit, golden and end-to-end tests)
+#   make test      every suite of TEST_SUITES: go test -race ./... (unit, golden, end-to-end), ...
 #   make generate  go generate ./... and mdatagen for every component
 #   make bench     the Go benchmarks, then the end-to-end benchmark of the real binary
 #   make bench-peer  otelcol-gym against a stock collector (ocb v0.160.0) on the same stream
@@ -42,7 +42,7 @@ SOAK_FLAGS  ?=
 DURATION    ?= 10m
 RATE        ?= 100000
 
-.PHONY: all build run test bench bench-peer soak lint generate clean gymevents
+.PHONY: all build run test test-go bench bench-peer soak lint generate clean gymevents
 
 all: build
 
@@ -77,7 +77,13 @@ run: $(BIN) $(GYMEVENTS)
 	echo "Ctrl-C to stop."; \
 	wait $$pid
 
-test:
+# `make test` runs every suite below. A new suite is a target of its own, added to TEST_SUITES on
+# a line of its own.
+TEST_SUITES := test-go
+
+test: $(TEST_SUITES)
+
+test-go:
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 
 # The e2e package has no benchmarks (and would build the collector): left out. Then the
