@@ -99,7 +99,9 @@ func TestProcessStatsUnderTheAnnouncingResource(t *testing.T) {
 	assert.Equal(t, 1, res0.Counts.NotFound, "an announced pid that is not running is counted")
 	r.agg.ApplyProcesses(&res0)
 	got := processMetrics(r.agg.Collect(r.scope))
-	res := map[string]any{"service.name": "nemo-gym/math", "process.pid": int64(4242), "host.name": "node7", "process.executable.name": "python3.12"}
+	// Exactly the announced attributes: nothing learnt by the scrape is added (see
+	// TestAnnouncedResourceIsTheSameInEveryExport).
+	res := map[string]any{"service.name": "nemo-gym/math", "process.pid": int64(4242), "host.name": "node7"}
 	start := pcommon.Timestamp(1_700_000_000_000 * 1e6)
 	assert.Equal(t, map[string]procPoint{
 		"process.cpu.time{user}":             {res, 1.5, start},
@@ -155,4 +157,34 @@ func TestProcessDisabledReadsNothing(t *testing.T) {
 	assert.Nil(t, r.procs)
 	send(t, r, `{"event":"resource","attributes":{"process.pid":5}}`, `{"event":"sandbox.create_retry","provider":"p"}`)
 	assert.Empty(t, r.agg.Announced())
+}
+
+// A resource's attributes never change: an announced process is exported under exactly the
+// attributes it announced, before its stats are read and after, so one process is one resource
+// and one set of series.
+func TestAnnouncedResourceIsTheSameInEveryExport(t *testing.T) {
+	src := procstatstest.NewSource("node7")
+	src.Set(4242, procstatstest.Proc{CreateTime: 1_700_000_000_000, Name: "python3", Exe: "/usr/bin/python3.12", RSS: 1 << 20, Threads: 3, FDs: 5})
+	r := procReceiver(t, src, nil)
+	send(t, r,
+		`{"event":"resource","attributes":{"service.name":"nemo-gym/math","process.pid":4242}}`,
+		`{"event":"sandbox.create_retry","provider":"p"}`,
+	)
+	resources := func(md pmetric.Metrics) []map[string]any {
+		var out []map[string]any
+		for i := range md.ResourceMetrics().Len() {
+			out = append(out, md.ResourceMetrics().At(i).Resource().Attributes().AsRaw())
+		}
+		return out
+	}
+	announced := map[string]any{"service.name": "nemo-gym/math", "process.pid": int64(4242)}
+	before := resources(r.agg.Collect(r.scope)) // the first export: stats not read yet
+	require.Equal(t, []map[string]any{announced}, before)
+	res, err := r.procs.Scrape(context.Background(), r.agg.Announced())
+	require.NoError(t, err)
+	r.agg.ApplyProcesses(&res)
+	send(t, r, `{"event":"resource","attributes":{"service.name":"nemo-gym/math","process.pid":4242}}`,
+		`{"event":"sandbox.create_retry","provider":"p"}`)
+	after := resources(r.agg.Collect(r.scope))
+	assert.Equal(t, []map[string]any{announced}, after, "the same resource in every export")
 }

@@ -73,11 +73,12 @@ type Resource struct {
 	dropped  bool
 	retired  bool   // a newer resource of its service instance took over: export once more, drop
 	seq      uint64 // snapshot lines applied
+	inst     string // its service instance (instanceKey), "" for none; fixed
+	claim    uint64 // creation order (a.insts.claims), fixed: the oldest of an instance goes first
 
 	// process stats
-	pid       int32               // the pid this resource announced (0: none)
-	procAttrs []ResourceAttrValue // process.executable.name, host.name, added on export
-	procDrop  bool                // the process ended: export once more, then drop its series
+	pid      int32 // the pid this resource announced (0: none)
+	procDrop bool  // the process ended: export once more, then drop its series
 }
 
 // ResourceAttrValue is an owned resource attribute.
@@ -99,23 +100,34 @@ func (a *Aggregator) resource(key []byte, attrs func() []ResourceAttrValue) *Res
 // (nil, false).
 func (a *Aggregator) resourceWithin(key []byte, attrs func() []ResourceAttrValue, bounded bool) (*Resource, bool) {
 	sh := &a.shards[maphash.Bytes(a.seed, key)%numShards]
+	r, ok, created := a.lookupOrCreate(sh, key, attrs, bounded)
+	if !ok {
+		return nil, false
+	}
+	if created {
+		a.claimInstance(r)
+	}
+	return r, true
+}
+
+func (a *Aggregator) shardOf(key string) uint64 { return maphash.String(a.seed, key) % numShards }
+
+func (a *Aggregator) lookupOrCreate(sh *shard, key []byte, attrs func() []ResourceAttrValue, bounded bool) (*Resource, bool, bool) {
 	sh.mu.Lock()
 	r, ok := sh.m[string(key)]
 	if !ok {
 		if bounded && !a.reserve() {
 			sh.mu.Unlock()
-			return nil, false
+			return nil, false, false
 		} else if !bounded {
 			a.live.Add(1)
 		}
-		r = &Resource{key: string(key), attrs: attrs(), lastSeen: a.now()}
+		r = &Resource{key: string(key), attrs: attrs(), lastSeen: a.now(), claim: a.insts.claims.Add(1)}
+		r.inst, _ = instanceKey(r.attrs)
 		sh.m[r.key] = r
 	}
 	sh.mu.Unlock()
-	if !ok {
-		a.claimInstance(r)
-	}
-	return r, true
+	return r, true, !ok
 }
 
 // reserve counts one more resource unless MaxResources are held.
@@ -137,7 +149,7 @@ func (a *Aggregator) revive(r *Resource) *Resource {
 }
 
 func (a *Aggregator) forget(r *Resource) {
-	sh := &a.shards[maphash.String(a.seed, r.key)%numShards]
+	sh := &a.shards[a.shardOf(r.key)]
 	sh.mu.Lock()
 	if sh.m[r.key] == r {
 		delete(sh.m, r.key)

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -315,7 +316,9 @@ func TestExportShape(t *testing.T) {
 }
 
 // A restarted process (same service instance, new pid) retires its old resource: exported
-// once more, ahead of the new one, then dropped; its series are not merged into the new ones.
+// once more, alone of its instance (the new resource waits for the next collection, so that a
+// backend keeping one value per job/instance sees the old process's last total), then dropped;
+// its series are not merged into the new ones.
 func TestRestartedProcessRetiresItsOldResource(t *testing.T) {
 	a, _ := newTestAggregator(t, 2000)
 	st := a.NewStream(1<<16, DefaultResource("http", ""))
@@ -330,17 +333,42 @@ func TestRestartedProcessRetiresItsOldResource(t *testing.T) {
 	)
 	require.Len(t, points(a.Collect(Scope{}), old, "gym.server.requests.unhandled_exceptions_total"), 1)
 	feed(t, st,
+		`{"event":"resource","attributes":{"service.name":"gym","service.instance.id":"r1-rank0","process.pid":1002}}`,
+		`{"event":"server.requests","in_flight":0,"unhandled_exceptions":40,"responses":{}}`,
 		`{"event":"resource","attributes":{"service.name":"gym","service.instance.id":"r1-rank0","process.pid":4242}}`,
 		`{"event":"server.requests","in_flight":0,"unhandled_exceptions":5,"responses":{}}`,
 	)
 	md := a.Collect(Scope{})
-	require.Equal(t, 3, md.ResourceMetrics().Len(), "the old resource is exported once more")
-	assert.Equal(t, old, md.ResourceMetrics().At(0).Resource().Attributes().AsRaw(), "ahead of the new one")
-	assert.Equal(t, int64(5), points(md, neu, "gym.server.requests.unhandled_exceptions_total")[0].val)
+	require.Equal(t, 2, md.ResourceMetrics().Len(), "the old resource is exported once more, the new one waits")
+	assert.Equal(t, int64(40), points(md, old, "gym.server.requests.unhandled_exceptions_total")[0].val, "the old process's last total")
+	assert.Empty(t, points(md, neu, "gym.server.requests.unhandled_exceptions_total"), "not in the same collection")
 	md = a.Collect(Scope{})
 	assert.Empty(t, points(md, old, "gym.server.requests.unhandled_exceptions_total"), "then dropped")
 	assert.Len(t, points(md, other, "gym.server.requests.unhandled_exceptions_total"), 1, "other instances stay")
-	assert.Len(t, points(md, neu, "gym.server.requests.unhandled_exceptions_total"), 1)
+	require.Len(t, points(md, neu, "gym.server.requests.unhandled_exceptions_total"), 1, "the new one follows")
+	assert.Equal(t, int64(5), points(md, neu, "gym.server.requests.unhandled_exceptions_total")[0].val)
+}
+
+// Two restarts within one collection: each process's last total leaves in a collection of its
+// own, oldest first.
+func TestRestartsWithinOneCollectionLeaveInOrder(t *testing.T) {
+	a, _ := newTestAggregator(t, 2000)
+	st := a.NewStream(1<<16, DefaultResource("http", ""))
+	var pids []int64
+	for pid := int64(1); pid <= 3; pid++ {
+		pids = append(pids, pid)
+		feed(t, st,
+			fmt.Sprintf(`{"event":"resource","attributes":{"service.name":"gym","service.instance.id":"i","process.pid":%d}}`, pid),
+			`{"event":"sandbox.create_retry","provider":"p"}`)
+	}
+	for _, pid := range pids {
+		md := a.Collect(Scope{})
+		require.Equal(t, 1, md.ResourceMetrics().Len(), "collection %d", pid)
+		assert.Equal(t, pid, func() int64 {
+			v, _ := md.ResourceMetrics().At(0).Resource().Attributes().Get("process.pid")
+			return v.Int()
+		}())
+	}
 }
 
 // Past max_resources a new resource line is rejected with a reason, and its events are counted

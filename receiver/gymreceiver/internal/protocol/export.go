@@ -1,6 +1,8 @@
 package protocol
 
 import (
+	"encoding/binary"
+
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
@@ -14,12 +16,47 @@ type Scope struct {
 
 // Collect returns the cumulative state of every resource as metrics stamped now. A resource
 // that received nothing for ExpireAfter is in it one last time, then dropped.
+//
+// A retired resource (its process restarted) is exported alone of its service instance: its
+// successor waits for the next collection, so a backend that knows only the service instance
+// (Prometheus' job and instance) sees the old process's last totals before the new one's
+// first, never both at one time.
 func (a *Aggregator) Collect(scope Scope) pmetric.Metrics {
+	return a.collect(scope, nil)
+}
+
+func (a *Aggregator) collect(scope Scope, state *[]byte) pmetric.Metrics {
 	now := a.now()
 	ts := pcommon.NewTimestampFromTime(now)
 	md := pmetric.NewMetrics()
-	for _, r := range a.retiredFirst(a.resources()) {
+	rs := a.retiredFirst(a.resources())
+	// The resource of each service instance exported now: its oldest retired one, if any.
+	first := map[string]uint64{}
+	for _, r := range rs {
 		r.mu.Lock()
+		if r.retired && r.inst != "" {
+			if c, ok := first[r.inst]; !ok || r.claim < c {
+				first[r.inst] = r.claim
+			}
+		}
+		r.mu.Unlock()
+	}
+	var kept []byte
+	var nkept uint64
+	if state != nil {
+		kept = make([]byte, 0, 64<<10)
+	}
+	for _, r := range rs {
+		r.mu.Lock()
+		if c, ok := first[r.inst]; ok && r.inst != "" && r.claim != c {
+			// Held back until its predecessor's last export has gone.
+			if state != nil {
+				kept = r.appendState(kept)
+				nkept++
+			}
+			r.mu.Unlock()
+			continue
+		}
 		if r.touched {
 			r.touched = false
 			r.lastSeen = now
@@ -32,6 +69,9 @@ func (a *Aggregator) Collect(scope Scope) pmetric.Metrics {
 		}
 		if expired {
 			r.dropped = true
+		} else if state != nil {
+			kept = r.appendState(kept)
+			nkept++
 		}
 		r.mu.Unlock()
 		if expired {
@@ -40,11 +80,16 @@ func (a *Aggregator) Collect(scope Scope) pmetric.Metrics {
 			a.releaseInstance(r)
 		}
 	}
+	if state != nil {
+		b := binary.AppendUvarint((*state)[:0], stateVersion)
+		b = binary.AppendUvarint(b, a.insts.claims.Load())
+		b = binary.AppendUvarint(b, nkept)
+		*state = append(b, kept...)
+	}
 	return md
 }
 
-// retiredFirst puts retired resources first (keeping the order otherwise), so that a backend
-// keeping the last value per series key ends a collection with the new process's values.
+// retiredFirst puts retired resources first (keeping the order otherwise).
 func (a *Aggregator) retiredFirst(rs []*Resource) []*Resource {
 	out := make([]*Resource, 0, len(rs))
 	for pass := range 2 {
@@ -83,12 +128,9 @@ func (r *Resource) export(md pmetric.Metrics, scope Scope, ts pcommon.Timestamp)
 	}
 	rm := md.ResourceMetrics().AppendEmpty()
 	ra := rm.Resource().Attributes()
-	ra.EnsureCapacity(len(r.attrs) + len(r.procAttrs))
-	for _, a := range r.procAttrs {
-		if !r.hasAttr(a.Key) {
-			putResourceAttr(ra, a)
-		}
-	}
+	// Exactly the attributes the resource was created with: a resource's attributes are the
+	// same in every export (nothing learnt later, such as a scraped executable name, is added).
+	ra.EnsureCapacity(len(r.attrs))
 	for _, a := range r.attrs {
 		putResourceAttr(ra, a)
 	}
@@ -103,15 +145,6 @@ func (r *Resource) export(md pmetric.Metrics, scope Scope, ts pcommon.Timestamp)
 		}
 		in.export(ms.AppendEmpty(), ts)
 	}
-}
-
-func (r *Resource) hasAttr(key string) bool {
-	for _, a := range r.attrs {
-		if a.Key == key {
-			return true
-		}
-	}
-	return false
 }
 
 func putResourceAttr(m pcommon.Map, a ResourceAttrValue) {

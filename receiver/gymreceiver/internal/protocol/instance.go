@@ -1,6 +1,9 @@
 package protocol
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // A Gym process that restarts announces a new resource: the same service.name and
 // service.instance.id, a new process.pid. Both are distinct resources (typed equality of the
@@ -16,8 +19,9 @@ const (
 )
 
 type instances struct {
-	mu sync.Mutex
-	m  map[string]*Resource
+	mu     sync.Mutex
+	m      map[string]*Resource
+	claims atomic.Uint64 // resources created: each resource's claim
 }
 
 // instanceKey returns the service instance a resource belongs to; false when the resource
@@ -46,8 +50,8 @@ func instanceKey(attrs []ResourceAttrValue) (string, bool) {
 // claimInstance makes a new resource the live one of its service instance, retiring the
 // previous one.
 func (a *Aggregator) claimInstance(r *Resource) {
-	key, ok := instanceKey(r.attrs)
-	if !ok {
+	key := r.inst
+	if key == "" {
 		return
 	}
 	a.insts.mu.Lock()
@@ -66,8 +70,8 @@ func (a *Aggregator) claimInstance(r *Resource) {
 
 // releaseInstance forgets a dropped resource's claim.
 func (a *Aggregator) releaseInstance(r *Resource) {
-	key, ok := instanceKey(r.attrs)
-	if !ok {
+	key := r.inst
+	if key == "" {
 		return
 	}
 	a.insts.mu.Lock()

@@ -175,10 +175,6 @@ func (r *Resource) setProcess(a *Aggregator, st *Stream, rd *procstats.Reading) 
 		r.procDrop = false
 		r.dropProcessSeries() // a new process under this resource: fresh series
 	}
-	r.procAttrs = []ResourceAttrValue{
-		{Key: attrHostName, Kind: ValueString, Str: a.cfg.Hostname},
-		{Key: attrProcessExecutableName, Kind: ValueString, Str: rd.ExecutableName},
-	}
 	k := &st.kb
 	start := processStartTime(rd.CreateTime)
 	set := func(s *series, v int64, d float64) {
