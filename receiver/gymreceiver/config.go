@@ -45,6 +45,14 @@ type Config struct {
 	// Process reads host process stats of the Gym processes the stream names.
 	Process ProcessConfig `mapstructure:"process"`
 
+	// Storage names a storage extension (e.g. file_storage) that keeps the aggregation state
+	// and the files' offsets across restarts: one checkpoint per collection, saved before its
+	// export, and one at shutdown.
+	Storage *component.ID `mapstructure:"storage"`
+	// CheckpointBeforeAnswer answers an HTTP body only once a checkpoint that holds it is
+	// saved (per-request durability, at the cost of a checkpoint per answer; requires storage).
+	CheckpointBeforeAnswer bool `mapstructure:"checkpoint_before_answer"`
+
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
@@ -99,8 +107,8 @@ type FilesConfig struct {
 	PollInterval time.Duration `mapstructure:"poll_interval"`
 	// MaxFiles bounds the files followed at once.
 	MaxFiles int `mapstructure:"max_files"`
-	// Storage names a storage extension (e.g. file_storage) that keeps read offsets across
-	// restarts.
+	// Storage is the older spelling of the receiver's `storage` (kept working): the same
+	// checkpoint, aggregation state included.
 	Storage *component.ID `mapstructure:"storage"`
 }
 
@@ -212,5 +220,23 @@ func (cfg *Config) Validate() error {
 	if err := cfg.Process.validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if fc := cfg.Files.Get(); fc != nil && fc.Storage != nil && cfg.Storage != nil && *fc.Storage != *cfg.Storage {
+		errs = append(errs, fmt.Errorf("files.storage: %q differs from storage %q; files.storage is the older spelling of storage: set only storage", fc.Storage, cfg.Storage))
+	}
+	if cfg.CheckpointBeforeAnswer && cfg.storageID() == nil {
+		errs = append(errs, errors.New("checkpoint_before_answer: requires storage (a storage extension to save the checkpoints in)"))
+	}
 	return errors.Join(errs...)
+}
+
+// storageID is the storage extension of the checkpoints: storage, or its older spelling
+// files.storage; nil for none.
+func (cfg *Config) storageID() *component.ID {
+	if cfg.Storage != nil {
+		return cfg.Storage
+	}
+	if fc := cfg.Files.Get(); fc != nil {
+		return fc.Storage
+	}
+	return nil
 }

@@ -15,12 +15,14 @@ import (
 	"go.opentelemetry.io/collector/config/confighttp"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
+	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/checkpoint"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/metadata"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/procstats"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/protocol"
@@ -42,6 +44,7 @@ type gymReceiver struct {
 	stream     *transport.StreamServer
 	files      *transport.FileTailer
 	store      storage.Client
+	ckpt       *checkpoint.Checkpointer // nil without storage
 	stop       chan struct{}
 	wg         sync.WaitGroup
 }
@@ -92,12 +95,19 @@ func newGymReceiver(set receiver.Settings, cfg *Config, next consumer.Metrics) (
 
 func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 	r.stop = make(chan struct{})
+	if err := r.startCheckpoints(ctx, host); err != nil {
+		return err
+	}
 	if hc := r.cfg.HTTP.Get(); hc != nil {
-		h := transport.NewHTTPHandler(r.agg, transport.HTTPOptions{
+		opts := transport.HTTPOptions{
 			MaxLineBytes:  r.cfg.MaxLineBytes,
 			MaxConcurrent: 4 * runtime.GOMAXPROCS(0),
 			Wait:          time.Second,
-		}, r.recordStream)
+		}
+		if r.cfg.CheckpointBeforeAnswer && r.ckpt != nil {
+			opts.Durable = r.syncCheckpoint
+		}
+		h := transport.NewHTTPHandler(r.agg, opts, r.recordStream)
 		ln, err := hc.ToListener(ctx)
 		if err != nil {
 			return err
@@ -134,13 +144,10 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 	}
 	if fc := r.cfg.Files.Get(); fc != nil {
 		var store transport.OffsetStore
-		if fc.Storage != nil {
-			client, err := storageClient(ctx, host, *fc.Storage, r.set.ID)
-			if err != nil {
-				return err
-			}
-			r.store = client
-			store = offsetStore{client}
+		var section *checkpoint.Section
+		if r.ckpt != nil {
+			section = r.ckpt.Section(filesSection)
+			store = section
 		}
 		r.files = transport.NewFileTailer(r.agg, transport.FilesOptions{
 			Include:          fc.Include,
@@ -151,6 +158,9 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 			MaxFiles:         fc.MaxFiles,
 			Store:            store,
 		}, r.recordStream, r.set.Logger)
+		if section != nil {
+			section.GuardedBy(r.files.Locker()) // the offsets of a poll, saved with its lines
+		}
 		if err := r.files.Start(ctx); err != nil {
 			return err
 		}
@@ -223,25 +233,74 @@ func (r *gymReceiver) scrapeProcesses(ctx context.Context) {
 	}
 }
 
-func storageClient(ctx context.Context, host component.Host, id, owner component.ID) (storage.Client, error) {
+func storageClient(ctx context.Context, host component.Host, key string, id, owner component.ID, name string) (storage.Client, error) {
 	ext, ok := host.GetExtensions()[id]
 	if !ok {
-		return nil, fmt.Errorf("files.storage: no extension %q is configured", id)
+		return nil, fmt.Errorf("%s: no extension %q is configured", key, id)
 	}
 	se, ok := ext.(storage.Extension)
 	if !ok {
-		return nil, fmt.Errorf("files.storage: extension %q is not a storage extension", id)
+		return nil, fmt.Errorf("%s: extension %q is not a storage extension", key, id)
 	}
-	return se.GetClient(ctx, component.KindReceiver, owner, "files")
+	return se.GetClient(ctx, component.KindReceiver, owner, name)
 }
 
-// offsetStore keeps the file offsets under one key of the storage client.
-type offsetStore struct{ c storage.Client }
+// filesSection names the files transport's offsets in the checkpoint.
+const filesSection = "files"
 
-const offsetsKey = "file_offsets"
+// Before checkpoints, the files transport kept its offsets alone, in the storage client named
+// "files" under this key: read once, when there is no checkpoint yet.
+const (
+	legacyClientName = "files"
+	legacyOffsetsKey = "file_offsets"
+)
 
-func (s offsetStore) Load(ctx context.Context) ([]byte, error) { return s.c.Get(ctx, offsetsKey) }
-func (s offsetStore) Save(ctx context.Context, b []byte) error { return s.c.Set(ctx, offsetsKey, b) }
+// startCheckpoints opens the storage and restores the last checkpoint, before any transport
+// runs.
+func (r *gymReceiver) startCheckpoints(ctx context.Context, host component.Host) error {
+	id := r.cfg.storageID()
+	if id == nil {
+		return nil
+	}
+	key := "storage"
+	if r.cfg.Storage == nil {
+		key = "files.storage"
+	}
+	client, err := storageClient(ctx, host, key, *id, r.set.ID, "")
+	if err != nil {
+		return err
+	}
+	r.store = client
+	r.ckpt = checkpoint.New(client, r.agg)
+	restored, err := r.ckpt.Restore(ctx)
+	if err != nil {
+		// Starting empty beats not starting: the series start afresh, files follow start_at.
+		r.set.Logger.Error("gym receiver: cannot restore the checkpoint; starting without it", zap.Error(err))
+		return nil
+	}
+	if restored {
+		r.set.Logger.Info("gym receiver: restored the checkpoint", zap.Int("resources", r.agg.Len()))
+		return nil
+	}
+	if r.cfg.Files.HasValue() {
+		legacy, err := storageClient(ctx, host, key, *id, r.set.ID, legacyClientName)
+		if err != nil {
+			return err
+		}
+		if b, err := legacy.Get(ctx, legacyOffsetsKey); err == nil {
+			r.ckpt.SetLegacy(filesSection, b)
+		}
+		_ = legacy.Close(ctx)
+	}
+	return nil
+}
+
+// syncCheckpoint is the HTTP transport's per-request durability (checkpoint_before_answer).
+func (r *gymReceiver) syncCheckpoint(ctx context.Context) {
+	if err := r.ckpt.Sync(ctx); err != nil {
+		r.set.Logger.Warn("gym receiver: saving the checkpoint before answering failed; the body is applied but may not survive a crash", zap.Error(err))
+	}
+}
 
 // streamDrainTimeout: at shutdown a connection is read until it is silent this long.
 const streamDrainTimeout = 250 * time.Millisecond
@@ -262,8 +321,24 @@ func (r *gymReceiver) collectLoop() {
 
 // collect sends the cumulative state on. An export that fails loses nothing: the next
 // collection carries the same totals.
+//
+// With storage, the state of the collection is checkpointed first, in the same pass as the
+// export is built: a crash after the export restores at least what was exported.
 func (r *gymReceiver) collect(ctx context.Context) {
-	md := r.agg.Collect(r.scope)
+	var md pmetric.Metrics
+	if r.ckpt != nil {
+		var err error
+		var size int
+		start := time.Now()
+		md, size, err = r.ckpt.Collect(ctx, r.scope)
+		if err != nil {
+			r.set.Logger.Warn("gym receiver: saving the checkpoint failed; exporting anyway, a crash before the next checkpoint loses what was accepted since the last one", zap.Error(err))
+		} else {
+			r.set.Logger.Debug("gym receiver: checkpoint saved", zap.Int("bytes", size), zap.Duration("took", time.Since(start)))
+		}
+	} else {
+		md = r.agg.Collect(r.scope)
+	}
 	r.telemetry.ReceiverGymResources.Record(ctx, int64(r.agg.Len()))
 	if md.ResourceMetrics().Len() == 0 {
 		return
@@ -304,13 +379,13 @@ func (r *gymReceiver) Shutdown(ctx context.Context) error {
 	if r.files != nil {
 		errs = append(errs, r.files.Shutdown(ctx))
 	}
-	if r.store != nil {
-		errs = append(errs, r.store.Close(ctx))
-	}
 	if r.stop != nil {
 		close(r.stop)
 		r.wg.Wait()
-		r.collect(ctx)
+		r.collect(ctx) // checkpoint (everything read), then the last export
+	}
+	if r.store != nil {
+		errs = append(errs, r.store.Close(ctx))
 	}
 	r.telemetry.Shutdown()
 	return errors.Join(errs...)

@@ -150,6 +150,10 @@ func (t *FileTailer) Shutdown(ctx context.Context) error {
 	return nil
 }
 
+// Locker is the lock the tailer holds while it applies lines and saves their offsets (one
+// poll): a checkpoint taken under it has the offsets of exactly the lines applied.
+func (t *FileTailer) Locker() sync.Locker { return &t.mu }
+
 // poll finds the files, reads each, forgets those gone, and saves the offsets.
 func (t *FileTailer) poll(ctx context.Context) {
 	t.mu.Lock()

@@ -3,6 +3,7 @@ package transport
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -47,6 +48,7 @@ type HTTPHandler struct {
 	record       Recorder
 	slots        chan struct{}
 	wait         time.Duration
+	durable      func(ctx context.Context)
 	streams      sync.Pool
 	bufs         sync.Pool
 }
@@ -57,6 +59,11 @@ type HTTPOptions struct {
 	// MaxConcurrent bodies read and applied at once; more wait up to Wait, then get 503.
 	MaxConcurrent int
 	Wait          time.Duration
+	// Durable, when set, is called after a body's lines are applied and before the answer:
+	// it returns once they are saved (a checkpoint), so that an answered body survives a
+	// crash. An error is logged by it; the answer stays (the lines are applied: a retry would
+	// count them twice).
+	Durable func(ctx context.Context)
 }
 
 // NewHTTPHandler returns the handler of the HTTP transport.
@@ -67,6 +74,7 @@ func NewHTTPHandler(agg *protocol.Aggregator, opts HTTPOptions, record Recorder)
 		record:       record,
 		slots:        make(chan struct{}, opts.MaxConcurrent),
 		wait:         opts.Wait,
+		durable:      opts.Durable,
 	}
 	def := protocol.DefaultResource("http", "")
 	h.streams.New = func() any { return agg.NewStream(opts.MaxLineBytes, def) }
@@ -131,6 +139,9 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.record(&st.Stats)
 	}
 	h.streams.Put(st)
+	if h.durable != nil && ans.Accepted > 0 {
+		h.durable(r.Context())
+	}
 
 	status := http.StatusOK
 	if ans.Rejected > 0 && ans.Accepted+ans.Unknown == 0 {
