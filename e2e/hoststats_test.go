@@ -133,14 +133,17 @@ func TestProcessStats(t *testing.T) {
 	})
 	require.NoError(t, err)
 
-	hostname, err := os.Hostname()
-	require.NoError(t, err)
-	assert.Equal(t, map[string]any{
-		"service.name":            name,
-		"process.pid":             int64(pid),
-		"process.executable.name": "sleep",
-		"host.name":               hostname,
-	}, res.AsRaw(), "the resource: the announcing one, with the executable name and host name")
+	announced := map[string]any{"service.name": name, "process.pid": int64(pid)}
+	assert.Equal(t, announced, res.AsRaw(), "the resource: exactly the announcing one")
+	// The same resource in every export, before the stats were read and after: one process,
+	// one resource, one set of series.
+	for i, md := range sink.exports() {
+		for _, rm := range md.ResourceMetrics().All() {
+			if service(name)(rm.Resource().Attributes()) {
+				assert.Equal(t, announced, rm.Resource().Attributes().AsRaw(), "export %d", i)
+			}
+		}
+	}
 
 	for _, mode := range []string{"user", "system"} {
 		m, ok := got["process.cpu.time{"+mode+"}"]

@@ -47,14 +47,17 @@ service:
                 port: %[4]d
 `
 
-// startDefaultCollector starts otelcol-gym with config/otelcol-gym.yaml on free ports.
-func startDefaultCollector(t *testing.T) (*collector, collectorPorts) {
+// startDefaultCollector starts otelcol-gym with config/otelcol-gym.yaml on free ports, its
+// storage in a directory of its own; more are further configurations merged after them.
+func startDefaultCollector(t *testing.T, more ...string) (*collector, collectorPorts) {
 	t.Helper()
+	storage := t.TempDir()
 	return startCollector(t, func(p collectorPorts) []string {
-		return []string{
+		return append([]string{
 			filepath.Join(repoRoot, "config", "otelcol-gym.yaml"),
 			fmt.Sprintf(defaultConfigOverride, p.Health, p.Gym, p.Prometheus, p.Telemetry),
-		}
+			"extensions:\n  file_storage:\n    directory: " + storage + "\n",
+		}, more...)
 	})
 }
 

@@ -110,8 +110,11 @@ func TestCheckpointIsConsistent(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, ok)
 		off, _ := r.Section("lines").Load(context.Background())
-		n, err := strconv.Atoi(string(off))
-		require.NoError(t, err)
+		n := 0 // no offsets yet: no line applied
+		if len(off) > 0 {
+			n, err = strconv.Atoi(string(off))
+			require.NoError(t, err)
+		}
 		assert.Equal(t, int64(n), retries(b.Collect(protocol.Scope{})), "offsets and state of the same lines")
 		assert.LessOrEqual(t, retries(md), int64(n), "the export never carries more than its checkpoint")
 		time.Sleep(time.Millisecond)
