@@ -199,7 +199,6 @@ func createDefaultConfigWith(f func(*Config)) *Config {
 	return cfg
 }
 
-
 // Offsets saved by an older version (no checkpoint yet, the files' offsets alone) are resumed
 // from: an upgrade neither re-reads nor skips lines.
 func TestLegacyFileOffsetsAreResumed(t *testing.T) {
