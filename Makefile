@@ -7,6 +7,7 @@
 #   make bench     the Go benchmarks, then the end-to-end benchmark of the real binary
 #   make bench-peer  otelcol-gym against a stock collector (ocb v0.160.0) on the same stream
 #   make soak      the real binary under steady load, resources sampled (DURATION=10m RATE=100000)
+#   make reliability  crashes and restarts of the real binary, and the cost of durability
 #   make lint      golangci-lint (v2.15.0, from tools/go.mod)
 #   make clean     remove _build/
 
@@ -42,7 +43,7 @@ SOAK_FLAGS  ?=
 DURATION    ?= 10m
 RATE        ?= 100000
 
-.PHONY: all build run test test-go bench bench-peer soak lint generate clean gymevents
+.PHONY: all build run test test-go bench bench-peer soak reliability lint generate clean gymevents
 
 all: build
 
@@ -109,6 +110,11 @@ $(PEER_BIN): bench/peer/builder-config.yaml bench/peer/tools/go.mod bench/peer/t
 # descriptors sampled; exits 3 when they do not stay flat.
 soak: $(BIN) $(GYMEVENTS)
 	$(GO) run ./bench/soak --collector $(BIN) --gymevents $(GYMEVENTS) --duration $(DURATION) --rate $(RATE) $(SOAK_FLAGS)
+
+# Not in CI (the fast crash and restart tests run in `make test`): those again, and the
+# measured cost of checkpoint_before_answer through the real binary (docs/performance.md).
+reliability:
+	GYM_RELIABILITY=1 $(GO) test ./e2e/ -count 1 -v -run 'TestMeasureCheckpointBeforeAnswer|TestKill9MidFile|TestSIGTERMMidFileExporterDown|TestProcessRestartInOneCollectionPrometheus'
 
 lint:
 	$(TOOLS) golangci-lint run ./...

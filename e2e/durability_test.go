@@ -321,3 +321,55 @@ func TestProcessRestartInOneCollectionPrometheus(t *testing.T) {
 		assert.Equal(t, 11.0, inc, "increase() over the restart: samples %v", vs)
 	}
 }
+
+// TestMeasureCheckpointBeforeAnswer (make reliability; GYM_RELIABILITY=1): the latency of
+// one sender's posts of 10 lines through the real binary with file_storage, with and without
+// checkpoint_before_answer, while the receiver holds 1,000 or 100,000 series; side by side in
+// one run. Figures in docs/performance.md; nothing is asserted about time.
+func TestMeasureCheckpointBeforeAnswer(t *testing.T) {
+	if os.Getenv("GYM_RELIABILITY") == "" {
+		t.Skip("a measurement: make reliability (GYM_RELIABILITY=1)")
+	}
+	for _, series := range []int{1_000, 100_000} {
+		for _, durable := range []bool{false, true} {
+			storage := t.TempDir()
+			sink := newCtlSink(t)
+			col, _ := startTransports(t, sink, func(p collectorPorts) transportsOpts {
+				return transportsOpts{
+					extensions:        "  file_storage:\n    directory: " + storage,
+					serviceExtensions: []string{"file_storage"},
+					gym: fmt.Sprintf("    storage: file_storage\n    checkpoint_before_answer: %v\n    expire_after: 1h\n    http:\n      endpoint: 127.0.0.1:%d", durable, p.Gym),
+				}
+			})
+			const per = 1000
+			for p := 0; p < series/per; p++ {
+				var b strings.Builder
+				fmt.Fprintf(&b, `{"event":"resource","attributes":{"service.name":"gym","service.instance.id":"r%d"}}`+"\n", p)
+				for i := range per {
+					fmt.Fprintf(&b, `{"event":"sandbox.create_retry","provider":"provider-%d"}`+"\n", i)
+				}
+				status, _ := col.postEvents(t, b.String())
+				require.Equal(t, http.StatusOK, status)
+			}
+			body := `{"event":"resource","attributes":{"service.name":"gym","service.instance.id":"r0"}}` + "\n" +
+				strings.Repeat(`{"event":"sandbox.create_retry","provider":"provider-1"}`+"\n", 9)
+			const posts = 200
+			start := time.Now()
+			for range posts {
+				status, _ := col.postEvents(t, body)
+				require.Equal(t, http.StatusOK, status)
+			}
+			took := time.Since(start)
+			require.NoError(t, col.stop(30*time.Second))
+			var size int64
+			_ = filepath.Walk(storage, func(_ string, fi os.FileInfo, err error) error {
+				if err == nil && !fi.IsDir() {
+					size += fi.Size()
+				}
+				return nil
+			})
+			t.Logf("series=%d checkpoint_before_answer=%v: %.3f ms per post (%d posts), storage files %d bytes",
+				series, durable, float64(took.Microseconds())/1000/posts, posts, size)
+		}
+	}
+}
