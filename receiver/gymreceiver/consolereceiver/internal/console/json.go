@@ -86,6 +86,9 @@ func pyFloat(s string) (float64, bool) {
 	return 0, false
 }
 
+// errTrailing: a record followed by more than white space on its line is not valid JSON.
+var errTrailing = errors.New("data after the JSON object")
+
 // decodeJSON decodes b into v with numbers kept as json.Number.
 func decodeJSON(b []byte, v any) error {
 	d := json.NewDecoder(bytes.NewReader(b))
@@ -94,7 +97,7 @@ func decodeJSON(b []byte, v any) error {
 		return err
 	}
 	if d.More() {
-		return errors.New("data after the JSON object")
+		return errTrailing
 	}
 	return nil
 }

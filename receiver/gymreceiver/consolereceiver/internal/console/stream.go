@@ -185,7 +185,7 @@ func (s *Stream) record(k Kind, b []byte, at int64) (protocol.Outcome, error) {
 
 func reasonOf(err error) string {
 	var syn *json.SyntaxError
-	if errors.As(err, &syn) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+	if errors.As(err, &syn) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, errTrailing) {
 		return ReasonInvalidJSON
 	}
 	return ReasonInvalidRecord
