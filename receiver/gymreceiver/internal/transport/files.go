@@ -49,7 +49,7 @@ type FileTailer struct {
 	opts      FilesOptions
 	newStream func(path string) LineStream
 	record    Recorder
-	logger *zap.Logger
+	logger    *zap.Logger
 
 	files   map[fileID]*tailedFile
 	stored  map[string]storedFile // fingerprint (hex) -> where to resume, from the store

@@ -33,7 +33,7 @@ type StreamServer struct {
 	opts      StreamOptions
 	newStream func() LineStream
 	record    Recorder
-	logger *zap.Logger
+	logger    *zap.Logger
 
 	ln         net.Listener
 	mu         sync.Mutex

@@ -252,5 +252,3 @@ func resourceKey(r *resource) string {
 	b.WriteString(r.SchemaURL)
 	return b.String()
 }
-
-
