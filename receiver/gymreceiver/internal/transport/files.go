@@ -46,10 +46,10 @@ const fingerprintBytes = 1024
 // file again when it shrinks or its head changes (copy-truncate), and picks up new files.
 // Every poll reads what is there, so a slow aggregator slows the reading, never the memory.
 type FileTailer struct {
-	opts   FilesOptions
-	agg    *protocol.Aggregator
-	record Recorder
-	logger *zap.Logger
+	opts      FilesOptions
+	newStream func(path string) LineStream
+	record    Recorder
+	logger    *zap.Logger
 
 	files   map[fileID]*tailedFile
 	stored  map[string]storedFile // fingerprint (hex) -> where to resume, from the store
@@ -84,7 +84,17 @@ func (t *tailedFile) committed() int64 { return t.offset - int64(t.lr.end-t.lr.s
 
 // NewFileTailer returns a file tailer; Start begins polling.
 func NewFileTailer(agg *protocol.Aggregator, opts FilesOptions, record Recorder, logger *zap.Logger) *FileTailer {
-	return &FileTailer{opts: opts, agg: agg, record: record, logger: logger, files: map[fileID]*tailedFile{}}
+	return NewLineFileTailer(func(path string) LineStream {
+		st := agg.NewStream(opts.MaxLineBytes, protocol.DefaultResource("file", path))
+		st.KeepResourceLine()
+		return eventStream{st}
+	}, opts, record, logger)
+}
+
+// NewLineFileTailer returns a file tailer whose files' lines go to the streams newStream
+// makes, one per file (another decoder than the events one).
+func NewLineFileTailer(newStream func(path string) LineStream, opts FilesOptions, record Recorder, logger *zap.Logger) *FileTailer {
+	return &FileTailer{opts: opts, newStream: newStream, record: record, logger: logger, files: map[fileID]*tailedFile{}}
 }
 
 // Start loads the stored offsets, polls once, and keeps polling in the background.
@@ -254,8 +264,7 @@ func (t *FileTailer) open(path string, id fileID, first bool) error {
 			return err
 		}
 	}
-	st := t.agg.NewStream(t.opts.MaxLineBytes, protocol.DefaultResource("file", path))
-	st.KeepResourceLine()
+	st := t.newStream(path)
 	if resource != "" {
 		if err := st.Restore([]byte(resource)); err != nil {
 			t.logger.Warn("files: the stored resource line is unreadable; resuming on the default resource", zap.String("path", path), zap.Error(err))
@@ -263,7 +272,7 @@ func (t *FileTailer) open(path string, id fileID, first bool) error {
 	}
 	t.files[id] = &tailedFile{
 		path: path, f: f, fp: fp, offset: offset, seen: t.polls,
-		lr: newLineReader(st, t.opts.MaxLineBytes, t.record),
+		lr: newLineReaderFor(st, t.opts.MaxLineBytes, t.record),
 	}
 	return nil
 }

@@ -17,7 +17,7 @@ const ReasonPartialLine = "partial_line"
 // max is rejected once and skipped up to its newline without being buffered; a partial last
 // line at the end of the stream is rejected with a reason. Its buffer grows only up to max+1.
 type lineReader struct {
-	st      *protocol.Stream
+	st      LineStream
 	max     int
 	buf     []byte
 	start   int   // first byte of the current partial line
@@ -30,6 +30,10 @@ type lineReader struct {
 const initialLineBuf = 4 << 10
 
 func newLineReader(st *protocol.Stream, max int, flush func(*protocol.StreamStats)) *lineReader {
+	return newLineReaderFor(eventStream{st}, max, flush)
+}
+
+func newLineReaderFor(st LineStream, max int, flush func(*protocol.StreamStats)) *lineReader {
 	return &lineReader{st: st, max: max, buf: make([]byte, min(initialLineBuf, max+1)), flushFn: flush}
 }
 
@@ -111,11 +115,12 @@ func (lr *lineReader) finish() {
 }
 
 func (lr *lineReader) flush() {
+	stats := lr.st.Flush()
 	if lr.flushFn != nil {
-		lr.flushFn(&lr.st.Stats)
+		lr.flushFn(stats)
 	}
-	lr.st.Stats.Accepted, lr.st.Stats.Unknown, lr.st.Stats.Overflowed = 0, 0, 0
-	clear(lr.st.Stats.Rejected)
+	stats.Accepted, stats.Unknown, stats.Overflowed = 0, 0, 0
+	clear(stats.Rejected)
 }
 
 // isTimeout reports a read deadline that passed.

@@ -30,10 +30,10 @@ type StreamOptions struct {
 // own current resource. Reading is synchronous with aggregation, so a sender faster than the
 // aggregator fills its socket instead of the collector's memory.
 type StreamServer struct {
-	opts   StreamOptions
-	agg    *protocol.Aggregator
-	record Recorder
-	logger *zap.Logger
+	opts      StreamOptions
+	newStream func() LineStream
+	record    Recorder
+	logger    *zap.Logger
 
 	ln         net.Listener
 	mu         sync.Mutex
@@ -45,7 +45,15 @@ type StreamServer struct {
 
 // NewStreamServer returns a stream server; Start listens.
 func NewStreamServer(agg *protocol.Aggregator, opts StreamOptions, record Recorder, logger *zap.Logger) *StreamServer {
-	return &StreamServer{opts: opts, agg: agg, record: record, logger: logger, conns: map[net.Conn]struct{}{}}
+	return NewLineStreamServer(func() LineStream {
+		return eventStream{agg.NewStream(opts.MaxLineBytes, protocol.DefaultResource(opts.Network, ""))}
+	}, opts, record, logger)
+}
+
+// NewLineStreamServer returns a stream server whose connections' lines go to the streams
+// newStream makes, one per connection (another decoder than the events one).
+func NewLineStreamServer(newStream func() LineStream, opts StreamOptions, record Recorder, logger *zap.Logger) *StreamServer {
+	return &StreamServer{opts: opts, newStream: newStream, record: record, logger: logger, conns: map[net.Conn]struct{}{}}
 }
 
 // Addr is the address the server listens on.
@@ -135,8 +143,7 @@ func (s *StreamServer) serve(c net.Conn) {
 		s.mu.Unlock()
 		_ = c.Close()
 	}()
-	st := s.agg.NewStream(s.opts.MaxLineBytes, protocol.DefaultResource(s.opts.Network, ""))
-	lr := newLineReader(st, s.opts.MaxLineBytes, s.record)
+	lr := newLineReaderFor(s.newStream(), s.opts.MaxLineBytes, s.record)
 	err := lr.readFrom(c)
 	for err != nil && isTimeout(err) && s.draining() {
 		// Shutdown: keep reading while the peer still has lines for us.

@@ -1,0 +1,129 @@
+package consolereceiver
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/confignet"
+	"go.opentelemetry.io/collector/config/configoptional"
+
+	"github.com/gym-telemetry/otelcol-gym/processor/gymattrs"
+)
+
+// Config is the gym_console receiver's configuration (README.md).
+type Config struct {
+	// Files follows Gym's log files (a server's stdout redirected to a file).
+	Files configoptional.Optional[FilesConfig] `mapstructure:"files"`
+	// Stream reads stdout piped into a TCP or Unix-domain socket connection.
+	Stream configoptional.Optional[StreamConfig] `mapstructure:"stream"`
+	// MaxLineBytes is the longest line (or pretty-printed record) read, without its newline.
+	// A metrics line holds the whole cumulative state of a process.
+	MaxLineBytes int `mapstructure:"max_line_bytes"`
+	// Gymattrs bounds the Gym metrics: the gymattrs processor's configuration.
+	Gymattrs gymattrs.Config `mapstructure:"gymattrs"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// FilesConfig is the `files:` block.
+type FilesConfig struct {
+	// Include and Exclude are globs (filepath.Match syntax) of the files to follow.
+	Include []string `mapstructure:"include"`
+	Exclude []string `mapstructure:"exclude"`
+	// StartAt is where files found at start-up are read from: end or beginning.
+	StartAt string `mapstructure:"start_at"`
+	// PollInterval is how often the globs are matched and the files read.
+	PollInterval time.Duration `mapstructure:"poll_interval"`
+	// MaxFiles bounds the files followed at once.
+	MaxFiles int `mapstructure:"max_files"`
+	// Storage names a storage extension (file_storage) that keeps read offsets across restarts.
+	Storage *component.ID `mapstructure:"storage"`
+}
+
+// StreamConfig is the `stream:` block: a TCP or Unix-domain socket server, one stdout per
+// connection.
+type StreamConfig struct {
+	Transport  confignet.TransportType `mapstructure:"transport"`
+	Endpoint   string                  `mapstructure:"endpoint"`
+	SocketMode string                  `mapstructure:"socket_mode"`
+}
+
+const (
+	minMaxLineBytes = 4 << 10
+	maxMaxLineBytes = 64 << 20
+)
+
+// Validate checks the configuration; each error names the key and says why. The gymattrs
+// block validates itself.
+func (cfg *Config) Validate() error {
+	var errs []error
+	if !cfg.Files.HasValue() && !cfg.Stream.HasValue() {
+		errs = append(errs, errors.New("no source: configure files, stream or both"))
+	}
+	if cfg.MaxLineBytes < minMaxLineBytes || cfg.MaxLineBytes > maxMaxLineBytes {
+		errs = append(errs, fmt.Errorf("max_line_bytes: must be within %d..%d, got %d", minMaxLineBytes, maxMaxLineBytes, cfg.MaxLineBytes))
+	}
+	if fc := cfg.Files.Get(); fc != nil {
+		errs = append(errs, fc.validate())
+	}
+	if sc := cfg.Stream.Get(); sc != nil {
+		errs = append(errs, sc.validate())
+	}
+	return errors.Join(errs...)
+}
+
+func (fc *FilesConfig) validate() error {
+	var errs []error
+	if len(fc.Include) == 0 {
+		errs = append(errs, errors.New("files.include: at least one glob is required"))
+	}
+	for _, p := range append(append([]string{}, fc.Include...), fc.Exclude...) {
+		if _, err := filepath.Match(p, ""); err != nil {
+			errs = append(errs, fmt.Errorf("files: bad glob %q: %w", p, err))
+		}
+	}
+	if fc.StartAt != "end" && fc.StartAt != "beginning" {
+		errs = append(errs, fmt.Errorf("files.start_at: %q is not end or beginning", fc.StartAt))
+	}
+	if fc.PollInterval <= 0 {
+		errs = append(errs, fmt.Errorf("files.poll_interval: must be positive, got %s", fc.PollInterval))
+	}
+	if fc.MaxFiles < 1 {
+		errs = append(errs, fmt.Errorf("files.max_files: must be at least 1, got %d", fc.MaxFiles))
+	}
+	return errors.Join(errs...)
+}
+
+func (sc *StreamConfig) mode() (fs.FileMode, error) {
+	m, err := strconv.ParseUint(sc.SocketMode, 8, 32)
+	if err != nil || m > 0o777 {
+		return 0, fmt.Errorf("stream.socket_mode: %q is not an octal permission such as \"0600\"", sc.SocketMode)
+	}
+	return fs.FileMode(m), nil
+}
+
+func (sc *StreamConfig) validate() error {
+	switch sc.Transport {
+	case confignet.TransportTypeTCP, confignet.TransportTypeTCP4, confignet.TransportTypeTCP6:
+		if _, _, err := net.SplitHostPort(sc.Endpoint); err != nil {
+			return fmt.Errorf("stream.endpoint: %q is not host:port for transport %s: %w", sc.Endpoint, sc.Transport, err)
+		}
+	case confignet.TransportTypeUnix:
+		if sc.Endpoint == "" {
+			return errors.New("stream.endpoint: the socket's path is required for transport unix")
+		}
+		if _, err := sc.mode(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("stream.transport: %q is not tcp, tcp4, tcp6 or unix", sc.Transport)
+	}
+	return nil
+}

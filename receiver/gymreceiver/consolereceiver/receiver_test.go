@@ -1,0 +1,219 @@
+package consolereceiver
+
+import (
+	"context"
+	"flag"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/golden"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/pmetrictest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
+
+	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/consolereceiver/internal/metadatatest"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+const sample = "testdata/gym-server-stdout.log"
+
+type sinks struct {
+	metrics *consumertest.MetricsSink
+	traces  *consumertest.TracesSink
+	logs    *consumertest.LogsSink
+}
+
+// start runs a receiver with all three signals on cfg.
+func start(t *testing.T, cfg *Config, set receiver.Settings) (sinks, func()) {
+	t.Helper()
+	s := sinks{new(consumertest.MetricsSink), new(consumertest.TracesSink), new(consumertest.LogsSink)}
+	f := NewFactory()
+	ctx := context.Background()
+	m, err := f.CreateMetrics(ctx, set, cfg, s.metrics)
+	require.NoError(t, err)
+	tr, err := f.CreateTraces(ctx, set, cfg, s.traces)
+	require.NoError(t, err)
+	l, err := f.CreateLogs(ctx, set, cfg, s.logs)
+	require.NoError(t, err)
+	require.Same(t, m, tr, "one receiver serves the three signals")
+	require.Same(t, m, l)
+	for _, c := range []component.Component{m, tr, l} {
+		require.NoError(t, c.Start(ctx, componenttest.NewNopHost()))
+	}
+	return s, func() {
+		for _, c := range []component.Component{m, tr, l} {
+			require.NoError(t, c.Shutdown(ctx))
+		}
+	}
+}
+
+func filesConfig(include string) *Config {
+	cfg := createDefaultConfig().(*Config)
+	cfg.Files = configoptional.Some(FilesConfig{Include: []string{include}, StartAt: "beginning", PollInterval: 20 * time.Millisecond, MaxFiles: 8})
+	return cfg
+}
+
+func copySample(t *testing.T, dir string) string {
+	b, err := os.ReadFile(sample)
+	require.NoError(t, err)
+	p := filepath.Join(dir, "math_with_judge.log")
+	require.NoError(t, os.WriteFile(p, b, 0o600))
+	return p
+}
+
+// The sample through the receiver: metrics bounded by the gymattrs rules (golden), spans and
+// log records as decoded, and the receiver's own counts.
+func TestSampleThroughReceiver(t *testing.T) {
+	dir := t.TempDir()
+	copySample(t, dir)
+	tt := componenttest.NewTelemetry()
+	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
+	s, stop := start(t, filesConfig(filepath.Join(dir, "*.log")), metadatatest.NewSettings(tt))
+	require.Eventually(t, func() bool { return s.logs.LogRecordCount() == 2 && len(s.metrics.AllMetrics()) == 2 }, 10*time.Second, 10*time.Millisecond)
+	stop()
+
+	assert.Equal(t, 2, s.traces.SpanCount())
+	got := s.metrics.AllMetrics()
+	for i, name := range []string{"gymattrs-batch1.yaml", "gymattrs-batch2.yaml"} {
+		path := filepath.Join("testdata", name)
+		if *update {
+			require.NoError(t, golden.WriteMetricsToFile(path, got[i], golden.SkipMetricTimestampNormalization()))
+		}
+		want, err := golden.ReadMetrics(path)
+		require.NoError(t, err)
+		require.NoError(t, pmetrictest.CompareMetrics(want, got[i], pmetrictest.IgnoreMetricsOrder(),
+			pmetrictest.IgnoreMetricDataPointsOrder(), pmetrictest.IgnoreMetricValues("process.cpu.utilization")), name)
+	}
+
+	// The gymattrs rules, on a Gym metric: the free-text attribute is removed, the
+	// unregistered failure kind becomes "unregistered"; and the re-sent cumulative total is
+	// the latest one, never added to the earlier one.
+	failed := point(t, got[1], "gym.rollout.completed_total", "nemo.gym.rollout.outcome", "failed")
+	_, ok := failed.Attributes().Get("failure_reason")
+	assert.False(t, ok, "an attribute the instrument does not declare is removed")
+	v, _ := failed.Attributes().Get("nemo.gym.failure_kind")
+	assert.Equal(t, "unregistered", v.Str())
+	assert.Equal(t, int64(3), failed.IntValue(), "the second batch re-sends the total: 3, not 1+3")
+	assert.Equal(t, int64(1), point(t, got[0], "gym.rollout.completed_total", "nemo.gym.rollout.outcome", "failed").IntValue())
+	assert.Equal(t, uint64(1764615600000000000), uint64(failed.StartTimestamp()), "the stream's start time is kept")
+	// A non-Gym metric passes as sent (unknown_metrics: pass), the exponential histogram too.
+	assert.Equal(t, pmetric.MetricTypeExponentialHistogram, find(t, got[1], "http.server.request.duration").Type())
+
+	metadatatest.AssertEqualReceiverGymConsoleRecordsAccepted(t, tt, []metricdata.DataPoint[int64]{{Value: 6}}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualReceiverGymConsoleLinesSkipped(t, tt, []metricdata.DataPoint[int64]{{Value: 14}}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualReceiverGymConsoleRecordsRejected(t, tt, []metricdata.DataPoint[int64]{
+		{Value: 1, Attributes: attribute.NewSet(attribute.String("reason", "invalid_json"))},
+	}, metricdatatest.IgnoreTimestamp())
+}
+
+// A log file that grows while it is followed: each new batch is exported once, with the
+// totals it carries.
+func TestGrowingFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "gym.log")
+	require.NoError(t, os.WriteFile(p, nil, 0o600))
+	s, stop := start(t, filesConfig(p), receiver.Settings{ID: component.MustNewID("gym_console"), TelemetrySettings: componenttest.NewNopTelemetrySettings()})
+	defer stop()
+	lines := sampleLines(t)
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	defer f.Close()
+	batches := 0
+	for _, l := range lines {
+		if len(l) > 20 && string(l[:20]) == `{"resource_metrics":` && len(l) > 1000 {
+			batches++
+		}
+		// Write each line in two pieces: a reader that sees half a line waits for the rest.
+		half := len(l) / 2
+		_, err := f.Write(l[:half])
+		require.NoError(t, err)
+		time.Sleep(5 * time.Millisecond)
+		_, err = f.Write(append(l[half:], '\n'))
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool { return len(s.metrics.AllMetrics()) == batches && s.logs.LogRecordCount() == 2 }, 10*time.Second, 10*time.Millisecond)
+	time.Sleep(100 * time.Millisecond)
+	assert.Len(t, s.metrics.AllMetrics(), 2, "each batch once")
+	assert.Equal(t, 2, s.traces.SpanCount())
+}
+
+// stdout piped into the stream source.
+func TestStream(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.Stream = configoptional.Some(StreamConfig{Transport: "tcp", Endpoint: "127.0.0.1:0"})
+	s, stop := start(t, cfg, receiver.Settings{ID: component.MustNewID("gym_console"), TelemetrySettings: componenttest.NewNopTelemetrySettings()})
+	r := shared.m[cfg]
+	require.NotNil(t, r)
+	c, err := net.Dial("tcp", r.stream.Addr().String())
+	require.NoError(t, err)
+	b, err := os.ReadFile(sample)
+	require.NoError(t, err)
+	_, err = c.Write(b)
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	require.Eventually(t, func() bool { return s.logs.LogRecordCount() == 2 && len(s.metrics.AllMetrics()) == 2 && s.traces.SpanCount() == 2 }, 10*time.Second, 10*time.Millisecond)
+	stop()
+	_, ok := shared.m[cfg]
+	assert.False(t, ok, "a shut-down receiver leaves the shared map")
+}
+
+func sampleLines(t *testing.T) [][]byte {
+	b, err := os.ReadFile(sample)
+	require.NoError(t, err)
+	var out [][]byte
+	start := 0
+	for i, c := range b {
+		if c == '\n' {
+			out = append(out, b[start:i])
+			start = i + 1
+		}
+	}
+	if start < len(b) {
+		out = append(out, b[start:])
+	}
+	return out
+}
+
+func find(t *testing.T, md pmetric.Metrics, name string) pmetric.Metric {
+	t.Helper()
+	rms := md.ResourceMetrics()
+	for i := 0; i < rms.Len(); i++ {
+		sms := rms.At(i).ScopeMetrics()
+		for j := 0; j < sms.Len(); j++ {
+			ms := sms.At(j).Metrics()
+			for k := 0; k < ms.Len(); k++ {
+				if ms.At(k).Name() == name {
+					return ms.At(k)
+				}
+			}
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return pmetric.Metric{}
+}
+
+func point(t *testing.T, md pmetric.Metrics, name, key, value string) pmetric.NumberDataPoint {
+	t.Helper()
+	dps := find(t, md, name).Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		if v, ok := dps.At(i).Attributes().Get(key); ok && v.Str() == value {
+			return dps.At(i)
+		}
+	}
+	t.Fatalf("no %s point with %s=%s", name, key, value)
+	return pmetric.NumberDataPoint{}
+}
+
