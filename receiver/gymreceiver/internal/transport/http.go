@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -74,17 +76,44 @@ func NewHTTPHandler(agg *protocol.Aggregator, opts HTTPOptions, record Recorder)
 	return h
 }
 
+// EventsContentTypes are the media types of an events body: NDJSON and its JSON-lines aliases.
+// None is a CORS-safelisted type (text/plain, application/x-www-form-urlencoded,
+// multipart/form-data), so a web page can post events only after a CORS preflight, which the
+// receiver answers only where http.cors allows the page's origin.
+var EventsContentTypes = []string{
+	"application/x-ndjson",
+	"application/ndjson",
+	"application/jsonl",
+	"application/json-lines",
+	"application/x-jsonlines",
+}
+
+// IsEventsContentType reports whether a Content-Type header names an events body. Parameters
+// (charset=utf-8) are allowed; case does not matter; a missing type is refused, as a browser
+// sends none for a Blob without a type.
+func IsEventsContentType(v string) bool {
+	mt, _, err := mime.ParseMediaType(v)
+	if err != nil {
+		return false
+	}
+	return slices.Contains(EventsContentTypes, mt) // ParseMediaType lower-cases the type
+}
+
 // RetryAfterSeconds is the Retry-After of a 503.
 const RetryAfterSeconds = 1
 
 func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != EventsPath {
-		http.NotFound(w, r)
+		writeError(w, http.StatusNotFound, "no such path; events are posted to "+EventsPath)
 		return
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		writeError(w, http.StatusMethodNotAllowed, "only POST is allowed on "+EventsPath)
+		return
+	}
+	if !IsEventsContentType(r.Header.Get("Content-Type")) {
+		writeError(w, http.StatusUnsupportedMediaType, "Content-Type must be application/x-ndjson (or application/ndjson, application/jsonl, application/json-lines, application/x-jsonlines); nothing was applied")
 		return
 	}
 	if !h.acquire(r) {
