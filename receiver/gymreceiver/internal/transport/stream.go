@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -36,6 +37,7 @@ type StreamServer struct {
 	logger *zap.Logger
 
 	ln         net.Listener
+	sock       os.FileInfo // the Unix socket file Start made
 	mu         sync.Mutex
 	conns      map[net.Conn]struct{}
 	closing    bool
@@ -58,15 +60,21 @@ func (s *StreamServer) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, s.opts.Network, s.opts.Endpoint)
-	if err != nil {
-		return fmt.Errorf("stream: listen on %s %s: %w", s.opts.Network, s.opts.Endpoint, err)
-	}
+	var ln net.Listener
+	var err error
 	if s.opts.Network == "unix" {
-		if err := os.Chmod(s.opts.Endpoint, s.opts.SocketMode); err != nil {
+		ln, err = listenUnixPrivately(ctx, s.opts.Endpoint, s.opts.SocketMode)
+		if err != nil {
+			return err
+		}
+		if s.sock, err = os.Lstat(s.opts.Endpoint); err != nil {
 			_ = ln.Close()
-			return fmt.Errorf("stream: set mode %o on %s: %w", s.opts.SocketMode, s.opts.Endpoint, err)
+			return fmt.Errorf("stream: %w", err)
+		}
+	} else {
+		var lc net.ListenConfig
+		if ln, err = lc.Listen(ctx, s.opts.Network, s.opts.Endpoint); err != nil {
+			return fmt.Errorf("stream: listen on %s %s: %w", s.opts.Network, s.opts.Endpoint, err)
 		}
 	}
 	s.ln = ln
@@ -74,6 +82,48 @@ func (s *StreamServer) Start(ctx context.Context) error {
 	s.wg.Add(1)
 	go s.accept()
 	return nil
+}
+
+// listenUnixPrivately listens on a Unix socket at path that nobody but the collector's user can
+// reach at any moment, whatever the umask: the socket is bound in a new directory of mode
+// 0700 beside path, set to mode there, and only then linked at path (a link never replaces
+// a file that appeared meanwhile). Binding at path directly, then chmod, would leave the
+// socket open to everyone the umask lets in until the chmod.
+func listenUnixPrivately(ctx context.Context, path string, mode fs.FileMode) (net.Listener, error) {
+	dir, err := os.MkdirTemp(filepath.Dir(path), ".otelcol-gym-")
+	if err != nil {
+		return nil, fmt.Errorf("stream: a private directory beside %s: %w", path, err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o700); err != nil { // MkdirTemp's 0700 minus the umask: at most that
+		return nil, fmt.Errorf("stream: %w", err)
+	}
+	tmp := filepath.Join(dir, "s")
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "unix", tmp)
+	if err != nil {
+		return nil, fmt.Errorf("stream: listen on unix %s: %w", path, err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false) // its path moves; Shutdown removes it
+	if err := os.Chmod(tmp, mode); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("stream: set mode %o on %s: %w", mode, path, err)
+	}
+	if err := os.Link(tmp, path); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("stream: listen on unix %s: %w", path, err)
+	}
+	return ln, nil
+}
+
+// removeOwnSocket removes the socket file at path if it is still the one Start made.
+func (s *StreamServer) removeOwnSocket() {
+	if s.sock == nil {
+		return
+	}
+	if fi, err := os.Lstat(s.opts.Endpoint); err == nil && os.SameFile(fi, s.sock) {
+		_ = os.Remove(s.opts.Endpoint)
+	}
 }
 
 // removeStaleSocket removes a socket file that no process listens on any more (left by a
@@ -201,8 +251,9 @@ func (s *StreamServer) Shutdown(ctx context.Context) error {
 		<-done
 	}
 	if cerr := s.ln.Close(); err == nil && !errors.Is(cerr, net.ErrClosed) {
-		err = cerr // a Unix socket file is removed by Close
+		err = cerr
 	}
+	s.removeOwnSocket()
 	if errors.Is(err, net.ErrClosed) {
 		err = nil
 	}
