@@ -313,13 +313,15 @@ func vmRSS(pid int) (int64, error) {
 	return 0, errors.New("no VmRSS in /proc status")
 }
 
-// post sends body to url with the given headers and returns the status and answer.
+// post sends body to url with the given headers (Content-Type application/x-ndjson unless
+// they name one) and returns the status and answer.
 func post(t *testing.T, client *http.Client, url, body string, header map[string]string) (int, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-ndjson")
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}

@@ -37,6 +37,9 @@ type Config struct {
 	CardinalityLimit int `mapstructure:"cardinality_limit"`
 	// MaxResources is the most resources (Gym processes) held at once.
 	MaxResources int `mapstructure:"max_resources"`
+	// DrainTimeout bounds how long Shutdown reads what senders still have in flight (HTTP
+	// bodies, stream connections) before it closes them and sends the last export.
+	DrainTimeout time.Duration `mapstructure:"drain_timeout"`
 
 	FailureKinds        []string `mapstructure:"failure_kinds"`
 	HealthChecks        []string `mapstructure:"health_checks"`
@@ -66,6 +69,11 @@ type StreamConfig struct {
 	// SocketMode is the Unix socket file's permission bits, in octal (default "0600": only the
 	// collector's user may connect).
 	SocketMode string `mapstructure:"socket_mode"`
+	// MaxConnections bounds the connections served at once; one more is closed at once and
+	// counted.
+	MaxConnections int `mapstructure:"max_connections"`
+	// IdleTimeout closes a connection that sends nothing for this long (0: never).
+	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
 }
 
 func (sc *StreamConfig) mode() (fs.FileMode, error) {
@@ -91,6 +99,12 @@ func (sc *StreamConfig) validate() error {
 		}
 	default:
 		return fmt.Errorf("stream.transport: %q is not tcp, tcp4, tcp6 or unix", sc.Transport)
+	}
+	if sc.MaxConnections < 1 {
+		return fmt.Errorf("stream.max_connections: must be at least 1, got %d", sc.MaxConnections)
+	}
+	if sc.IdleTimeout < 0 {
+		return fmt.Errorf("stream.idle_timeout: must be 0 (never) or positive, got %s", sc.IdleTimeout)
 	}
 	return nil
 }
@@ -197,6 +211,9 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.CardinalityLimit < 2 {
 		errs = append(errs, fmt.Errorf("cardinality_limit: must be at least 2 (one series and the overflow series), got %d", cfg.CardinalityLimit))
+	}
+	if cfg.DrainTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("drain_timeout: must be positive, got %s", cfg.DrainTimeout))
 	}
 	if cfg.MaxResources < 1 {
 		errs = append(errs, fmt.Errorf("max_resources: must be at least 1, got %d", cfg.MaxResources))

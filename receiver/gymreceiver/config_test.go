@@ -68,9 +68,15 @@ func TestStreamConfig(t *testing.T) {
 	mode, err := cfg.Stream.Get().mode()
 	require.NoError(t, err)
 	assert.Equal(t, 0o660, int(mode))
+	assert.Equal(t, 16, cfg.Stream.Get().MaxConnections)
+	assert.Equal(t, time.Minute, cfg.Stream.Get().IdleTimeout)
+	assert.Equal(t, 2*time.Second, cfg.DrainTimeout)
 	def, err := loadConfig(t, "")
 	require.NoError(t, err)
 	assert.Equal(t, "0600", def.Stream.GetOrInsertDefault().SocketMode, "0600 by default")
+	assert.Equal(t, 1024, def.Stream.GetOrInsertDefault().MaxConnections)
+	assert.Equal(t, 5*time.Minute, def.Stream.GetOrInsertDefault().IdleTimeout)
+	assert.Equal(t, 5*time.Second, def.DrainTimeout)
 }
 
 func TestFilesConfig(t *testing.T) {
@@ -103,6 +109,8 @@ func TestInvalidConfig(t *testing.T) {
 		"bad_stream_transport": "stream.transport",
 		"bad_stream_endpoint":  "stream.endpoint",
 		"bad_socket_mode":      "stream.socket_mode",
+		"bad_max_connections":  "stream.max_connections",
+		"bad_drain_timeout":    "drain_timeout",
 		"bad_files":            "files.start_at",
 		"bad_max_resources":    "max_resources",
 	} {

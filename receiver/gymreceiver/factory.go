@@ -25,6 +25,14 @@ const (
 	defaultMaxLineBytes       = 64 << 10
 	defaultHTTPReadTimeout    = 30 * time.Second
 	defaultMaxResources       = 10000
+	// A few seconds: enough for a sender to finish what it was sending, well inside the grace
+	// period an orchestrator gives before SIGKILL (Kubernetes: 30s).
+	defaultDrainTimeout = 5 * time.Second
+	// Gym's processes keep one connection each; the bound keeps a flood of connections from
+	// taking every file descriptor of the collector.
+	defaultMaxConnections = 1024
+	// A resource idle this long expires too (expire_after); a live emitter reconnects.
+	defaultStreamIdleTimeout = 5 * time.Minute
 )
 
 // NewFactory returns the gym receiver's factory.
@@ -45,13 +53,14 @@ func createDefaultConfig() component.Config {
 	httpCfg.ReadTimeout = defaultHTTPReadTimeout
 	return &Config{
 		HTTP:               configoptional.Default(httpCfg),
-		Stream:             configoptional.Default(StreamConfig{Transport: "unix", Endpoint: "/tmp/otelcol-gym.sock", SocketMode: "0600"}),
+		Stream:             configoptional.Default(StreamConfig{Transport: "unix", Endpoint: "/tmp/otelcol-gym.sock", SocketMode: "0600", MaxConnections: defaultMaxConnections, IdleTimeout: defaultStreamIdleTimeout}),
 		Files:              configoptional.Default(FilesConfig{StartAt: "end", PollInterval: 200 * time.Millisecond, MaxFiles: 1024}),
 		CollectionInterval: defaultCollectionInterval,
 		ExpireAfter:        defaultExpireAfter,
 		MaxLineBytes:       defaultMaxLineBytes,
 		CardinalityLimit:   schema.DefaultCardinalityLimit,
 		MaxResources:       defaultMaxResources,
+		DrainTimeout:       defaultDrainTimeout,
 		Process: ProcessConfig{
 			Enabled:            true,
 			CollectionInterval: defaultCollectionInterval,

@@ -41,6 +41,7 @@ type gymReceiver struct {
 	procs      *procstats.Scraper
 	procWarned map[procstats.ErrorKind]bool
 	server     *http.Server
+	handler    *transport.HTTPHandler
 	stream     *transport.StreamServer
 	files      *transport.FileTailer
 	store      storage.Client
@@ -103,6 +104,11 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 			MaxLineBytes:  r.cfg.MaxLineBytes,
 			MaxConcurrent: 4 * runtime.GOMAXPROCS(0),
 			Wait:          time.Second,
+			MaxBodyBytes:  hc.MaxRequestBodySize,
+			MinBodyRate:   transport.DefaultMinBodyRate,
+			BodyGrace:     transport.DefaultBodyGrace,
+			ReadTimeout:   hc.ReadTimeout,
+			OnTooSlow:     func() { r.telemetry.ReceiverGymHTTPBodiesTooSlow.Add(context.Background(), 1) },
 		}
 		if r.cfg.CheckpointBeforeAnswer && r.ckpt != nil {
 			opts.Durable = r.syncCheckpoint
@@ -118,6 +124,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 			return err
 		}
 		r.server = srv
+		r.handler = h
 		r.set.Logger.Info("gym receiver listening", zap.String("transport", "http"), zap.String("endpoint", ln.Addr().String()+transport.EventsPath))
 		r.wg.Add(1)
 		go func() {
@@ -131,11 +138,16 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 		mode, _ := sc.mode() // validated
 		network := string(sc.Transport)
 		r.stream = transport.NewStreamServer(r.agg, transport.StreamOptions{
-			Network:      network,
-			Endpoint:     sc.Endpoint,
-			SocketMode:   mode,
-			MaxLineBytes: r.cfg.MaxLineBytes,
-			DrainTimeout: streamDrainTimeout,
+			Network:        network,
+			Endpoint:       sc.Endpoint,
+			SocketMode:     mode,
+			MaxLineBytes:   r.cfg.MaxLineBytes,
+			QuietTimeout:   streamQuietTimeout,
+			DrainTimeout:   r.cfg.DrainTimeout,
+			MaxConnections: sc.MaxConnections,
+			IdleTimeout:    sc.IdleTimeout,
+			OnRefused:      func() { r.telemetry.ReceiverGymStreamConnectionsRefused.Add(context.Background(), 1) },
+			OnIdleClosed:   func() { r.telemetry.ReceiverGymStreamConnectionsIdleClosed.Add(context.Background(), 1) },
 		}, r.recordStream, r.set.Logger)
 		if err := r.stream.Start(ctx); err != nil {
 			return err
@@ -302,8 +314,9 @@ func (r *gymReceiver) syncCheckpoint(ctx context.Context) {
 	}
 }
 
-// streamDrainTimeout: at shutdown a connection is read until it is silent this long.
-const streamDrainTimeout = 250 * time.Millisecond
+// streamQuietTimeout: at shutdown a connection is read until it is silent this long (or
+// drain_timeout passes).
+const streamQuietTimeout = 250 * time.Millisecond
 
 func (r *gymReceiver) collectLoop() {
 	defer r.wg.Done()
@@ -366,16 +379,21 @@ func (r *gymReceiver) recordStream(st *protocol.StreamStats) {
 	}
 }
 
-// Shutdown stops accepting, lets the bodies in flight finish, and sends what was aggregated
-// once more, so a graceful stop loses nothing that was accepted.
+// Shutdown stops accepting, lets the bodies in flight finish and reads what the stream
+// connections had sent, both for at most drain_timeout, and sends what was aggregated once
+// more, so a graceful stop loses nothing that was accepted, and ends in bounded time.
 func (r *gymReceiver) Shutdown(ctx context.Context) error {
 	var errs []error
+	var drain sync.WaitGroup
+	var httpErr, streamErr error
 	if r.server != nil {
-		errs = append(errs, r.server.Shutdown(ctx))
+		drain.Go(func() { httpErr = r.shutdownHTTP(ctx) })
 	}
 	if r.stream != nil {
-		errs = append(errs, r.stream.Shutdown(ctx))
+		drain.Go(func() { streamErr = r.stream.Shutdown(ctx) })
 	}
+	drain.Wait()
+	errs = append(errs, httpErr, streamErr)
 	if r.files != nil {
 		errs = append(errs, r.files.Shutdown(ctx))
 	}
@@ -389,4 +407,19 @@ func (r *gymReceiver) Shutdown(ctx context.Context) error {
 	}
 	r.telemetry.Shutdown()
 	return errors.Join(errs...)
+}
+
+// shutdownHTTP lets the bodies in flight finish for at most drain_timeout, then closes their
+// connections (a body cut short is not applied: its sender retries it whole) and waits for
+// the handlers to return.
+func (r *gymReceiver) shutdownHTTP(ctx context.Context) error {
+	dctx, cancel := context.WithTimeout(ctx, r.cfg.DrainTimeout)
+	defer cancel()
+	err := r.server.Shutdown(dctx)
+	if err == nil {
+		return nil
+	}
+	err = r.server.Close()
+	r.handler.Wait()
+	return err
 }

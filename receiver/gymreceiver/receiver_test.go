@@ -185,6 +185,7 @@ func TestHTTPAnswers(t *testing.T) {
 		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader("not gzip"))
 		require.NoError(t, err)
 		req.Header.Set("Content-Encoding", "gzip")
+		req.Header.Set("Content-Type", "application/x-ndjson")
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		defer resp.Body.Close()
@@ -199,6 +200,22 @@ func TestHTTPAnswers(t *testing.T) {
 		require.NoError(t, err)
 		resp.Body.Close()
 		assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+	})
+	t.Run("text/plain from a foreign origin is a JSON 415", func(t *testing.T) {
+		// What a web page can send to 127.0.0.1 without a CORS preflight.
+		status, _, h := post(t, url, []byte(good), map[string]string{"Content-Type": "text/plain;charset=UTF-8", "Origin": "https://evil.example"})
+		assert.Equal(t, http.StatusUnsupportedMediaType, status)
+		assert.Equal(t, "application/json", h.Get("Content-Type"))
+	})
+	t.Run("an unknown path is a JSON 404", func(t *testing.T) {
+		resp, err := http.Post(strings.TrimSuffix(url, transport.EventsPath)+"/v1/metrics", "application/x-ndjson", strings.NewReader(good))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+		assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+		var e map[string]string
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&e))
+		assert.NotEmpty(t, e["error"])
 	})
 }
 

@@ -23,16 +23,19 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                             metric.Meter
-	mu                                sync.Mutex
-	registrations                     []metric.Registration
-	ReceiverGymLinesAccepted          metric.Int64Counter
-	ReceiverGymLinesRejected          metric.Int64Counter
-	ReceiverGymLinesUnknown           metric.Int64Counter
-	ReceiverGymMeasurementsOverflowed metric.Int64Counter
-	ReceiverGymProcessErrors          metric.Int64Counter
-	ReceiverGymProcessOtherHost       metric.Int64Counter
-	ReceiverGymResources              metric.Int64Gauge
+	meter                                  metric.Meter
+	mu                                     sync.Mutex
+	registrations                          []metric.Registration
+	ReceiverGymHTTPBodiesTooSlow           metric.Int64Counter
+	ReceiverGymLinesAccepted               metric.Int64Counter
+	ReceiverGymLinesRejected               metric.Int64Counter
+	ReceiverGymLinesUnknown                metric.Int64Counter
+	ReceiverGymMeasurementsOverflowed      metric.Int64Counter
+	ReceiverGymProcessErrors               metric.Int64Counter
+	ReceiverGymProcessOtherHost            metric.Int64Counter
+	ReceiverGymResources                   metric.Int64Gauge
+	ReceiverGymStreamConnectionsIdleClosed metric.Int64Counter
+	ReceiverGymStreamConnectionsRefused    metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -64,6 +67,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	}
 	builder.meter = Meter(settings)
 	var err, errs error
+	builder.ReceiverGymHTTPBodiesTooSlow, err = builder.meter.Int64Counter(
+		"otelcol_receiver_gym_http_bodies_too_slow",
+		metric.WithDescription("HTTP requests cut off because their body arrived too slowly (under the minimum body rate); nothing of them is applied. [Development]"),
+		metric.WithUnit("{request}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ReceiverGymLinesAccepted, err = builder.meter.Int64Counter(
 		"otelcol_receiver_gym_lines_accepted",
 		metric.WithDescription("Event lines applied (resource lines included). [Development]"),
@@ -104,6 +113,18 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_receiver_gym_resources",
 		metric.WithDescription("Resources (Gym processes) the receiver holds state for, as of the last collection. [Development]"),
 		metric.WithUnit("{resource}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverGymStreamConnectionsIdleClosed, err = builder.meter.Int64Counter(
+		"otelcol_receiver_gym_stream_connections_idle_closed",
+		metric.WithDescription("Stream connections closed because they sent nothing for stream.idle_timeout. [Development]"),
+		metric.WithUnit("{connection}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverGymStreamConnectionsRefused, err = builder.meter.Int64Counter(
+		"otelcol_receiver_gym_stream_connections_refused",
+		metric.WithDescription("Stream connections closed as soon as accepted because stream.max_connections were open. [Development]"),
+		metric.WithUnit("{connection}"),
 	)
 	errs = errors.Join(errs, err)
 	return &builder, errs

@@ -19,6 +19,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb, err := metadata.NewTelemetryBuilder(testTel.NewTelemetrySettings())
 	require.NoError(t, err)
 	defer tb.Shutdown()
+	tb.ReceiverGymHTTPBodiesTooSlow.Add(context.Background(), 1)
 	tb.ReceiverGymLinesAccepted.Add(context.Background(), 1)
 	tb.ReceiverGymLinesRejected.Add(context.Background(), 1)
 	tb.ReceiverGymLinesUnknown.Add(context.Background(), 1)
@@ -26,6 +27,11 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ReceiverGymProcessErrors.Add(context.Background(), 1)
 	tb.ReceiverGymProcessOtherHost.Add(context.Background(), 1)
 	tb.ReceiverGymResources.Record(context.Background(), 1)
+	tb.ReceiverGymStreamConnectionsIdleClosed.Add(context.Background(), 1)
+	tb.ReceiverGymStreamConnectionsRefused.Add(context.Background(), 1)
+	AssertEqualReceiverGymHTTPBodiesTooSlow(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverGymLinesAccepted(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
@@ -45,6 +51,12 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverGymResources(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverGymStreamConnectionsIdleClosed(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverGymStreamConnectionsRefused(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 

@@ -92,15 +92,17 @@ type ResourceAttrValue struct {
 
 // resource returns the resource with the given canonical key, creating it from attrs.
 func (a *Aggregator) resource(key []byte, attrs func() []ResourceAttrValue) *Resource {
-	r, _ := a.resourceWithin(key, attrs, false)
+	r, _ := a.resourceWithin(key, attrs, 0)
 	return r
 }
 
-// resourceWithin is resource, but when bounded it creates no resource past MaxResources
-// (nil, false).
-func (a *Aggregator) resourceWithin(key []byte, attrs func() []ResourceAttrValue, bounded bool) (*Resource, bool) {
+// resourceWithin is resource, but when room > 0 it creates a resource only while room more
+// fit within MaxResources (nil, false): a resource line asks room for itself and, while its
+// stream's default resource does not exist yet, for that one too, which its stream falls back
+// to when the line is refused. So the refused line never takes the count past MaxResources.
+func (a *Aggregator) resourceWithin(key []byte, attrs func() []ResourceAttrValue, room int64) (*Resource, bool) {
 	sh := &a.shards[maphash.Bytes(a.seed, key)%numShards]
-	r, ok, created := a.lookupOrCreate(sh, key, attrs, bounded)
+	r, ok, created := a.lookupOrCreate(sh, key, attrs, room)
 	if !ok {
 		return nil, false
 	}
@@ -112,11 +114,12 @@ func (a *Aggregator) resourceWithin(key []byte, attrs func() []ResourceAttrValue
 
 func (a *Aggregator) shardOf(key string) uint64 { return maphash.String(a.seed, key) % numShards }
 
-func (a *Aggregator) lookupOrCreate(sh *shard, key []byte, attrs func() []ResourceAttrValue, bounded bool) (*Resource, bool, bool) {
+func (a *Aggregator) lookupOrCreate(sh *shard, key []byte, attrs func() []ResourceAttrValue, room int64) (*Resource, bool, bool) {
 	sh.mu.Lock()
 	r, ok := sh.m[string(key)]
 	if !ok {
-		if bounded && !a.reserve() {
+		bounded := room > 0
+		if bounded && !a.reserve(room) {
 			sh.mu.Unlock()
 			return nil, false, false
 		} else if !bounded {
@@ -130,17 +133,26 @@ func (a *Aggregator) lookupOrCreate(sh *shard, key []byte, attrs func() []Resour
 	return r, true, !ok
 }
 
-// reserve counts one more resource unless MaxResources are held.
-func (a *Aggregator) reserve() bool {
+// reserve counts one more resource if room more fit within MaxResources.
+func (a *Aggregator) reserve(room int64) bool {
 	for {
 		n := a.live.Load()
-		if a.cfg.MaxResources > 0 && n >= int64(a.cfg.MaxResources) {
+		if a.cfg.MaxResources > 0 && n+room > int64(a.cfg.MaxResources) {
 			return false
 		}
 		if a.live.CompareAndSwap(n, n+1) {
 			return true
 		}
 	}
+}
+
+// holds reports whether the resource of the canonical key exists.
+func (a *Aggregator) holds(key []byte) bool {
+	sh := &a.shards[maphash.Bytes(a.seed, key)%numShards]
+	sh.mu.Lock()
+	_, ok := sh.m[string(key)]
+	sh.mu.Unlock()
+	return ok
 }
 
 // revive returns the live resource for r, which a collection may have expired and dropped.

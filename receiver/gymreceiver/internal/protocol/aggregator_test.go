@@ -398,3 +398,30 @@ func TestMaxResources(t *testing.T) {
 	feed(t, st, `{"event":"resource","attributes":{"service.name":"c"}}`, `{"event":"sandbox.create_retry","provider":"p"}`)
 	assert.Len(t, points(a.Collect(Scope{}), map[string]any{"service.name": "c"}, "gym.sandbox.create_retry_total"), 1)
 }
+
+// max_resources is a hard bound even when the refused resource line is a stream's first
+// line: the default resource its events fall back to must fit too (it once held one more).
+func TestMaxResourcesCountsTheDefaultFallback(t *testing.T) {
+	a, _ := newTestAggregator(t, 2000)
+	a.cfg.MaxResources = 3
+	st := a.NewStream(1<<16, DefaultResource("http", ""))
+	for _, name := range []string{"a", "b", "c", "d"} {
+		_, _ = st.Line([]byte(`{"event":"resource","attributes":{"service.name":"` + name + `"}}`))
+		feed(t, st, `{"event":"sandbox.create_retry","provider":"p"}`)
+		assert.LessOrEqual(t, a.Len(), 3, "after resource %s", name)
+	}
+	md := a.Collect(Scope{})
+	assert.Equal(t, 3, md.ResourceMetrics().Len(), "a, b and the default resource")
+	assert.Equal(t, int64(2), points(md, httpDefault, "gym.sandbox.create_retry_total")[0].val, "c's and d's events")
+	assert.Equal(t, int64(2), st.Stats.Rejected[ReasonTooManyResources])
+
+	// Another stream whose default exists already may use the last place.
+	a2, _ := newTestAggregator(t, 2000)
+	a2.cfg.MaxResources = 2
+	s1 := a2.NewStream(1<<16, DefaultResource("http", ""))
+	feed(t, s1, `{"event":"sandbox.create_retry","provider":"p"}`, `{"event":"resource","attributes":{"service.name":"a"}}`)
+	assert.Equal(t, 2, a2.Len())
+	s2 := a2.NewStream(1<<16, DefaultResource("http", ""))
+	out, _ := s2.Line([]byte(`{"event":"resource","attributes":{"service.name":"b"}}`))
+	assert.Equal(t, Rejected, out, "full")
+}

@@ -218,7 +218,11 @@ func (s *Stream) setCurrent(r *Resource) {
 func (s *Stream) setResource() error {
 	attrs := s.ev.Attrs
 	s.rkey = encodeResourceKey(s.rkey[:0], attrs, &s.order)
-	r, ok := s.agg.resourceWithin(s.rkey, func() []ResourceAttrValue { return ownResourceAttrs(attrs) }, true)
+	room := int64(1)
+	if s.def == nil && s.agg.cfg.MaxResources > 0 && !s.agg.holds(s.defKey) {
+		room = 2 // keep a place for the default resource a refused line falls back to
+	}
+	r, ok := s.agg.resourceWithin(s.rkey, func() []ResourceAttrValue { return ownResourceAttrs(attrs) }, room)
 	if !ok {
 		return errTooManyResources(s.agg.cfg.MaxResources)
 	}

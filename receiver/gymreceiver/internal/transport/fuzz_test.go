@@ -224,6 +224,7 @@ func FuzzHTTPHandler(f *testing.F) {
 func fuzzServesNext(t *testing.T, h http.Handler) {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodPost, EventsPath, strings.NewReader(retry("after")))
+	req.Header.Set("Content-Type", "application/x-ndjson")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"accepted":1,`) {

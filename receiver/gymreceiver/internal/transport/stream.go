@@ -7,7 +7,9 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -21,10 +23,27 @@ type StreamOptions struct {
 	Endpoint     string // host:port, or the socket's path
 	SocketMode   fs.FileMode
 	MaxLineBytes int
-	// DrainTimeout bounds how long Shutdown keeps reading what the connections had already
-	// sent; a connection that stays silent this long is done.
+	// QuietTimeout: at shutdown a connection is read until it has been silent this long.
+	QuietTimeout time.Duration
+	// DrainTimeout bounds the whole of Shutdown's reading (0: none): past it every connection
+	// is read once more without waiting, what it had sent is applied, and it is closed.
 	DrainTimeout time.Duration
+	// MaxConnections bounds the connections served at once (0: none); one more is closed as
+	// soon as it is accepted, and OnRefused is called.
+	MaxConnections int
+	// IdleTimeout closes a connection that sends nothing for this long (0: never), then
+	// OnIdleClosed is called.
+	IdleTimeout  time.Duration
+	OnRefused    func()
+	OnIdleClosed func()
 }
+
+// The phases of a stream server.
+const (
+	phaseServing  int32 = iota
+	phaseDraining       // Shutdown: read each connection until it is quiet or the drain deadline
+	phaseDone           // the drain deadline passed: read without waiting, then close
+)
 
 // StreamServer serves the stream transport: each connection is one stream of lines with its
 // own current resource. Reading is synchronous with aggregation, so a sender faster than the
@@ -36,9 +55,12 @@ type StreamServer struct {
 	logger    *zap.Logger
 
 	ln         net.Listener
+	sock       os.FileInfo // the Unix socket file Start made
+	phase      atomic.Int32
+	drainUntil atomic.Int64 // Unix nanoseconds: the drain deadline, while draining
 	mu         sync.Mutex
 	conns      map[net.Conn]struct{}
-	closing    bool
+	refused    atomic.Int64 // connections refused over MaxConnections (logged once)
 	wg         sync.WaitGroup
 	acceptDone chan struct{} // closed when the accept loop has returned
 }
@@ -66,15 +88,21 @@ func (s *StreamServer) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, s.opts.Network, s.opts.Endpoint)
-	if err != nil {
-		return fmt.Errorf("stream: listen on %s %s: %w", s.opts.Network, s.opts.Endpoint, err)
-	}
+	var ln net.Listener
+	var err error
 	if s.opts.Network == "unix" {
-		if err := os.Chmod(s.opts.Endpoint, s.opts.SocketMode); err != nil {
+		ln, err = listenUnixPrivately(ctx, s.opts.Endpoint, s.opts.SocketMode)
+		if err != nil {
+			return err
+		}
+		if s.sock, err = os.Lstat(s.opts.Endpoint); err != nil {
 			_ = ln.Close()
-			return fmt.Errorf("stream: set mode %o on %s: %w", s.opts.SocketMode, s.opts.Endpoint, err)
+			return fmt.Errorf("stream: %w", err)
+		}
+	} else {
+		var lc net.ListenConfig
+		if ln, err = lc.Listen(ctx, s.opts.Network, s.opts.Endpoint); err != nil {
+			return fmt.Errorf("stream: listen on %s %s: %w", s.opts.Network, s.opts.Endpoint, err)
 		}
 	}
 	s.ln = ln
@@ -82,6 +110,48 @@ func (s *StreamServer) Start(ctx context.Context) error {
 	s.wg.Add(1)
 	go s.accept()
 	return nil
+}
+
+// listenUnixPrivately listens on a Unix socket at path that nobody but the collector's user can
+// reach at any moment, whatever the umask: the socket is bound in a new directory of mode
+// 0700 beside path, set to mode there, and only then linked at path (a link never replaces
+// a file that appeared meanwhile). Binding at path directly, then chmod, would leave the
+// socket open to everyone the umask lets in until the chmod.
+func listenUnixPrivately(ctx context.Context, path string, mode fs.FileMode) (net.Listener, error) {
+	dir, err := os.MkdirTemp(filepath.Dir(path), ".otelcol-gym-")
+	if err != nil {
+		return nil, fmt.Errorf("stream: a private directory beside %s: %w", path, err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o700); err != nil { // MkdirTemp's 0700 minus the umask: at most that
+		return nil, fmt.Errorf("stream: %w", err)
+	}
+	tmp := filepath.Join(dir, "s")
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "unix", tmp)
+	if err != nil {
+		return nil, fmt.Errorf("stream: listen on unix %s: %w", path, err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false) // its path moves; Shutdown removes it
+	if err := os.Chmod(tmp, mode); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("stream: set mode %o on %s: %w", mode, path, err)
+	}
+	if err := os.Link(tmp, path); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("stream: listen on unix %s: %w", path, err)
+	}
+	return ln, nil
+}
+
+// removeOwnSocket removes the socket file at path if it is still the one Start made.
+func (s *StreamServer) removeOwnSocket() {
+	if s.sock == nil {
+		return
+	}
+	if fi, err := os.Lstat(s.opts.Endpoint); err == nil && os.SameFile(fi, s.sock) {
+		_ = os.Remove(s.opts.Endpoint)
+	}
 }
 
 // removeStaleSocket removes a socket file that no process listens on any more (left by a
@@ -124,15 +194,57 @@ func (s *StreamServer) accept() {
 		}
 		delay = 0
 		s.mu.Lock()
-		if s.closing {
-			// A connection the peer opened before shutdown: read what it sent.
-			_ = c.SetReadDeadline(time.Now().Add(s.opts.DrainTimeout))
+		if s.opts.MaxConnections > 0 && len(s.conns) >= s.opts.MaxConnections {
+			s.mu.Unlock()
+			_ = c.Close()
+			if s.refused.Add(1) == 1 {
+				s.logger.Warn("stream: connection refused: stream.max_connections are open (counted in otelcol_receiver_gym_stream_connections_refused; further refusals are not logged)",
+					zap.Int("max_connections", s.opts.MaxConnections))
+			}
+			if s.opts.OnRefused != nil {
+				s.opts.OnRefused()
+			}
+			continue
 		}
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
 		go s.serve(c)
 	}
+}
+
+// deadlineReader reads a connection under the deadline of the server's phase: the idle timeout
+// while serving, the quiet time (never past the drain deadline) while draining; once the
+// drain deadline has passed it does not wait at all.
+type deadlineReader struct {
+	s *StreamServer
+	c net.Conn
+}
+
+func (d deadlineReader) Read(p []byte) (int, error) {
+	for {
+		phase := d.s.phase.Load()
+		switch phase {
+		case phaseServing:
+			if d.s.opts.IdleTimeout > 0 {
+				_ = d.c.SetReadDeadline(time.Now().Add(d.s.opts.IdleTimeout))
+			}
+		case phaseDraining:
+			dl := time.Now().Add(d.s.opts.QuietTimeout)
+			if until := d.s.drainUntil.Load(); until != 0 && dl.UnixNano() > until {
+				dl = time.Unix(0, until)
+			}
+			_ = d.c.SetReadDeadline(dl)
+		default:
+			return 0, os.ErrDeadlineExceeded
+		}
+		// Shutdown moves the phase on before it sets the deadlines of the connections: if it
+		// did while this deadline was being set, set it again for the new phase.
+		if d.s.phase.Load() == phase {
+			break
+		}
+	}
+	return d.c.Read(p)
 }
 
 func (s *StreamServer) serve(c net.Conn) {
@@ -144,74 +256,94 @@ func (s *StreamServer) serve(c net.Conn) {
 		_ = c.Close()
 	}()
 	lr := newLineReaderFor(s.newStream(), s.opts.MaxLineBytes, s.record)
-	err := lr.readFrom(c)
-	for err != nil && isTimeout(err) && s.draining() {
-		// Shutdown: keep reading while the peer still has lines for us.
-		_ = c.SetReadDeadline(time.Now().Add(s.opts.DrainTimeout))
-		before := lr.read
-		err = lr.readFrom(c)
-		if isTimeout(err) && lr.read == before {
-			break
-		}
-	}
-	if err != nil && !isTimeout(err) && !errors.Is(err, net.ErrClosed) {
-		s.logger.Debug("stream: connection ended", zap.String("peer", c.RemoteAddr().String()), zap.Error(err))
-	}
-	if err == nil {
+	err := lr.readFrom(deadlineReader{s, c})
+	switch {
+	case err == nil:
 		lr.finish() // the peer closed: a partial last line is rejected
-	} else {
+	case isTimeout(err) && s.draining():
+		// Shutdown: the connection was quiet, or the drain deadline passed. Apply what the
+		// peer had sent and the kernel holds, without waiting, then close.
+		_ = c.SetReadDeadline(time.Time{})
+		readWithoutWaiting(c, lr)
+		lr.finish()
+	case isTimeout(err):
+		s.logger.Debug("stream: connection idle; closed", zap.String("peer", c.RemoteAddr().String()), zap.Duration("idle_timeout", s.opts.IdleTimeout))
+		lr.finish()
+		if s.opts.OnIdleClosed != nil {
+			s.opts.OnIdleClosed()
+		}
+	default:
+		if !errors.Is(err, net.ErrClosed) {
+			s.logger.Debug("stream: connection ended", zap.String("peer", c.RemoteAddr().String()), zap.Error(err))
+		}
 		lr.flush()
 	}
 }
 
-func (s *StreamServer) draining() bool {
+func (s *StreamServer) draining() bool { return s.phase.Load() != phaseServing }
+
+// Open is the number of connections being served.
+func (s *StreamServer) Open() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.closing
+	return len(s.conns)
 }
 
 // Shutdown stops accepting and finishes the lines the connections had already sent: the
 // connections the peers had opened (the listen backlog) are still accepted, and each
-// connection is read until it stays silent for DrainTimeout (or ends), then closed.
+// connection is read until it stays silent for QuietTimeout (or ends), but never past
+// DrainTimeout, nor past ctx: then whatever it had sent is read without waiting and applied,
+// and it is closed.
 func (s *StreamServer) Shutdown(ctx context.Context) error {
 	if s.ln == nil {
 		return nil
 	}
-	s.mu.Lock()
-	if s.closing {
-		s.mu.Unlock()
+	if s.opts.DrainTimeout > 0 {
+		s.drainUntil.Store(time.Now().Add(s.opts.DrainTimeout).UnixNano())
+	}
+	if !s.phase.CompareAndSwap(phaseServing, phaseDraining) {
 		return nil
 	}
-	s.closing = true
-	for c := range s.conns {
-		_ = c.SetReadDeadline(time.Now().Add(s.opts.DrainTimeout))
-	}
-	s.mu.Unlock()
+	quiet := time.Now().Add(s.opts.QuietTimeout)
+	s.setDeadlines(quiet)
 	var err error
 	if dl, ok := s.ln.(interface{ SetDeadline(time.Time) error }); ok {
 		// Empty the backlog, then stop.
-		_ = dl.SetDeadline(time.Now().Add(s.opts.DrainTimeout))
+		_ = dl.SetDeadline(quiet)
 	} else {
 		err = s.ln.Close()
 	}
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
+	var deadline <-chan time.Time
+	if s.opts.DrainTimeout > 0 {
+		t := time.NewTimer(s.opts.DrainTimeout)
+		defer t.Stop()
+		deadline = t.C
+	}
 	select {
 	case <-done:
+	case <-deadline:
 	case <-ctx.Done():
-		_ = s.ln.Close()
-		s.mu.Lock()
-		for c := range s.conns {
-			_ = c.Close()
-		}
-		s.mu.Unlock()
-		<-done
 	}
+	s.phase.Store(phaseDone)
+	_ = s.ln.Close()
+	s.setDeadlines(time.Now()) // every read returns now; each connection is read once more
+	<-done
 	if cerr := s.ln.Close(); err == nil && !errors.Is(cerr, net.ErrClosed) {
-		err = cerr // a Unix socket file is removed by Close
+		err = cerr
 	}
+	s.removeOwnSocket()
 	if errors.Is(err, net.ErrClosed) {
 		err = nil
 	}
 	return err
+}
+
+func (s *StreamServer) setDeadlines(t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		_ = c.SetReadDeadline(t)
+	}
 }

@@ -22,7 +22,7 @@ func startStream(t *testing.T, agg *protocol.Aggregator, network, endpoint strin
 	t.Helper()
 	s := NewStreamServer(agg, StreamOptions{
 		Network: network, Endpoint: endpoint, SocketMode: 0o600,
-		MaxLineBytes: 1 << 16, DrainTimeout: 200 * time.Millisecond,
+		MaxLineBytes: 1 << 16, QuietTimeout: 200 * time.Millisecond,
 	}, nil, zap.NewNop())
 	require.NoError(t, s.Start(context.Background()))
 	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })

@@ -1,0 +1,126 @@
+package gymreceiver
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/transport"
+)
+
+// slowPost opens a connection, sends the headers of a POST and then its body one byte per
+// second. It returns the status the receiver answered (0: none before stop).
+func slowPost(addr string, stop <-chan struct{}) int {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return -1
+	}
+	defer c.Close()
+	body := strings.Repeat(`{"event":"sandbox.create_retry","provider":"slow"}`+"\n", 20)
+	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\n", transport.EventsPath, addr, len(body))
+	answer := make(chan int, 1)
+	go func() {
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			answer <- 0
+			return
+		}
+		resp.Body.Close()
+		answer <- resp.StatusCode
+	}()
+	for i := 0; i < len(body); i++ {
+		if _, err := c.Write([]byte{body[i]}); err != nil {
+			break
+		}
+		select {
+		case status := <-answer:
+			return status
+		case <-stop:
+			return 0
+		case <-time.After(time.Second):
+		}
+	}
+	select {
+	case status := <-answer:
+		return status
+	case <-stop:
+		return 0
+	}
+}
+
+// More senders than there are body slots (4 x GOMAXPROCS) trickle their bodies at 1 byte/s,
+// again and again; a normal sender beside them keeps getting 200 (they once held every slot,
+// and it got 503). Each trickler is cut off with 408 after the grace, and counted.
+func TestHTTPSlowSendersDoNotStarveOthers(t *testing.T) {
+	url, sink, stop := startReceiver(t, nil)
+	addr := strings.TrimPrefix(strings.TrimSuffix(url, transport.EventsPath), "http://")
+	slow := 4*runtime.GOMAXPROCS(0) + 2
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var cut atomic.Int64
+	var statuses sync.Map
+	for range slow {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				status := slowPost(addr, done)
+				if status == http.StatusRequestTimeout {
+					cut.Add(1)
+				}
+				if status != 0 {
+					statuses.Store(status, true)
+				}
+			}
+		})
+	}
+	time.Sleep(500 * time.Millisecond) // every trickler has sent its headers
+	ok, other := 0, map[int]int{}
+	good := []byte(`{"event":"sandbox.create_retry","provider":"normal"}` + "\n")
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); {
+		status, _, _ := post(t, url, good, nil)
+		if status == http.StatusOK {
+			ok++
+		} else {
+			other[status]++
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	close(done)
+	wg.Wait()
+	t.Logf("normal sender: %d x 200, others %v; %d trickling bodies cut off with 408", ok, other, cut.Load())
+	assert.Positive(t, ok)
+	assert.Empty(t, other, "every post of the normal sender is accepted while %d senders trickle", slow)
+	assert.GreaterOrEqual(t, cut.Load(), int64(slow), "each trickler is cut off after the grace")
+	statuses.Range(func(k, _ any) bool {
+		assert.Equal(t, http.StatusRequestTimeout, k, "a trickler's answer")
+		return true
+	})
+	stop()
+	var slowSeen bool
+	md := lastMetrics(t, sink)
+	for i := range md.ResourceMetrics().Len() {
+		ms := md.ResourceMetrics().At(i).ScopeMetrics().At(0).Metrics()
+		for j := range ms.Len() {
+			for k := range ms.At(j).Sum().DataPoints().Len() {
+				if v, _ := ms.At(j).Sum().DataPoints().At(k).Attributes().Get("nemo.gym.sandbox.provider"); v.Str() == "slow" {
+					slowSeen = true
+				}
+			}
+		}
+	}
+	assert.False(t, slowSeen, "nothing of a body cut off is applied")
+	assert.Equal(t, int64(ok), retryTotal(md))
+}

@@ -1,0 +1,93 @@
+package transport
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/protocol"
+)
+
+func newTestHandler(t *testing.T) (*HTTPHandler, *protocol.Aggregator) {
+	t.Helper()
+	agg := newTestAggregator(t)
+	return NewHTTPHandler(agg, HTTPOptions{MaxLineBytes: 1 << 16, MaxConcurrent: 2, Wait: time.Second}, nil), agg
+}
+
+func serve(h http.Handler, method, path string, header map[string]string, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+func jsonErrorOf(t *testing.T, rec *httptest.ResponseRecorder) string {
+	t.Helper()
+	assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
+	var e map[string]string
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &e), rec.Body.String())
+	require.NotEmpty(t, e["error"])
+	return e["error"]
+}
+
+// Only NDJSON and its JSON-lines aliases are events: a page in a browser can send text/plain
+// (or no type, or a form) to 127.0.0.1 without a CORS preflight, and must not be able to post
+// metrics that way.
+func TestHTTPContentType(t *testing.T) {
+	for _, ct := range []string{
+		"application/x-ndjson",
+		"application/x-ndjson; charset=utf-8",
+		"Application/X-NDJSON",
+		"application/ndjson",
+		"application/jsonl",
+		"application/json-lines",
+		"application/x-jsonlines",
+	} {
+		h, agg := newTestHandler(t)
+		rec := serve(h, http.MethodPost, EventsPath, map[string]string{"Content-Type": ct}, retry("p")+"\n")
+		assert.Equal(t, http.StatusOK, rec.Code, "%s: %s", ct, rec.Body.String())
+		assert.Equal(t, 1, agg.Collect(protocol.Scope{}).DataPointCount(), ct)
+	}
+	for _, c := range []struct {
+		name   string
+		header map[string]string
+	}{
+		{"text/plain from a foreign origin", map[string]string{"Content-Type": "text/plain;charset=UTF-8", "Origin": "https://evil.example"}},
+		{"text/plain", map[string]string{"Content-Type": "text/plain"}},
+		{"no type", map[string]string{}},
+		{"a form", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}},
+		{"multipart", map[string]string{"Content-Type": "multipart/form-data; boundary=x"}},
+		{"application/json", map[string]string{"Content-Type": "application/json"}},
+		{"a broken type", map[string]string{"Content-Type": "application/x-ndjson; ="}},
+	} {
+		h, agg := newTestHandler(t)
+		rec := serve(h, http.MethodPost, EventsPath, c.header, retry("p")+"\n")
+		assert.Equal(t, http.StatusUnsupportedMediaType, rec.Code, c.name)
+		assert.Contains(t, jsonErrorOf(t, rec), "application/x-ndjson", c.name)
+		assert.Zero(t, agg.Collect(protocol.Scope{}).DataPointCount(), "%s: nothing applied", c.name)
+	}
+}
+
+// Every error is JSON: an unknown path, a wrong method.
+func TestHTTPErrorsAreJSON(t *testing.T) {
+	h, _ := newTestHandler(t)
+	rec := serve(h, http.MethodPost, "/v1/nope", map[string]string{"Content-Type": "application/x-ndjson"}, retry("p"))
+	assert.Equal(t, http.StatusNotFound, rec.Code)
+	assert.Contains(t, jsonErrorOf(t, rec), EventsPath)
+	rec = serve(h, http.MethodGet, "/", nil, "")
+	assert.Equal(t, http.StatusNotFound, rec.Code)
+	jsonErrorOf(t, rec)
+	rec = serve(h, http.MethodGet, EventsPath, nil, "")
+	assert.Equal(t, http.StatusMethodNotAllowed, rec.Code)
+	assert.Equal(t, http.MethodPost, rec.Header().Get("Allow"))
+	jsonErrorOf(t, rec)
+}
