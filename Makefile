@@ -42,7 +42,7 @@ SOAK_FLAGS  ?=
 DURATION    ?= 10m
 RATE        ?= 100000
 
-.PHONY: all build run test test-go bench bench-peer soak lint generate clean gymevents
+.PHONY: all build run test test-go test-python bench-python bench bench-peer soak lint generate clean gymevents
 
 all: build
 
@@ -80,11 +80,22 @@ run: $(BIN) $(GYMEVENTS)
 # `make test` runs every suite below. A new suite is a target of its own, added to TEST_SUITES on
 # a line of its own.
 TEST_SUITES := test-go
+TEST_SUITES += test-python
 
 test: $(TEST_SUITES)
 
 test-go:
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+
+# The Python emitter (python/): its unit tests with the standard library's unittest; the
+# end-to-end test through the real collector is the Go e2e package's (TestPythonEmitter).
+PYTHON ?= python3
+test-python:
+	cd python && $(PYTHON) -m unittest discover -s tests -v
+
+# The emitter's caller-side cost per call (timeit) and its thread's lines/s to a Unix socket.
+bench-python:
+	cd python && $(PYTHON) bench/bench_emitter.py
 
 # The e2e package has no benchmarks (and would build the collector): left out. Then the
 # end-to-end benchmark (bench/e2e): the real binary under `gymevents gen` load, GOMAXPROCS=1

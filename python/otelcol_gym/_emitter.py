@@ -86,7 +86,7 @@ def duration(x: Any) -> str:
     if t is not float and t is not int:
         if t is bool:
             raise Invalid("want a number, got a bool")
-        x = float(x)
+        x = float(x.__float__())  # numpy and the like; a str is not a number
     if not 0 <= x <= _MAX_FLOAT:
         raise Invalid("want a finite number >= 0, got %r" % (x,))
     return repr(x + 0)  # -0.0 becomes 0.0
@@ -100,7 +100,7 @@ def number(x: Any) -> str:
     if t is not float:
         if t is bool:
             raise Invalid("want a number, got a bool")
-        x = float(x)
+        x = float(x.__float__())  # numpy and the like; a str is not a number
     if x != x:
         return "NaN"
     if x > _MAX_FLOAT:
