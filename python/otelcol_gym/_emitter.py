@@ -45,6 +45,8 @@ BACKOFF_MIN = 0.1
 BACKOFF_MAX = 5.0
 RETRY_AFTER_MAX = 60.0
 IO_TIMEOUT = 5.0
+# Formatted lines kept by their queued tuple (cleared when full).
+LINE_CACHE_SIZE = 8192
 
 _MAX_FLOAT = 1.7976931348623157e308
 _INT64_MAX = (1 << 63) - 1
@@ -83,7 +85,11 @@ def name(s: Any) -> str:
 def duration(x: Any) -> str:
     """A finite number >= 0 (``duration_ms``, ``lag_ms``)."""
     t = type(x)
-    if t is not float and t is not int:
+    if t is float:
+        if 0.0 <= x <= _MAX_FLOAT:
+            return repr(x + 0.0)  # -0.0 becomes 0.0
+        raise Invalid("want a finite number >= 0, got %r" % (x,))
+    if t is not int:
         if t is bool:
             raise Invalid("want a number, got a bool")
         x = float(x.__float__())  # numpy and the like; a str is not a number
@@ -438,11 +444,17 @@ def make_transport(ep: Endpoint, timeout: float = IO_TIMEOUT) -> Any:
 # A formatter turns one queued tuple into one line (with its newline), or raises.
 Formatter = Callable[[tuple], str]
 FORMATTERS: list[Formatter] = []
+# Whether the lines of a kind repeat (no measured value in them), so are worth caching:
+# NO_CACHE, CACHE (by the tuple), CACHE_TYPED (by the tuple and the type of its first value,
+# so that True, which equals 1, is not taken for a cached 1).
+NO_CACHE, CACHE, CACHE_TYPED = 0, 1, 2
+CACHEABLE: list[int] = []
 
 
-def register_kind(fmt: Formatter) -> int:
+def register_kind(fmt: Formatter, cacheable: int = NO_CACHE) -> int:
     """Registers the formatter of one kind of queued tuple; returns the kind (tuple[0])."""
     FORMATTERS.append(fmt)
+    CACHEABLE.append(cacheable)
     return len(FORMATTERS) - 1
 
 
@@ -479,6 +491,7 @@ class Emitter:
         self.flush_done = 0
         self.instance_id = str(uuid.uuid4())
         self.config_gen = 0
+        self._line_cache: dict = {}
         self.snap_lock = threading.Lock()  # a reading and its store are one step
         self.snap_pending: dict = {}  # key -> line, the latest reading of each total
         self.next_snapshot = 0.0
@@ -623,17 +636,42 @@ class Emitter:
                     logger.debug("otelcol_gym: snapshot failed: %s", e)
 
     def _format(self, items: list, out: list) -> int:
+        # Many lines repeat exactly (an outcome with its failure fields, a sandbox +1): a
+        # bounded cache of those lines by their tuple skips their formatting. Lines with a
+        # measured value (durations) are not cached: they rarely repeat.
         n = 0
         fmts = FORMATTERS
+        cacheable = CACHEABLE
+        cache = self._line_cache
         bad = 0
         for it in items:
-            try:
-                line = fmts[it[0]](it)
-                if len(line) > MAX_LINE_BYTES:
-                    raise Invalid("line over %d bytes" % MAX_LINE_BYTES)
-            except Exception:
-                bad += 1
-                continue
+            kind = it[0]
+            c = cacheable[kind]
+            if c:
+                key = it if c == CACHE else (it, type(it[1]))
+                try:
+                    line = cache.get(key)
+                except TypeError:  # an unhashable value: the formatter rejects it
+                    line = None
+                if line is None:
+                    try:
+                        line = fmts[kind](it)
+                        if len(line) > MAX_LINE_BYTES:
+                            raise Invalid("line over %d bytes" % MAX_LINE_BYTES)
+                    except Exception:
+                        bad += 1
+                        continue
+                    if len(cache) >= LINE_CACHE_SIZE:
+                        cache.clear()
+                    cache[key] = line
+            else:
+                try:
+                    line = fmts[kind](it)
+                    if len(line) > MAX_LINE_BYTES:
+                        raise Invalid("line over %d bytes" % MAX_LINE_BYTES)
+                except Exception:
+                    bad += 1
+                    continue
             out.append(line)
             n += len(line)
         if bad:

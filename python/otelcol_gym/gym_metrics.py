@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 from . import _emitter
 from ._emitter import EMITTER as _E
-from ._emitter import boolean, duration, enc, integer, name, number, one_of, register_kind
+from ._emitter import CACHE, CACHE_TYPED, boolean, duration, enc, integer, name, number, one_of, register_kind
 
 __all__ = [
     "record_http_connection_pool_connect_duration",
@@ -169,13 +169,13 @@ def _fmt_connect(it: tuple) -> str:
     )
 
 
-_COMPLETED = register_kind(_fmt_completed)
-_REWARD = register_kind(_fmt_reward)
-_HEALTH = register_kind(_fmt_health)
-_ACTIVE = register_kind(_fmt_active)
+_COMPLETED = register_kind(_fmt_completed, CACHE)
+_REWARD = register_kind(_fmt_reward, CACHE_TYPED)
+_HEALTH = register_kind(_fmt_health, CACHE)
+_ACTIVE = register_kind(_fmt_active, CACHE_TYPED)
 _STARTUP = register_kind(_fmt_startup)
 _EXEC = register_kind(_fmt_exec)
-_RETRY = register_kind(_fmt_retry)
+_RETRY = register_kind(_fmt_retry, CACHE)
 _STAGE = register_kind(_fmt_stage)
 _QUEUE = register_kind(_fmt_queue)
 _CONNECT = register_kind(_fmt_connect)

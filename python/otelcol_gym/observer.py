@@ -30,7 +30,7 @@ from typing import Any, Callable, Optional
 
 from . import _emitter
 from ._emitter import EMITTER as _E
-from ._emitter import duration, integer, name, register_kind
+from ._emitter import CACHE_TYPED, duration, integer, name, register_kind
 
 __all__ = [
     "DriverCounts",
@@ -234,7 +234,7 @@ _GC_PAUSE = register_kind(_fmt_gc_pause)
 _ADMISSION = register_kind(_fmt_admission)
 _MATERIALIZE = register_kind(_fmt_materialize)
 _OUTPUT_WRITE = register_kind(_fmt_output_write)
-_SIZE = register_kind(_fmt_size)
+_SIZE = register_kind(_fmt_size, CACHE_TYPED)
 _SIZES = register_kind(_fmt_sizes)
 
 
