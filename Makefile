@@ -4,7 +4,7 @@
 #   make run       build, start it on config/otelcol-gym.yaml, feed it testdata/sample-run.jsonl
 #   make test      every suite of TEST_SUITES: go test -race ./... (unit, golden, end-to-end), ...
 #   make generate  go generate ./... and mdatagen for every component
-#   make bench     the Go benchmarks, then the end-to-end benchmark of the real binary
+#   make bench     the Go benchmarks, the end-to-end benchmark of the real binary, the Python emitter's (bench-python)
 #   make bench-peer  otelcol-gym against a stock collector (ocb v0.160.0) on the same stream
 #   make soak      the real binary under steady load, resources sampled (DURATION=10m RATE=100000)
 #   make lint      golangci-lint (v2.15.0, from tools/go.mod)
@@ -103,6 +103,7 @@ bench-python:
 bench: $(BIN) $(GYMEVENTS)
 	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list ./... | grep -v /e2e$$)
 	$(GO) run ./bench/e2e --collector $(BIN) --gymevents $(GYMEVENTS) $(BENCH_FLAGS)
+	$(MAKE) bench-python
 
 # Not in CI: builds a stock collector (filelog, signal_to_metrics, statsd, nop; v0.160.0) and
 # runs it and otelcol-gym on the same generated stream.
