@@ -4,7 +4,7 @@
 #   make run       build, start it on config/otelcol-gym.yaml, feed it testdata/sample-run.jsonl
 #   make test      every suite of TEST_SUITES: go test -race ./... (unit, golden, end-to-end), ...
 #   make generate  go generate ./... and mdatagen for every component
-#   make bench     the Go benchmarks, then the end-to-end benchmark of the real binary
+#   make bench     the Go benchmarks, the end-to-end benchmark of the real binary, the Python emitter's (bench-python)
 #   make bench-peer  otelcol-gym against a stock collector (ocb v0.160.0) on the same stream
 #   make soak      the real binary under steady load, resources sampled (DURATION=10m RATE=100000)
 #   make reliability  crashes and restarts of the real binary, and the cost of durability
@@ -43,7 +43,7 @@ SOAK_FLAGS  ?=
 DURATION    ?= 10m
 RATE        ?= 100000
 
-.PHONY: all build run test test-go bench bench-peer soak reliability lint generate clean gymevents
+.PHONY: all build run test test-go test-python bench-python bench bench-peer soak reliability lint generate clean gymevents
 
 all: build
 
@@ -81,11 +81,22 @@ run: $(BIN) $(GYMEVENTS)
 # `make test` runs every suite below. A new suite is a target of its own, added to TEST_SUITES on
 # a line of its own.
 TEST_SUITES := test-go
+TEST_SUITES += test-python
 
 test: $(TEST_SUITES)
 
 test-go:
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+
+# The Python emitter (python/): its unit tests with the standard library's unittest; the
+# end-to-end test through the real collector is the Go e2e package's (TestPythonEmitter).
+PYTHON ?= python3
+test-python:
+	cd python && $(PYTHON) -m unittest discover -s tests -v
+
+# The emitter's caller-side cost per call (timeit) and its thread's lines/s to a Unix socket.
+bench-python:
+	cd python && $(PYTHON) bench/bench_emitter.py
 
 # The e2e package has no benchmarks (and would build the collector): left out. Then the
 # end-to-end benchmark (bench/e2e): the real binary under `gymevents gen` load, GOMAXPROCS=1
@@ -93,6 +104,7 @@ test-go:
 bench: $(BIN) $(GYMEVENTS)
 	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list ./... | grep -v /e2e$$)
 	$(GO) run ./bench/e2e --collector $(BIN) --gymevents $(GYMEVENTS) $(BENCH_FLAGS)
+	$(MAKE) bench-python
 
 # Not in CI: builds a stock collector (filelog, signal_to_metrics, statsd, nop; v0.160.0) and
 # runs it and otelcol-gym on the same generated stream.

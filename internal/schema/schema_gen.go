@@ -149,8 +149,8 @@ var Instruments = [NumInstruments]Instrument{
 	GymRolloutRewardedTotal: {
 		Name: "gym.rollout.rewarded_total", Description: "Scored rollouts with a reward, by reward range.", Group: "Rollout outcomes, rewards and health",
 		Kind: KindCounter, ValueType: ValueInt, Unit: "1", Source: "events", Snapshot: false,
-		Events: []string{"rollout.completed"},
-		Note:   "Only when outcome is scored and the reward is a number other than NaN (NaN or no reward is unscored, not counted).",
+		Events: []string{"rollout.completed", "rollout.reward"},
+		Note:   "rollout.completed: only when outcome is scored and the reward is a number other than NaN (NaN or no reward is unscored, not counted). rollout.reward: every reward other than NaN, for a process that records the outcome and the reward with two calls.",
 		Attrs: []InstrumentAttr{
 			{ID: AttrNemoGymRolloutRewardRange},
 			{ID: AttrNemoGymRolloutDispatchName},

@@ -305,6 +305,16 @@ func (r *Resource) commitSnapshots(a *Aggregator, st *Stream) {
 	st.touched = st.touched[:0]
 }
 
+// rewarded counts the reward of a scored rollout.completed or of a rollout.reward: +1 in its
+// range, nothing for NaN (unscored).
+func (r *Resource) rewarded(a *Aggregator, st *Stream, ev *Event) {
+	if rng, scored := normalize.RewardRange(ev.Reward); scored {
+		k := &st.kb
+		k.begin(schema.GymRolloutRewardedTotal).str(rng).str(ev.DispatchName).bool(ev.Masked)
+		r.series(a, st, k).val++
+	}
+}
+
 // apply records one decoded event. The caller holds r.mu.
 func (r *Resource) apply(a *Aggregator, st *Stream, ev *Event) {
 	k := &st.kb
@@ -319,11 +329,10 @@ func (r *Resource) apply(a *Aggregator, st *Stream, ev *Event) {
 		}
 		r.series(a, st, k).val++
 		if string(ev.Outcome) == scoredOutcome && ev.HasReward {
-			if rng, scored := normalize.RewardRange(ev.Reward); scored {
-				k.begin(schema.GymRolloutRewardedTotal).str(rng).str(ev.DispatchName).bool(ev.Masked)
-				r.series(a, st, k).val++
-			}
+			r.rewarded(a, st, ev)
 		}
+	case EventRolloutReward:
+		r.rewarded(a, st, ev)
 	case EventRolloutHealth:
 		k.begin(schema.GymRolloutHealthVerdictTotal).str(ev.Verdict).str(ev.Outcome)
 		r.series(a, st, k).val++

@@ -159,6 +159,41 @@ func TestDriverCountsOnlyWhileOffered(t *testing.T) {
 	assert.Equal(t, int64(2), points(md, httpDefault, "gym.driver.rollouts.resident")[0].val, "offered 0 changes nothing")
 }
 
+// TestRolloutRewardCountsAsAScoredReward: a rollout.reward line counts its reward exactly as
+// a scored rollout.completed carrying it would, into the same series; NaN counts nothing.
+func TestRolloutRewardCountsAsAScoredReward(t *testing.T) {
+	a, _ := newTestAggregator(t, 2000)
+	st := a.NewStream(1<<16, DefaultResource("http", ""))
+	feed(t, st,
+		`{"event":"rollout.completed","outcome":"scored","dispatch_name":"math"}`,
+		`{"event":"rollout.reward","reward":0.5,"dispatch_name":"math"}`,
+		`{"event":"rollout.completed","outcome":"scored","dispatch_name":"math","reward":0.25}`,
+		`{"event":"rollout.reward","reward":1,"dispatch_name":"math","masked":true}`,
+		`{"event":"rollout.reward","reward":0,"dispatch_name":"math"}`,
+		`{"event":"rollout.reward","reward":-0.5,"dispatch_name":"math"}`,
+		`{"event":"rollout.reward","reward":2,"dispatch_name":"code"}`,
+		`{"event":"rollout.reward","reward":Infinity,"dispatch_name":"code"}`,
+		`{"event":"rollout.reward","reward":-Infinity,"dispatch_name":"code"}`,
+		`{"event":"rollout.reward","reward":NaN,"dispatch_name":"code"}`,
+	)
+	md := a.Collect(Scope{})
+	got := map[string]int64{}
+	for _, p := range points(md, httpDefault, "gym.rollout.rewarded_total") {
+		got[fmt.Sprintf("%v/%v/%v", p.attrs["nemo.gym.rollout.dispatch.name"], p.attrs["nemo.gym.rollout.reward.range"], p.attrs["nemo.gym.rollout.masked"])] = p.val
+	}
+	assert.Equal(t, map[string]int64{
+		"math/partial/false":   2, // one from each event
+		"math/full/true":       1,
+		"math/zero/false":      1,
+		"math/negative/false":  1,
+		"code/above_one/false": 2, // 2 and Infinity
+		"code/negative/false":  1, // -Infinity
+	}, got)
+	c := points(md, httpDefault, "gym.rollout.completed_total")
+	require.Len(t, c, 1, "rollout.reward counts no completion")
+	assert.Equal(t, int64(2), c[0].val)
+}
+
 func TestCardinalityLimitOverflow(t *testing.T) {
 	const limit = 4
 	a, _ := newTestAggregator(t, limit)

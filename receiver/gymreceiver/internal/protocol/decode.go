@@ -213,6 +213,8 @@ func decClearType(ev *Event, t EventType) {
 	case EventRolloutCompleted:
 		ev.Outcome, ev.DispatchName, ev.FailureClass, ev.FailureKind, ev.FailureType = nil, nil, nil, nil, nil
 		ev.Reward, ev.HasReward, ev.Masked = 0, false, false
+	case EventRolloutReward:
+		ev.DispatchName, ev.Reward, ev.HasReward, ev.Masked = nil, 0, false, false
 	case EventRolloutHealth:
 		ev.Verdict, ev.Outcome, ev.Flagged = nil, nil, ev.Flagged[:0]
 	case EventRolloutSize:
@@ -427,6 +429,10 @@ func (d *Decoder) decodeFields(ev *Event) error {
 		ev.FailureKind = d.optString(fkFailureKind)
 		ev.FailureType = d.optString(fkFailureType)
 		ev.Reward, ev.HasReward = d.optNumber(fkReward)
+		ev.Masked = d.optBool(fkMasked)
+	case EventRolloutReward:
+		ev.Reward, ev.HasReward = d.number(fkReward)
+		ev.DispatchName = d.name(fkDispatchName)
 		ev.Masked = d.optBool(fkMasked)
 	case EventRolloutHealth:
 		ev.Verdict = d.enum(fkVerdict, &decVerdicts)
@@ -890,6 +896,19 @@ func (d *Decoder) optNumber(k int) (float64, bool) {
 		return 0, false
 	}
 	return d.float(s), true
+}
+
+// number returns required number field k, any number (NaN and infinities too); the bool is
+// false when it is missing or not a number.
+func (d *Decoder) number(k int) (float64, bool) {
+	if d.err != nil {
+		return 0, false
+	}
+	if _, ok := d.get(k); !ok {
+		d.missing(decKeyNames[k])
+		return 0, false
+	}
+	return d.optNumber(k)
 }
 
 // duration returns required field k, a finite number >= 0.

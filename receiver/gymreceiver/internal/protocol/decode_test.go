@@ -158,6 +158,41 @@ func TestDecodeValid(t *testing.T) {
 			want: Event{Type: EventRolloutCompleted, Outcome: b("scored"), DispatchName: b("m"), Reward: math.Inf(-1), HasReward: true},
 		},
 		{
+			name: "rollout.reward",
+			line: `{"event":"rollout.reward","reward":0.25,"dispatch_name":"math","ts":1712345678.1}`,
+			want: Event{Type: EventRolloutReward, DispatchName: b("math"), Reward: 0.25, HasReward: true},
+		},
+		{
+			name: "rollout.reward masked",
+			line: `{"event":"rollout.reward","reward":1,"dispatch_name":"math","masked":true}`,
+			want: Event{Type: EventRolloutReward, DispatchName: b("math"), Reward: 1, HasReward: true, Masked: true},
+		},
+		{
+			name: "rollout.reward masked null is false",
+			line: `{"event":"rollout.reward","reward":-2.5,"dispatch_name":"m","masked":null}`,
+			want: Event{Type: EventRolloutReward, DispatchName: b("m"), Reward: -2.5, HasReward: true},
+		},
+		{
+			name: "rollout.reward NaN",
+			line: `{"event":"rollout.reward","reward":NaN,"dispatch_name":"m"}`,
+			want: Event{Type: EventRolloutReward, DispatchName: b("m"), Reward: math.NaN(), HasReward: true},
+		},
+		{
+			name: "rollout.reward Infinity",
+			line: `{"event":"rollout.reward","reward":Infinity,"dispatch_name":"m"}`,
+			want: Event{Type: EventRolloutReward, DispatchName: b("m"), Reward: math.Inf(1), HasReward: true},
+		},
+		{
+			name: "rollout.reward -Infinity",
+			line: `{"event":"rollout.reward","reward":-Infinity,"dispatch_name":"m"}`,
+			want: Event{Type: EventRolloutReward, DispatchName: b("m"), Reward: math.Inf(-1), HasReward: true},
+		},
+		{
+			name: "rollout.reward ignores outcome and failure fields",
+			line: `{"event":"rollout.reward","outcome":"failed","failure_kind":"k","reward":0,"dispatch_name":"m"}`,
+			want: Event{Type: EventRolloutReward, DispatchName: b("m"), Reward: 0, HasReward: true},
+		},
+		{
 			name: "rollout.completed escaped enum",
 			line: `{"event":"rollout\u002ecompleted","outcome":"sc\u006fred","dispatch_name":"m"}`,
 			want: Event{Type: EventRolloutCompleted, Outcome: b("scored"), DispatchName: b("m")},
@@ -527,6 +562,12 @@ func TestDecodeRejected(t *testing.T) {
 		{"failure_class bool", `{"event":"rollout.completed","outcome":"failed","dispatch_name":"m","failure_class":false}`, ReasonWrongType, `field "failure_class": want a string, got false`},
 		{"failure_type number", `{"event":"rollout.completed","outcome":"failed","dispatch_name":"m","failure_type":1}`, ReasonWrongType, `field "failure_type": want a string, got 1`},
 		{"reward string", `{"event":"rollout.completed","outcome":"scored","dispatch_name":"m","reward":"0.5"}`, ReasonWrongType, `field "reward": want a number, got "0.5"`},
+		{"rollout.reward missing reward", `{"event":"rollout.reward","dispatch_name":"m"}`, ReasonMissingField, `missing required field "reward"`},
+		{"rollout.reward null reward", `{"event":"rollout.reward","reward":null,"dispatch_name":"m"}`, ReasonMissingField, `missing required field "reward"`},
+		{"rollout.reward string reward", `{"event":"rollout.reward","reward":"1","dispatch_name":"m"}`, ReasonWrongType, `field "reward": want a number, got "1"`},
+		{"rollout.reward missing dispatch_name", `{"event":"rollout.reward","reward":1}`, ReasonMissingField, `missing required field "dispatch_name"`},
+		{"rollout.reward empty dispatch_name", `{"event":"rollout.reward","reward":1,"dispatch_name":""}`, ReasonInvalidValue, `field "dispatch_name": want a non-empty string, got ""`},
+		{"rollout.reward masked string", `{"event":"rollout.reward","reward":1,"dispatch_name":"m","masked":"yes"}`, ReasonWrongType, `field "masked": want a boolean, got "yes"`},
 
 		// flagged_checks
 		{"flagged not array", `{"event":"rollout.health","verdict":"healthy","outcome":"scored","flagged_checks":"x"}`, ReasonWrongType, `field "flagged_checks": want an array of strings, got "x"`},
@@ -885,6 +926,7 @@ func TestDecodeReuseLeaksNothing(t *testing.T) {
 		`{"event":"http.pool.connects","counts":{"a":1}}`,
 		`{"event":"resource","attributes":{"a":1}}`,
 		`{"event":"rollout.size","input_items":1,"output_items":1,"turns":1,"tool_calls":1}`,
+		`{"event":"rollout.reward","reward":0.5,"dispatch_name":"m","masked":true}`,
 	}
 	sparse := []string{
 		`{"event":"server.startup_stage","stage":"s","server_name":"n","duration_ms":1}`,
@@ -894,6 +936,7 @@ func TestDecodeReuseLeaksNothing(t *testing.T) {
 		`{"event":"http.pool.connects","counts":{}}`,
 		`{"event":"resource","attributes":{}}`,
 		`{"event":"rollout.size"}`,
+		`{"event":"rollout.reward","reward":NaN,"dispatch_name":"n"}`,
 	}
 	for _, f := range full {
 		for _, s := range sparse {
@@ -934,7 +977,7 @@ func TestDecodeReuseClearsEverything(t *testing.T) {
 			t.Errorf("after %s: %s", after, got)
 		}
 	}
-	const breaking = `"duration_ms":-1,"in_flight":-1,"attributes":7,"counts":[],"offered":"x","generation":9,"collections":[1,2,3,4],"turns":-1,"provider":"","outcome":"x","loop":1}`
+	const breaking = `"duration_ms":-1,"in_flight":-1,"attributes":7,"counts":[],"offered":"x","generation":9,"collections":[1,2,3,4],"turns":-1,"provider":"","outcome":"x","loop":1,"reward":"x"}`
 	for _, l := range lines {
 		if err := d.Decode([]byte(l), &ev); err != nil {
 			t.Fatalf("%s: %v", l, err)
@@ -1078,6 +1121,7 @@ var decMix = []string{
 	`{"event":"rollout.completed","outcome":"scored","dispatch_name":"math","reward":0.5,"ts":1712345678.123456}`,
 	`{"event":"rollout.completed","outcome":"scored","dispatch_name":"math","reward":1.0,"masked":false,"ts":1712345678.223456}`,
 	`{"event":"rollout.completed","outcome":"failed","dispatch_name":"math","failure_class":"agent_request_failed","failure_kind":"transport_timeout","failure_type":"TimeoutError","failure_reason":"read timed out after 300s","ts":1712345678.3}`,
+	`{"event":"rollout.reward","reward":0.5,"dispatch_name":"math","masked":false,"ts":1712345678.35}`,
 	`{"event":"rollout.health","verdict":"unhealthy","outcome":"scored","flagged_checks":["agent_turn_hollow","model_call_failed"],"ts":1712345678.4}`,
 	`{"event":"rollout.size","input_items":12,"output_items":30,"turns":6,"tool_calls":5,"ts":1712345678.5}`,
 	`{"event":"sandbox.active","provider":"docker","delta":1,"ts":1712345678.6}`,

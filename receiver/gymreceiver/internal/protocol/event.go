@@ -30,6 +30,7 @@ const (
 	EventDriverAdmission
 	EventDriverOutputWrite
 	EventDriverMaterialize
+	EventRolloutReward
 	numEventTypes
 )
 
@@ -57,6 +58,7 @@ var EventNames = [numEventTypes]string{
 	EventDriverAdmission:    "driver.admission",
 	EventDriverOutputWrite:  "driver.output_write",
 	EventDriverMaterialize:  "driver.materialize",
+	EventRolloutReward:      "rollout.reward",
 }
 
 func (t EventType) String() string {
@@ -119,7 +121,8 @@ type CancelledCount struct {
 type Event struct {
 	Type EventType
 
-	// rollout.completed, rollout.health
+	// rollout.completed, rollout.health; rollout.reward (DispatchName, Reward, Masked; HasReward
+	// always true)
 	Outcome      []byte // one of the schema's outcome values (health: scored/failed)
 	DispatchName []byte
 	FailureClass []byte // nil when absent or null

@@ -32,6 +32,10 @@ func benchAggregator(tb testing.TB) *Aggregator {
 // event once every series exists (allocation counts are deterministic; times are not asserted).
 func TestIngestAllocatesNothing(t *testing.T) {
 	lines := mixLines(1, 1, 5000)
+	// Gym's two-call reward recording (rollout.reward), which the generated mix does not send.
+	for _, r := range []string{"0.5", "1", "0", "-1", "NaN", "Infinity"} {
+		lines = append(lines, []byte(`{"event":"rollout.reward","reward":`+r+`,"dispatch_name":"math","masked":false}`))
+	}
 	a := benchAggregator(t)
 	st := a.NewStream(1<<16, DefaultResource("http", ""))
 	for _, l := range lines { // warm up: every series admitted, every buffer grown

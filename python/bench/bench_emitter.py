@@ -1,0 +1,186 @@
+"""Benchmarks of the otelcol_gym emitter (``make bench-python``; ``make bench`` runs it too).
+
+1. The cost on the caller's thread, per call, measured with ``timeit`` (median of repeats):
+   ``record_rollout_completed`` with failure fields, ``record_sandbox_exec_duration``,
+   ``RequestCounts.count_response``, side by side with the floors of a bare ``deque.append``
+   of a tuple and an ``int +=`` on an attribute, and a recorder with ``OTELCOL_GYM_ENABLED``
+   false. The emitter runs and sends to a Unix socket read by another process meanwhile
+   (each repeat starts with an empty queue), so its thread's share of the GIL is in the
+   figures, as it would be in a Gym process.
+2. The emitter's thread alone: lines per second it formats and writes to a Unix socket that
+   another process reads (a queue filled beforehand, then timed until ``flush`` returns).
+
+Each measurement runs in a fresh interpreter. Prints a Markdown table and, last, one JSON line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PKG = os.path.dirname(HERE)
+
+# A reader of a Unix socket that discards what it reads, in its own process (its own GIL).
+READER = r"""
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(sys.argv[1]); s.listen(8)
+print("ready", flush=True)
+while True:
+    c, _ = s.accept()
+    while c.recv(1 << 20):
+        pass
+    c.close()
+"""
+
+CALLER = r"""
+import json, os, statistics, sys, timeit
+from collections import deque
+import otelcol_gym
+from otelcol_gym import gym_metrics as gm, observer as ob
+
+NUMBER, REPEAT = 2000, 301  # short repeats: the median one is rarely preempted on a busy machine
+mode = sys.argv[2]
+if mode == "idle":
+    # Nobody listens: the thread holds one batch and waits in its backoff, so the timing is
+    # the caller's own work (the queue is emptied before each repeat).
+    otelcol_gym.configure(endpoint="unix://" + sys.argv[1] + ".nobody")
+    gm.record_sandbox_create_retry("warm-up")
+    import time; time.sleep(0.5)
+else:
+    otelcol_gym.configure(endpoint="unix://" + sys.argv[1])
+    gm.record_sandbox_create_retry("warm-up")
+    otelcol_gym.flush(10)
+from otelcol_gym import _emitter
+E = _emitter.EMITTER
+rc = ob.RequestCounts()
+rc.count_response(200)
+
+class C:
+    n = 0
+c = C()
+q = deque()
+env = dict(gm=gm, rc=rc, c=c, q=q)
+cases = {
+    "record_rollout_completed (failure fields)": 'gm.record_rollout_completed("failed", "math", "agent_request_failed", "transport_timeout", "TimeoutError")',
+    "record_sandbox_exec_duration": 'gm.record_sandbox_exec_duration(88.125, "docker")',
+    "RequestCounts.count_response": "rc.count_response(200)",
+    "floor: deque.append of a tuple": 'q.append((5, 88.125, "docker"))',
+    "floor: int += (attribute)": "c.n += 1",
+}
+out = {}
+for label, stmt in cases.items():
+    setup = "E.queue.clear(); q.clear()" if mode == "idle" else "otelcol_gym.flush(10); q.clear()"
+    times = timeit.repeat(stmt, setup=setup, number=NUMBER, repeat=REPEAT, globals=dict(env, otelcol_gym=otelcol_gym, E=E))
+    per = sorted(t / NUMBER * 1e9 for t in times)
+    out[label] = {"median_ns": statistics.median(per), "min_ns": per[0], "p90_ns": per[int(len(per) * 0.9)]}
+if mode != "idle":
+    otelcol_gym.flush(10)
+s = otelcol_gym.stats()
+out["_stats"] = {k: s[k] for k in ("sent", "dropped", "invalid", "lost")}
+print(json.dumps(out))
+"""
+
+DISABLED = r"""
+import json, statistics, timeit
+from otelcol_gym import gym_metrics as gm
+times = timeit.repeat('gm.record_sandbox_exec_duration(88.125, "docker")', number=2000, repeat=301, globals={"gm": gm})
+print(json.dumps({"median_ns": statistics.median(t / 2000 * 1e9 for t in times)}))
+"""
+
+THROUGHPUT = r"""
+import json, sys, time
+import otelcol_gym
+from otelcol_gym import _emitter, gym_metrics as gm, observer as ob
+
+N = int(sys.argv[2])
+otelcol_gym.configure(endpoint="unix://" + sys.argv[1], queue_size=N + 10)
+E = _emitter.EMITTER
+q = E.queue
+import random
+rng = random.Random(1)
+# A Gym mix; every duration differs (measured wall-clocks), the other lines repeat as they do
+# in a run (an outcome with its failure fields, a sandbox +1, a health verdict).
+for i in range(N):  # the queue filled beforehand: the thread is timed alone
+    k = i % 8
+    q.append([
+        (gm._COMPLETED, "failed", "math", "agent_request_failed", "transport_timeout", "TimeoutError"),
+        (gm._COMPLETED, "scored", "math", None, None, None),
+        (gm._REWARD, (0.0, 0.5, 1.0)[i % 3], "math", False),
+        (gm._EXEC, rng.uniform(50, 5000), "docker"),
+        (gm._ACTIVE, 1 if i % 16 < 8 else -1, "docker"),
+        (ob._LAG, rng.uniform(0, 20), "driver"),
+        (gm._QUEUE, rng.uniform(0, 2), "per_host", "ok", "policy_model"),
+        (gm._HEALTH, "unhealthy", "scored", ("agent_turn_hollow", "model_call_failed")),
+    ][k])
+t0 = time.perf_counter()
+E.ensure_started()
+ok = otelcol_gym.flush(600)
+dt = time.perf_counter() - t0
+s = otelcol_gym.stats()
+print(json.dumps({"lines": N, "seconds": dt, "lines_per_s": N / dt, "flushed": ok, "sent": s["sent"], "invalid": s["invalid"]}))
+"""
+
+
+def run(code: str, *args: str, env: dict | None = None) -> dict:
+    e = dict(os.environ, PYTHONPATH=PKG)
+    e.update(env or {})
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], env=e, capture_output=True, text=True, timeout=900)
+    if r.returncode != 0:
+        raise SystemExit("benchmark failed:\n" + r.stderr)
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def main() -> None:
+    d = tempfile.mkdtemp(prefix="otelcol-gym-bench-")
+    path = os.path.join(d, "sink.sock")
+    reader = subprocess.Popen([sys.executable, "-c", READER, path], stdout=subprocess.PIPE, text=True)
+    try:
+        assert reader.stdout is not None
+        reader.stdout.readline()
+        idle = run(CALLER, path, "idle")
+        caller = run(CALLER, path, "draining")
+        disabled = run(DISABLED, env={"OTELCOL_GYM_ENABLED": "false"})
+        n = int(os.environ.get("BENCH_LINES", "500000"))
+        thr = [run(THROUGHPUT, path, str(n)) for _ in range(3)]
+    finally:
+        reader.kill()
+        reader.wait()
+    machine = {"cpu": cpu_model(), "cpus": os.cpu_count(), "python": platform.python_version(), "implementation": platform.python_implementation()}
+    print("machine: %(cpu)s, %(cpus)s CPUs; %(implementation)s %(python)s" % machine)
+    print()
+    print("| call (caller's thread) | median, emitter waiting | min | median, emitter draining meanwhile | min |")
+    print("|---|---:|---:|---:|---:|")
+    for label, v in idle.items():
+        if label.startswith("_"):
+            continue
+        w = caller[label]
+        print("| %s | %.0f ns | %.0f ns | %.0f ns | %.0f ns |" % (label, v["median_ns"], v["min_ns"], w["median_ns"], w["min_ns"]))
+    print("| record_sandbox_exec_duration, OTELCOL_GYM_ENABLED=false | %.0f ns | | | |" % disabled["median_ns"])
+    print()
+    best = max(t["lines_per_s"] for t in thr)
+    print("emitter thread to a Unix socket: %s lines/s (best of 3; runs: %s)" % (format(int(best), ","), ", ".join(format(int(t["lines_per_s"]), ",") for t in thr)))
+    print(json.dumps({"machine": machine, "caller_emitter_waiting": idle, "caller_emitter_draining": caller, "disabled": disabled, "throughput": thr}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,372 @@
+"""Gym's attributed recorders (``nemo_gym.telemetry.gym_metrics``), as events-v1 lines.
+
+Same names, parameters, defaults and constants as Gym's module, so a call site changes only
+its import. Each call appends one small tuple to the emitter's bounded queue and returns; the
+emitter's thread validates and formats it (a value the receiver would reject is not sent, and
+is counted in ``otelcol_gym.stats()["invalid"]``) and sends it; the collector aggregates. No
+recorder raises, blocks or does I/O on the caller's thread.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any, Optional
+
+from . import _emitter
+from ._emitter import EMITTER as _E
+from ._emitter import boolean, duration, enc, integer, name, number, one_of, register_kind
+
+__all__ = [
+    "record_http_connection_pool_connect_duration",
+    "record_http_connection_pool_queue_duration",
+    "record_rollout_completed",
+    "record_rollout_health",
+    "record_rollout_reward",
+    "record_sandbox_active",
+    "record_sandbox_create_retry",
+    "record_sandbox_exec_duration",
+    "record_sandbox_startup",
+    "record_server_startup_stage",
+    "register_http_connection_pool_connect_counter",
+]
+
+logger = logging.getLogger(__name__)
+
+# ---- the constants of Gym's module ----
+
+DISPATCH_NAME_ATTRIBUTE = "nemo.gym.rollout.dispatch.name"
+FAILURE_CLASS_ATTRIBUTE = "nemo.gym.failure_class"
+FAILURE_KIND_ATTRIBUTE = "nemo.gym.failure_kind"
+FAILURE_TYPE_ATTRIBUTE = "nemo.gym.failure_type"
+HEALTH_CHECK_ATTRIBUTE = "nemo.gym.health.check"
+HEALTH_VERDICT_ATTRIBUTE = "nemo.gym.health.verdict"
+HTTP_CONNECTION_POOL_CONNECT_DURATION_INSTRUMENT = "gym.http.connection_pool.connect_duration_ms"
+HTTP_CONNECTION_POOL_CONNECT_INSTRUMENT = "gym.http.connection_pool.connect_total"
+HTTP_CONNECTION_POOL_CONNECT_OUTCOME_ATTRIBUTE = "nemo.gym.http.connection_pool.connect_outcome"
+HTTP_CONNECTION_POOL_QUEUE_CONSTRAINT_ATTRIBUTE = "nemo.gym.http.connection_pool.queue_constraint"
+HTTP_CONNECTION_POOL_QUEUE_DURATION_BOUNDARIES_MS: tuple[float, ...] = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 5000, 30000)
+HTTP_CONNECTION_POOL_QUEUE_DURATION_INSTRUMENT = "gym.http.connection_pool.queue_duration_ms"
+HTTP_CONNECTION_POOL_QUEUE_OUTCOME_ATTRIBUTE = "nemo.gym.http.connection_pool.queue_outcome"
+HTTP_DESTINATION_SERVER_NAME_ATTRIBUTE = "nemo.gym.http.destination.server.name"
+REWARD_RANGE_ATTRIBUTE = "nemo.gym.rollout.reward.range"
+ROLLOUT_COMPLETED_INSTRUMENT = "gym.rollout.completed_total"
+ROLLOUT_HEALTH_FLAGGED_INSTRUMENT = "gym.rollout.health_flagged_total"
+ROLLOUT_HEALTH_VERDICT_INSTRUMENT = "gym.rollout.health_verdict_total"
+ROLLOUT_MASKED_ATTRIBUTE = "nemo.gym.rollout.masked"
+ROLLOUT_OUTCOME_ATTRIBUTE = "nemo.gym.rollout.outcome"
+ROLLOUT_REWARDED_INSTRUMENT = "gym.rollout.rewarded_total"
+SANDBOX_ACTIVE_INSTRUMENT = "gym.sandbox.active"
+SANDBOX_CREATE_RETRY_INSTRUMENT = "gym.sandbox.create_retry_total"
+SANDBOX_DURATION_BOUNDARIES_MS: tuple[float, ...] = (250, 500, 1000, 2000, 5000, 10000, 30000, 60000, 120000, 300000, 600000, 1800000)
+SANDBOX_EXEC_INSTRUMENT = "gym.sandbox.exec_duration_ms"
+SANDBOX_PROVIDER_ATTRIBUTE = "nemo.gym.sandbox.provider"
+SANDBOX_STARTUP_INSTRUMENT = "gym.sandbox.startup_duration_ms"
+SERVER_NAME_ATTRIBUTE = "nemo.gym.server.name"
+SERVER_STARTUP_BOUNDARIES_MS: tuple[float, ...] = (100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 120000, 300000, 600000, 1800000, 3600000)
+SERVER_STARTUP_STAGE_INSTRUMENT = "gym.server.startup_stage_duration_ms"
+SERVER_TYPE_ATTRIBUTE = "nemo.gym.server.type"
+STARTUP_STAGE_ATTRIBUTE = "nemo.gym.startup.stage"
+UNREGISTERED_FAILURE_KIND = "unregistered"
+WORKER_ATTRIBUTE = "nemo.gym.server.worker"
+
+# The enumerations the receiver enforces (a line outside them would be rejected there).
+_ROLLOUT_OUTCOMES = frozenset(("scored", "failed", "omitted"))
+_HEALTH_OUTCOMES = frozenset(("scored", "failed"))
+_HEALTH_VERDICTS = frozenset(("healthy", "unhealthy", "unobserved"))
+_QUEUE_CONSTRAINTS = frozenset(("total", "per_host", "unknown"))
+_QUEUE_OUTCOMES = frozenset(("ok", "abandoned"))
+_CONNECT_OUTCOMES = frozenset(("ok", "failed"))
+
+
+def _reward_range(reward: float) -> str:
+    """The ``nemo.gym.rollout.reward.range`` the collector gives ``reward`` (not NaN)."""
+    if reward < 0:
+        return "negative"
+    if reward == 0:
+        return "zero"
+    if reward < 1:
+        return "partial"
+    if reward == 1:
+        return "full"
+    return "above_one"
+
+
+# ---- formatters (the emitter's thread): one queued tuple -> one events-v1 line ----
+
+
+def _opt(key: str, v: Any) -> str:
+    return "" if v is None else ',"%s":%s' % (key, enc(v))
+
+
+def _fmt_completed(it: tuple) -> str:
+    _, outcome, dispatch_name, failure_class, failure_kind, failure_type = it
+    return '{"event":"rollout.completed","outcome":%s,"dispatch_name":%s%s%s%s}\n' % (
+        one_of(outcome, _ROLLOUT_OUTCOMES),
+        name(dispatch_name),
+        _opt("failure_class", failure_class),
+        _opt("failure_kind", failure_kind),
+        _opt("failure_type", failure_type),
+    )
+
+
+def _fmt_reward(it: tuple) -> str:
+    return '{"event":"rollout.reward","reward":%s,"dispatch_name":%s,"masked":%s}\n' % (number(it[1]), name(it[2]), boolean(it[3]))
+
+
+def _fmt_health(it: tuple) -> str:
+    _, verdict, outcome, checks = it
+    return '{"event":"rollout.health","verdict":%s,"outcome":%s,"flagged_checks":[%s]}\n' % (
+        one_of(verdict, _HEALTH_VERDICTS),
+        one_of(outcome, _HEALTH_OUTCOMES),
+        ",".join([enc(c) for c in checks]),
+    )
+
+
+def _fmt_active(it: tuple) -> str:
+    return '{"event":"sandbox.active","provider":%s,"delta":%s}\n' % (name(it[2]), integer(it[1], nonneg=False))
+
+
+def _fmt_startup(it: tuple) -> str:
+    return '{"event":"sandbox.startup","provider":%s,"duration_ms":%s}\n' % (name(it[2]), duration(it[1]))
+
+
+def _fmt_exec(it: tuple) -> str:
+    return '{"event":"sandbox.exec","provider":%s,"duration_ms":%s}\n' % (name(it[2]), duration(it[1]))
+
+
+def _fmt_retry(it: tuple) -> str:
+    return '{"event":"sandbox.create_retry","provider":%s}\n' % name(it[1])
+
+
+def _fmt_stage(it: tuple) -> str:
+    _, duration_ms, stage, server_name, server_type, worker = it
+    return '{"event":"server.startup_stage","stage":%s,"server_name":%s%s,"worker":%s,"duration_ms":%s}\n' % (
+        name(stage),
+        name(server_name),
+        _opt("server_type", server_type),
+        boolean(worker),
+        duration(duration_ms),
+    )
+
+
+def _fmt_queue(it: tuple) -> str:
+    _, duration_ms, constraint, outcome, server_name = it
+    return '{"event":"http.pool.queue","queue_constraint":%s,"queue_outcome":%s,"server_name":%s,"duration_ms":%s}\n' % (
+        one_of(constraint, _QUEUE_CONSTRAINTS),
+        one_of(outcome, _QUEUE_OUTCOMES),
+        name(server_name),
+        duration(duration_ms),
+    )
+
+
+def _fmt_connect(it: tuple) -> str:
+    _, duration_ms, outcome, server_name = it
+    return '{"event":"http.pool.connect","outcome":%s,"server_name":%s,"duration_ms":%s}\n' % (
+        one_of(outcome, _CONNECT_OUTCOMES),
+        name(server_name),
+        duration(duration_ms),
+    )
+
+
+_COMPLETED = register_kind(_fmt_completed)
+_REWARD = register_kind(_fmt_reward)
+_HEALTH = register_kind(_fmt_health)
+_ACTIVE = register_kind(_fmt_active)
+_STARTUP = register_kind(_fmt_startup)
+_EXEC = register_kind(_fmt_exec)
+_RETRY = register_kind(_fmt_retry)
+_STAGE = register_kind(_fmt_stage)
+_QUEUE = register_kind(_fmt_queue)
+_CONNECT = register_kind(_fmt_connect)
+
+# ---- the recorders (the caller's thread: one tuple, one append) ----
+#
+# Each is written out in full rather than through a shared helper: a second Python call would
+# double the cost of the call site.
+
+
+def record_rollout_completed(
+    outcome: str,
+    dispatch_name: str,
+    failure_class: str | None = None,
+    failure_kind: str | None = None,
+    failure_type: str | None = None,
+) -> None:
+    """Count one finished rollout attempt in ``gym.rollout.completed_total``.
+
+    Sends ``rollout.completed`` without a reward: the reward is ``record_rollout_reward``'s.
+    """
+    e = _E
+    if e.on:
+        q = e.queue
+        if len(q) < e.cap:
+            q.append((_COMPLETED, outcome, dispatch_name, failure_class, failure_kind, failure_type))
+        else:
+            e.overflow((_COMPLETED, outcome, dispatch_name, failure_class, failure_kind, failure_type))
+
+
+def record_rollout_reward(reward: float, dispatch_name: str, masked: bool) -> None:
+    """Count one scored attempt in ``gym.rollout.rewarded_total`` by the range its reward
+    falls in (a NaN reward is unscored: the collector counts nothing)."""
+    e = _E
+    if e.on:
+        q = e.queue
+        if len(q) < e.cap:
+            q.append((_REWARD, reward, dispatch_name, masked))
+        else:
+            e.overflow((_REWARD, reward, dispatch_name, masked))
+
+
+def record_rollout_health(verdict: str, outcome: str, flagged_checks: Iterable[str]) -> None:
+    """Count one health-evaluated rollout and each distinct check that flagged it."""
+    e = _E
+    if e.on:
+        if type(flagged_checks) is not tuple:
+            try:
+                flagged_checks = tuple(flagged_checks)
+            except Exception:
+                e.count_invalid()
+                return
+        q = e.queue
+        if len(q) < e.cap:
+            q.append((_HEALTH, verdict, outcome, flagged_checks))
+        else:
+            e.overflow((_HEALTH, verdict, outcome, flagged_checks))
+
+
+def record_sandbox_active(delta: int, provider: str) -> None:
+    """Add ``delta`` (``+1`` on start, ``-1`` on stop) to ``gym.sandbox.active`` for ``provider``."""
+    e = _E
+    if e.on:
+        q = e.queue
+        if len(q) < e.cap:
+            q.append((_ACTIVE, delta, provider))
+        else:
+            e.overflow((_ACTIVE, delta, provider))
+
+
+def record_sandbox_startup(duration_ms: float, provider: str) -> None:
+    """Record one sandbox's provisioning wall-clock, by provider."""
+    e = _E
+    if e.on:
+        q = e.queue
+        if len(q) < e.cap:
+            q.append((_STARTUP, duration_ms, provider))
+        else:
+            e.overflow((_STARTUP, duration_ms, provider))
+
+
+def record_sandbox_exec_duration(duration_ms: float, provider: str) -> None:
+    """Record one command's wall-clock inside an already-provisioned sandbox, by provider."""
+    e = _E
+    if e.on:
+        q = e.queue
+        if len(q) < e.cap:
+            q.append((_EXEC, duration_ms, provider))
+        else:
+            e.overflow((_EXEC, duration_ms, provider))
+
+
+def record_sandbox_create_retry(provider: str) -> None:
+    """Count one retried sandbox-create attempt, by provider."""
+    e = _E
+    if e.on:
+        q = e.queue
+        if len(q) < e.cap:
+            q.append((_RETRY, provider))
+        else:
+            e.overflow((_RETRY, provider))
+
+
+def record_server_startup_stage(
+    duration_ms: float,
+    stage: str,
+    server_name: str,
+    server_type: Optional[str],
+    worker: bool = False,
+) -> None:
+    """Record one stage of one server's own startup, from the process that ran it.
+
+    ``worker`` is true for a Uvicorn worker of a multi-worker server.
+    """
+    e = _E
+    if e.on:
+        q = e.queue
+        if len(q) < e.cap:
+            q.append((_STAGE, duration_ms, stage, server_name, server_type, worker))
+        else:
+            e.overflow((_STAGE, duration_ms, stage, server_name, server_type, worker))
+
+
+def record_http_connection_pool_queue_duration(
+    duration_ms: float,
+    queue_constraint: str,
+    queue_outcome: str,
+    server_name: str,
+) -> None:
+    """Record one queued connection acquisition."""
+    e = _E
+    if e.on:
+        q = e.queue
+        if len(q) < e.cap:
+            q.append((_QUEUE, duration_ms, queue_constraint, queue_outcome, server_name))
+        else:
+            e.overflow((_QUEUE, duration_ms, queue_constraint, queue_outcome, server_name))
+
+
+def record_http_connection_pool_connect_duration(duration_ms: float, outcome: str, server_name: str) -> None:
+    """Record the setup time of one new pooled connection."""
+    e = _E
+    if e.on:
+        q = e.queue
+        if len(q) < e.cap:
+            q.append((_CONNECT, duration_ms, outcome, server_name))
+        else:
+            e.overflow((_CONNECT, duration_ms, outcome, server_name))
+
+
+# ---- the connection-attempt counter: a snapshot read on the emitter's thread ----
+
+_connect_snapshot: Optional[Callable[[], dict[str, int]]] = None
+
+
+def _connects_line() -> dict:
+    snap = _connect_snapshot
+    if snap is None:
+        return {}
+    counts = dict(snap())
+    parts = []
+    bad = 0
+    for server, count in counts.items():
+        try:
+            parts.append("%s:%s" % (name(server), integer(count)))
+        except (ValueError, TypeError, AttributeError):
+            bad += 1  # an entry the receiver would reject, with the whole line
+    if bad:
+        with _E.lock:
+            _E.invalid += bad
+    if not parts:
+        return {}
+    return {"http.pool.connects": '{"event":"http.pool.connects","counts":{%s}}\n' % ",".join(parts)}
+
+
+def register_http_connection_pool_connect_counter(snapshot: Callable[[], dict[str, int]]) -> None:
+    """Export cumulative connection-attempt counts without a call on each connect.
+
+    ``snapshot()`` is called on the emitter's thread every interval (and at ``flush``) and
+    must return ``{server name: cumulative attempts}``; a later registration replaces an
+    earlier one.
+    """
+    global _connect_snapshot
+    _connect_snapshot = snapshot
+    _E.ensure_started()
+
+
+def _reset_for_testing() -> None:
+    """Forget the registered connection-attempt snapshot. Test-only."""
+    global _connect_snapshot
+    _connect_snapshot = None
+
+
+_emitter.EMITTER.snapshot_sources.append(_connects_line)
