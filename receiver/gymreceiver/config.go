@@ -26,6 +26,8 @@ type Config struct {
 	Stream configoptional.Optional[StreamConfig] `mapstructure:"stream"`
 	// Files tails files of events.
 	Files configoptional.Optional[FilesConfig] `mapstructure:"files"`
+	// Rollouts follows the files a Gym rollout collection writes (no instrumentation needed).
+	Rollouts configoptional.Optional[RolloutsConfig] `mapstructure:"rollouts"`
 
 	// CollectionInterval is how often the aggregated metrics are sent on.
 	CollectionInterval time.Duration `mapstructure:"collection_interval"`
@@ -131,6 +133,54 @@ func (fc *FilesConfig) validate() error {
 	return errors.Join(errs...)
 }
 
+// RolloutsConfig is the `rollouts:` block: the main outputs of Gym rollout collections
+// (`gym eval run --output DIR/STEM.jsonl`), their failures sidecars and health reports.
+type RolloutsConfig struct {
+	// Include and Exclude are globs (filepath.Match syntax) of main output files. The sidecar
+	// STEM_failures.jsonl and the report rollout_verdicts.jsonl beside each are found by the
+	// receiver; Gym's other files are never read as main outputs.
+	Include []string `mapstructure:"include"`
+	Exclude []string `mapstructure:"exclude"`
+	// StartAt is where files found at start-up are read from: beginning or end (after their
+	// last complete row). Files that appear later, or that storage knows, ignore it.
+	StartAt string `mapstructure:"start_at"`
+	// PollInterval is how often the globs are matched and the files read.
+	PollInterval time.Duration `mapstructure:"poll_interval"`
+	// MaxLineBytes is the longest row accepted, without its newline; 0: no limit (rows are
+	// streamed, never held whole, so a long row costs no memory).
+	MaxLineBytes int64 `mapstructure:"max_line_bytes"`
+	// Storage names a storage extension (e.g. file_storage) that keeps the offsets and each
+	// run's resource across restarts.
+	Storage *component.ID `mapstructure:"storage"`
+}
+
+func (rc *RolloutsConfig) validate() error {
+	var errs []error
+	if len(rc.Include) == 0 {
+		errs = append(errs, errors.New("rollouts.include: at least one glob of main output files (for example /results/*.jsonl) is required"))
+	}
+	for _, p := range rc.Include {
+		if _, err := filepath.Match(p, ""); err != nil {
+			errs = append(errs, fmt.Errorf("rollouts.include: bad glob %q: %w", p, err))
+		}
+	}
+	for _, p := range rc.Exclude {
+		if _, err := filepath.Match(p, ""); err != nil {
+			errs = append(errs, fmt.Errorf("rollouts.exclude: bad glob %q: %w", p, err))
+		}
+	}
+	if rc.StartAt != "end" && rc.StartAt != "beginning" {
+		errs = append(errs, fmt.Errorf("rollouts.start_at: %q is not beginning or end", rc.StartAt))
+	}
+	if rc.PollInterval <= 0 {
+		errs = append(errs, fmt.Errorf("rollouts.poll_interval: must be positive, got %s", rc.PollInterval))
+	}
+	if rc.MaxLineBytes < 0 {
+		errs = append(errs, fmt.Errorf("rollouts.max_line_bytes: must be 0 (no limit) or positive, got %d", rc.MaxLineBytes))
+	}
+	return errors.Join(errs...)
+}
+
 // ProcessConfig is the `process:` block: host process stats of Gym processes.
 type ProcessConfig struct {
 	// Enabled reads each process.pid that a resource line announces on this host.
@@ -173,8 +223,8 @@ const (
 // Validate checks the configuration; each error names the key and says why.
 func (cfg *Config) Validate() error {
 	var errs []error
-	if !cfg.HTTP.HasValue() && !cfg.Stream.HasValue() && !cfg.Files.HasValue() {
-		errs = append(errs, errors.New("no transport: configure at least one of http, stream or files"))
+	if !cfg.HTTP.HasValue() && !cfg.Stream.HasValue() && !cfg.Files.HasValue() && !cfg.Rollouts.HasValue() {
+		errs = append(errs, errors.New("no transport: configure at least one of http, stream, files or rollouts"))
 	}
 	if cfg.CollectionInterval <= 0 {
 		errs = append(errs, fmt.Errorf("collection_interval: must be positive, got %s", cfg.CollectionInterval))
@@ -206,6 +256,11 @@ func (cfg *Config) Validate() error {
 	}
 	if fc := cfg.Files.Get(); fc != nil {
 		if err := fc.validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if rc := cfg.Rollouts.Get(); rc != nil {
+		if err := rc.validate(); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -41,7 +41,9 @@ type gymReceiver struct {
 	server     *http.Server
 	stream     *transport.StreamServer
 	files      *transport.FileTailer
+	rollouts   *transport.RolloutTailer
 	store      storage.Client
+	rollStore  storage.Client
 	stop       chan struct{}
 	wg         sync.WaitGroup
 }
@@ -135,7 +137,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 	if fc := r.cfg.Files.Get(); fc != nil {
 		var store transport.OffsetStore
 		if fc.Storage != nil {
-			client, err := storageClient(ctx, host, *fc.Storage, r.set.ID)
+			client, err := storageClient(ctx, host, "files", *fc.Storage, r.set.ID)
 			if err != nil {
 				return err
 			}
@@ -152,6 +154,28 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 			Store:            store,
 		}, r.recordStream, r.set.Logger)
 		if err := r.files.Start(ctx); err != nil {
+			return err
+		}
+	}
+	if rc := r.cfg.Rollouts.Get(); rc != nil {
+		var store transport.OffsetStore
+		if rc.Storage != nil {
+			client, err := storageClient(ctx, host, "rollouts", *rc.Storage, r.set.ID)
+			if err != nil {
+				return err
+			}
+			r.rollStore = client
+			store = rolloutStore{client}
+		}
+		r.rollouts = transport.NewRolloutTailer(r.agg, transport.RolloutsOptions{
+			Include:          rc.Include,
+			Exclude:          rc.Exclude,
+			StartAtBeginning: rc.StartAt == "beginning",
+			PollInterval:     rc.PollInterval,
+			MaxLineBytes:     rc.MaxLineBytes,
+			Store:            store,
+		}, r.recordRows, r.set.Logger)
+		if err := r.rollouts.Start(ctx); err != nil {
 			return err
 		}
 	}
@@ -223,16 +247,18 @@ func (r *gymReceiver) scrapeProcesses(ctx context.Context) {
 	}
 }
 
-func storageClient(ctx context.Context, host component.Host, id, owner component.ID) (storage.Client, error) {
+// storageClient opens the client of the storage extension id for the block (files,
+// rollouts) that names it.
+func storageClient(ctx context.Context, host component.Host, block string, id, owner component.ID) (storage.Client, error) {
 	ext, ok := host.GetExtensions()[id]
 	if !ok {
-		return nil, fmt.Errorf("files.storage: no extension %q is configured", id)
+		return nil, fmt.Errorf("%s.storage: no extension %q is configured", block, id)
 	}
 	se, ok := ext.(storage.Extension)
 	if !ok {
-		return nil, fmt.Errorf("files.storage: extension %q is not a storage extension", id)
+		return nil, fmt.Errorf("%s.storage: extension %q is not a storage extension", block, id)
 	}
-	return se.GetClient(ctx, component.KindReceiver, owner, "files")
+	return se.GetClient(ctx, component.KindReceiver, owner, block)
 }
 
 // offsetStore keeps the file offsets under one key of the storage client.
@@ -242,6 +268,18 @@ const offsetsKey = "file_offsets"
 
 func (s offsetStore) Load(ctx context.Context) ([]byte, error) { return s.c.Get(ctx, offsetsKey) }
 func (s offsetStore) Save(ctx context.Context, b []byte) error { return s.c.Set(ctx, offsetsKey, b) }
+
+// rolloutStore keeps the rollout files' offsets under one key of its storage client.
+type rolloutStore struct{ c storage.Client }
+
+const rolloutOffsetsKey = "rollout_offsets"
+
+func (s rolloutStore) Load(ctx context.Context) ([]byte, error) {
+	return s.c.Get(ctx, rolloutOffsetsKey)
+}
+func (s rolloutStore) Save(ctx context.Context, b []byte) error {
+	return s.c.Set(ctx, rolloutOffsetsKey, b)
+}
 
 // streamDrainTimeout: at shutdown a connection is read until it is silent this long.
 const streamDrainTimeout = 250 * time.Millisecond
@@ -291,6 +329,22 @@ func (r *gymReceiver) recordStream(st *protocol.StreamStats) {
 	}
 }
 
+// recordRows counts the rows of Gym's run files.
+func (r *gymReceiver) recordRows(st *protocol.StreamStats) {
+	ctx := context.Background()
+	if st.Accepted > 0 {
+		r.telemetry.ReceiverGymRolloutRowsAccepted.Add(ctx, st.Accepted)
+	}
+	for reason, n := range st.Rejected {
+		if n > 0 {
+			r.telemetry.ReceiverGymRolloutRowsRejected.Add(ctx, n, metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason))))
+		}
+	}
+	if st.Overflowed > 0 {
+		r.telemetry.ReceiverGymMeasurementsOverflowed.Add(ctx, st.Overflowed)
+	}
+}
+
 // Shutdown stops accepting, lets the bodies in flight finish, and sends what was aggregated
 // once more, so a graceful stop loses nothing that was accepted.
 func (r *gymReceiver) Shutdown(ctx context.Context) error {
@@ -306,6 +360,12 @@ func (r *gymReceiver) Shutdown(ctx context.Context) error {
 	}
 	if r.store != nil {
 		errs = append(errs, r.store.Close(ctx))
+	}
+	if r.rollouts != nil {
+		errs = append(errs, r.rollouts.Shutdown(ctx))
+	}
+	if r.rollStore != nil {
+		errs = append(errs, r.rollStore.Close(ctx))
 	}
 	if r.stop != nil {
 		close(r.stop)

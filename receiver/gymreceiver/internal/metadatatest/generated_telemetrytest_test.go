@@ -26,6 +26,8 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ReceiverGymProcessErrors.Add(context.Background(), 1)
 	tb.ReceiverGymProcessOtherHost.Add(context.Background(), 1)
 	tb.ReceiverGymResources.Record(context.Background(), 1)
+	tb.ReceiverGymRolloutRowsAccepted.Add(context.Background(), 1)
+	tb.ReceiverGymRolloutRowsRejected.Add(context.Background(), 1)
 	AssertEqualReceiverGymLinesAccepted(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
@@ -45,6 +47,12 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverGymResources(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverGymRolloutRowsAccepted(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverGymRolloutRowsRejected(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 

@@ -103,6 +103,10 @@ func (r *Reader) Lines() int64 { return r.lines }
 // Offset and Scanned.
 func (r *Reader) Scanned() int64 { return r.base + int64(r.end) }
 
+// Buffer is the Reader's read buffer, for a caller's scan between two Resets (its contents
+// are not kept across Reset).
+func (r *Reader) Buffer() []byte { return r.buf }
+
 // Err is the read error that ended the stream, if it was not io.EOF.
 func (r *Reader) Err() error { return r.srcErr }
 
