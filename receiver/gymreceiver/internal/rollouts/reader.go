@@ -748,6 +748,10 @@ func (r *Reader) escape(start, limit int) bool {
 		return false
 	}
 	c := r.buf[r.pos]
+	if c == '\n' {
+		r.failf(ReasonInvalidJSON, "the line ends inside a string")
+		return false // the newline is the line's: not consumed
+	}
 	r.pos++
 	var out rune
 	switch c {
