@@ -708,6 +708,21 @@ func (r *Reader) readString(name string, limit int) ([]byte, bool) {
 	start := len(r.scratch)
 	var u utf8State
 	for r.more() {
+		if u.need == 0 {
+			// A run of plain ASCII (no quote, backslash or control byte): taken at once.
+			b := r.buf[r.pos:r.end]
+			n := 0
+			for n < len(b) && plainASCII[b[n]] {
+				n++
+			}
+			if n > 0 {
+				if room := limit + utf8.UTFMax + 1 - (len(r.scratch) - start); room > 0 {
+					r.scratch = append(r.scratch, b[:min(n, room)]...)
+				}
+				r.pos += n
+				continue
+			}
+		}
 		c := r.buf[r.pos]
 		switch {
 		case c == '"' && u.need == 0:
@@ -741,6 +756,15 @@ func (r *Reader) readString(name string, limit int) ([]byte, bool) {
 	}
 	return nil, false
 }
+
+// plainASCII are the bytes a string holds as they are: printable ASCII but the quote and the
+// backslash.
+var plainASCII = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // escape decodes one escape after its backslash; a lone surrogate becomes U+FFFD.
 func (r *Reader) escape(start, limit int) bool {

@@ -273,8 +273,11 @@ func TestMemoryFlat(t *testing.T) {
 	assert.Less(t, large, uint64(1<<20), "a 64 MiB row must not be held")
 }
 
-// syntheticRows streams n rows of about size bytes in the shape of Gym's main output, without
-// holding them: the benchmarks' and tests' source of large rows.
+// syntheticRows streams rows of about size bytes in the shape of Gym's main output, without
+// holding them: the benchmarks' and tests' source of large rows. The bulk of a row is its
+// response items repeated: long texts with escaped newlines and quotes, a tool call whose
+// arguments are JSON-encoded code, its output (trajectoryFiller); or, for rows of a few KiB, one
+// answer (answerFiller); denseFiller is a worst case of short strings and brackets.
 type syntheticRows struct {
 	parts [][]byte
 	i, j  int
@@ -284,21 +287,30 @@ type syntheticRows struct {
 }
 
 func newSyntheticRows(size, rows int) *syntheticRows {
-	s := &syntheticRows{size: size, left: rows}
+	filler := trajectoryFiller
+	if size <= 8<<10 {
+		filler = answerFiller
+	}
+	return newSyntheticRowsWith(filler, size, rows)
+}
+
+func newSyntheticRowsWith(filler []byte, size, rows int) *syntheticRows {
+	s := &syntheticRows{size: size, left: rows, parts: [][]byte{rowHead, filler, rowTail}}
 	s.start()
 	return s
 }
 
 var (
-	rowHead   = []byte(`{"responses_create_params":{"input":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"Solve the task."}],"tools":[]},"response":{"id":"resp_1","output":[`)
-	rowFiller = []byte(`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Let me think about this step by step. The answer uses \"quotes\" and a \\ backslash, then more text. ","annotations":[]}],"status":"completed"},`)
-	rowTail   = []byte(`{"type":"message","role":"assistant","content":[]}]},"reward":0.75,"mask_sample":false,"_ng_environment_server":"math","agent_ref":{"type":"responses_api_agents","name":"math_agent"},"_ng_run_id":"run-1","_ng_task_index":3,"_ng_rollout_index":0,"ng_perf":{"num_turns":4,"num_tool_calls":3,"total_latency_ms":812.5}}` + "\n")
+	rowHead          = []byte(`{"responses_create_params":{"input":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"Solve the task."}],"tools":[]},"response":{"id":"resp_1","output":[`)
+	trajectoryFiller = []byte("{\"type\":\"reasoning\",\"id\":\"rs_1\",\"summary\":[{\"type\":\"summary_text\",\"text\":\"Step 0: we expand the expression, collect the terms and check the bound against the \\\"edge\\\" case.\\nStep 1: we expand the expression, collect the terms and check the bound against the \\\"edge\\\" case.\\nStep 2: we expand the expression, collect the terms and check the bound against the \\\"edge\\\" case.\\nStep 3: we expand the expression, collect the terms and check the bound against the \\\"edge\\\" case.\\nStep 4: we expand the expression, collect the terms and check the bound against the \\\"edge\\\" case.\\nStep 5: we expand the expression, collect the terms and check the bound against the \\\"edge\\\" case.\\nStep 6: we expand the expression, collect the terms and check the bound against the \\\"edge\\\" case.\\nStep 7: we expand the\"}]},{\"type\":\"function_call\",\"call_id\":\"call_1\",\"name\":\"python\",\"arguments\":\"{\\\"code\\\": \\\"import math\\\\n\\\\ndef solve(n):\\\\n    total = 0\\\\n    for k in range(1, n + 1):\\\\n        total += math.comb(n, k) * (-1) ** k\\\\n    return total\\\\n\\\\nprint(solve(12))\\\\n\\\"}\"},{\"type\":\"function_call_output\",\"call_id\":\"call_1\",\"output\":\"row 0: value=0 ok\\nrow 1: value=1 ok\\nrow 2: value=4 ok\\nrow 3: value=9 ok\\nrow 4: value=16 ok\\nrow 5: value=25 ok\\nrow 6: value=36 ok\\nrow 7: value=49 ok\\nrow 8: value=64 ok\\nrow 9: value=81 ok\\nrow 10: value=100 ok\\nrow 11: value=121 ok\\nrow 12: value=144 ok\\nrow 13: value=169 ok\\nrow 14: value=196 ok\\nrow 15: value=225 ok\\nrow 16: value=256 ok\\nrow 17: value=289 ok\\nrow 18: value=324 ok\\nrow 19: value=361 ok\\n\"},{\"type\":\"message\",\"role\":\"assistant\",\"status\":\"completed\",\"content\":[{\"type\":\"output_text\",\"text\":\"Step 0: we expand the expression, collect the terms and check the bound against the \\\"edge\\\" case.\\nStep 1: we expand the expression, collect the terms and check the bound against the \\\"edge\\\" case.\\nStep 2: we expand the expression, collect the terms and check the bound against the \\\"edge\\\" case.\\nStep 3: we expand the expression, collect the terms and check the bound against the \\\"edge\\\" case.\\nStep 4: we expand the expression, collect the terms and check the bound against the \\\"edge\\\" case.\\nStep 5: we expand the expression, collect the terms and check the bound against the \\\"edge\\\" case.\\nStep 6: we expand the expression, collect the terms and check the bound against the \\\"edge\\\" case.\\nStep 7: we expand the expression, collect the terms and check the bound against the \\\"edge\\\" case.\\nStep 8: we expand the expression, collect the terms and check the bound against the \\\"edge\\\" case.\\nStep 9: we expand the expression, collect the terms and check the bound against the \\\"edge\\\" case.\\nStep 10: we expand the expression, collect the terms and check the bound against the \\\"edge\\\" case.\\nStep 11: we expand the expression, collect the terms and check the bound against the \\\"edge\\\" case.\\nStep 12: we expand the expression, collect the terms and check the bound against the \\\"edge\\\" case.\\nStep 13: we expand the expression, collect the terms and check the bound against the \\\"edge\\\" case.\\n\",\"annotations\":[]}]},")
+	answerFiller     = []byte("{\"type\":\"message\",\"role\":\"assistant\",\"status\":\"completed\",\"content\":[{\"type\":\"output_text\",\"text\":\"Line 0 of the answer: the sum telescopes, so the bound holds for every n.\\nLine 1 of the answer: the sum telescopes, so the bound holds for every n.\\nLine 2 of the answer: the sum telescopes, so the bound holds for every n.\\nLine 3 of the answer: the sum telescopes, so the bound holds for every n.\\nLine 4 of the answer: the sum telescopes, so the bound holds for every n.\\nLine 5 of the answer: the sum telescopes, so the bound holds for every n.\\nLine 6 of the answer: the sum telescopes, so the bound holds for every n.\\nLine 7 of the answer: the sum telescopes, so the bound holds for every n.\\nLine 8 of the answer: the sum telescopes, so the bound holds for every n.\\nLine 9 of the answer: the sum telescopes, so the bound holds for every n.\\nLine 10 of the answer: the sum telescopes, so the bound holds for every n.\\nLine 11 of the answer: the sum telescopes, so the bound holds for every n.\\nLine 12 of the answer: the sum telescopes, so the bound holds for every n.\\nLine 13 of the answer: the sum telescopes, so the bound holds for every n.\\nLine 14 of the answer: the sum telescopes, so the bound holds for every n.\\nLine 15 of the answer: the sum telescopes, so the bound holds for every n.\\nLine 16 of the answer: the sum telescopes, so the bound holds for every n.\\n\",\"annotations\":[]}]},")
+	denseFiller      = []byte(`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Let me think about this step by step. The answer uses \"quotes\" and a \\ backslash, then more text. ","annotations":[]}],"status":"completed"},`)
+	rowTail          = []byte(`{"type":"message","role":"assistant","content":[]}]},"reward":0.75,"mask_sample":false,"_ng_environment_server":"math","agent_ref":{"type":"responses_api_agents","name":"math_agent"},"_ng_run_id":"run-1","_ng_task_index":3,"_ng_rollout_index":0,"ng_perf":{"num_turns":4,"num_tool_calls":3,"total_latency_ms":812.5}}` + "\n")
 )
 
 func (s *syntheticRows) start() {
-	s.parts = [][]byte{rowHead, rowFiller, rowTail}
 	s.i, s.j = 0, 0
-	s.rep = max(1, (s.size-len(rowHead)-len(rowTail))/len(rowFiller))
+	s.rep = max(1, (s.size-len(rowHead)-len(rowTail))/len(s.parts[1]))
 }
 
 func (s *syntheticRows) Read(p []byte) (int, error) {
@@ -335,7 +347,7 @@ func TestSyntheticRowsShape(t *testing.T) {
 	require.NoError(t, err)
 	lines := bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
 	require.Len(t, lines, 3)
-	assert.InDelta(t, 10<<10, len(lines[0]), float64(len(rowFiller)))
+	assert.InDelta(t, 10<<10, len(lines[0]), float64(len(trajectoryFiller)))
 	got, _, _ := collect(t, Main, bytes.NewReader(b), 0, 0)
 	assert.Equal(t, result{Dispatch: "math", RunID: "run-1", Reward: "0.75", Turns: 4, ToolCalls: 3, HasTurns: true, HasToolCalls: true, Line: 1}, got[0])
 	assert.False(t, math.IsNaN(0))
