@@ -26,6 +26,8 @@ type Config struct {
 	Stream configoptional.Optional[StreamConfig] `mapstructure:"stream"`
 	// Files tails files of events.
 	Files configoptional.Optional[FilesConfig] `mapstructure:"files"`
+	// Rollouts follows the files a Gym rollout collection writes (no instrumentation needed).
+	Rollouts configoptional.Optional[RolloutsConfig] `mapstructure:"rollouts"`
 
 	// CollectionInterval is how often the aggregated metrics are sent on.
 	CollectionInterval time.Duration `mapstructure:"collection_interval"`
@@ -153,6 +155,54 @@ func (fc *FilesConfig) validate() error {
 	return errors.Join(errs...)
 }
 
+// RolloutsConfig is the `rollouts:` block: the main outputs of Gym rollout collections
+// (`gym eval run --output DIR/STEM.jsonl`), their failures sidecars and health reports.
+type RolloutsConfig struct {
+	// Include and Exclude are globs (filepath.Match syntax) of main output files. The sidecar
+	// STEM_failures.jsonl and the report rollout_verdicts.jsonl beside each are found by the
+	// receiver; Gym's other files are never read as main outputs.
+	Include []string `mapstructure:"include"`
+	Exclude []string `mapstructure:"exclude"`
+	// StartAt is where files found at start-up are read from: beginning or end (after their
+	// last complete row). Files that appear later, or that storage knows, ignore it.
+	StartAt string `mapstructure:"start_at"`
+	// PollInterval is how often the globs are matched and the files read.
+	PollInterval time.Duration `mapstructure:"poll_interval"`
+	// MaxLineBytes is the longest row accepted, without its newline; 0: no limit (rows are
+	// streamed, never held whole, so a long row costs no memory).
+	MaxLineBytes int64 `mapstructure:"max_line_bytes"`
+	// Storage is a spelling of the receiver's `storage` in this block: the same checkpoint,
+	// which holds the aggregated state and the offsets of every source, these files' included.
+	Storage *component.ID `mapstructure:"storage"`
+}
+
+func (rc *RolloutsConfig) validate() error {
+	var errs []error
+	if len(rc.Include) == 0 {
+		errs = append(errs, errors.New("rollouts.include: at least one glob of main output files (for example /results/*.jsonl) is required"))
+	}
+	for _, p := range rc.Include {
+		if _, err := filepath.Match(p, ""); err != nil {
+			errs = append(errs, fmt.Errorf("rollouts.include: bad glob %q: %w", p, err))
+		}
+	}
+	for _, p := range rc.Exclude {
+		if _, err := filepath.Match(p, ""); err != nil {
+			errs = append(errs, fmt.Errorf("rollouts.exclude: bad glob %q: %w", p, err))
+		}
+	}
+	if rc.StartAt != "end" && rc.StartAt != "beginning" {
+		errs = append(errs, fmt.Errorf("rollouts.start_at: %q is not beginning or end", rc.StartAt))
+	}
+	if rc.PollInterval <= 0 {
+		errs = append(errs, fmt.Errorf("rollouts.poll_interval: must be positive, got %s", rc.PollInterval))
+	}
+	if rc.MaxLineBytes < 0 {
+		errs = append(errs, fmt.Errorf("rollouts.max_line_bytes: must be 0 (no limit) or positive, got %d", rc.MaxLineBytes))
+	}
+	return errors.Join(errs...)
+}
+
 // ProcessConfig is the `process:` block: host process stats of Gym processes.
 type ProcessConfig struct {
 	// Enabled reads each process.pid that a resource line announces on this host.
@@ -195,8 +245,8 @@ const (
 // Validate checks the configuration; each error names the key and says why.
 func (cfg *Config) Validate() error {
 	var errs []error
-	if !cfg.HTTP.HasValue() && !cfg.Stream.HasValue() && !cfg.Files.HasValue() {
-		errs = append(errs, errors.New("no transport: configure at least one of http, stream or files"))
+	if !cfg.HTTP.HasValue() && !cfg.Stream.HasValue() && !cfg.Files.HasValue() && !cfg.Rollouts.HasValue() {
+		errs = append(errs, errors.New("no transport: configure at least one of http, stream, files or rollouts"))
 	}
 	if cfg.CollectionInterval <= 0 {
 		errs = append(errs, fmt.Errorf("collection_interval: must be positive, got %s", cfg.CollectionInterval))
@@ -234,11 +284,22 @@ func (cfg *Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
+	if rc := cfg.Rollouts.Get(); rc != nil {
+		if err := rc.validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := cfg.Process.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if fc := cfg.Files.Get(); fc != nil && fc.Storage != nil && cfg.Storage != nil && *fc.Storage != *cfg.Storage {
 		errs = append(errs, fmt.Errorf("files.storage: %q differs from storage %q; files.storage is the older spelling of storage: set only storage", fc.Storage, cfg.Storage))
+	}
+	// One checkpoint holds the state and every source's offsets: the spellings name one extension.
+	if rc := cfg.Rollouts.Get(); rc != nil && rc.Storage != nil {
+		if id := cfg.storageID(); *id != *rc.Storage {
+			errs = append(errs, fmt.Errorf("rollouts.storage: %q differs from %q; the receiver keeps one checkpoint (its state and every source's offsets): set only storage", rc.Storage, id))
+		}
 	}
 	if cfg.CheckpointBeforeAnswer && cfg.storageID() == nil {
 		errs = append(errs, errors.New("checkpoint_before_answer: requires storage (a storage extension to save the checkpoints in)"))
@@ -246,14 +307,17 @@ func (cfg *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// storageID is the storage extension of the checkpoints: storage, or its older spelling
-// files.storage; nil for none.
+// storageID is the storage extension of the checkpoints: storage, or its block spellings
+// files.storage and rollouts.storage; nil for none.
 func (cfg *Config) storageID() *component.ID {
 	if cfg.Storage != nil {
 		return cfg.Storage
 	}
-	if fc := cfg.Files.Get(); fc != nil {
+	if fc := cfg.Files.Get(); fc != nil && fc.Storage != nil {
 		return fc.Storage
+	}
+	if rc := cfg.Rollouts.Get(); rc != nil {
+		return rc.Storage
 	}
 	return nil
 }

@@ -121,3 +121,48 @@ func TestInvalidConfig(t *testing.T) {
 		})
 	}
 }
+
+func TestRolloutsConfig(t *testing.T) {
+	cfg, err := loadConfig(t, "rollouts")
+	require.NoError(t, err)
+	assert.False(t, cfg.HTTP.HasValue(), "rollouts alone is a transport")
+	rc := cfg.Rollouts.Get()
+	require.NotNil(t, rc)
+	assert.Equal(t, []string{"/results/*.jsonl"}, rc.Include)
+	assert.Equal(t, []string{"/results/scratch-*"}, rc.Exclude)
+	assert.Equal(t, "end", rc.StartAt)
+	assert.Equal(t, time.Second, rc.PollInterval)
+	assert.Equal(t, int64(256<<20), rc.MaxLineBytes)
+	require.NotNil(t, rc.Storage)
+	assert.Equal(t, "file_storage", rc.Storage.String())
+
+	def, err := loadConfig(t, "rollouts_defaults")
+	require.NoError(t, err)
+	rc = def.Rollouts.Get()
+	assert.Equal(t, "beginning", rc.StartAt)
+	assert.Equal(t, 200*time.Millisecond, rc.PollInterval)
+	assert.Zero(t, rc.MaxLineBytes, "no limit by default: rows are streamed")
+	assert.Nil(t, rc.Storage)
+
+	none, err := loadConfig(t, "")
+	require.NoError(t, err)
+	assert.False(t, none.Rollouts.HasValue(), "on only when the block is present")
+}
+
+// Every bad key of the rollouts block is named, with why.
+func TestRolloutsConfigInvalid(t *testing.T) {
+	_, err := loadConfig(t, "bad_rollouts")
+	require.Error(t, err)
+	for _, want := range []string{
+		`rollouts.include: bad glob "/results/[x"`,
+		`rollouts.exclude: bad glob "/results/[y"`,
+		`rollouts.start_at: "middle" is not beginning or end`,
+		"rollouts.poll_interval: must be positive, got 0s",
+		"rollouts.max_line_bytes: must be 0 (no limit) or positive, got -1",
+	} {
+		assert.Contains(t, err.Error(), want)
+	}
+	_, err = loadConfig(t, "rollouts_no_include")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "rollouts.include: at least one glob")
+}

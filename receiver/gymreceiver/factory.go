@@ -55,6 +55,7 @@ func createDefaultConfig() component.Config {
 		HTTP:               configoptional.Default(httpCfg),
 		Stream:             configoptional.Default(StreamConfig{Transport: "unix", Endpoint: "/tmp/otelcol-gym.sock", SocketMode: "0600", MaxConnections: defaultMaxConnections, IdleTimeout: defaultStreamIdleTimeout}),
 		Files:              configoptional.Default(FilesConfig{StartAt: "end", PollInterval: 200 * time.Millisecond, MaxFiles: 1024}),
+		Rollouts:           configoptional.Default(RolloutsConfig{StartAt: "beginning", PollInterval: 200 * time.Millisecond}),
 		CollectionInterval: defaultCollectionInterval,
 		ExpireAfter:        defaultExpireAfter,
 		MaxLineBytes:       defaultMaxLineBytes,

@@ -44,6 +44,7 @@ type gymReceiver struct {
 	handler    *transport.HTTPHandler
 	stream     *transport.StreamServer
 	files      *transport.FileTailer
+	rollouts   *transport.RolloutTailer
 	store      storage.Client
 	ckpt       *checkpoint.Checkpointer // nil without storage
 	stop       chan struct{}
@@ -177,6 +178,28 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 			return err
 		}
 	}
+	if rc := r.cfg.Rollouts.Get(); rc != nil {
+		var store transport.OffsetStore
+		var section *checkpoint.Section
+		if r.ckpt != nil {
+			section = r.ckpt.Section(rolloutsSection)
+			store = section
+		}
+		r.rollouts = transport.NewRolloutTailer(r.agg, transport.RolloutsOptions{
+			Include:          rc.Include,
+			Exclude:          rc.Exclude,
+			StartAtBeginning: rc.StartAt == "beginning",
+			PollInterval:     rc.PollInterval,
+			MaxLineBytes:     rc.MaxLineBytes,
+			Store:            store,
+		}, r.recordRows, r.set.Logger)
+		if section != nil {
+			section.GuardedBy(r.rollouts.Locker()) // the offsets of a poll, saved with its rows
+		}
+		if err := r.rollouts.Start(ctx); err != nil {
+			return err
+		}
+	}
 	r.wg.Add(1)
 	go r.collectLoop()
 	if r.procs != nil {
@@ -257,8 +280,12 @@ func storageClient(ctx context.Context, host component.Host, key string, id, own
 	return se.GetClient(ctx, component.KindReceiver, owner, name)
 }
 
-// filesSection names the files transport's offsets in the checkpoint.
-const filesSection = "files"
+// filesSection and rolloutsSection name the offsets of the files and rollouts sources in the
+// checkpoint.
+const (
+	filesSection    = "files"
+	rolloutsSection = "rollouts"
+)
 
 // Before checkpoints, the files transport kept its offsets alone, in the storage client named
 // "files" under this key: read once, when there is no checkpoint yet.
@@ -379,6 +406,22 @@ func (r *gymReceiver) recordStream(st *protocol.StreamStats) {
 	}
 }
 
+// recordRows counts the rows of Gym's run files.
+func (r *gymReceiver) recordRows(st *protocol.StreamStats) {
+	ctx := context.Background()
+	if st.Accepted > 0 {
+		r.telemetry.ReceiverGymRolloutRowsAccepted.Add(ctx, st.Accepted)
+	}
+	for reason, n := range st.Rejected {
+		if n > 0 {
+			r.telemetry.ReceiverGymRolloutRowsRejected.Add(ctx, n, metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason))))
+		}
+	}
+	if st.Overflowed > 0 {
+		r.telemetry.ReceiverGymMeasurementsOverflowed.Add(ctx, st.Overflowed)
+	}
+}
+
 // Shutdown stops accepting, lets the bodies in flight finish and reads what the stream
 // connections had sent, both for at most drain_timeout, and sends what was aggregated once
 // more, so a graceful stop loses nothing that was accepted, and ends in bounded time.
@@ -396,6 +439,9 @@ func (r *gymReceiver) Shutdown(ctx context.Context) error {
 	errs = append(errs, httpErr, streamErr)
 	if r.files != nil {
 		errs = append(errs, r.files.Shutdown(ctx))
+	}
+	if r.rollouts != nil {
+		errs = append(errs, r.rollouts.Shutdown(ctx))
 	}
 	if r.stop != nil {
 		close(r.stop)

@@ -34,6 +34,8 @@ type TelemetryBuilder struct {
 	ReceiverGymProcessErrors               metric.Int64Counter
 	ReceiverGymProcessOtherHost            metric.Int64Counter
 	ReceiverGymResources                   metric.Int64Gauge
+	ReceiverGymRolloutRowsAccepted         metric.Int64Counter
+	ReceiverGymRolloutRowsRejected         metric.Int64Counter
 	ReceiverGymStreamConnectionsIdleClosed metric.Int64Counter
 	ReceiverGymStreamConnectionsRefused    metric.Int64Counter
 }
@@ -113,6 +115,18 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_receiver_gym_resources",
 		metric.WithDescription("Resources (Gym processes) the receiver holds state for, as of the last collection. [Development]"),
 		metric.WithUnit("{resource}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverGymRolloutRowsAccepted, err = builder.meter.Int64Counter(
+		"otelcol_receiver_gym_rollout_rows_accepted",
+		metric.WithDescription("Rows of Gym's run files (main output, failures sidecar, health report) applied. [Development]"),
+		metric.WithUnit("{row}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverGymRolloutRowsRejected, err = builder.meter.Int64Counter(
+		"otelcol_receiver_gym_rollout_rows_rejected",
+		metric.WithDescription("Rows of Gym's run files rejected, by reason; a rejected row changes nothing. [Development]"),
+		metric.WithUnit("{row}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ReceiverGymStreamConnectionsIdleClosed, err = builder.meter.Int64Counter(

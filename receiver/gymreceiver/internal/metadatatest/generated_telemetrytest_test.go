@@ -27,6 +27,8 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ReceiverGymProcessErrors.Add(context.Background(), 1)
 	tb.ReceiverGymProcessOtherHost.Add(context.Background(), 1)
 	tb.ReceiverGymResources.Record(context.Background(), 1)
+	tb.ReceiverGymRolloutRowsAccepted.Add(context.Background(), 1)
+	tb.ReceiverGymRolloutRowsRejected.Add(context.Background(), 1)
 	tb.ReceiverGymStreamConnectionsIdleClosed.Add(context.Background(), 1)
 	tb.ReceiverGymStreamConnectionsRefused.Add(context.Background(), 1)
 	AssertEqualReceiverGymHTTPBodiesTooSlow(t, testTel,
@@ -51,6 +53,12 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverGymResources(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverGymRolloutRowsAccepted(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverGymRolloutRowsRejected(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverGymStreamConnectionsIdleClosed(t, testTel,

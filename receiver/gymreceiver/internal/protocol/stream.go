@@ -151,6 +151,20 @@ func (s *Stream) Line(line []byte) (Outcome, error) {
 		s.Stats.Accepted++
 		return Accepted, nil
 	}
+	s.applyCurrent(&s.ev)
+	s.Stats.Accepted++
+	return Accepted, nil
+}
+
+// Apply records an event that another decoder produced (Gym's own run files, for one) under
+// the stream's current resource, exactly as a decoded line's event. It counts no line: the
+// caller counts its own input. ev's slices need be valid only during the call; its values
+// must meet what Decode guarantees (valid UTF-8, enumerations within their sets).
+func (s *Stream) Apply(ev *Event) {
+	s.applyCurrent(ev)
+}
+
+func (s *Stream) applyCurrent(ev *Event) {
 	r := s.resource()
 	r.mu.Lock()
 	for r.dropped {
@@ -160,10 +174,8 @@ func (s *Stream) Line(line []byte) (Outcome, error) {
 		s.setCurrent(r)
 		r.mu.Lock()
 	}
-	r.apply(s.agg, s, &s.ev)
+	r.apply(s.agg, s, ev)
 	r.mu.Unlock()
-	s.Stats.Accepted++
-	return Accepted, nil
 }
 
 // KeepResourceLine makes the stream keep a copy of its current resource line (ResourceLine).

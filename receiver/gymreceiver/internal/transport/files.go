@@ -330,7 +330,7 @@ func (t *FileTailer) read(f *tailedFile) {
 	if err != nil {
 		return
 	}
-	if fi.Size() < f.offset || !t.sameHead(f) {
+	if fi.Size() < f.offset || !sameHead(f.f, f.fp) {
 		t.logger.Info("files: file was truncated or replaced; reading it from the start", zap.String("path", f.path))
 		f.offset = 0
 		f.lr.start, f.lr.end, f.lr.skip = 0, 0, false
@@ -350,17 +350,17 @@ func (t *FileTailer) read(f *tailedFile) {
 	}
 }
 
-// sameHead reports whether the file still starts with the bytes it started with.
-func (t *FileTailer) sameHead(f *tailedFile) bool {
-	if len(f.fp) == 0 {
+// sameHead reports whether the file still starts with the bytes fp it started with.
+func sameHead(f *os.File, fp []byte) bool {
+	if len(fp) == 0 {
 		return true
 	}
-	b := make([]byte, len(f.fp))
-	n, err := f.f.ReadAt(b, 0)
+	b := make([]byte, len(fp))
+	n, err := f.ReadAt(b, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return true // cannot tell; keep going
 	}
-	return n == len(f.fp) && bytes.Equal(b, f.fp)
+	return n == len(fp) && bytes.Equal(b, fp)
 }
 
 // save keeps, for each followed file, its head and the offset through its last complete line.

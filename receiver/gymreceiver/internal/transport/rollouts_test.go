@@ -1,0 +1,313 @@
+package transport
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.uber.org/zap"
+
+	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/protocol"
+)
+
+func rolloutTailer(t *testing.T, agg *protocol.Aggregator, include string, beginning bool, store OffsetStore, max int64) (*RolloutTailer, *collected) {
+	t.Helper()
+	got := &collected{rejected: map[string]int64{}}
+	rt := NewRolloutTailer(agg, RolloutsOptions{
+		Include:          []string{include},
+		StartAtBeginning: beginning,
+		PollInterval:     time.Hour, // polled by hand
+		MaxLineBytes:     max,
+		Store:            store,
+	}, got.record, zap.NewNop())
+	require.NoError(t, rt.Start(context.Background()))
+	t.Cleanup(func() { _ = rt.Shutdown(context.Background()) })
+	return rt, got
+}
+
+// rolloutCounts sums the rollout counters by resource (log.file.path, nemo.run.id) and by the
+// series' attributes, as "path|run|metric|k=v,...".
+func rolloutCounts(md pmetric.Metrics) map[string]int64 {
+	out := map[string]int64{}
+	for i := range md.ResourceMetrics().Len() {
+		rm := md.ResourceMetrics().At(i)
+		path, _ := rm.Resource().Attributes().Get("log.file.path")
+		run, _ := rm.Resource().Attributes().Get("nemo.run.id")
+		svc, _ := rm.Resource().Attributes().Get("service.name")
+		src, _ := rm.Resource().Attributes().Get("gym.source")
+		res := filepath.Base(path.Str()) + "|" + run.Str()
+		if svc.Str() != "nemo-gym/rollout_collection" || src.Str() != "rollout_files" {
+			res += "|bad resource"
+		}
+		ms := rm.ScopeMetrics().At(0).Metrics()
+		for j := range ms.Len() {
+			m := ms.At(j)
+			name := strings.TrimPrefix(m.Name(), "gym.rollout.")
+			switch m.Type() {
+			case pmetric.MetricTypeSum:
+				dps := m.Sum().DataPoints()
+				for k := range dps.Len() {
+					out[res+"|"+name+"|"+attrString(dps.At(k).Attributes())] += dps.At(k).IntValue()
+				}
+			case pmetric.MetricTypeHistogram:
+				dps := m.Histogram().DataPoints()
+				for k := range dps.Len() {
+					out[res+"|"+strings.TrimPrefix(name, "gym.driver.rollout.")+"|sum"] += int64(dps.At(k).Sum())
+				}
+			}
+		}
+	}
+	return out
+}
+
+func attrString(m pcommon.Map) string {
+	var kv []string
+	m.Range(func(k string, v pcommon.Value) bool {
+		kv = append(kv, strings.TrimPrefix(strings.TrimPrefix(k, "nemo.gym."), "rollout.")+"="+v.AsString())
+		return true
+	})
+	sort.Strings(kv)
+	return strings.Join(kv, ",")
+}
+
+func mainRow(env string, reward string, extra string) string {
+	return fmt.Sprintf(`{"responses_create_params":{"input":[{"role":"user","content":"q"}]},"response":{"output":[{"type":"message","content":[{"type":"output_text","text":"%s"}]}]},"reward":%s,"_ng_environment_server":"%s"%s}`+"\n",
+		strings.Repeat("answer ", 300), reward, env, extra)
+}
+
+func failureRow(class, kind string) string {
+	return fmt.Sprintf(`{"_ng_failure_class":"%s","_ng_failure_type":"TimeoutError","failure_kind":"%s","_ng_environment_server":"math","_ng_failure_message":"read timed out"}`+"\n", class, kind)
+}
+
+func TestRolloutsFollowLive(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "eval.jsonl")
+	// Gym's other files: never main outputs, even though the glob matches them.
+	appendFile(t, filepath.Join(dir, "eval_materialized_inputs.jsonl"), mainRow("x", "1", ""))
+	appendFile(t, filepath.Join(dir, "eval_custom.jsonl"), mainRow("x", "1", ""))
+	appendFile(t, filepath.Join(dir, "orphan_attempts.jsonl"), mainRow("x", "1", ""))
+	appendFile(t, out, mainRow("math", "1.0", `,"_ng_run_id":"run-a","ng_perf":{"num_turns":3,"num_tool_calls":2}`))
+
+	agg := newTestAggregator(t)
+	rt, got := rolloutTailer(t, agg, filepath.Join(dir, "*.jsonl"), true, nil, 0)
+	assert.Equal(t, map[string]int64{
+		"eval.jsonl|run-a|completed_total|dispatch.name=math,outcome=scored":                1,
+		"eval.jsonl|run-a|rewarded_total|dispatch.name=math,masked=false,reward.range=full": 1,
+		"eval.jsonl|run-a|turns|sum":      3,
+		"eval.jsonl|run-a|tool_calls|sum": 2,
+	}, rolloutCounts(agg.Collect(protocol.Scope{})))
+
+	// A row appended in pieces is read once it is whole.
+	row := mainRow("math", "0.5", `,"mask_sample":true`)
+	appendFile(t, out, row[:1000])
+	rt.poll(context.Background())
+	appendFile(t, out, row[1000:2000])
+	rt.poll(context.Background())
+	assert.Equal(t, int64(1), got.accepted)
+	appendFile(t, out, row[2000:])
+	// The sidecar appears at the first failure; the report at the end of the run.
+	appendFile(t, filepath.Join(dir, "eval_failures.jsonl"), failureRow("agent_request_failed", "transport_timeout")+failureRow("Not A Class", "lab:quirk"))
+	appendFile(t, filepath.Join(dir, "rollout_verdicts.jsonl"),
+		`{"_ng_task_index":0,"_ng_rollout_index":0,"verdict":"unhealthy","findings":[{"check":"agent_turn_hollow"},"agent_turn_hollow","nope"]}`+"\n")
+	rt.poll(context.Background())
+	assert.Equal(t, map[string]int64{
+		"eval.jsonl|run-a|completed_total|dispatch.name=math,outcome=scored":                  2,
+		"eval.jsonl|run-a|rewarded_total|dispatch.name=math,masked=false,reward.range=full":   1,
+		"eval.jsonl|run-a|rewarded_total|dispatch.name=math,masked=true,reward.range=partial": 1,
+		"eval.jsonl|run-a|turns|sum":      3,
+		"eval.jsonl|run-a|tool_calls|sum": 2,
+		"eval.jsonl|run-a|completed_total|dispatch.name=math,failure_class=agent_request_failed,failure_kind=transport_timeout,failure_type=TimeoutError,outcome=failed": 1,
+		"eval.jsonl|run-a|completed_total|dispatch.name=math,failure_class=other,failure_kind=lab:quirk,failure_type=TimeoutError,outcome=failed":                        1,
+		"eval.jsonl|run-a|health_verdict_total|health.verdict=unhealthy,outcome=scored":                                                                                  1,
+		"eval.jsonl|run-a|health_flagged_total|health.check=agent_turn_hollow,outcome=scored":                                                                            1,
+		"eval.jsonl|run-a|health_flagged_total|health.check=unregistered,outcome=scored":                                                                                 1,
+	}, rolloutCounts(agg.Collect(protocol.Scope{})))
+	assert.Equal(t, int64(5), got.accepted)
+	assert.Empty(t, got.rejected)
+}
+
+func TestRolloutsRunID(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a", "out.jsonl"), filepath.Join(dir, "b", "out.jsonl")
+	require.NoError(t, os.MkdirAll(filepath.Dir(a), 0o700))
+	require.NoError(t, os.MkdirAll(filepath.Dir(b), 0o700))
+	// a: the manifest names the run; b: the first row (of the sidecar) does.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a", "out_manifest.json"), []byte(`{"run_id":"from-manifest","config":{}}`), 0o600))
+	appendFile(t, a, mainRow("m", "0", `,"_ng_run_id":"from-row"`))
+	appendFile(t, filepath.Join(dir, "b", "out_failures.jsonl"), strings.TrimSuffix(failureRow("timeout", ""), "}\n")+`,"_ng_run_id":"sidecar-run"}`+"\n")
+	require.NoError(t, os.WriteFile(b, nil, 0o600))
+
+	agg := newTestAggregator(t)
+	rt, _ := rolloutTailer(t, agg, filepath.Join(dir, "*", "out.jsonl"), true, nil, 0)
+	// The resource is fixed: a manifest written later changes nothing.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "b", "out_manifest.json"), []byte(`{"run_id":"late"}`), 0o600))
+	appendFile(t, b, mainRow("m", "0", `,"_ng_run_id":"other"`))
+	rt.poll(context.Background())
+	got := rolloutCounts(agg.Collect(protocol.Scope{}))
+	assert.Equal(t, int64(1), got["out.jsonl|from-manifest|completed_total|dispatch.name=m,outcome=scored"])
+	assert.Equal(t, int64(1), got["out.jsonl|sidecar-run|completed_total|dispatch.name=m,outcome=scored"])
+	assert.Equal(t, int64(1), got["out.jsonl|sidecar-run|completed_total|dispatch.name=math,failure_class=timeout,failure_type=TimeoutError,outcome=failed"])
+	assert.Len(t, got, 5, "%v", got) // and the two rewarded_total series
+}
+
+func TestRolloutsReportOfItsOwn(t *testing.T) {
+	dir := t.TempDir()
+	appendFile(t, filepath.Join(dir, "x.jsonl"), mainRow("m", "1", ""))
+	appendFile(t, filepath.Join(dir, "y.jsonl"), mainRow("m", "1", ""))
+	appendFile(t, filepath.Join(dir, "rollout_verdicts.jsonl"), `{"verdict":"healthy","findings":[],"_ng_run_id":"r9"}`+"\n")
+	agg := newTestAggregator(t)
+	rolloutTailer(t, agg, filepath.Join(dir, "*.jsonl"), true, nil, 0)
+	got := rolloutCounts(agg.Collect(protocol.Scope{}))
+	assert.Equal(t, int64(1), got["rollout_verdicts.jsonl|r9|health_verdict_total|health.verdict=healthy,outcome=scored"], "%v", got)
+	assert.Equal(t, int64(1), got["x.jsonl||completed_total|dispatch.name=m,outcome=scored"])
+	assert.Equal(t, int64(1), got["y.jsonl||completed_total|dispatch.name=m,outcome=scored"])
+}
+
+func TestRolloutsBadRows(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "r.jsonl")
+	appendFile(t, out, mainRow("m", "1", "")+"[]\n"+`{"reward":"1"}`+"\n"+mainRow("m", "0", "")+
+		`{"reward":1,"response":"`+strings.Repeat("y", 5000)+`"}`+"\n"+mainRow("m", "NaN", ""))
+	agg := newTestAggregator(t)
+	_, got := rolloutTailer(t, agg, filepath.Join(dir, "*.jsonl"), true, nil, 4096)
+	assert.Equal(t, map[string]int64{"not_object": 1, "wrong_type": 1, "too_long": 1}, got.rejected)
+	assert.Equal(t, int64(3), got.accepted)
+	c := rolloutCounts(agg.Collect(protocol.Scope{}))
+	assert.Equal(t, int64(3), c["r.jsonl||completed_total|dispatch.name=m,outcome=scored"])
+	assert.Equal(t, int64(1), c["r.jsonl||rewarded_total|dispatch.name=m,masked=false,reward.range=zero"])
+}
+
+func TestRolloutsRestartWithStore(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "r.jsonl")
+	appendFile(t, out, mainRow("m", "1", `,"_ng_run_id":"r1"`)+mainRow("m", "1", ""))
+	appendFile(t, filepath.Join(dir, "r_failures.jsonl"), failureRow("timeout", "agent_timeout"))
+	store := &memStore{}
+
+	agg := newTestAggregator(t)
+	rt, _ := rolloutTailer(t, agg, filepath.Join(dir, "*.jsonl"), true, store, 0)
+	half := mainRow("m", "0", "")
+	appendFile(t, out, half[:100]) // a row being written at shutdown
+	require.NoError(t, rt.Shutdown(context.Background()))
+	first := rolloutCounts(agg.Collect(protocol.Scope{}))
+	assert.Equal(t, int64(2), first["r.jsonl|r1|completed_total|dispatch.name=m,outcome=scored"])
+
+	// While it is down: the row is finished, more are written, a manifest appears.
+	appendFile(t, out, half[100:]+mainRow("m", "1", ""))
+	appendFile(t, filepath.Join(dir, "r_failures.jsonl"), failureRow("timeout", "agent_timeout"))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "r_manifest.json"), []byte(`{"run_id":"changed"}`), 0o600))
+
+	agg2 := newTestAggregator(t)
+	_, got := rolloutTailer(t, agg2, filepath.Join(dir, "*.jsonl"), false, store, 0)
+	assert.Equal(t, map[string]int64{
+		"r.jsonl|r1|completed_total|dispatch.name=m,outcome=scored":                                                                               2,
+		"r.jsonl|r1|rewarded_total|dispatch.name=m,masked=false,reward.range=full":                                                                1,
+		"r.jsonl|r1|rewarded_total|dispatch.name=m,masked=false,reward.range=zero":                                                                1,
+		"r.jsonl|r1|completed_total|dispatch.name=math,failure_class=timeout,failure_kind=agent_timeout,failure_type=TimeoutError,outcome=failed": 1,
+	}, rolloutCounts(agg2.Collect(protocol.Scope{})), "only what was written since, under the same resource")
+	assert.Equal(t, int64(3), got.accepted)
+}
+
+func TestRolloutsCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "r.jsonl")
+	appendFile(t, out, mainRow("m", "1", ""))
+	agg := newTestAggregator(t)
+	rt, got := rolloutTailer(t, agg, filepath.Join(dir, "*.jsonl"), true, nil, 0)
+
+	half := mainRow("m", "1", "")
+	appendFile(t, out, mainRow("m", "1", "")+half[:50])
+	offsets, release := rt.Checkpoint()
+	polled := make(chan struct{})
+	go func() { rt.poll(context.Background()); close(polled) }()
+	select {
+	case <-polled:
+		t.Fatal("a poll ran while the checkpoint was held")
+	case <-time.After(100 * time.Millisecond):
+	}
+	var st rolloutState
+	require.NoError(t, json.Unmarshal(offsets, &st))
+	assert.Equal(t, int64(len(half)), st.Files[out].Offset, "the offsets of the rows applied, not of rows read ahead")
+	assert.Equal(t, int64(1), got.accepted)
+	release()
+	<-polled
+	offsets, release = rt.Checkpoint()
+	release()
+	require.NoError(t, json.Unmarshal(offsets, &st))
+	assert.Equal(t, int64(2*len(half)), st.Files[out].Offset, "before the partial row")
+	assert.Equal(t, int64(2), st.Files[out].Lines)
+
+	// Restored from those offsets, a new tailer reads only the rows after them.
+	appendFile(t, out, half[50:])
+	agg2 := newTestAggregator(t)
+	_, got2 := rolloutTailer(t, agg2, filepath.Join(dir, "*.jsonl"), true, &memStore{data: offsets}, 0)
+	assert.Equal(t, int64(1), got2.accepted)
+}
+
+func TestRolloutsTruncateAndForget(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run1")
+	require.NoError(t, os.MkdirAll(run, 0o700))
+	out := filepath.Join(run, "r.jsonl")
+	appendFile(t, out, mainRow("m", "1", `,"_ng_run_id":"first"`)+mainRow("m", "1", ""))
+	store := &memStore{}
+	agg := newTestAggregator(t)
+	rt, got := rolloutTailer(t, agg, filepath.Join(dir, "*", "*.jsonl"), true, store, 0)
+	assert.Equal(t, int64(2), got.accepted)
+
+	// The main output written again (a new run to the same path): read from the start, under
+	// the resource its first row gives.
+	require.NoError(t, os.WriteFile(out, []byte(mainRow("n", "0", `,"_ng_run_id":"second"`)), 0o600))
+	rt.poll(context.Background())
+	c := rolloutCounts(agg.Collect(protocol.Scope{}))
+	assert.Equal(t, int64(2), c["r.jsonl|first|completed_total|dispatch.name=m,outcome=scored"])
+	assert.Equal(t, int64(1), c["r.jsonl|second|completed_total|dispatch.name=n,outcome=scored"])
+
+	// The run directory deleted: the run is forgotten, and so are its offsets.
+	require.NoError(t, os.RemoveAll(run))
+	rt.poll(context.Background())
+	assert.Empty(t, rt.runs)
+	var st rolloutState
+	require.NoError(t, json.Unmarshal(store.data, &st))
+	assert.Empty(t, st.Files)
+	assert.Empty(t, st.Runs)
+}
+
+func TestRolloutsStartAtEnd(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "r.jsonl")
+	row := mainRow("m", "1", "")
+	appendFile(t, out, row+row[:70]) // a row being written at start-up
+	agg := newTestAggregator(t)
+	rt, got := rolloutTailer(t, agg, filepath.Join(dir, "*.jsonl"), false, nil, 0)
+	assert.Zero(t, got.accepted)
+	appendFile(t, out, row[70:]+row)
+	rt.poll(context.Background())
+	assert.Equal(t, int64(2), got.accepted, "the row being written at start-up is read whole")
+	assert.Empty(t, got.rejected)
+}
+
+func TestIsMainOutput(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"eval.jsonl", "my_run.jsonl"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, n), nil, 0o600))
+	}
+	for name, want := range map[string]bool{
+		"eval.jsonl": true, "my_run.jsonl": true, "other.jsonl": true,
+		"eval_failures.jsonl": false, "eval_attempts.jsonl": false, "x_materialized_inputs.jsonl": false,
+		"rollout_verdicts.jsonl": false, "eval_v2.jsonl": false, "my_run_extra.jsonl": false,
+		"my_other.jsonl": true, "eval.json": false, "_failures.jsonl": true,
+	} {
+		assert.Equal(t, want, isMainOutput(filepath.Join(dir, name)), name)
+	}
+}
