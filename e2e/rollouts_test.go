@@ -171,8 +171,9 @@ func TestRolloutFilesLiveAndRestart(t *testing.T) {
 
 	sink2 := newCtlSink(t)
 	col2, _ := startTransports(t, sink2, rolloutsOpts(results, storage))
-	waitPoints(t, sink2, "after the restart: only the rows written since", run, completedTotal, outcomeIs("scored"), 2)
-	waitPoints(t, sink2, "after the restart: the failure written since", run, completedTotal, outcomeIs("failed"), 1)
+	// The checkpoint keeps the totals: they go on from 22 scored and 2 failed.
+	waitPoints(t, sink2, "after the restart: the rows written since, on top of the restored totals", run, completedTotal, outcomeIs("scored"), 24)
+	waitPoints(t, sink2, "after the restart: the failure written since", run, completedTotal, outcomeIs("failed"), 3)
 	waitPoints(t, sink2, "the health report", run, "gym.rollout.health_verdict_total", nil, 2)
 	waitPoints(t, sink2, "flagged once per distinct check", run, "gym.rollout.health_flagged_total", attrIs("nemo.gym.health.check", "model_call_failed"), 1)
 	// Nothing counted twice later on.
@@ -183,7 +184,7 @@ func TestRolloutFilesLiveAndRestart(t *testing.T) {
 		}
 		return nil
 	}))
-	assert.Equal(t, 2.0, latestPoints(sink2.exports(), run, completedTotal, outcomeIs("scored")))
+	assert.Equal(t, 24.0, latestPoints(sink2.exports(), run, completedTotal, outcomeIs("scored")))
 	require.NoError(t, col2.stop(30*time.Second))
 	require.Empty(t, sink1.errors())
 	require.Empty(t, sink2.errors())
