@@ -16,8 +16,6 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/receiver"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
@@ -34,6 +32,7 @@ type gymReceiver struct {
 	next      consumer.Metrics
 	agg       *protocol.Aggregator
 	telemetry *metadata.TelemetryBuilder
+	self      *ownTelemetry // the receiver's own metrics, with its identity (owntelemetry.go)
 	scope     protocol.Scope
 
 	procs      *procstats.Scraper
@@ -52,6 +51,10 @@ func newGymReceiver(set receiver.Settings, cfg *Config, next consumer.Metrics) (
 		return nil, err
 	}
 	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		return nil, err
+	}
+	self, err := newOwnTelemetry(set, cfg, tb)
 	if err != nil {
 		return nil, err
 	}
@@ -78,6 +81,7 @@ func newGymReceiver(set receiver.Settings, cfg *Config, next consumer.Metrics) (
 		set:        set,
 		next:       next,
 		telemetry:  tb,
+		self:       self,
 		scope:      protocol.Scope{Name: metadata.ScopeName, Version: set.BuildInfo.Version},
 		agg: protocol.NewAggregator(protocol.AggregatorConfig{
 			CardinalityLimit: cfg.CardinalityLimit,
@@ -206,7 +210,7 @@ func (r *gymReceiver) scrapeProcesses(ctx context.Context) {
 	r.agg.ApplyProcesses(&res)
 	for _, kind := range []procstats.ErrorKind{procstats.KindNotFound, procstats.KindPermission, procstats.KindOther, procstats.KindLimit} {
 		if n := res.Counts.Of(kind); n > 0 {
-			r.telemetry.ReceiverGymProcessErrors.Add(ctx, int64(n), metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", string(kind)))))
+			r.self.processErrors(ctx, string(kind), int64(n))
 		}
 	}
 	for _, e := range res.Errors {
@@ -219,7 +223,7 @@ func (r *gymReceiver) scrapeProcesses(ctx context.Context) {
 		r.set.Logger.Debug("process stats: cannot read a process", zap.Error(e))
 	}
 	if n := r.agg.TakeOtherHost(); n > 0 {
-		r.telemetry.ReceiverGymProcessOtherHost.Add(ctx, n)
+		r.self.processOtherHost(ctx, n)
 	}
 }
 
@@ -264,31 +268,17 @@ func (r *gymReceiver) collectLoop() {
 // collection carries the same totals.
 func (r *gymReceiver) collect(ctx context.Context) {
 	md := r.agg.Collect(r.scope)
-	r.telemetry.ReceiverGymResources.Record(ctx, int64(r.agg.Len()))
+	r.self.resources(ctx, int64(r.agg.Len()))
 	if md.ResourceMetrics().Len() == 0 {
 		return
 	}
-	if err := r.next.ConsumeMetrics(ctx, md); err != nil {
+	if err := r.self.consume(ctx, r.next, md); err != nil {
 		r.set.Logger.Warn("sending gym metrics failed; the next collection carries them", zap.Error(err))
 	}
 }
 
 func (r *gymReceiver) recordStream(st *protocol.StreamStats) {
-	ctx := context.Background()
-	if st.Accepted > 0 {
-		r.telemetry.ReceiverGymLinesAccepted.Add(ctx, st.Accepted)
-	}
-	if st.Unknown > 0 {
-		r.telemetry.ReceiverGymLinesUnknown.Add(ctx, st.Unknown)
-	}
-	for reason, n := range st.Rejected {
-		if n > 0 {
-			r.telemetry.ReceiverGymLinesRejected.Add(ctx, n, metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason))))
-		}
-	}
-	if st.Overflowed > 0 {
-		r.telemetry.ReceiverGymMeasurementsOverflowed.Add(ctx, st.Overflowed)
-	}
+	r.self.recordStream(context.Background(), st)
 }
 
 // Shutdown stops accepting, lets the bodies in flight finish, and sends what was aggregated
