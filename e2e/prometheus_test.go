@@ -27,6 +27,12 @@ extensions:
   health_check:
     endpoint: 127.0.0.1:%[1]d
 receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: 127.0.0.1:%[5]d
+      http:
+        endpoint: 127.0.0.1:%[6]d
   gym:
     http:
       endpoint: 127.0.0.1:%[2]d
@@ -53,7 +59,7 @@ func startDefaultCollector(t *testing.T) (*collector, collectorPorts) {
 	return startCollector(t, func(p collectorPorts) []string {
 		return []string{
 			filepath.Join(repoRoot, "config", "otelcol-gym.yaml"),
-			fmt.Sprintf(defaultConfigOverride, p.Health, p.Gym, p.Prometheus, p.Telemetry),
+			fmt.Sprintf(defaultConfigOverride, p.Health, p.Gym, p.Prometheus, p.Telemetry, p.OTLPGRPC, p.OTLPHTTP),
 		}
 	})
 }
