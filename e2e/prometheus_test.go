@@ -91,9 +91,7 @@ func prometheusBinary(t *testing.T) string {
 // port with its own configuration and storage in a temporary directory; it returns its URL.
 func startPrometheus(t *testing.T, target string) string {
 	t.Helper()
-	bin := prometheusBinary(t)
-	dir := t.TempDir()
-	cfg := fmt.Sprintf(`global:
+	return startPrometheusWith(t, fmt.Sprintf(`global:
   scrape_interval: 1s
   scrape_timeout: 1s
   evaluation_interval: 1s
@@ -103,9 +101,20 @@ scrape_configs:
     honor_labels: true
     static_configs:
       - targets: [%q]
-`, target)
+`, target), nil)
+}
+
+// startPrometheusWith starts a Prometheus on configuration cfg, with files (name -> content,
+// e.g. rule files) beside it, on a free loopback port; it returns its URL.
+func startPrometheusWith(t *testing.T, cfg string, files map[string]string) string {
+	t.Helper()
+	bin := prometheusBinary(t)
+	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "prometheus.yml")
 	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o600))
+	for name, content := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600))
+	}
 	for attempt := 1; ; attempt++ {
 		port := freePort(t)
 		p := startProcess(t, "prometheus", bin,
@@ -181,7 +190,8 @@ func promQuery(base, query string) (map[string]float64, error) {
 // Debian's Prometheus, scraping the prometheus exporter, PromQL questions about them. The
 // metric names are the exporter's translation: `.` becomes `_`, a histogram in ms gets
 // `_milliseconds`, counters keep their `_total`, resource attributes named in the config
-// (nemo.run.id, ...) become labels, service.name/service.instance.id become job/instance.
+// (nemo.run.id, host.name) become labels, service.name/service.instance.id become job/instance,
+// and every resource attribute is on target_info.
 func TestPrometheus(t *testing.T) {
 	t.Parallel()
 	prometheusBinary(t) // fail or skip before starting anything
@@ -220,7 +230,9 @@ func TestPrometheus(t *testing.T) {
 			map[string]float64{`{}`: 4},
 		},
 		{
-			`sum by (job, nemo_gym_server_type) (gym_sandbox_active)`,
+			// The resource's server type is on target_info (a label of every series only
+			// for the attributes no instrument uses per point): join on job and instance.
+			`sum by (job, nemo_gym_server_type) (gym_sandbox_active * on (job, instance) group_left (nemo_gym_server_type) target_info)`,
 			map[string]float64{
 				`{job="nemo-gym/driver",nemo_gym_server_type="orchestrator"}`:        2,
 				`{job="nemo-gym/code_gen",nemo_gym_server_type="resources_servers"}`: 2,
