@@ -208,9 +208,14 @@ DASHBOARDS = [
             timeseries("Connect failures by destination", [
                 q(f'sum by (nemo_gym_http_destination_server_name) (rate({CONNECT}_count{{{PROC}, nemo_gym_http_connection_pool_connect_outcome="failed"}}[{RI}]))',
                   "{{nemo_gym_http_destination_server_name}}")], unit="ops"),
-            timeseries("Connections opened by destination", [
+            timeseries("Connection attempts by destination", [
                 q(f"sum by (nemo_gym_http_destination_server_name) (rate(gym_http_connection_pool_connect_total{{{PROC}}}[{RI}]))",
-                  "{{nemo_gym_http_destination_server_name}}")], unit="ops", stack=True),
+                  "{{nemo_gym_http_destination_server_name}}")], unit="ops", stack=True,
+                description="connect() calls, those that later fail or are abandoned included."),
+            timeseries("Connections opened (connect time recorded)", [
+                q(f"sum by (nemo_gym_http_destination_server_name, nemo_gym_http_connection_pool_connect_outcome) (rate({CONNECT}_count{{{PROC}}}[{RI}]))",
+                  "{{nemo_gym_http_destination_server_name}} {{nemo_gym_http_connection_pool_connect_outcome}}")], unit="ops", stack=True,
+                description="Reused connections record nothing: a run that opens connections throughout is losing them."),
         ],
     },
     {
