@@ -21,6 +21,10 @@ HEALTH_URL  ?= http://127.0.0.1:13133/
 GYM_URL     ?= http://127.0.0.1:4390
 METRICS_URL ?= http://127.0.0.1:9464/metrics
 SAMPLE      ?= testdata/sample-run.jsonl
+# `make run` adds a debug exporter (one log line per batch) to the pipeline of $(CONFIG), which
+# has none; RUN_CONFIG= runs $(CONFIG) alone.
+RUN_CONFIG  ?= --config 'yaml:exporters::debug::verbosity: basic' \
+	--config 'yaml:service::pipelines::metrics::exporters: [prometheus, debug]'
 # The end-to-end tests build the collector once per run in TestMain (outside go test's
 # -timeout); a cold `go test -race` of the whole module still takes minutes on 2 cores.
 TEST_TIMEOUT ?= 25m
@@ -64,7 +68,7 @@ $(GYMEVENTS): $(GYMEVENTS_SRCS)
 # sample run, then waits on the collector. Ctrl-C (or SIGTERM) stops the collector gracefully.
 run: $(BIN) $(GYMEVENTS)
 	@set -u; \
-	./$(BIN) --config $(CONFIG) & pid=$$!; \
+	./$(BIN) --config $(CONFIG) $(RUN_CONFIG) & pid=$$!; \
 	stop() { trap - INT TERM; echo; echo "stopping otelcol-gym ($$pid)"; kill -TERM $$pid 2>/dev/null; wait $$pid; exit 0; }; \
 	trap stop INT TERM; \
 	if ! ./$(GYMEVENTS) wait $(HEALTH_URL) --timeout 60s --pid $$pid; then kill -TERM $$pid 2>/dev/null; wait $$pid; exit 1; fi; \
@@ -72,6 +76,7 @@ run: $(BIN) $(GYMEVENTS)
 	echo; \
 	echo "otelcol-gym is running (pid $$pid) with $(CONFIG)."; \
 	echo "  Gym metrics (Prometheus):  $(METRICS_URL)   e.g. curl -s $(METRICS_URL) | grep ^gym_"; \
+	echo "  OTLP from Gym's SDK:       grpc 127.0.0.1:4317, http http://127.0.0.1:4318 (docs/gym.md)"; \
 	echo "  send more events:          ./$(GYMEVENTS) send FILE --endpoint $(GYM_URL)"; \
 	echo "  health:                    $(HEALTH_URL)"; \
 	echo "Ctrl-C to stop."; \
