@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// distributionConfig uses the components added for issues 4, 6 and 8 with every key they are
+// distributionConfig uses the distribution's components beyond the core ones with every key they are
 // configured with in the docs: the gymattrs processor, the file_storage and bearertokenauth
 // extensions, the gym receiver's stream and files transports, TLS and auth on its http block.
 const distributionConfig = `

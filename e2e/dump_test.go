@@ -22,7 +22,7 @@ import (
 //	    {nemo.gym.event_loop="main"} count=2 sum=3.5 min=0.5 max=3 bounds=[0.5 1] buckets=[1 0 1]
 //
 // Attribute values: strings quoted, ints bare, bools true/false, doubles with a "d" suffix.
-// Kinds in OpenTelemetry data-model words as instruments.md uses them: counter (Sum,
+// Kinds in OpenTelemetry data-model words as docs/metrics.md uses them: counter (Sum,
 // monotonic, cumulative), updown (Sum, non-monotonic, cumulative), gauge, histogram
 // (explicit buckets, cumulative); anything else is spelled out (e.g. "sum(delta,monotonic)").
 // The order of resources, metrics and points does not matter: states are sorted.

@@ -19,7 +19,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 )
 
-// The gymattrs processor through the real binary (issue 6): OTLP shaped like a Gym
+// The gymattrs processor through the real binary: OTLP shaped like a Gym
 // process's own SDK output comes in on the otlp receiver, goes through gymattrs and out of an
 // otlp_http exporter bounded, merged and complete.
 

@@ -25,8 +25,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 )
 
-// Helpers of the transport, process-stats, gymattrs and reliability tests (issues 4, 5, 6
-// and 8): a controllable OTLP sink, configurations from templates, line generators, and
+// Helpers of the transport, process-stats, gymattrs and reliability
+// tests: a controllable OTLP sink, configurations from templates, line generators, and
 // readers of the exports a sink received.
 
 // ctlSink is an otlpSink behind a loopback listener that a test can take down in two ways:

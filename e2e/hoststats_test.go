@@ -18,7 +18,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 )
 
-// Host process stats through the real binary (issue 5): a pid announced in a resource line
+// Host process stats through the real binary: a pid announced in a resource line
 // has its process metrics exported under that resource.
 
 const hostStatsConfig = `

@@ -140,7 +140,7 @@ func TestOTLPExport(t *testing.T) {
 	bodies := readBodies(t, filepath.Join("testdata", "otlp-stream.jsonl"))
 	require.Len(t, bodies, 3)
 
-	// The receiver's answers (events-v1.md, Transports).
+	// The receiver's answers (docs/receiver.md, Transports).
 	status, ans := col.postEvents(t, bodies[0])
 	assert.Equal(t, http.StatusOK, status)
 	assert.Equal(t, 22, ans.Accepted, "body 1 accepted")

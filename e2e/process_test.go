@@ -179,6 +179,8 @@ type collector struct {
 // as {{.Gym}}, {{.Health}}, {{.Telemetry}} and so on.
 type collectorPorts struct {
 	Gym, Health, Telemetry, Prometheus, OTLPSink int
+	// The otlp receiver's endpoints in the default configuration.
+	OTLPGRPC, OTLPHTTP int
 }
 
 func newPorts(t *testing.T) collectorPorts {
@@ -187,6 +189,8 @@ func newPorts(t *testing.T) collectorPorts {
 		Health:     freePort(t),
 		Telemetry:  freePort(t),
 		Prometheus: freePort(t),
+		OTLPGRPC:   freePort(t),
+		OTLPHTTP:   freePort(t),
 	}
 }
 

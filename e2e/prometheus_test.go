@@ -27,6 +27,12 @@ extensions:
   health_check:
     endpoint: 127.0.0.1:%[1]d
 receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: 127.0.0.1:%[5]d
+      http:
+        endpoint: 127.0.0.1:%[6]d
   gym:
     http:
       endpoint: 127.0.0.1:%[2]d
@@ -55,7 +61,7 @@ func startDefaultCollector(t *testing.T, more ...string) (*collector, collectorP
 	return startCollector(t, func(p collectorPorts) []string {
 		return append([]string{
 			filepath.Join(repoRoot, "config", "otelcol-gym.yaml"),
-			fmt.Sprintf(defaultConfigOverride, p.Health, p.Gym, p.Prometheus, p.Telemetry),
+			fmt.Sprintf(defaultConfigOverride, p.Health, p.Gym, p.Prometheus, p.Telemetry, p.OTLPGRPC, p.OTLPHTTP),
 			"extensions:\n  file_storage:\n    directory: " + storage + "\n",
 		}, more...)
 	})
@@ -88,9 +94,7 @@ func prometheusBinary(t *testing.T) string {
 // port with its own configuration and storage in a temporary directory; it returns its URL.
 func startPrometheus(t *testing.T, target string) string {
 	t.Helper()
-	bin := prometheusBinary(t)
-	dir := t.TempDir()
-	cfg := fmt.Sprintf(`global:
+	return startPrometheusWith(t, fmt.Sprintf(`global:
   scrape_interval: 1s
   scrape_timeout: 1s
   evaluation_interval: 1s
@@ -100,9 +104,20 @@ scrape_configs:
     honor_labels: true
     static_configs:
       - targets: [%q]
-`, target)
+`, target), nil)
+}
+
+// startPrometheusWith starts a Prometheus on configuration cfg, with files (name -> content,
+// e.g. rule files) beside it, on a free loopback port; it returns its URL.
+func startPrometheusWith(t *testing.T, cfg string, files map[string]string) string {
+	t.Helper()
+	bin := prometheusBinary(t)
+	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "prometheus.yml")
 	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o600))
+	for name, content := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600))
+	}
 	for attempt := 1; ; attempt++ {
 		port := freePort(t)
 		p := startProcess(t, "prometheus", bin,
@@ -178,7 +193,8 @@ func promQuery(base, query string) (map[string]float64, error) {
 // Debian's Prometheus, scraping the prometheus exporter, PromQL questions about them. The
 // metric names are the exporter's translation: `.` becomes `_`, a histogram in ms gets
 // `_milliseconds`, counters keep their `_total`, resource attributes named in the config
-// (nemo.run.id, ...) become labels, service.name/service.instance.id become job/instance.
+// (nemo.run.id, host.name) become labels, service.name/service.instance.id become job/instance,
+// and every resource attribute is on target_info.
 func TestPrometheus(t *testing.T) {
 	t.Parallel()
 	prometheusBinary(t) // fail or skip before starting anything
@@ -217,7 +233,9 @@ func TestPrometheus(t *testing.T) {
 			map[string]float64{`{}`: 4},
 		},
 		{
-			`sum by (job, nemo_gym_server_type) (gym_sandbox_active)`,
+			// The resource's server type is on target_info (a label of every series only
+			// for the attributes no instrument uses per point): join on job and instance.
+			`sum by (job, nemo_gym_server_type) (gym_sandbox_active * on (job, instance) group_left (nemo_gym_server_type) target_info)`,
 			map[string]float64{
 				`{job="nemo-gym/driver",nemo_gym_server_type="orchestrator"}`:        2,
 				`{job="nemo-gym/code_gen",nemo_gym_server_type="resources_servers"}`: 2,

@@ -28,7 +28,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 )
 
-// Reliability and security through the real binary (issue 8): an exporter outage, Gym
+// Reliability and security through the real binary: an exporter outage, Gym
 // process restarts (OTLP and Prometheus), bearer-token authentication and TLS on the gym
 // receiver's HTTP transport.
 

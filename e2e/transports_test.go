@@ -19,7 +19,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 )
 
-// The stream and file transports through the real binary (issue 4): what an otlp_http
+// The stream and file transports through the real binary: what an otlp_http
 // exporter delivers for lines sent over TCP, a Unix socket and followed files; the SIGTERM
 // test that loses nothing on any transport; file offsets kept by file_storage across a
 // restart.

@@ -189,7 +189,7 @@ func eventsURL(endpoint string) (string, error) {
 	return u.String(), nil
 }
 
-// answer is the receiver's JSON reply (events-v1.md, Transports).
+// answer is the receiver's JSON reply (docs/receiver.md, Transports).
 type answer struct {
 	Accepted int64 `json:"accepted"`
 	Rejected int64 `json:"rejected"`

@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// fakeReceiver answers POST /v1/events like events-v1.md says: it numbers every line of the
+// fakeReceiver answers POST /v1/events like docs/receiver.md says: it numbers every line of the
 // body from 1 (blank ones included), accepts known events and well-formed resource lines,
 // counts unknown events, and rejects the rest.
 type fakeReceiver struct {

@@ -1,5 +1,5 @@
-// Package normalize bounds Gym attribute values by the rules of instruments.md ("Bounded
-// attribute values"), as metadata.yaml states them. The receiver's aggregator and the
+// Package normalize bounds Gym attribute values by the rules of docs/metrics.md
+// ("Attributes"), as metadata.yaml states them. The receiver's aggregator and the
 // attribute-bounding processor share it, so both give the same value for the same input.
 //
 // Every allowed value, fallback sentinel, cap and range comes from package schema (generated

@@ -222,7 +222,7 @@ var Instruments = [NumInstruments]Instrument{
 		},
 	},
 	GymHttpConnectionPoolQueueDurationMs: {
-		Name: "gym.http.connection_pool.queue_duration_ms", Description: "Time a request waited for a pooled connection.", Group: "HTTP connection pool",
+		Name: "gym.http.connection_pool.queue_duration_ms", Description: "Wait of one queued connection acquisition for a pooled connection, repeated waiter wakeups combined; an acquisition that gets a slot at once records nothing.", Group: "HTTP connection pool",
 		Kind: KindHistogram, ValueType: ValueDouble, Unit: "ms", Source: "events", Snapshot: false,
 		Buckets: "POOL_MS", Bounds: BucketsPoolMs,
 		Events: []string{"http.pool.queue"},
@@ -243,7 +243,7 @@ var Instruments = [NumInstruments]Instrument{
 		},
 	},
 	GymHttpConnectionPoolConnectTotal: {
-		Name: "gym.http.connection_pool.connect_total", Description: "Connections opened, by destination server.", Group: "HTTP connection pool",
+		Name: "gym.http.connection_pool.connect_total", Description: "Connection attempts (connect() calls) by destination server, those that later fail or are abandoned included; with the queue-duration count it gives the queued fraction.", Group: "HTTP connection pool",
 		Kind: KindCounter, ValueType: ValueInt, Unit: "{connection}", Source: "events", Snapshot: true,
 		Events: []string{"http.pool.connects"},
 		Attrs: []InstrumentAttr{

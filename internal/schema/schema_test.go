@@ -29,7 +29,7 @@ func TestGeneratedFilesAreFresh(t *testing.T) {
 }
 
 func TestSchemaShape(t *testing.T) {
-	require.Len(t, schema.Instruments, 39, "instruments.md lists 39 instruments")
+	require.Len(t, schema.Instruments, 39, "the schema lists 39 instruments")
 	names := map[string]bool{}
 	for i := range schema.Instruments {
 		in := &schema.Instruments[i]
@@ -53,7 +53,7 @@ func TestSchemaShape(t *testing.T) {
 			assert.Equal(t, want, in.ValueType, in.Name)
 		}
 	}
-	// Spot checks against instruments.md, typed here on purpose: the test is the second hand.
+	// Spot checks against docs/metrics.md, typed here on purpose: the test is the second hand.
 	lag, _ := schema.Lookup("gym.event_loop.lag_ms")
 	assert.Equal(t, []float64{0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000}, schema.Get(lag).Bounds)
 	pool, _ := schema.Lookup("gym.http.connection_pool.connect_duration_ms")

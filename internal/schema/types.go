@@ -45,7 +45,7 @@ const (
 	AttrBool
 )
 
-// Rule names how an attribute's value is bounded (see instruments.md, "Bounded attribute values").
+// Rule names how an attribute's value is bounded (docs/metrics.md, "Attributes").
 type Rule uint8
 
 const (

@@ -22,7 +22,7 @@ import (
 )
 
 // go test ./processor/gymattrs -run Golden -update rewrites the expected files; check them by
-// hand against instruments.md before committing them.
+// hand against docs/metrics.md before committing them.
 var update = flag.Bool("update", false, "rewrite the golden files of the golden tests")
 
 // The batches are what Gym processes exporting OTLP with the OpenTelemetry Python SDK send:

@@ -19,7 +19,7 @@ import (
 )
 
 // Test inputs name instruments, attributes and values by hand on purpose: they are what a
-// Gym SDK sends, and the tests hold the processor to the spec (instruments.md).
+// Gym SDK sends, and the tests hold the processor to the spec (docs/metrics.md).
 
 var (
 	t0    = time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)

@@ -18,7 +18,7 @@ import (
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/procstats"
 )
 
-// Config is the gym receiver's configuration: exactly the keys of events-v1.md.
+// Config is the gym receiver's configuration: exactly the keys of docs/receiver.md.
 type Config struct {
 	// HTTP serves POST /v1/events; on only when the block is present.
 	HTTP configoptional.Optional[confighttp.ServerConfig] `mapstructure:"http"`

@@ -17,8 +17,6 @@ import (
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
@@ -36,6 +34,7 @@ type gymReceiver struct {
 	next      consumer.Metrics
 	agg       *protocol.Aggregator
 	telemetry *metadata.TelemetryBuilder
+	self      *ownTelemetry // the receiver's own metrics, with its identity (owntelemetry.go)
 	scope     protocol.Scope
 
 	procs      *procstats.Scraper
@@ -57,6 +56,10 @@ func newGymReceiver(set receiver.Settings, cfg *Config, next consumer.Metrics) (
 		return nil, err
 	}
 	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		return nil, err
+	}
+	self, err := newOwnTelemetry(set, cfg, tb)
 	if err != nil {
 		return nil, err
 	}
@@ -83,6 +86,7 @@ func newGymReceiver(set receiver.Settings, cfg *Config, next consumer.Metrics) (
 		set:        set,
 		next:       next,
 		telemetry:  tb,
+		self:       self,
 		scope:      protocol.Scope{Name: metadata.ScopeName, Version: set.BuildInfo.Version},
 		agg: protocol.NewAggregator(protocol.AggregatorConfig{
 			CardinalityLimit: cfg.CardinalityLimit,
@@ -109,7 +113,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 			MinBodyRate:   transport.DefaultMinBodyRate,
 			BodyGrace:     transport.DefaultBodyGrace,
 			ReadTimeout:   hc.ReadTimeout,
-			OnTooSlow:     func() { r.telemetry.ReceiverGymHTTPBodiesTooSlow.Add(context.Background(), 1) },
+			OnTooSlow:     func() { r.self.httpBodyTooSlow(context.Background()) },
 		}
 		if r.cfg.CheckpointBeforeAnswer && r.ckpt != nil {
 			opts.Durable = r.syncCheckpoint
@@ -147,8 +151,8 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 			DrainTimeout:   r.cfg.DrainTimeout,
 			MaxConnections: sc.MaxConnections,
 			IdleTimeout:    sc.IdleTimeout,
-			OnRefused:      func() { r.telemetry.ReceiverGymStreamConnectionsRefused.Add(context.Background(), 1) },
-			OnIdleClosed:   func() { r.telemetry.ReceiverGymStreamConnectionsIdleClosed.Add(context.Background(), 1) },
+			OnRefused:      func() { r.self.streamRefused(context.Background()) },
+			OnIdleClosed:   func() { r.self.streamIdleClosed(context.Background()) },
 		}, r.recordStream, r.set.Logger)
 		if err := r.stream.Start(ctx); err != nil {
 			return err
@@ -251,7 +255,7 @@ func (r *gymReceiver) scrapeProcesses(ctx context.Context) {
 	r.agg.ApplyProcesses(&res)
 	for _, kind := range []procstats.ErrorKind{procstats.KindNotFound, procstats.KindPermission, procstats.KindOther, procstats.KindLimit} {
 		if n := res.Counts.Of(kind); n > 0 {
-			r.telemetry.ReceiverGymProcessErrors.Add(ctx, int64(n), metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", string(kind)))))
+			r.self.processErrors(ctx, string(kind), int64(n))
 		}
 	}
 	for _, e := range res.Errors {
@@ -264,7 +268,7 @@ func (r *gymReceiver) scrapeProcesses(ctx context.Context) {
 		r.set.Logger.Debug("process stats: cannot read a process", zap.Error(e))
 	}
 	if n := r.agg.TakeOtherHost(); n > 0 {
-		r.telemetry.ReceiverGymProcessOtherHost.Add(ctx, n)
+		r.self.processOtherHost(ctx, n)
 	}
 }
 
@@ -379,47 +383,22 @@ func (r *gymReceiver) collect(ctx context.Context) {
 	} else {
 		md = r.agg.Collect(r.scope)
 	}
-	r.telemetry.ReceiverGymResources.Record(ctx, int64(r.agg.Len()))
+	r.self.resources(ctx, int64(r.agg.Len()))
 	if md.ResourceMetrics().Len() == 0 {
 		return
 	}
-	if err := r.next.ConsumeMetrics(ctx, md); err != nil {
+	if err := r.self.consume(ctx, r.next, md); err != nil {
 		r.set.Logger.Warn("sending gym metrics failed; the next collection carries them", zap.Error(err))
 	}
 }
 
 func (r *gymReceiver) recordStream(st *protocol.StreamStats) {
-	ctx := context.Background()
-	if st.Accepted > 0 {
-		r.telemetry.ReceiverGymLinesAccepted.Add(ctx, st.Accepted)
-	}
-	if st.Unknown > 0 {
-		r.telemetry.ReceiverGymLinesUnknown.Add(ctx, st.Unknown)
-	}
-	for reason, n := range st.Rejected {
-		if n > 0 {
-			r.telemetry.ReceiverGymLinesRejected.Add(ctx, n, metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason))))
-		}
-	}
-	if st.Overflowed > 0 {
-		r.telemetry.ReceiverGymMeasurementsOverflowed.Add(ctx, st.Overflowed)
-	}
+	r.self.recordStream(context.Background(), st)
 }
 
 // recordRows counts the rows of Gym's run files.
 func (r *gymReceiver) recordRows(st *protocol.StreamStats) {
-	ctx := context.Background()
-	if st.Accepted > 0 {
-		r.telemetry.ReceiverGymRolloutRowsAccepted.Add(ctx, st.Accepted)
-	}
-	for reason, n := range st.Rejected {
-		if n > 0 {
-			r.telemetry.ReceiverGymRolloutRowsRejected.Add(ctx, n, metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason))))
-		}
-	}
-	if st.Overflowed > 0 {
-		r.telemetry.ReceiverGymMeasurementsOverflowed.Add(ctx, st.Overflowed)
-	}
+	r.self.recordRows(context.Background(), st)
 }
 
 // Shutdown stops accepting, lets the bodies in flight finish and reads what the stream

@@ -15,7 +15,7 @@ import (
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
-// Cardinality bombs (issue 8): a sender that puts a new value in every free-valued attribute
+// Cardinality bombs: a sender that puts a new value in every free-valued attribute
 // of every line, or announces a new resource on every line. Per resource every instrument keeps
 // at most cardinality_limit series, the overflow series included, and nothing sent is lost
 // (the overflow series holds the rest); resources expire, and their memory is given back.

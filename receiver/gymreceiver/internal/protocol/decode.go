@@ -14,7 +14,7 @@ import (
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
-// This file is the line decoder of events-v1.md. Decode makes one validating pass over the
+// This file is the line decoder of the event stream (docs/receiver.md). Decode makes one validating pass over the
 // top-level object (the UTF-8 of strings included), recording the span of the last occurrence
 // of every field name any event uses (unknown fields are validated and skipped), then resolves
 // `event` and converts the fields of that event. The pass reads a word at a time where it can:
@@ -22,7 +22,7 @@ import (
 // are scanned. Strings without escapes are sub-slices of the line, escaped ones are
 // decoded into the Decoder's scratch buffer: in steady state a line allocates nothing.
 //
-// Decisions where events-v1.md is silent:
+// Decisions where the event format is silent:
 //   - Whitespace is JSON's (space, tab, CR, LF); a line of only whitespace is blank.
 //   - A top-level value that is valid JSON but not an object is wrong_type.
 //   - `event` absent or null is missing_field; `event` not a string is wrong_type.

@@ -23,7 +23,7 @@ var decReasons = map[string]bool{
 
 // FuzzDecode checks that Decode never panics, that it is deterministic (decoding a line again,
 // on the same decoder or a new one, gives the same Event), that what it accepts obeys
-// events-v1.md, and that it agrees with encoding/json on JSON syntax and on string values.
+// docs/receiver.md, and that it agrees with encoding/json on JSON syntax and on string values.
 func FuzzDecode(f *testing.F) {
 	for _, l := range decMix {
 		f.Add([]byte(l))

@@ -19,7 +19,7 @@ const (
 	decIntNegative                 // a negative integer where a count is wanted
 )
 
-// decParseInt converts a number token to int64 by the integer rule of events-v1.md: the
+// decParseInt converts a number token to int64 by the integer rule of docs/receiver.md: the
 // token's exact decimal value must be an integer within int64 ("3.0" and "3e0" are 3).
 func decParseInt(t []byte) (int64, decIntStatus) {
 	// Fast path: an optional minus and 1 to 18 digits.

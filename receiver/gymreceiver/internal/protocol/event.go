@@ -1,4 +1,4 @@
-// Package protocol decodes the Gym event stream (events-v1.md) and aggregates it into
+// Package protocol decodes the Gym event stream (docs/receiver.md) and aggregates it into
 // cumulative OpenTelemetry metrics. It knows nothing of sockets or files: transports hand it
 // lines.
 package protocol
@@ -6,7 +6,7 @@ package protocol
 // EventType is the `event` field of a line.
 type EventType uint8
 
-// The event types of events-v1.md, and resource.
+// The event types of docs/receiver.md, and resource.
 const (
 	EventUnknown EventType = iota
 	EventResource
@@ -116,7 +116,7 @@ type CancelledCount struct {
 // Event is one decoded line. The decoder reuses one Event per stream: every []byte points
 // into the line or into the decoder's scratch space and is valid only until the next Decode.
 // Only the fields of Type are meaningful. Every value has been validated against
-// events-v1.md (types, ranges, enumerations); attribute normalisation (failure kinds, routes,
+// docs/receiver.md (types, ranges, enumerations); attribute normalisation (failure kinds, routes,
 // string caps of names, ...) is the aggregator's job.
 type Event struct {
 	Type EventType

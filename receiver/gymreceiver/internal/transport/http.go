@@ -24,7 +24,7 @@ const EventsPath = "/v1/events"
 // maxErrors is how many line errors an answer lists.
 const maxErrors = 10
 
-// Answer is the JSON body of an HTTP answer (events-v1.md).
+// Answer is the JSON body of an HTTP answer (docs/receiver.md).
 type Answer struct {
 	Accepted int64       `json:"accepted"`
 	Rejected int64       `json:"rejected"`

@@ -1,0 +1,379 @@
+#!/usr/bin/env python3
+"""Write the Grafana dashboards of deploy/grafana/dashboards/ from the definitions below.
+
+The dashboards are data: each is a list of panels, each panel a title, a kind and its PromQL
+queries. This script turns them into Grafana's dashboard JSON (schema 39, Grafana 10 and
+later), with a ``${datasource}`` variable and the run, service, instance and dispatch
+variables. ``--check`` compares instead of writing and fails when a file is stale (make
+test-prometheus). The end-to-end test (e2e/dashboards_test.go) runs every query of every
+written dashboard against a real Prometheus.
+
+Metric names are the Prometheus exporter's translation of the Gym schema (docs/gym.md).
+"""
+
+import argparse
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "dashboards")
+
+# The selectors of a Gym process: run, service (job) and instance. Every variable's "All"
+# is the regex .*, which also matches a series without the label.
+PROC = 'nemo_run_id=~"$run", job=~"$service", instance=~"$instance"'
+DISP = PROC + ', nemo_gym_rollout_dispatch_name=~"$dispatch"'
+# The collector's own metrics (otelcol_*), from its telemetry endpoint.
+COL = 'job=~"$collector", receiver=~"$receiver"'
+RI = "$__rate_interval"
+
+
+def q(expr, legend="", instant=False, fmt=None):
+    return {"expr": expr, "legend": legend, "instant": instant, "format": fmt}
+
+
+def timeseries(title, targets, unit="short", stack=False, description=""):
+    return {"kind": "timeseries", "title": title, "targets": targets, "unit": unit,
+            "stack": stack, "description": description}
+
+
+def stat(title, targets, unit="short", description=""):
+    return {"kind": "stat", "title": title, "targets": targets, "unit": unit,
+            "description": description}
+
+
+def heatmap(title, expr, unit="ms", description=""):
+    return {"kind": "heatmap", "title": title,
+            "targets": [q(expr, "{{le}}", fmt="heatmap")], "unit": unit,
+            "description": description}
+
+
+def quantiles(metric, by, sel, qs=(0.5, 0.99), legend=""):
+    """histogram_quantile targets of metric (a _bucket series) by the labels of by."""
+    out = []
+    for x in qs:
+        keys = ", ".join(by + ["le"])
+        out.append(q(f"histogram_quantile({x}, sum by ({keys}) (rate({metric}{{{sel}}}[{RI}])))",
+                     (legend + " " if legend else "") + f"p{int(x * 100)}"))
+    return out
+
+
+LAG = "gym_event_loop_lag_ms_milliseconds_bucket"
+GC_PAUSE = "gym_gc_pause_duration_ms_milliseconds_bucket"
+QUEUE = "gym_http_connection_pool_queue_duration_ms_milliseconds"
+CONNECT = "gym_http_connection_pool_connect_duration_ms_milliseconds"
+
+DASHBOARDS = [
+    {
+        "uid": "gym-rollouts",
+        "title": "Gym / Rollouts",
+        "description": "Rollout outcomes, failures, rewards and health verdicts of NeMo Gym runs.",
+        "panels": [
+            timeseries("Completed rollouts by outcome", [
+                q(f"sum by (nemo_gym_rollout_outcome) (rate(gym_rollout_completed_total{{{DISP}}}[{RI}]))",
+                  "{{nemo_gym_rollout_outcome}}")], unit="ops", stack=True),
+            stat("Rollouts completed since start, by outcome", [
+                q(f"sum by (nemo_gym_rollout_outcome) (gym_rollout_completed_total{{{DISP}}})",
+                  "{{nemo_gym_rollout_outcome}}", instant=True)],
+                description="Cumulative totals of the selected processes."),
+            timeseries("Failure ratio", [
+                q(f'sum(rate(gym_rollout_completed_total{{{DISP}, nemo_gym_rollout_outcome="failed"}}[{RI}]))'
+                  f" / sum(rate(gym_rollout_completed_total{{{DISP}}}[{RI}]))", "failed / completed")],
+                unit="percentunit"),
+            timeseries("Failures and omissions by kind", [
+                q(f'sum by (nemo_gym_failure_kind) (rate(gym_rollout_completed_total{{{DISP}, nemo_gym_failure_kind!=""}}[{RI}]))',
+                  "{{nemo_gym_failure_kind}}")], unit="ops", stack=True,
+                description="`unregistered` is a kind outside Gym's registry that is not namespaced."),
+            timeseries("Failures and omissions by class", [
+                q(f'sum by (nemo_gym_failure_class) (rate(gym_rollout_completed_total{{{DISP}, nemo_gym_failure_class!=""}}[{RI}]))',
+                  "{{nemo_gym_failure_class}}")], unit="ops", stack=True),
+            timeseries("Rewards by range and masked", [
+                q(f"sum by (nemo_gym_rollout_reward_range, nemo_gym_rollout_masked) (rate(gym_rollout_rewarded_total{{{DISP}}}[{RI}]))",
+                  "{{nemo_gym_rollout_reward_range}} masked={{nemo_gym_rollout_masked}}")], unit="ops", stack=True),
+            timeseries("Rewards by range, masked included", [
+                q(f"sum by (nemo_gym_rollout_reward_range) (rate(gym_rollout_rewarded_total{{{DISP}}}[{RI}]))",
+                  "{{nemo_gym_rollout_reward_range}}")], unit="ops", stack=True),
+            timeseries("Health verdicts", [
+                q(f"sum by (nemo_gym_health_verdict, nemo_gym_rollout_outcome) (rate(gym_rollout_health_verdict_total{{{PROC}}}[{RI}]))",
+                  "{{nemo_gym_health_verdict}} ({{nemo_gym_rollout_outcome}})")], unit="ops", stack=True),
+            timeseries("Flagged health checks", [
+                q(f"sum by (nemo_gym_health_check) (rate(gym_rollout_health_flagged_total{{{PROC}}}[{RI}]))",
+                  "{{nemo_gym_health_check}}")], unit="ops", stack=True),
+        ],
+    },
+    {
+        "uid": "gym-servers",
+        "title": "Gym / Servers and event loops",
+        "description": "Event-loop lag, garbage collection, requests and startup of Gym servers.",
+        "panels": [
+            timeseries("Event-loop lag quantiles", quantiles(LAG, ["job", "instance", "nemo_gym_event_loop"], PROC, (0.5, 0.9, 0.99),
+                                                             "{{job}} {{instance}} {{nemo_gym_event_loop}}"), unit="ms"),
+            heatmap("Event-loop lag", f"sum by (le) (increase({LAG}{{{PROC}}}[{RI}]))"),
+            timeseries("Event-loop tasks", [
+                q(f"sum by (job, instance, nemo_gym_event_loop) (gym_event_loop_tasks{{{PROC}}})",
+                  "{{job}} {{instance}} {{nemo_gym_event_loop}}")]),
+            timeseries("GC pause p99 by generation", quantiles(GC_PAUSE, ["nemo_gym_gc_generation"], PROC, (0.99,),
+                                                               "gen {{nemo_gym_gc_generation}}"), unit="ms"),
+            timeseries("GC pause time per second", [
+                q(f"sum by (nemo_gym_gc_generation) (rate(gym_gc_pause_duration_ms_milliseconds_sum{{{PROC}}}[{RI}]))",
+                  "gen {{nemo_gym_gc_generation}}")], unit="ms", stack=True,
+                description="Milliseconds of GC pause per second of wall time."),
+            timeseries("GC collections and collected objects", [
+                q(f"sum by (nemo_gym_gc_generation) (rate(gym_gc_collections_total{{{PROC}}}[{RI}]))",
+                  "collections gen {{nemo_gym_gc_generation}}"),
+                q(f"sum by (nemo_gym_gc_generation) (rate(gym_gc_collected_total{{{PROC}}}[{RI}]))",
+                  "collected gen {{nemo_gym_gc_generation}}")], unit="ops"),
+            stat("GC totals: uncollectable objects, tracked objects", [
+                q(f"sum(gym_gc_uncollectable_total{{{PROC}}})", "uncollectable", instant=True),
+                q(f"sum(gym_gc_count{{{PROC}}})", "tracked (gc.get_count)", instant=True)]),
+            timeseries("Requests in flight", [
+                q(f"sum by (job, instance) (gym_server_requests_in_flight{{{PROC}}})", "{{job}} {{instance}}")]),
+            timeseries("Responses by status class", [
+                q(f'sum by (class) (label_replace(rate(gym_server_responses_total{{{PROC}}}[{RI}]), "class", "${{1}}xx", "http_response_status_code", "([1-5]).."))',
+                  "{{class}}")], unit="ops", stack=True),
+            timeseries("Unhandled exceptions", [
+                q(f"sum by (job) (rate(gym_server_requests_unhandled_exceptions_total{{{PROC}}}[{RI}]))", "{{job}}")], unit="ops"),
+            timeseries("Cancellations by route and phase", [
+                q(f"sum by (http_route, nemo_gym_request_phase) (rate(gym_server_requests_cancelled_total{{{PROC}}}[{RI}]))",
+                  "{{http_route}} {{nemo_gym_request_phase}}")], unit="ops", stack=True),
+            timeseries("Outbound requests in flight", [
+                q(f"sum by (job, instance) (gym_http_client_requests_in_flight{{{PROC}}})", "{{job}} {{instance}}")]),
+            timeseries("Startup stage mean duration by server", [
+                q(f"max by (nemo_gym_server_name, nemo_gym_startup_stage) (gym_server_startup_stage_duration_ms_milliseconds_sum{{{PROC}}}"
+                  f" / gym_server_startup_stage_duration_ms_milliseconds_count{{{PROC}}})",
+                  "{{nemo_gym_server_name}} {{nemo_gym_startup_stage}}")], unit="ms"),
+        ],
+    },
+    {
+        "uid": "gym-sandboxes",
+        "title": "Gym / Sandboxes",
+        "description": "Sandboxes held, startup and exec times, create retries.",
+        "panels": [
+            timeseries("Active sandboxes by provider", [
+                q(f"sum by (nemo_gym_sandbox_provider) (gym_sandbox_active{{{PROC}}})",
+                  "{{nemo_gym_sandbox_provider}}")], stack=True),
+            timeseries("Sandbox startup", quantiles("gym_sandbox_startup_duration_ms_milliseconds_bucket", ["nemo_gym_sandbox_provider"], PROC,
+                                                    legend="{{nemo_gym_sandbox_provider}}"), unit="ms"),
+            timeseries("Sandbox exec", quantiles("gym_sandbox_exec_duration_ms_milliseconds_bucket", ["nemo_gym_sandbox_provider"], PROC,
+                                                 legend="{{nemo_gym_sandbox_provider}}"), unit="ms"),
+            timeseries("Sandbox create retries", [
+                q(f"sum by (nemo_gym_sandbox_provider) (rate(gym_sandbox_create_retry_total{{{PROC}}}[{RI}]))",
+                  "{{nemo_gym_sandbox_provider}}")], unit="ops"),
+        ],
+    },
+    {
+        "uid": "gym-driver",
+        "title": "Gym / Rollout driver",
+        "description": "What the rollout driver offers, holds and runs; admission, output writes, materialize and rollout sizes.",
+        "panels": [
+            timeseries("Rollouts offered", [
+                q(f"sum by (job) (rate(gym_driver_rollouts_offered_total{{{PROC}}}[{RI}]))", "{{job}}")], unit="ops"),
+            timeseries("Rollouts resident and active", [
+                q(f"sum(gym_driver_rollouts_resident{{{PROC}}})", "resident"),
+                q(f"sum(gym_driver_rollouts_active{{{PROC}}})", "active")]),
+            timeseries("Admission wait", quantiles("gym_driver_admission_duration_ms_milliseconds_bucket", [], PROC), unit="ms"),
+            timeseries("Output writes", [
+                q(f"sum(rate(gym_driver_output_write_duration_ms_milliseconds_count{{{PROC}}}[{RI}]))", "writes")]
+                + quantiles("gym_driver_output_write_duration_ms_milliseconds_bucket", [], PROC, (0.99,), "duration ms"),
+                description="Writes per second, and the p99 of their duration in ms."),
+            timeseries("Output bytes", [
+                q(f"sum(rate(gym_driver_output_write_bytes_sum{{{PROC}}}[{RI}]))", "bytes/s")]
+                + quantiles("gym_driver_output_write_bytes_bucket", [], PROC, (0.5,), "bytes per write"), unit="bytes"),
+            timeseries("Materialize", quantiles("gym_driver_materialize_duration_ms_milliseconds_bucket", [], PROC), unit="ms"),
+            timeseries("Rollout sizes (median)", [
+                q(f"histogram_quantile(0.5, sum by (le) (rate(gym_driver_rollout_{m}_bucket{{{PROC}}}[{RI}])))", m)
+                for m in ("input_items", "output_items", "turns", "tool_calls")]),
+        ],
+    },
+    {
+        "uid": "gym-connection-pool",
+        "title": "Gym / Connection pool",
+        "description": "Outbound HTTP connection pools of Gym processes: queue waits, abandoned acquisitions, connects.",
+        "panels": [
+            timeseries("Queue wait p99 by destination and constraint", quantiles(
+                QUEUE + "_bucket", ["nemo_gym_http_destination_server_name", "nemo_gym_http_connection_pool_queue_constraint"], PROC, (0.99,),
+                "{{nemo_gym_http_destination_server_name}} {{nemo_gym_http_connection_pool_queue_constraint}}"), unit="ms",
+                description="Only acquisitions that had to queue are recorded."),
+            timeseries("Abandoned share of queued acquisitions", [
+                q(f'(sum by (nemo_gym_http_destination_server_name) (rate({QUEUE}_count{{{PROC}, nemo_gym_http_connection_pool_queue_outcome="abandoned"}}[{RI}]))'
+                  f" or 0 * sum by (nemo_gym_http_destination_server_name) (rate({QUEUE}_count{{{PROC}}}[{RI}])))"
+                  f" / sum by (nemo_gym_http_destination_server_name) (rate({QUEUE}_count{{{PROC}}}[{RI}]))",
+                  "{{nemo_gym_http_destination_server_name}}")], unit="percentunit"),
+            timeseries("Queued acquisitions by outcome", [
+                q(f"sum by (nemo_gym_http_connection_pool_queue_outcome) (rate({QUEUE}_count{{{PROC}}}[{RI}]))",
+                  "{{nemo_gym_http_connection_pool_queue_outcome}}")], unit="ops", stack=True),
+            timeseries("Connect time by destination", quantiles(
+                CONNECT + "_bucket", ["nemo_gym_http_destination_server_name"], PROC + ', nemo_gym_http_connection_pool_connect_outcome="ok"',
+                legend="{{nemo_gym_http_destination_server_name}}"), unit="ms"),
+            timeseries("Connect failures by destination", [
+                q(f'sum by (nemo_gym_http_destination_server_name) (rate({CONNECT}_count{{{PROC}, nemo_gym_http_connection_pool_connect_outcome="failed"}}[{RI}]))',
+                  "{{nemo_gym_http_destination_server_name}}")], unit="ops"),
+            timeseries("Connection attempts by destination", [
+                q(f"sum by (nemo_gym_http_destination_server_name) (rate(gym_http_connection_pool_connect_total{{{PROC}}}[{RI}]))",
+                  "{{nemo_gym_http_destination_server_name}}")], unit="ops", stack=True,
+                description="connect() calls, those that later fail or are abandoned included."),
+            timeseries("Connections opened (connect time recorded)", [
+                q(f"sum by (nemo_gym_http_destination_server_name, nemo_gym_http_connection_pool_connect_outcome) (rate({CONNECT}_count{{{PROC}}}[{RI}]))",
+                  "{{nemo_gym_http_destination_server_name}} {{nemo_gym_http_connection_pool_connect_outcome}}")], unit="ops", stack=True,
+                description="Reused connections record nothing: a run that opens connections throughout is losing them."),
+        ],
+    },
+    {
+        "uid": "gym-processes",
+        "title": "Gym / Processes",
+        "description": "CPU, memory, threads and open descriptors of Gym processes (OpenTelemetry process conventions).",
+        "panels": [
+            timeseries("CPU by mode", [
+                q(f"sum by (job, instance, cpu_mode) (rate(process_cpu_time_seconds_total{{{PROC}}}[{RI}]))",
+                  "{{job}} {{instance}} {{cpu_mode}}")], unit="short", stack=True,
+                description="CPU seconds per second: 1 is one core."),
+            timeseries("Memory", [
+                q(f"sum by (job, instance) (process_memory_usage_bytes{{{PROC}}})", "{{job}} {{instance}}")], unit="bytes"),
+            timeseries("Threads", [
+                q(f"sum by (job, instance) (process_thread_count{{{PROC}}})", "{{job}} {{instance}}")]),
+            timeseries("Open file descriptors", [
+                q(f"sum by (job, instance) (process_open_file_descriptor_count{{{PROC}}})", "{{job}} {{instance}}")]),
+        ],
+    },
+    {
+        "uid": "gym-collector",
+        "title": "Gym / Collector",
+        "description": "otelcol-gym itself: lines accepted and rejected, unknown events, overflowed series, resources held, metric points.",
+        "collector": True,
+        "panels": [
+            timeseries("Lines accepted", [
+                q(f"sum by (receiver) (rate(otelcol_receiver_gym_lines_accepted{{{COL}}}[{RI}]))", "{{receiver}}")], unit="ops"),
+            timeseries("Lines rejected by reason", [
+                q(f"sum by (receiver, reason) (rate(otelcol_receiver_gym_lines_rejected{{{COL}}}[{RI}]))", "{{receiver}} {{reason}}")],
+                unit="ops", stack=True),
+            timeseries("Unknown events", [
+                q(f"sum by (receiver) (rate(otelcol_receiver_gym_lines_unknown{{{COL}}}[{RI}]))", "{{receiver}}")], unit="ops"),
+            timeseries("Measurements and points folded into overflow series", [
+                q(f"sum by (receiver) (rate(otelcol_receiver_gym_measurements_overflowed{{{COL}}}[{RI}]))", "{{receiver}}"),
+                q(f'sum (rate(otelcol_processor_gymattrs_points_overflowed{{job=~"$collector"}}[{RI}]))', "gymattrs")], unit="ops"),
+            timeseries("Resources (Gym processes) held", [
+                q(f"sum by (receiver) (otelcol_receiver_gym_resources{{{COL}}})", "{{receiver}}")]),
+            timeseries("Metric points accepted and refused", [
+                q(f"sum by (receiver, transport) (rate(otelcol_receiver_accepted_metric_points{{{COL}}}[{RI}]))", "accepted {{receiver}} {{transport}}"),
+                q(f"sum by (receiver, transport) (rate(otelcol_receiver_refused_metric_points{{{COL}}}[{RI}]))", "refused {{receiver}} {{transport}}")],
+                unit="ops"),
+            timeseries("gymattrs: attributes removed, values normalised", [
+                q(f'sum (rate(otelcol_processor_gymattrs_attributes_removed{{job=~"$collector"}}[{RI}]))', "attributes removed"),
+                q(f'sum (rate(otelcol_processor_gymattrs_values_normalised{{job=~"$collector"}}[{RI}]))', "values normalised")], unit="ops"),
+        ],
+    },
+]
+
+
+def variable(name, label, query):
+    return {
+        "name": name, "label": label, "type": "query",
+        "datasource": {"type": "prometheus", "uid": "${datasource}"},
+        "query": {"query": query, "refId": name},
+        "definition": query,
+        "includeAll": True, "multi": True, "allValue": ".*",
+        "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
+        "refresh": 2, "sort": 1, "regex": "", "hide": 0, "options": [],
+    }
+
+
+def templating(collector):
+    ds = {
+        "name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus",
+        "current": {}, "hide": 0, "refresh": 1, "regex": "", "options": [],
+    }
+    if collector:
+        return [ds,
+                variable("collector", "Collector job", "label_values(otelcol_receiver_gym_lines_accepted, job)"),
+                variable("receiver", "Receiver", 'label_values(otelcol_receiver_gym_lines_accepted{job=~"$collector"}, receiver)')]
+    return [ds,
+            variable("run", "Run", "label_values(target_info, nemo_run_id)"),
+            variable("service", "Service", 'label_values(target_info{nemo_run_id=~"$run"}, job)'),
+            variable("instance", "Instance", 'label_values(target_info{nemo_run_id=~"$run", job=~"$service"}, instance)'),
+            variable("dispatch", "Dispatch", 'label_values(gym_rollout_completed_total{nemo_run_id=~"$run"}, nemo_gym_rollout_dispatch_name)')]
+
+
+def panel_json(pid, p, x, y):
+    ds = {"type": "prometheus", "uid": "${datasource}"}
+    targets = []
+    for i, t in enumerate(p["targets"]):
+        tj = {"refId": chr(ord("A") + i), "datasource": ds, "expr": t["expr"], "legendFormat": t["legend"] or "__auto",
+              "range": not t["instant"], "instant": t["instant"]}
+        if t["format"]:
+            tj["format"] = t["format"]
+        targets.append(tj)
+    out = {"id": pid, "type": p["kind"], "title": p["title"], "datasource": ds,
+           "gridPos": {"h": 8, "w": 12, "x": x, "y": y}, "targets": targets}
+    if p["description"]:
+        out["description"] = p["description"]
+    if p["kind"] == "timeseries":
+        custom = {"drawStyle": "line", "lineWidth": 1, "fillOpacity": 10, "showPoints": "never",
+                  "stacking": {"mode": "normal" if p["stack"] else "none", "group": "A"}}
+        out["fieldConfig"] = {"defaults": {"unit": p["unit"], "custom": custom}, "overrides": []}
+        out["options"] = {"legend": {"displayMode": "list", "placement": "bottom", "showLegend": True},
+                          "tooltip": {"mode": "multi", "sort": "desc"}}
+    elif p["kind"] == "stat":
+        out["fieldConfig"] = {"defaults": {"unit": p["unit"]}, "overrides": []}
+        out["options"] = {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+                          "colorMode": "value", "graphMode": "none", "textMode": "value_and_name"}
+    elif p["kind"] == "heatmap":
+        out["options"] = {"calculate": False, "yAxis": {"unit": p["unit"]},
+                          "cellGap": 1, "color": {"mode": "scheme", "scheme": "Oranges"},
+                          "rowsFrame": {"layout": "auto"}}
+        out["fieldConfig"] = {"defaults": {}, "overrides": []}
+    return out
+
+
+def dashboard_json(d):
+    panels = []
+    for i, p in enumerate(d["panels"]):
+        panels.append(panel_json(i + 1, p, 12 * (i % 2), 8 * (i // 2)))
+    return {
+        "uid": d["uid"], "title": d["title"], "description": d["description"],
+        "tags": ["nemo-gym", "otelcol-gym"], "timezone": "browser", "editable": True,
+        "schemaVersion": 39, "version": 1, "refresh": "30s", "graphTooltip": 1,
+        "time": {"from": "now-1h", "to": "now"},
+        "templating": {"list": templating(d.get("collector", False))},
+        "annotations": {"list": []},
+        "links": [{"type": "dashboards", "tags": ["nemo-gym"], "asDropdown": True, "title": "Gym dashboards",
+                   "includeVars": True, "keepTime": True}],
+        "panels": panels,
+    }
+
+
+def render(d):
+    return json.dumps(dashboard_json(d), indent=2, sort_keys=False) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="fail when a written dashboard differs from its definition")
+    args = ap.parse_args()
+    want = {d["uid"] + ".json": render(d) for d in DASHBOARDS}
+    if args.check:
+        stale = []
+        for name, text in want.items():
+            path = os.path.join(OUT, name)
+            try:
+                with open(path, encoding="utf-8") as f:
+                    if f.read() != text:
+                        stale.append(name)
+            except FileNotFoundError:
+                stale.append(name)
+        extra = sorted(set(n for n in os.listdir(OUT) if n.endswith(".json")) - set(want)) if os.path.isdir(OUT) else []
+        if stale or extra:
+            print("deploy/grafana/dashboards is stale (run: python3 deploy/grafana/generate.py):",
+                  ", ".join(stale + extra), file=sys.stderr)
+            return 1
+        print(f"deploy/grafana/dashboards: {len(want)} dashboards up to date")
+        return 0
+    os.makedirs(OUT, exist_ok=True)
+    for name, text in want.items():
+        with open(os.path.join(OUT, name), "w", encoding="utf-8") as f:
+            f.write(text)
+    print(f"wrote {len(want)} dashboards to {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

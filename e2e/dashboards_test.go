@@ -1,0 +1,520 @@
+//go:build linux
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.yaml.in/yaml/v3"
+)
+
+// The dashboards and rules of deploy/ against real data: the shipped configuration fed a
+// generated Gym run (events), crafted lines (a rejected one, an unknown event, a cardinality
+// bomb) and OTLP through gymattrs, scraped by Debian's Prometheus with deploy's rules loaded.
+
+// dashboardsOverride: the collector reads its own process (the Processes dashboard), collects
+// every 300ms (the default configuration's override).
+const dashboardsOverride = `
+receivers:
+  gym:
+    process:
+      enabled: true
+      include_self: true
+      collection_interval: 1s
+`
+
+// dashboardVars are the values a panel's query gets in the test: every variable at All (.*),
+// Grafana's intervals at what a 1s scrape gives.
+var dashboardVars = map[string]string{
+	"$__rate_interval": "30s", // 4 scrape intervals and more
+	"$__interval":      "5s",
+	"$__range":         "5m",
+	"$run":             ".*",
+	"$service":         ".*",
+	"$instance":        ".*",
+	"$dispatch":        ".*",
+	"$collector":       ".*",
+	"$receiver":        ".*",
+}
+
+func substitute(expr string) string {
+	keys := make([]string, 0, len(dashboardVars))
+	for k := range dashboardVars {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return len(keys[i]) > len(keys[j]) }) // $__range before $run...
+	for _, k := range keys {
+		expr = strings.ReplaceAll(expr, "${"+strings.TrimPrefix(k, "$")+"}", dashboardVars[k])
+		expr = strings.ReplaceAll(expr, k, dashboardVars[k])
+	}
+	return expr
+}
+
+// grafanaDashboard is the part of Grafana's dashboard JSON the test reads.
+type grafanaDashboard struct {
+	UID        string `json:"uid"`
+	Title      string `json:"title"`
+	Templating struct {
+		List []struct {
+			Name  string `json:"name"`
+			Type  string `json:"type"`
+			Query any    `json:"query"`
+		} `json:"list"`
+	} `json:"templating"`
+	Panels []struct {
+		Title   string `json:"title"`
+		Type    string `json:"type"`
+		Targets []struct {
+			RefID string `json:"refId"`
+			Expr  string `json:"expr"`
+		} `json:"targets"`
+	} `json:"panels"`
+}
+
+func loadDashboards(t *testing.T) []grafanaDashboard {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(repoRoot, "deploy", "grafana", "dashboards", "*.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, paths)
+	var out []grafanaDashboard
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		require.NoError(t, err)
+		var d grafanaDashboard
+		require.NoError(t, json.Unmarshal(data, &d), p)
+		require.NotEmpty(t, d.Panels, p)
+		out = append(out, d)
+	}
+	return out
+}
+
+// recordingRules reads the recording rules (name -> expr) and the alert names of gym.rules.yaml.
+func recordingRules(t *testing.T, data []byte) (records map[string]string, alerts []string) {
+	t.Helper()
+	var f struct {
+		Groups []struct {
+			Rules []struct {
+				Record string `yaml:"record"`
+				Alert  string `yaml:"alert"`
+				Expr   string `yaml:"expr"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	require.NoError(t, yaml.Unmarshal(data, &f))
+	records = map[string]string{}
+	for _, g := range f.Groups {
+		for _, r := range g.Rules {
+			if r.Record != "" {
+				records[r.Record] = r.Expr
+			} else {
+				alerts = append(alerts, r.Alert)
+			}
+		}
+	}
+	return records, alerts
+}
+
+// runImplies is what the generated stream says, counted from its lines.
+type runImplies struct {
+	outcomes  map[string]float64 // rollout.completed by outcome
+	sandboxes map[string]float64 // sandbox.active deltas by provider
+	lines     int                // every line, resource lines included
+}
+
+func countRun(t *testing.T, data []byte) runImplies {
+	t.Helper()
+	r := runImplies{outcomes: map[string]float64{}, sandboxes: map[string]float64{}}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		r.lines++
+		var ev struct {
+			Event    string `json:"event"`
+			Outcome  string `json:"outcome"`
+			Provider string `json:"provider"`
+			Delta    int    `json:"delta"`
+		}
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &ev))
+		switch ev.Event {
+		case "rollout.completed":
+			r.outcomes[ev.Outcome]++
+		case "sandbox.active":
+			r.sandboxes[ev.Provider] += float64(ev.Delta)
+		}
+	}
+	require.NoError(t, sc.Err())
+	return r
+}
+
+// splitBatches cuts a generated stream into its bodies: each starts at a resource line.
+func splitBatches(data []byte) []string {
+	var bodies []string
+	var cur strings.Builder
+	for _, l := range strings.SplitAfter(string(data), "\n") {
+		if l == "" {
+			continue
+		}
+		if strings.HasPrefix(l, `{"event":"resource"`) && cur.Len() > 0 {
+			bodies = append(bodies, cur.String())
+			cur.Reset()
+		}
+		cur.WriteString(l)
+	}
+	if cur.Len() > 0 {
+		bodies = append(bodies, cur.String())
+	}
+	return bodies
+}
+
+// craftedLines: a process whose resource is server `head` records a stage of server `math`,
+// fails a rollout with an unregistered failure kind, and sends a line that is rejected and an
+// unknown event; then a process that retries sandboxes of more providers than the
+// cardinality limit (2000): its 2001st provider on folds into the overflow series.
+func craftedLines() (body string, accepted, rejected, unknown int) {
+	var b strings.Builder
+	b.WriteString(`{"event":"resource","attributes":{"service.name":"nemo-gym/head","service.instance.id":"run1-head","nemo.run.id":"run1","nemo.gym.server.name":"head","nemo.gym.server.type":"orchestrator"}}` + "\n")
+	b.WriteString(`{"event":"server.startup_stage","stage":"warmup","server_name":"math","server_type":"resources_servers","duration_ms":1234.5}` + "\n")
+	b.WriteString(`{"event":"rollout.completed","outcome":"failed","dispatch_name":"d0","failure_class":"verifier","failure_kind":"Verifier crashed"}` + "\n")
+	b.WriteString(`{"event":"event_loop.lag","loop":"main"}` + "\n") // rejected: no lag_ms
+	b.WriteString(`{"event":"gym.future_event","x":1}` + "\n")       // unknown
+	b.WriteString(`{"event":"resource","attributes":{"service.name":"nemo-gym/bomb","service.instance.id":"run1-bomb","nemo.run.id":"run1"}}` + "\n")
+	for i := range 2050 {
+		fmt.Fprintf(&b, `{"event":"sandbox.create_retry","provider":"provider-%d"}`+"\n", i)
+	}
+	return b.String(), 2 + 2 + 2050, 1, 1
+}
+
+// otlpAgent is one export of a Gym SDK: 2,050 scored rollouts, one per dispatch name, each
+// with an undeclared attribute (gymattrs removes it and folds the dispatches past its
+// cardinality limit into the overflow series, losing no count), and a cancelled request
+// whose route is a raw URL (normalised to `unmatched`).
+func otlpAgent() (md pmetric.Metrics, scored int) {
+	md = pmetric.NewMetrics()
+	rm := md.ResourceMetrics().AppendEmpty()
+	ra := rm.Resource().Attributes()
+	ra.PutStr("service.name", "nemo-gym/sdk-agent")
+	ra.PutStr("service.instance.id", "run1-sdk-agent-0")
+	ra.PutStr("nemo.run.id", "run1")
+	ra.PutStr("nemo.gym.server.name", "simple_agent")
+	sm := rm.ScopeMetrics().AppendEmpty()
+	now := pcommon.NewTimestampFromTime(time.Now())
+	start := now - pcommon.Timestamp(time.Minute)
+	sum := func(name, unit string) pmetric.NumberDataPointSlice {
+		m := sm.Metrics().AppendEmpty()
+		m.SetName(name)
+		m.SetUnit(unit)
+		s := m.SetEmptySum()
+		s.SetIsMonotonic(true)
+		s.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+		return s.DataPoints()
+	}
+	completed := sum("gym.rollout.completed_total", "1")
+	for i := range 2050 {
+		dp := completed.AppendEmpty()
+		dp.SetStartTimestamp(start)
+		dp.SetTimestamp(now)
+		dp.SetIntValue(1)
+		dp.Attributes().PutStr("nemo.gym.rollout.outcome", "scored")
+		dp.Attributes().PutStr("nemo.gym.rollout.dispatch.name", fmt.Sprintf("sdk-dispatch-%04d", i))
+		dp.Attributes().PutStr("user.id", fmt.Sprintf("u%d", i))
+	}
+	cancelled := sum("gym.server.requests.cancelled_total", "{request}")
+	dp := cancelled.AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(now)
+	dp.SetIntValue(3)
+	dp.Attributes().PutStr("http.route", "/run/12345?verbose=1")
+	dp.Attributes().PutStr("nemo.gym.request.phase", "before_response")
+	return md, 2050
+}
+
+// labelValues answers Grafana's label_values(selector, label) from Prometheus' label API.
+func labelValues(base, query string) ([]string, error) {
+	m := regexp.MustCompile(`^label_values\((.*),\s*([a-zA-Z_][a-zA-Z0-9_]*)\)$`).FindStringSubmatch(strings.TrimSpace(query))
+	if m == nil {
+		return nil, fmt.Errorf("not a label_values(selector, label) query: %s", query)
+	}
+	resp, err := http.Get(base + "/api/v1/label/" + m[2] + "/values?match[]=" + url.QueryEscape(m[1]))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var ans struct {
+		Status string   `json:"status"`
+		Error  string   `json:"error"`
+		Data   []string `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
+		return nil, err
+	}
+	if ans.Status != "success" {
+		return nil, fmt.Errorf("%s: %s", query, ans.Error)
+	}
+	return ans.Data, nil
+}
+
+// gymRun is a running collector on the shipped configuration, fed a realistic run, and the
+// Prometheus that scrapes it with deploy/prometheus/gym.rules.yaml loaded.
+type gymRun struct {
+	prom    string
+	implies runImplies
+	extra   struct{ accepted, rejected, unknown, sdkScored int }
+}
+
+// startGymRun feeds the run in three parts a few scrapes apart, so rates see it grow.
+func startGymRun(t *testing.T) *gymRun {
+	t.Helper()
+	col, ports := startCollector(t, func(p collectorPorts) []string {
+		return []string{
+			filepath.Join(repoRoot, "config", "otelcol-gym.yaml"),
+			fmt.Sprintf(defaultConfigOverride, p.Health, p.Gym, p.Prometheus, p.Telemetry, p.OTLPGRPC, p.OTLPHTTP),
+			dashboardsOverride,
+		}
+	})
+	rules, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "prometheus", "gym.rules.yaml"))
+	require.NoError(t, err)
+	cfg := fmt.Sprintf(`global:
+  scrape_interval: 2s
+  scrape_timeout: 2s
+  evaluation_interval: 1s
+rule_files: [gym.rules.yaml]
+scrape_configs:
+  - job_name: gym
+    honor_labels: true
+    static_configs: [{targets: ["127.0.0.1:%d"]}]
+  - job_name: otelcol
+    static_configs: [{targets: ["127.0.0.1:%d"]}]
+`, ports.Prometheus, ports.Telemetry)
+	run := &gymRun{prom: startPrometheusWith(t, cfg, map[string]string{"gym.rules.yaml": string(rules)})}
+
+	// A realistic run: 30,000 events of 6 Gym processes (process 0 is the rollout driver).
+	stream := filepath.Join(t.TempDir(), "run.jsonl")
+	out, err := exec.Command(gymeventsBin, "gen", "--seed", "14", "--processes", "6", "--events", "30000",
+		"--batch", "500", "--out", stream).CombinedOutput()
+	require.NoError(t, err, "gymevents gen: %s", out)
+	data, err := os.ReadFile(stream)
+	require.NoError(t, err)
+	run.implies = countRun(t, data)
+	bodies := splitBatches(data)
+	require.Greater(t, len(bodies), 6)
+
+	post := func(part []string) {
+		for i, body := range part {
+			status, ans := col.postEvents(t, body)
+			require.Equal(t, http.StatusOK, status, "body %d", i)
+			require.Zero(t, ans.Rejected+ans.Unknown, "body %d: %+v", i, ans)
+		}
+	}
+	third := len(bodies) / 3
+	post(bodies[:third])
+	crafted, acc, rej, unk := craftedLines()
+	status, ans := col.postEvents(t, crafted)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, []int{acc, rej, unk}, []int{ans.Accepted, ans.Rejected, ans.Unknown}, "%+v", ans)
+	run.extra.accepted, run.extra.rejected, run.extra.unknown = acc, rej, unk
+	md, scored := otlpAgent()
+	postOTLP(t, fmt.Sprintf("http://127.0.0.1:%d", ports.OTLPHTTP), md)
+	run.extra.sdkScored = scored
+	time.Sleep(3 * time.Second)
+	post(bodies[third : 2*third])
+	time.Sleep(3 * time.Second)
+	post(bodies[2*third:])
+	return run
+}
+
+// TestDashboardsAndRulesOnRealData runs every query of every dashboard in deploy/grafana
+// (variables at All), every template variable, and every recording rule of
+// deploy/prometheus/gym.rules.yaml against Prometheus scraping a real run, and fails on an
+// error or an empty result. Then it checks a few panels against what the run implies, and that
+// Prometheus evaluates every rule without error.
+func TestDashboardsAndRulesOnRealData(t *testing.T) {
+	t.Parallel()
+	prometheusBinary(t)
+	dashboards := loadDashboards(t)
+	rulesData, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "prometheus", "gym.rules.yaml"))
+	require.NoError(t, err)
+	records, alerts := recordingRules(t, rulesData)
+	require.NotEmpty(t, records)
+	run := startGymRun(t)
+
+	type check struct{ name, query string }
+	var checks []check
+	var vars []check
+	for _, d := range dashboards {
+		for _, v := range d.Templating.List {
+			if v.Type != "query" {
+				continue
+			}
+			q := v.Query
+			if m, ok := q.(map[string]any); ok {
+				q = m["query"]
+			}
+			s, _ := q.(string)
+			vars = append(vars, check{fmt.Sprintf("%s: variable %s", d.Title, v.Name), substitute(s)})
+		}
+		for _, p := range d.Panels {
+			require.NotEmpty(t, p.Targets, "%s: panel %q has no query", d.Title, p.Title)
+			for _, tg := range p.Targets {
+				require.NotEmpty(t, tg.Expr, "%s: panel %q %s", d.Title, p.Title, tg.RefID)
+				checks = append(checks, check{fmt.Sprintf("%s: %s (%s)", d.Title, p.Title, tg.RefID), substitute(tg.Expr)})
+			}
+		}
+	}
+	for name, expr := range records {
+		checks = append(checks, check{"recording rule " + name, expr})
+	}
+	t.Logf("%d dashboards: %d panel queries and recording rules, %d variables", len(dashboards), len(checks), len(vars))
+
+	// Every query answers with data (the first scrapes may still be missing some).
+	var failing []string
+	err = eventually(90*time.Second, time.Second, func() error {
+		failing = failing[:0]
+		for _, c := range checks {
+			got, err := promQuery(run.prom, c.query)
+			switch {
+			case err != nil:
+				failing = append(failing, fmt.Sprintf("%s: %v\n    %s", c.name, err, c.query))
+			case len(got) == 0:
+				failing = append(failing, fmt.Sprintf("%s: empty\n    %s", c.name, c.query))
+			}
+		}
+		for _, v := range vars {
+			vals, err := labelValues(run.prom, v.query)
+			switch {
+			case err != nil:
+				failing = append(failing, fmt.Sprintf("%s: %v", v.name, err))
+			case len(vals) == 0:
+				failing = append(failing, fmt.Sprintf("%s: no values\n    %s", v.name, v.query))
+			}
+		}
+		if len(failing) > 0 {
+			return errNotYet
+		}
+		return nil
+	})
+	require.NoError(t, err, "queries with an error or no data:\n  %s", strings.Join(failing, "\n  "))
+
+	// A few panels against what the run implies.
+	want := func(query string, wantVec map[string]float64) {
+		t.Helper()
+		var got map[string]float64
+		err := eventually(30*time.Second, time.Second, func() error {
+			var err error
+			if got, err = promQuery(run.prom, query); err != nil {
+				return err
+			}
+			if !equalVectors(got, wantVec) {
+				return errNotYet
+			}
+			return nil
+		})
+		require.NoError(t, err, "%s\n got:  %v\n want: %v", query, got, wantVec)
+	}
+	panelQuery := func(uid, title string) string {
+		for _, d := range dashboards {
+			for _, p := range d.Panels {
+				if d.UID == uid && p.Title == title {
+					return substitute(p.Targets[0].Expr)
+				}
+			}
+		}
+		t.Fatalf("no panel %q in dashboard %s", title, uid)
+		return ""
+	}
+	outcomes := map[string]float64{}
+	for k, v := range run.implies.outcomes {
+		outcomes[fmt.Sprintf("{nemo_gym_rollout_outcome=%q}", k)] = v
+	}
+	outcomes[`{nemo_gym_rollout_outcome="failed"}`]++ // the unregistered kind
+	// OTLP: gymattrs keeps cardinality_limit-1 (1999) dispatches as series of their own and
+	// folds the other 51 into the overflow series, whose only attribute is the overflow marker.
+	outcomes[`{nemo_gym_rollout_outcome="scored"}`] += float64(run.extra.sdkScored - 51)
+	outcomes[`{}`] = 51
+	want(panelQuery("gym-rollouts", "Rollouts completed since start, by outcome"), outcomes)
+
+	sandboxes := map[string]float64{}
+	for k, v := range run.implies.sandboxes {
+		sandboxes[fmt.Sprintf("{nemo_gym_sandbox_provider=%q}", k)] = v
+	}
+	want(panelQuery("gym-sandboxes", "Active sandboxes by provider"), sandboxes)
+
+	// The stage of server math recorded by the resource head stays math.
+	want(`sum by (nemo_gym_server_name) (gym_server_startup_stage_duration_ms_milliseconds_count{job="nemo-gym/head"})`,
+		map[string]float64{`{nemo_gym_server_name="math"}`: 1})
+
+	// The collector's counters (the Collector dashboard's panels are their rates).
+	want(`sum(otelcol_receiver_gym_lines_accepted)`, map[string]float64{`{}`: float64(run.implies.lines + run.extra.accepted)})
+	want(`sum by (receiver, reason) (otelcol_receiver_gym_lines_rejected)`, map[string]float64{`{reason="missing_field",receiver="gym"}`: 1})
+	want(`sum by (receiver) (otelcol_receiver_gym_lines_unknown)`, map[string]float64{`{receiver="gym"}`: 1})
+	// Provider 2000 and later of the bomb fold into the overflow series: 51 measurements.
+	want(`sum by (receiver) (otelcol_receiver_gym_measurements_overflowed)`, map[string]float64{`{receiver="gym"}`: 51})
+
+	// Prometheus evaluates every rule without error, and the overflow alert fires on this run
+	// (the bomb's sandbox retries, and the OTLP dispatches past gymattrs' limit).
+	err = eventually(90*time.Second, time.Second, func() error {
+		health, err := ruleHealth(run.prom)
+		if err != nil {
+			return err
+		}
+		for _, name := range append(sortedKeys(records), alerts...) {
+			if h, ok := health[name]; !ok || h != "ok" {
+				return fmt.Errorf("rule %s: health %q (of %v)", name, h, health)
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	want(`group by (metric, job) (ALERTS{alertname="GymSeriesOverflowing", alertstate="firing"})`, map[string]float64{
+		`{job="nemo-gym/bomb",metric="gym_sandbox_create_retry_total"}`:   1,
+		`{job="nemo-gym/sdk-agent",metric="gym_rollout_completed_total"}`: 1,
+	})
+}
+
+// ruleHealth returns the health of every rule Prometheus loaded, by record or alert name.
+func ruleHealth(base string) (map[string]string, error) {
+	resp, err := http.Get(base + "/api/v1/rules")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var ans struct {
+		Data struct {
+			Groups []struct {
+				Rules []struct {
+					Name      string `json:"name"`
+					Health    string `json:"health"`
+					LastError string `json:"lastError"`
+				} `json:"rules"`
+			} `json:"groups"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, g := range ans.Data.Groups {
+		for _, r := range g.Rules {
+			out[r.Name] = r.Health
+			if r.LastError != "" {
+				out[r.Name] += ": " + r.LastError
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,130 @@
+//go:build linux
+
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+)
+
+// exposition reads the prometheus exporter's text exposition.
+func exposition(t *testing.T, port int) string {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// seriesOf returns the label sets of metric's samples in an exposition, as name -> value.
+func seriesOf(text, metric string) []map[string]string {
+	var out []map[string]string
+	label := regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, metric+"{") {
+			continue
+		}
+		end := strings.LastIndex(line, "}")
+		m := map[string]string{}
+		for _, kv := range label.FindAllStringSubmatch(line[len(metric)+1:end], -1) {
+			m[kv[1]] = kv[2]
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// startupStageOTLP is one Gym SDK export: a process whose resource is server `head` records
+// the startup stage of server `math`.
+func startupStageOTLP() pmetric.Metrics {
+	md := pmetric.NewMetrics()
+	rm := md.ResourceMetrics().AppendEmpty()
+	ra := rm.Resource().Attributes()
+	ra.PutStr("service.name", "nemo-gym/head-sdk")
+	ra.PutStr("service.instance.id", "e2e-labels-head-sdk")
+	ra.PutStr("nemo.run.id", "e2e-labels")
+	ra.PutStr("nemo.gym.server.name", "head")
+	ra.PutStr("nemo.gym.server.type", "orchestrator")
+	m := rm.ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
+	m.SetName("gym.server.startup_stage_duration_ms")
+	m.SetUnit("ms")
+	h := m.SetEmptyHistogram()
+	h.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	dp := h.DataPoints().AppendEmpty()
+	now := pcommon.NewTimestampFromTime(time.Now())
+	dp.SetStartTimestamp(now - pcommon.Timestamp(time.Minute))
+	dp.SetTimestamp(now)
+	dp.Attributes().PutStr("nemo.gym.startup.stage", "warmup")
+	dp.Attributes().PutStr("nemo.gym.server.name", "math")
+	dp.Attributes().PutStr("nemo.gym.server.type", "resources_servers")
+	dp.Attributes().PutBool("nemo.gym.server.worker", false)
+	bounds := []float64{100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 120000, 300000, 600000, 1800000, 3600000}
+	dp.ExplicitBounds().FromRaw(bounds)
+	counts := make([]uint64, len(bounds)+1)
+	counts[3] = 1
+	dp.BucketCounts().FromRaw(counts)
+	dp.SetCount(1)
+	dp.SetSum(800)
+	return md
+}
+
+// TestDefaultConfigKeepsDataPointAttributes: in the shipped configuration a resource attribute
+// never overwrites a data-point attribute of the same name. A process whose resource is
+// server `head` records the startup stage of server `math`, as events and over OTLP; the
+// exporter must say `math` (a config that copies nemo.gym.server.name from the resource into
+// every series, as resource_constant_labels did, says `head`). The run and host stay
+// selectable as labels; the resource's own server name is on target_info.
+func TestDefaultConfigKeepsDataPointAttributes(t *testing.T) {
+	t.Parallel()
+	col, ports := startDefaultCollector(t)
+	body := `{"event":"resource","attributes":{"service.name":"nemo-gym/head","service.instance.id":"e2e-labels-head","nemo.run.id":"e2e-labels","nemo.gym.server.name":"head","nemo.gym.server.type":"orchestrator","host.name":"node1"}}
+{"event":"server.startup_stage","stage":"warmup","server_name":"math","server_type":"resources_servers","duration_ms":812.5}
+`
+	status, ans := col.postEvents(t, body)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, 2, ans.Accepted, "%+v", ans)
+	postOTLP(t, fmt.Sprintf("http://127.0.0.1:%d", ports.OTLPHTTP), startupStageOTLP())
+
+	const metric = "gym_server_startup_stage_duration_ms_milliseconds_count"
+	var got []map[string]string
+	err := eventually(30*time.Second, 200*time.Millisecond, func() error {
+		got = seriesOf(exposition(t, ports.Prometheus), metric)
+		if len(got) < 2 {
+			return errNotYet
+		}
+		return nil
+	})
+	require.NoError(t, err, "%s: %v", metric, got)
+	jobs := map[string]bool{}
+	for _, s := range got {
+		jobs[s["job"]] = true
+		require.Equal(t, "math", s["nemo_gym_server_name"], "the data point's server, not the resource's: %v", s)
+		require.Equal(t, "resources_servers", s["nemo_gym_server_type"], "%v", s)
+		require.Equal(t, "warmup", s["nemo_gym_startup_stage"], "%v", s)
+		require.Equal(t, "e2e-labels", s["nemo_run_id"], "the run stays a label: %v", s)
+	}
+	require.True(t, jobs["nemo-gym/head"] && jobs["nemo-gym/head-sdk"], "events and OTLP: %v", got)
+
+	// The resource's own server name and type are on target_info, for joins on job/instance.
+	text := exposition(t, ports.Prometheus)
+	var heads int
+	for _, s := range seriesOf(text, "target_info") {
+		if strings.HasPrefix(s["job"], "nemo-gym/head") {
+			heads++
+			require.Equal(t, "head", s["nemo_gym_server_name"], "%v", s)
+			require.Equal(t, "orchestrator", s["nemo_gym_server_type"], "%v", s)
+		}
+	}
+	require.Equal(t, 2, heads, "target_info of both processes")
+}

@@ -1,0 +1,154 @@
+package gymreceiver
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/collector/receiver/receiverhelper"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/metadata"
+	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/protocol"
+)
+
+// receiverKey is the attribute that names the component on the collector's own receiver
+// metrics (otelcol_receiver_accepted_metric_points{receiver="gym/a"}); the gym receiver's own
+// metrics carry it too, so two gym receivers in one collector stay apart.
+const receiverKey = "receiver"
+
+// ownTelemetry is what the receiver reports about itself: the collector's standard receiver
+// metrics (accepted and refused metric points, through receiverhelper's ObsReport) and its own
+// otelcol_receiver_gym_* line counters, each measurement with the receiver's identity.
+type ownTelemetry struct {
+	tb  *metadata.TelemetryBuilder
+	obs *receiverhelper.ObsReport
+	id  attribute.KeyValue
+	set metric.MeasurementOption // receiver=<id>
+
+	mu      sync.Mutex
+	reasons map[string]metric.MeasurementOption // rejected: receiver=<id>, reason=<reason>
+	kinds   map[string]metric.MeasurementOption // process errors: receiver=<id>, kind=<kind>
+}
+
+func newOwnTelemetry(set receiver.Settings, cfg *Config, tb *metadata.TelemetryBuilder) (*ownTelemetry, error) {
+	obs, err := receiverhelper.NewObsReport(receiverhelper.ObsReportSettings{
+		ReceiverID:             set.ID,
+		Transport:              transportsOf(cfg),
+		ReceiverCreateSettings: set,
+	})
+	if err != nil {
+		return nil, err
+	}
+	id := attribute.String(receiverKey, set.ID.String())
+	return &ownTelemetry{
+		tb:      tb,
+		obs:     obs,
+		id:      id,
+		set:     metric.WithAttributeSet(attribute.NewSet(id)),
+		reasons: map[string]metric.MeasurementOption{},
+		kinds:   map[string]metric.MeasurementOption{},
+	}, nil
+}
+
+// transportsOf names the enabled transports (http, tcp, unix, file), joined by commas in that
+// order: the receiver aggregates every transport into the same cumulative state, so the points
+// it sends on come from all of them at once.
+func transportsOf(cfg *Config) string {
+	var ts []string
+	if cfg.HTTP.Get() != nil {
+		ts = append(ts, "http")
+	}
+	if sc := cfg.Stream.Get(); sc != nil {
+		ts = append(ts, string(sc.Transport))
+	}
+	if cfg.Files.Get() != nil {
+		ts = append(ts, "file")
+	}
+	if cfg.Rollouts.Get() != nil {
+		ts = append(ts, "rollout_files")
+	}
+	return strings.Join(ts, ",")
+}
+
+// with returns the measurement option of receiver=<id> plus key=value, built once per value.
+func (s *ownTelemetry) with(cache map[string]metric.MeasurementOption, key, value string) metric.MeasurementOption {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := cache[value]
+	if !ok {
+		o = metric.WithAttributeSet(attribute.NewSet(s.id, attribute.String(key, value)))
+		cache[value] = o
+	}
+	return o
+}
+
+// consume sends one collection on and counts its data points as accepted, or as refused when
+// the next consumer fails (the next collection carries the same cumulative totals).
+func (s *ownTelemetry) consume(ctx context.Context, next consumer.Metrics, md pmetric.Metrics) error {
+	ctx = s.obs.StartMetricsOp(ctx)
+	points := md.DataPointCount()
+	err := next.ConsumeMetrics(ctx, md)
+	s.obs.EndMetricsOp(ctx, metadata.Type.String(), points, err)
+	return err
+}
+
+func (s *ownTelemetry) recordStream(ctx context.Context, st *protocol.StreamStats) {
+	if st.Accepted > 0 {
+		s.tb.ReceiverGymLinesAccepted.Add(ctx, st.Accepted, s.set)
+	}
+	if st.Unknown > 0 {
+		s.tb.ReceiverGymLinesUnknown.Add(ctx, st.Unknown, s.set)
+	}
+	for reason, n := range st.Rejected {
+		if n > 0 {
+			s.tb.ReceiverGymLinesRejected.Add(ctx, n, s.with(s.reasons, "reason", reason))
+		}
+	}
+	if st.Overflowed > 0 {
+		s.tb.ReceiverGymMeasurementsOverflowed.Add(ctx, st.Overflowed, s.set)
+	}
+}
+
+// recordRows counts the rows of Gym's run files (the rollouts source).
+func (s *ownTelemetry) recordRows(ctx context.Context, st *protocol.StreamStats) {
+	if st.Accepted > 0 {
+		s.tb.ReceiverGymRolloutRowsAccepted.Add(ctx, st.Accepted, s.set)
+	}
+	for reason, n := range st.Rejected {
+		if n > 0 {
+			s.tb.ReceiverGymRolloutRowsRejected.Add(ctx, n, s.with(s.reasons, "reason", reason))
+		}
+	}
+	if st.Overflowed > 0 {
+		s.tb.ReceiverGymMeasurementsOverflowed.Add(ctx, st.Overflowed, s.set)
+	}
+}
+
+func (s *ownTelemetry) httpBodyTooSlow(ctx context.Context) {
+	s.tb.ReceiverGymHTTPBodiesTooSlow.Add(ctx, 1, s.set)
+}
+
+func (s *ownTelemetry) streamRefused(ctx context.Context) {
+	s.tb.ReceiverGymStreamConnectionsRefused.Add(ctx, 1, s.set)
+}
+
+func (s *ownTelemetry) streamIdleClosed(ctx context.Context) {
+	s.tb.ReceiverGymStreamConnectionsIdleClosed.Add(ctx, 1, s.set)
+}
+
+func (s *ownTelemetry) processErrors(ctx context.Context, kind string, n int64) {
+	s.tb.ReceiverGymProcessErrors.Add(ctx, n, s.with(s.kinds, "kind", kind))
+}
+
+func (s *ownTelemetry) processOtherHost(ctx context.Context, n int64) {
+	s.tb.ReceiverGymProcessOtherHost.Add(ctx, n, s.set)
+}
+
+func (s *ownTelemetry) resources(ctx context.Context, n int64) {
+	s.tb.ReceiverGymResources.Record(ctx, n, s.set)
+}

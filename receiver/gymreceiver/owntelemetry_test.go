@@ -1,0 +1,117 @@
+package gymreceiver
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/metadatatest"
+	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/transport"
+)
+
+// sumsBy reads an int64 Sum of tt by the value of the attributes keys (joined with "|").
+func sumsBy(t *testing.T, tt *componenttest.Telemetry, name string, keys ...string) map[string]int64 {
+	t.Helper()
+	m, err := tt.GetMetric(name)
+	require.NoError(t, err, name)
+	s, ok := m.Data.(metricdata.Sum[int64])
+	require.True(t, ok, "%s is %T", name, m.Data)
+	out := map[string]int64{}
+	for _, dp := range s.DataPoints {
+		k := ""
+		for i, key := range keys {
+			v, _ := dp.Attributes.Value(attribute.Key(key))
+			if i > 0 {
+				k += "|"
+			}
+			k += v.Emit()
+		}
+		out[k] += dp.Value
+	}
+	return out
+}
+
+// startNamedReceiver starts a gym receiver with the given id on shared telemetry.
+func startNamedReceiver(t *testing.T, tt *componenttest.Telemetry, id component.ID, next consumer.Metrics) (url string, stop func()) {
+	t.Helper()
+	cfg := createDefaultConfig().(*Config)
+	addr := freeAddr(t)
+	cfg.HTTP.GetOrInsertDefault().NetAddr.Endpoint = addr
+	cfg.CollectionInterval = time.Hour // the collection comes from Shutdown
+	cfg.Process.Enabled = false
+	set := metadatatest.NewSettings(tt)
+	set.ID = id
+	r, err := NewFactory().CreateMetrics(context.Background(), set, cfg, next)
+	require.NoError(t, err)
+	require.NoError(t, r.Start(context.Background(), componenttest.NewNopHost()))
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			require.NoError(t, r.Shutdown(context.Background()))
+		}
+	}
+	t.Cleanup(stop)
+	return "http://" + addr + transport.EventsPath, stop
+}
+
+// Two gym receivers in one collector: their line counters and the collector's standard
+// receiver metrics stay apart by the receiver attribute, as the collector's own receivers do.
+func TestOwnTelemetryKeepsTwoReceiversApart(t *testing.T) {
+	tt := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
+	a, b := component.MustNewIDWithName("gym", "a"), component.MustNewIDWithName("gym", "b")
+	sinkA := new(consumertest.MetricsSink)
+	urlA, stopA := startNamedReceiver(t, tt, a, sinkA)
+	urlB, stopB := startNamedReceiver(t, tt, b, consumertest.NewErr(errors.New("the next consumer is down")))
+
+	res := `{"event":"resource","attributes":{"service.name":"nemo-gym/math","service.instance.id":"i0"}}` + "\n"
+	lag := `{"event":"event_loop.lag","loop":"main","lag_ms":1.5}` + "\n"
+	bad := `{"event":"event_loop.lag","loop":"main"}` + "\n"
+	status, _, _ := post(t, urlA, []byte(res+lag+lag+lag), nil)
+	require.Equal(t, http.StatusOK, status)
+	status, _, _ = post(t, urlB, []byte(res+lag+bad), nil)
+	require.Equal(t, http.StatusOK, status)
+	stopA()
+	stopB()
+
+	require.Equal(t, map[string]int64{"gym/a": 4, "gym/b": 2},
+		sumsBy(t, tt, "otelcol_receiver_gym_lines_accepted", "receiver"))
+	rejected := sumsBy(t, tt, "otelcol_receiver_gym_lines_rejected", "receiver")
+	require.Equal(t, int64(1), rejected["gym/b"])
+	require.Zero(t, rejected["gym/a"])
+
+	// The collection of gym/a went on: every data point it held is accepted; gym/b's next
+	// consumer failed, so its points are refused.
+	var points int
+	for _, md := range sinkA.AllMetrics() {
+		points += md.DataPointCount()
+	}
+	require.Positive(t, points)
+	accepted := sumsBy(t, tt, "otelcol_receiver_accepted_metric_points", "receiver", "transport")
+	refused := sumsBy(t, tt, "otelcol_receiver_refused_metric_points", "receiver", "transport")
+	require.Equal(t, int64(points), accepted["gym/a|http"])
+	require.Zero(t, refused["gym/a|http"])
+	require.Zero(t, accepted["gym/b|http"])
+	require.Positive(t, refused["gym/b|http"])
+}
+
+func TestTransportsOf(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	require.Empty(t, transportsOf(cfg)) // no block configured: no transport
+	cfg.HTTP.GetOrInsertDefault()
+	require.Equal(t, "http", transportsOf(cfg))
+	cfg.Stream.GetOrInsertDefault().Transport = "tcp"
+	cfg.Files.GetOrInsertDefault()
+	require.Equal(t, "http,tcp,file", transportsOf(cfg))
+}
