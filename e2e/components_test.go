@@ -42,6 +42,17 @@ receivers:
     protocols:
       http:
         endpoint: 127.0.0.1:4318
+  gym_console:
+    files:
+      include: [/var/log/gym/*.log]
+      start_at: end
+      storage: file_storage
+    stream:
+      transport: unix
+      endpoint: /run/otelcol-gym/console.sock
+    max_line_bytes: 4194304
+    gymattrs:
+      cardinality_limit: 1500
 processors:
   memory_limiter:
     check_interval: 1s
@@ -61,8 +72,14 @@ service:
   extensions: [file_storage, bearertokenauth]
   pipelines:
     metrics:
-      receivers: [gym, otlp]
+      receivers: [gym, otlp, gym_console]
       processors: [memory_limiter, gymattrs, batch]
+      exporters: [debug]
+    traces:
+      receivers: [gym_console]
+      exporters: [debug]
+    logs:
+      receivers: [gym_console]
       exporters: [debug]
 `
 
@@ -74,7 +91,7 @@ func TestValidateDistribution(t *testing.T) {
 	useCollector()
 	out, err := exec.Command(collectorBin, "components").CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	for _, name := range []string{"name: gymattrs", "name: file_storage", "name: bearertokenauth"} {
+	for _, name := range []string{"name: gymattrs", "name: file_storage", "name: bearertokenauth", "name: gym_console"} {
 		assert.Contains(t, string(out), name, "otelcol-gym components")
 	}
 
@@ -85,6 +102,8 @@ func TestValidateDistribution(t *testing.T) {
 		{"cardinality_limit: 2000", "cardinality_limit: 1", "cardinality_limit"},
 		{"unknown_metrics: pass", "unknown_metrics: keep", "unknown_metrics"},
 		{"series_idle_timeout: 10m", "series_idle_timout: 10m", "series_idle_timout"},
+		{"max_line_bytes: 4194304", "max_line_bytes: 10", "max_line_bytes"},
+		{"cardinality_limit: 1500", "cardinality_limit: 0", "cardinality_limit"},
 	} {
 		bad := replaceOnce(t, distributionConfig, c.from, c.to)
 		vout, err := validate(t, bad)

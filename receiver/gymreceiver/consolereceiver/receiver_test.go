@@ -6,6 +6,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/otel/attribute"
@@ -38,6 +41,10 @@ type sinks struct {
 
 // start runs a receiver with all three signals on cfg.
 func start(t *testing.T, cfg *Config, set receiver.Settings) (sinks, func()) {
+	return startOn(t, cfg, set, componenttest.NewNopHost())
+}
+
+func startOn(t *testing.T, cfg *Config, set receiver.Settings, host component.Host) (sinks, func()) {
 	t.Helper()
 	s := sinks{new(consumertest.MetricsSink), new(consumertest.TracesSink), new(consumertest.LogsSink)}
 	f := NewFactory()
@@ -51,7 +58,7 @@ func start(t *testing.T, cfg *Config, set receiver.Settings) (sinks, func()) {
 	require.Same(t, m, tr, "one receiver serves the three signals")
 	require.Same(t, m, l)
 	for _, c := range []component.Component{m, tr, l} {
-		require.NoError(t, c.Start(ctx, componenttest.NewNopHost()))
+		require.NoError(t, c.Start(ctx, host))
 	}
 	return s, func() {
 		for _, c := range []component.Component{m, tr, l} {
@@ -164,7 +171,9 @@ func TestStream(t *testing.T) {
 	_, err = c.Write(b)
 	require.NoError(t, err)
 	require.NoError(t, c.Close())
-	require.Eventually(t, func() bool { return s.logs.LogRecordCount() == 2 && len(s.metrics.AllMetrics()) == 2 && s.traces.SpanCount() == 2 }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool {
+		return s.logs.LogRecordCount() == 2 && len(s.metrics.AllMetrics()) == 2 && s.traces.SpanCount() == 2
+	}, 10*time.Second, 10*time.Millisecond)
 	stop()
 	_, ok := shared.m[cfg]
 	assert.False(t, ok, "a shut-down receiver leaves the shared map")
@@ -217,3 +226,79 @@ func point(t *testing.T, md pmetric.Metrics, name, key, value string) pmetric.Nu
 	return pmetric.NumberDataPoint{}
 }
 
+// memStorage is a storage extension that keeps its data in memory, across restarts.
+type memStorage struct {
+	component.StartFunc
+	component.ShutdownFunc
+	mu   sync.Mutex
+	data map[string][]byte
+}
+
+func (m *memStorage) GetClient(context.Context, component.Kind, component.ID, string) (storage.Client, error) {
+	return m, nil
+}
+
+func (m *memStorage) Get(_ context.Context, k string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.data[k], nil
+}
+
+func (m *memStorage) Set(_ context.Context, k string, v []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.data[k] = append([]byte(nil), v...)
+	return nil
+}
+
+func (m *memStorage) Delete(_ context.Context, k string) error           { return nil }
+func (m *memStorage) Batch(context.Context, ...*storage.Operation) error { return nil }
+func (m *memStorage) Close(context.Context) error                        { return nil }
+
+type hostWith map[component.ID]component.Component
+
+func (h hostWith) GetExtensions() map[component.ID]component.Component { return h }
+
+// With storage, a restarted collector resumes each file after the last line it read: no
+// record is passed on twice, none is lost.
+func TestStorageResumes(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "gym.log")
+	lines := sampleLines(t)
+	cut := 0
+	for i, l := range lines {
+		if strings.HasPrefix(string(l), "Traceback") {
+			cut = i
+		}
+	}
+	write := func(ls [][]byte) {
+		f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		require.NoError(t, err)
+		for _, l := range ls {
+			_, err = f.Write(append(append([]byte{}, l...), '\n'))
+			require.NoError(t, err)
+		}
+		require.NoError(t, f.Close())
+	}
+	write(lines[:cut])
+	storeID := component.MustNewID("file_storage")
+	host := hostWith{storeID: &memStorage{data: map[string][]byte{}}}
+	cfg := filesConfig(p)
+	cfg.Files.Get().Storage = &storeID
+	set := receiver.Settings{ID: component.MustNewID("gym_console"), TelemetrySettings: componenttest.NewNopTelemetrySettings()}
+
+	s, stop := startOn(t, cfg, set, host)
+	require.Eventually(t, func() bool { return s.traces.SpanCount() == 2 && len(s.metrics.AllMetrics()) == 1 }, 10*time.Second, 10*time.Millisecond)
+	stop()
+
+	write(lines[cut:])
+	cfg2 := filesConfig(p)
+	cfg2.Files.Get().Storage = &storeID
+	s, stop = startOn(t, cfg2, set, host)
+	require.Eventually(t, func() bool { return s.logs.LogRecordCount() == 2 && len(s.metrics.AllMetrics()) == 1 }, 10*time.Second, 10*time.Millisecond)
+	time.Sleep(200 * time.Millisecond)
+	stop()
+	assert.Zero(t, s.traces.SpanCount(), "the spans read before the restart are not read again")
+	assert.Len(t, s.metrics.AllMetrics(), 1, "only the batch written after")
+	assert.Equal(t, int64(3), point(t, s.metrics.AllMetrics()[0], "gym.rollout.completed_total", "nemo.gym.rollout.outcome", "failed").IntValue())
+}

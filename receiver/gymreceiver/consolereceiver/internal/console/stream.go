@@ -254,7 +254,7 @@ type Limiter struct {
 
 // NewLimiter returns a limiter of at most burst warnings per period.
 func NewLimiter(logger *zap.Logger, burst int, period time.Duration) *Limiter {
-	return &Limiter{logger: logger, burst: burst, period: period, now: time.Now}
+	return &Limiter{logger: logger.WithOptions(zap.AddCallerSkip(1)), burst: burst, period: period, now: time.Now}
 }
 
 // Warn logs, unless the period's warnings are used up.

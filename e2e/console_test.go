@@ -1,0 +1,232 @@
+//go:build linux
+
+package e2e
+
+import (
+	"compress/gzip"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+)
+
+// consoleSample is a Gym server's stdout with console telemetry (ordinary output, spans, two
+// metrics batches, log records, a traceback and a cut line), written by hand from the
+// Python SDK's to_json methods.
+var consoleSample = filepath.Join("..", "receiver", "gymreceiver", "consolereceiver", "testdata", "gym-server-stdout.log")
+
+// otlpSignalSink is an OTLP/HTTP endpoint for traces and logs (protobuf) that keeps what it
+// receives.
+type otlpSignalSink struct {
+	mu     sync.Mutex
+	traces []ptrace.Traces
+	logs   []plog.Logs
+	errs   []string
+}
+
+func (s *otlpSignalSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var body io.Reader = r.Body
+	if r.Header.Get("Content-Encoding") == "gzip" {
+		if zr, err := gzip.NewReader(r.Body); err == nil {
+			body = zr
+		}
+	}
+	data, err := io.ReadAll(body)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil {
+		switch r.URL.Path {
+		case "/v1/traces":
+			req := ptraceotlp.NewExportRequest()
+			if err = req.UnmarshalProto(data); err == nil {
+				s.traces = append(s.traces, req.Traces())
+				b, _ := ptraceotlp.NewExportResponse().MarshalProto()
+				w.Header().Set("Content-Type", "application/x-protobuf")
+				_, _ = w.Write(b)
+				return
+			}
+		case "/v1/logs":
+			req := plogotlp.NewExportRequest()
+			if err = req.UnmarshalProto(data); err == nil {
+				s.logs = append(s.logs, req.Logs())
+				b, _ := plogotlp.NewExportResponse().MarshalProto()
+				w.Header().Set("Content-Type", "application/x-protobuf")
+				_, _ = w.Write(b)
+				return
+			}
+		default:
+			err = fmt.Errorf("unexpected %s %s", r.Method, r.URL.Path)
+		}
+	}
+	s.errs = append(s.errs, err.Error())
+	http.Error(w, err.Error(), http.StatusBadRequest)
+}
+
+func (s *otlpSignalSink) spans() map[string]ptrace.Span {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]ptrace.Span{}
+	for _, td := range s.traces {
+		rss := td.ResourceSpans()
+		for i := 0; i < rss.Len(); i++ {
+			sss := rss.At(i).ScopeSpans()
+			for j := 0; j < sss.Len(); j++ {
+				sp := sss.At(j).Spans()
+				for k := 0; k < sp.Len(); k++ {
+					out[sp.At(k).Name()] = sp.At(k)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (s *otlpSignalSink) logRecords() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, ld := range s.logs {
+		n += ld.LogRecordCount()
+	}
+	return n
+}
+
+const consoleConfig = `
+extensions:
+  health_check:
+    endpoint: 127.0.0.1:{{.P.Health}}
+receivers:
+  gym_console:
+    files:
+      include: [{{.Dir}}/*.log]
+      start_at: beginning
+      poll_interval: 50ms
+exporters:
+  prometheus:
+    endpoint: 127.0.0.1:{{.P.Prometheus}}
+    resource_constant_labels:
+      included: [nemo.run.id, nemo.gym.server.name, nemo.gym.server.type, host.name]
+  otlp_http:
+    endpoint: {{.Sink}}
+    encoding: proto
+    retry_on_failure:
+      enabled: false
+    sending_queue:
+      enabled: false
+service:
+  extensions: [health_check]
+` + serviceTelemetry + `
+  pipelines:
+    metrics:
+      receivers: [gym_console]
+      exporters: [prometheus]
+    traces:
+      receivers: [gym_console]
+      exporters: [otlp_http]
+    logs:
+      receivers: [gym_console]
+      exporters: [otlp_http]
+`
+
+// TestConsoleTelemetry: the real binary follows a Gym server's stdout log as it grows. Its
+// metrics, bounded by the gymattrs rules and never counted twice, are asked of Debian's
+// Prometheus; its spans, with their parent link, and its log records reach an OTLP backend.
+func TestConsoleTelemetry(t *testing.T) {
+	t.Parallel()
+	prometheusBinary(t)
+	sink := &otlpSignalSink{}
+	srv := httptest.NewServer(sink)
+	defer srv.Close()
+	dir := t.TempDir()
+	_, ports := startCollector(t, func(p collectorPorts) []string {
+		return []string{render(t, consoleConfig, tmplData{P: p, Sink: srv.URL, Dir: dir})}
+	})
+	prom := startPrometheus(t, fmt.Sprintf("127.0.0.1:%d", ports.Prometheus))
+
+	data, err := os.ReadFile(consoleSample)
+	require.NoError(t, err)
+	lines := strings.SplitAfter(string(data), "\n")
+	// The first part: ordinary output, the first metrics batch, both spans.
+	cut := 0
+	for i, l := range lines {
+		if strings.HasPrefix(l, "Traceback") {
+			cut = i
+			break
+		}
+	}
+	require.NotZero(t, cut)
+	log := filepath.Join(dir, "math_with_judge.log")
+	appendFile(t, log, strings.Join(lines[:cut], ""))
+
+	failed := `sum by (nemo_gym_failure_kind) (gym_rollout_completed_total{nemo_run_id="run-7f3a",nemo_gym_rollout_outcome="failed"})`
+	waitVector(t, prom, failed, map[string]float64{`{nemo_gym_failure_kind="unregistered"}`: 1})
+
+	// The rest, with its traceback, its cut line and the second batch, which re-sends the
+	// cumulative totals: the counter is 3, not 1 + 3.
+	appendFile(t, log, strings.Join(lines[cut:], ""))
+	waitVector(t, prom, failed, map[string]float64{`{nemo_gym_failure_kind="unregistered"}`: 3})
+	waitVector(t, prom, `sum by (job, instance) (gym_rollout_completed_total{nemo_run_id="run-7f3a"})`,
+		map[string]float64{`{instance="run-7f3a-rank0",job="nemo-gym/math_with_judge"}`: 5})
+	waitVector(t, prom, `gym_event_loop_lag_ms_milliseconds_count{nemo_gym_event_loop="main"}`, nil)
+	got, err := promQuery(prom, `gym_event_loop_lag_ms_milliseconds_count{nemo_gym_event_loop="main"}`)
+	require.NoError(t, err)
+	for _, v := range got {
+		assert.Equal(t, 7.0, v, "the histogram's count in the last batch")
+	}
+	// No free-text label: the gymattrs rules removed failure_reason.
+	series, err := promQuery(prom, `count({__name__="gym_rollout_completed_total",failure_reason!=""})`)
+	require.NoError(t, err)
+	assert.Empty(t, series)
+
+	require.NoError(t, eventually(30*time.Second, 100*time.Millisecond, func() error {
+		if len(sink.spans()) < 2 || sink.logRecords() < 2 {
+			return errNotYet
+		}
+		return nil
+	}))
+	spans := sink.spans()
+	client, server := spans["POST /verify"], spans["rollout"]
+	assert.Equal(t, "4bf92f3577b34da6a3ce929d0e0e4736", client.TraceID().String())
+	assert.Equal(t, server.SpanID(), client.ParentSpanID(), "the parent link")
+	assert.Equal(t, ptrace.StatusCodeError, client.Status().Code())
+	assert.Equal(t, 1, client.Events().Len())
+	assert.Equal(t, 1, server.Links().Len())
+	assert.Equal(t, 2, sink.logRecords())
+	sink.mu.Lock()
+	assert.Empty(t, sink.errs)
+	sink.mu.Unlock()
+
+	// The receiver's own counts: the cut metrics line rejected, the text skipped.
+	assert.Equal(t, 1.0, telemetryValue(t, ports, "otelcol_receiver_gym_console_records_rejected", "reason", "invalid_json"))
+	assert.Equal(t, 6.0, telemetryValue(t, ports, "otelcol_receiver_gym_console_records_accepted"))
+}
+
+// waitVector waits until a PromQL query returns want (nil: any non-empty answer).
+func waitVector(t *testing.T, prom, query string, want map[string]float64) {
+	t.Helper()
+	var got map[string]float64
+	err := eventually(60*time.Second, 300*time.Millisecond, func() error {
+		var err error
+		if got, err = promQuery(prom, query); err != nil {
+			return err
+		}
+		if (want == nil && len(got) == 0) || (want != nil && !equalVectors(got, want)) {
+			return errNotYet
+		}
+		return nil
+	})
+	require.NoError(t, err, "PromQL %s\n got:  %v\n want: %v", query, got, want)
+}
