@@ -338,7 +338,7 @@ func TestMeasureCheckpointBeforeAnswer(t *testing.T) {
 				return transportsOpts{
 					extensions:        "  file_storage:\n    directory: " + storage,
 					serviceExtensions: []string{"file_storage"},
-					gym: fmt.Sprintf("    storage: file_storage\n    checkpoint_before_answer: %v\n    expire_after: 1h\n    http:\n      endpoint: 127.0.0.1:%d", durable, p.Gym),
+					gym:               fmt.Sprintf("    storage: file_storage\n    checkpoint_before_answer: %v\n    expire_after: 1h\n    http:\n      endpoint: 127.0.0.1:%d", durable, p.Gym),
 				}
 			})
 			const per = 1000
