@@ -271,7 +271,7 @@ func promSamples(base, selector string) (map[string][]float64, error) {
 func TestProcessRestartInOneCollectionPrometheus(t *testing.T) {
 	t.Parallel()
 	prometheusBinary(t)
-	col, ports := startDefaultCollector(t, "receivers:\n  gym:\n    collection_interval: 2500ms\n")
+	col, ports := startDefaultCollector(t, "receivers:\n  gym:\n    collection_interval: 4s\n")
 	prom := startPrometheus(t, fmt.Sprintf("127.0.0.1:%d", ports.Prometheus))
 	post := func(body string) {
 		status, ans := col.postEvents(t, body)
