@@ -271,7 +271,7 @@ func promSamples(base, selector string) (map[string][]float64, error) {
 func TestProcessRestartInOneCollectionPrometheus(t *testing.T) {
 	t.Parallel()
 	prometheusBinary(t)
-	col, ports := startDefaultCollector(t, "receivers:\n  gym:\n    collection_interval: 2500ms\n")
+	col, ports := startDefaultCollector(t, "receivers:\n  gym:\n    collection_interval: 4s\n")
 	prom := startPrometheus(t, fmt.Sprintf("127.0.0.1:%d", ports.Prometheus))
 	post := func(body string) {
 		status, ans := col.postEvents(t, body)
@@ -338,7 +338,7 @@ func TestMeasureCheckpointBeforeAnswer(t *testing.T) {
 				return transportsOpts{
 					extensions:        "  file_storage:\n    directory: " + storage,
 					serviceExtensions: []string{"file_storage"},
-					gym: fmt.Sprintf("    storage: file_storage\n    checkpoint_before_answer: %v\n    expire_after: 1h\n    http:\n      endpoint: 127.0.0.1:%d", durable, p.Gym),
+					gym:               fmt.Sprintf("    storage: file_storage\n    checkpoint_before_answer: %v\n    expire_after: 1h\n    http:\n      endpoint: 127.0.0.1:%d", durable, p.Gym),
 				}
 			})
 			const per = 1000

@@ -443,7 +443,7 @@ func startOf(md pmetric.Metrics, match func(pcommon.Map) bool) pcommon.Timestamp
 // resource line at the top; events-v1 puts every later line of the file under that resource.
 // A collector restarted with storage resumes the file after its last counted line, and the
 // lines written while it was down must still go under the file's resource, not the file's
-// default resource (gym.source=file, log.file.path=...).
+// default resource (gym.source=file, log.file.path=...). The restored totals go on: 10 + 10.
 func TestFilesStorageKeepsResource(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -463,20 +463,20 @@ func TestFilesStorageKeepsResource(t *testing.T) {
 
 	sink2 := newCtlSink(t)
 	col, _ = startTransports(t, sink2, opts)
-	// Wait for the 10 lines to be counted somewhere, then say where.
+	// Wait for the 10 lines to be counted somewhere (on top of run 1's 10), then say where.
 	var underResource, underDefault float64
 	err := eventually(30*time.Second, 100*time.Millisecond, func() error {
 		exports := sink2.exports()
 		underResource = max(0, latestCompleted(exports, service("file-math")))
 		underDefault = max(0, latestCompleted(exports, attrIs("log.file.path", path)))
-		if underResource+underDefault < 10 {
+		if underResource+underDefault < 20 {
 			return errNotYet
 		}
 		return nil
 	})
 	require.NoError(t, col.stop(30*time.Second))
 	require.NoError(t, err, "run 2: the 10 lines written while down are counted")
-	assert.Equal(t, 10.0, underResource+underDefault, "run 2: counted once")
-	assert.Equal(t, 10.0, underResource,
+	assert.Equal(t, 20.0, underResource+underDefault, "run 2: counted once, on top of run 1's")
+	assert.Equal(t, 20.0, underResource,
 		"run 2: the lines after the restart belong to the resource the file named (%v of them went to the default resource {gym.source=\"file\" log.file.path=%q})", underDefault, path)
 }

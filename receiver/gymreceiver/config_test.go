@@ -97,22 +97,41 @@ func TestFilesConfig(t *testing.T) {
 	assert.Contains(t, err.Error(), "files.include: bad glob")
 }
 
+// storage keeps the checkpoint; files.storage, its older spelling, names the same one.
+func TestStorageConfig(t *testing.T) {
+	cfg, err := loadConfig(t, "storage")
+	require.NoError(t, err)
+	require.NotNil(t, cfg.Storage)
+	assert.Equal(t, "file_storage", cfg.storageID().String())
+	assert.True(t, cfg.CheckpointBeforeAnswer)
+	old, err := loadConfig(t, "files")
+	require.NoError(t, err)
+	assert.Nil(t, old.Storage)
+	assert.Equal(t, "file_storage", old.storageID().String(), "files.storage alone: the checkpoint's storage")
+	def, err := loadConfig(t, "")
+	require.NoError(t, err)
+	assert.Nil(t, def.storageID(), "no storage by default")
+	assert.False(t, def.CheckpointBeforeAnswer)
+}
+
 // Each bad configuration is refused with a message that names the key.
 func TestInvalidConfig(t *testing.T) {
 	for name, want := range map[string]string{
-		"bad_interval":         "collection_interval",
-		"bad_limit":            "cardinality_limit",
-		"bad_line":             "max_line_bytes",
-		"no_transport":         "no transport",
-		"bad_kind":             "failure_kinds",
-		"unknown_key":          "colection_interval",
-		"bad_stream_transport": "stream.transport",
-		"bad_stream_endpoint":  "stream.endpoint",
-		"bad_socket_mode":      "stream.socket_mode",
-		"bad_max_connections":  "stream.max_connections",
-		"bad_drain_timeout":    "drain_timeout",
-		"bad_files":            "files.start_at",
-		"bad_max_resources":    "max_resources",
+		"bad_interval":                 "collection_interval",
+		"bad_limit":                    "cardinality_limit",
+		"bad_line":                     "max_line_bytes",
+		"no_transport":                 "no transport",
+		"bad_kind":                     "failure_kinds",
+		"unknown_key":                  "colection_interval",
+		"bad_stream_transport":         "stream.transport",
+		"bad_stream_endpoint":          "stream.endpoint",
+		"bad_socket_mode":              "stream.socket_mode",
+		"bad_max_connections":          "stream.max_connections",
+		"bad_drain_timeout":            "drain_timeout",
+		"bad_files":                    "files.start_at",
+		"bad_max_resources":            "max_resources",
+		"storage_alias_differs":        "files.storage",
+		"bad_checkpoint_before_answer": "checkpoint_before_answer: requires storage",
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := loadConfig(t, name)

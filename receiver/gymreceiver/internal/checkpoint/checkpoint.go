@@ -178,17 +178,25 @@ func (c *Checkpointer) take(snapshot func()) {
 	snapshot()
 	out := append(c.out[:0], magic...)
 	out = binary.AppendUvarint(out, version)
+	// A source that has not saved yet (it has not started) keeps its restored offsets.
+	offsets := func(s *Section) ([]byte, bool) {
+		if s.has {
+			return s.saved, true
+		}
+		b, ok := c.restored[s.name]
+		return b, ok
+	}
 	n := 0
 	for _, s := range c.sections {
-		if s.has {
+		if _, ok := offsets(s); ok {
 			n++
 		}
 	}
 	out = binary.AppendUvarint(out, uint64(n))
 	for _, s := range c.sections {
-		if s.has {
+		if b, ok := offsets(s); ok {
 			out = appendBytes(out, []byte(s.name))
-			out = appendBytes(out, s.saved)
+			out = appendBytes(out, b)
 		}
 	}
 	for i := len(c.sections) - 1; i >= 0; i-- {

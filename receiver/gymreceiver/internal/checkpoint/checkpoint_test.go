@@ -160,3 +160,31 @@ func TestDamagedCheckpoint(t *testing.T) {
 		assert.Error(t, err, "%q", data)
 	}
 }
+
+// A source that has not started yet (a start that failed before it) keeps its restored
+// offsets in the next checkpoint.
+func TestUnstartedSourceKeepsItsOffsets(t *testing.T) {
+	agg := newAgg(t)
+	store := &memStore{data: map[string][]byte{}}
+	c := New(store, agg)
+	var mu sync.Mutex
+	sec := c.Section("files")
+	sec.GuardedBy(&mu)
+	require.NoError(t, sec.Save(context.Background(), []byte("offsets-1")))
+	_, err := c.Save(context.Background())
+	require.NoError(t, err)
+
+	c2 := New(store, newAgg(t))
+	ok, err := c2.Restore(context.Background())
+	require.NoError(t, err)
+	require.True(t, ok)
+	c2.Section("files").GuardedBy(&mu) // registered, never started
+	_, err = c2.Save(context.Background())
+	require.NoError(t, err)
+
+	c3 := New(store, newAgg(t))
+	_, err = c3.Restore(context.Background())
+	require.NoError(t, err)
+	off, _ := c3.Section("files").Load(context.Background())
+	assert.Equal(t, "offsets-1", string(off))
+}

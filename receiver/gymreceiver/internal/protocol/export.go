@@ -1,8 +1,6 @@
 package protocol
 
 import (
-	"encoding/binary"
-
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
@@ -41,18 +39,17 @@ func (a *Aggregator) collect(scope Scope, state *[]byte) pmetric.Metrics {
 		}
 		r.mu.Unlock()
 	}
-	var kept []byte
-	var nkept uint64
+	kept := 0
 	if state != nil {
-		kept = make([]byte, 0, 64<<10)
+		*state = a.appendStateHeader((*state)[:0])
 	}
 	for _, r := range rs {
 		r.mu.Lock()
 		if c, ok := first[r.inst]; ok && r.inst != "" && r.claim != c {
 			// Held back until its predecessor's last export has gone.
 			if state != nil {
-				kept = r.appendState(kept)
-				nkept++
+				*state = r.appendState(*state)
+				kept++
 			}
 			r.mu.Unlock()
 			continue
@@ -70,8 +67,8 @@ func (a *Aggregator) collect(scope Scope, state *[]byte) pmetric.Metrics {
 		if expired {
 			r.dropped = true
 		} else if state != nil {
-			kept = r.appendState(kept)
-			nkept++
+			*state = r.appendState(*state)
+			kept++
 		}
 		r.mu.Unlock()
 		if expired {
@@ -81,10 +78,7 @@ func (a *Aggregator) collect(scope Scope, state *[]byte) pmetric.Metrics {
 		}
 	}
 	if state != nil {
-		b := binary.AppendUvarint((*state)[:0], stateVersion)
-		b = binary.AppendUvarint(b, a.insts.claims.Load())
-		b = binary.AppendUvarint(b, nkept)
-		*state = append(b, kept...)
+		*state = appendStateTrailer(*state, kept)
 	}
 	return md
 }

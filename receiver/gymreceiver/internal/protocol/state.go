@@ -39,15 +39,13 @@ const (
 // encoded under its lock; ingest goes on meanwhile.
 func (a *Aggregator) AppendState(b []byte) []byte {
 	rs := a.resources()
-	b = binary.AppendUvarint(b, stateVersion)
-	b = binary.AppendUvarint(b, a.insts.claims.Load())
-	b = binary.AppendUvarint(b, uint64(len(rs)))
+	b = a.appendStateHeader(b)
 	for _, r := range rs {
 		r.mu.Lock()
 		b = r.appendState(b)
 		r.mu.Unlock()
 	}
-	return b
+	return appendStateTrailer(b, len(rs))
 }
 
 // CollectWithState is Collect that also appends the state that remains after the collection
@@ -57,7 +55,20 @@ func (a *Aggregator) CollectWithState(scope Scope, state *[]byte) pmetric.Metric
 	return a.collect(scope, state)
 }
 
+// appendStateHeader starts a state: its version and the resources created so far. Then come
+// the resources, each after a 1, and the trailer: a 0 and the number of resources (a state cut
+// anywhere is told from a whole one).
+func (a *Aggregator) appendStateHeader(b []byte) []byte {
+	b = binary.AppendUvarint(b, stateVersion)
+	return binary.AppendUvarint(b, a.insts.claims.Load())
+}
+
+func appendStateTrailer(b []byte, n int) []byte {
+	return binary.AppendUvarint(append(b, 0), uint64(n))
+}
+
 func (r *Resource) appendState(b []byte) []byte {
+	b = append(b, 1)
 	b = appendString(b, r.key)
 	b = appendResourceAttrs(b, r.attrs)
 	b = binary.AppendUvarint(b, uint64(uint32(r.pid)))
@@ -162,13 +173,29 @@ func (a *Aggregator) RestoreState(b []byte) error {
 		return fmt.Errorf("restoring state: version %d is not %d", v, stateVersion)
 	}
 	claims := d.uvarint()
-	n := d.count()
-	rs := make([]*Resource, 0, n)
-	for i := 0; i < n && d.err == nil; i++ {
-		rs = append(rs, d.resource(a))
+	var rs []*Resource
+	for d.err == nil {
+		if d.byte() != 1 {
+			break
+		}
+		r := d.resource(a)
+		rs = append(rs, r)
+		claims = max(claims, r.claim)
+	}
+	if n := d.uvarint(); d.err == nil && n != uint64(len(rs)) {
+		d.fail("a resource count that differs")
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("trailing bytes")
+	}
+	if d.err == nil {
+		seen := map[string]bool{}
+		for _, r := range rs {
+			if seen[r.key] {
+				d.fail("a resource twice")
+			}
+			seen[r.key] = true
+		}
 	}
 	if d.err != nil {
 		return fmt.Errorf("restoring state: %w", d.err)
