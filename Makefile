@@ -7,6 +7,7 @@
 #   make bench     the Go benchmarks, then the end-to-end benchmark of the real binary
 #   make bench-peer  otelcol-gym against a stock collector (ocb v0.160.0) on the same stream
 #   make soak      the real binary under steady load, resources sampled (DURATION=10m RATE=100000)
+#   make bench-memory  the default pipeline's memory per resource, per series, after churn, under gzip bombs
 #   make lint      golangci-lint (v2.15.0, from tools/go.mod)
 #   make clean     remove _build/
 
@@ -43,6 +44,7 @@ DURATION    ?= 10m
 RATE        ?= 100000
 
 .PHONY: all build run test test-go bench bench-peer soak lint generate clean gymevents
+.PHONY: bench-memory
 
 all: build
 
@@ -109,6 +111,13 @@ $(PEER_BIN): bench/peer/builder-config.yaml bench/peer/tools/go.mod bench/peer/t
 # descriptors sampled; exits 3 when they do not stay flat.
 soak: $(BIN) $(GYMEVENTS)
 	$(GO) run ./bench/soak --collector $(BIN) --gymevents $(GYMEVENTS) --duration $(DURATION) --rate $(RATE) $(SOAK_FLAGS)
+
+# Not in CI (about 5 minutes): the real binary on config/otelcol-gym.yaml's pipeline; the
+# figures of docs/performance.md, "Memory of the default pipeline". MEMORY_FLAGS=--collector-b
+# OTHER measures a second build side by side.
+MEMORY_FLAGS ?=
+bench-memory: $(BIN)
+	$(GO) run ./bench/memory --collector $(BIN) --config $(CONFIG) $(MEMORY_FLAGS)
 
 lint:
 	$(TOOLS) golangci-lint run ./...

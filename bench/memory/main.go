@@ -35,6 +35,7 @@ type options struct {
 	bombs      int
 	bombSize   int64
 	expire     time.Duration
+	churnOnly  bool
 }
 
 func main() {
@@ -50,6 +51,7 @@ func main() {
 	flag.IntVar(&o.bombs, "bombs", 48, "concurrent gzip bombs")
 	flag.Int64Var(&o.bombSize, "bomb-size", 1<<30, "decoded size of each gzip bomb")
 	flag.DurationVar(&o.expire, "expire-after", 20*time.Second, "the receiver's expire_after in the churn run (gymattrs' series_idle_timeout twice that, the Prometheus exporter's metric_expiration the same), scaled down from 5m so that the run takes minutes")
+	flag.BoolVar(&o.churnOnly, "churn-only", false, "only the per-resource and churn run; its heap profile after the churn goes to out-dir")
 	flag.Parse()
 	o.collectors = []string{a}
 	if b != "" {
@@ -80,6 +82,9 @@ func run(ctx context.Context, o options) error {
 		r, err := resourcesRun(ctx, o, string(base), bin, fmt.Sprintf("res-%d", i))
 		if err != nil {
 			return fmt.Errorf("%s: resources: %w", bin, err)
+		}
+		if o.churnOnly {
+			continue
 		}
 		s, err := seriesRun(ctx, o, string(base), bin, fmt.Sprintf("series-%d", i))
 		if err != nil {
@@ -263,6 +268,13 @@ func resourcesRun(ctx context.Context, o options, base, bin, name string) (strin
 		return "", err
 	}
 	fmt.Printf("- after all expired: live heap %s, RSS %s\n", bytesOf(float64(after.heap)), bytesOf(float64(after.rss)))
+	if o.churnOnly {
+		path := filepath.Join(o.outDir, name, "heap-after-churn.pb.gz")
+		if err := saveHeap(ctx, c.PprofAddr, path); err != nil {
+			return "", err
+		}
+		fmt.Printf("- heap profile after the churn: %s (go tool pprof -top -sample_index=inuse_space %s)\n", path, path)
+	}
 	return fmt.Sprintf("%s / %s | %s / %s",
 			perUnit(full.heap-before.heap, o.resources), perUnit(full.rss-before.rss, o.resources),
 			bytesOf(float64(after.heap-before.heap)), bytesOf(float64(after.rss-before.rss))),
@@ -362,4 +374,21 @@ func bombRun(ctx context.Context, o options, base, bin, name string, bomb []byte
 	fmt.Printf("- %d x 3 gzip bombs of %s (%s on the wire): answers %v; RSS idle %s, peak %s\n", o.bombs,
 		bytesOf(float64(o.bombSize)), bytesOf(float64(len(bomb))), statuses, bytesOf(float64(idle.RSS)), bytesOf(float64(m.HWM)))
 	return fmt.Sprintf("%v | %s", statuses, bytesOf(float64(m.HWM))), nil
+}
+
+func saveHeap(ctx context.Context, addr, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/heap?gc=1", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o600)
 }
