@@ -8,6 +8,7 @@
 #   make bench-peer  otelcol-gym against a stock collector (ocb v0.160.0) on the same stream
 #   make soak      the real binary under steady load, resources sampled (DURATION=10m RATE=100000)
 #   make reliability  crashes and restarts of the real binary, and the cost of durability
+#   make bench-memory  the default pipeline's memory per resource, per series, after churn, under gzip bombs
 #   make lint      golangci-lint (v2.15.0, from tools/go.mod)
 #   make clean     remove _build/
 
@@ -48,6 +49,7 @@ DURATION    ?= 10m
 RATE        ?= 100000
 
 .PHONY: all build run test test-go test-python test-prometheus bench-python bench bench-peer soak reliability lint generate clean gymevents
+.PHONY: bench-memory
 
 all: build
 
@@ -143,6 +145,12 @@ soak: $(BIN) $(GYMEVENTS)
 # measured cost of checkpoint_before_answer through the real binary (docs/performance.md).
 reliability:
 	GYM_RELIABILITY=1 $(GO) test ./e2e/ -count 1 -v -run 'TestMeasureCheckpointBeforeAnswer|TestKill9MidFile|TestSIGTERMMidFileExporterDown|TestProcessRestartInOneCollectionPrometheus'
+# Not in CI (about 5 minutes): the real binary on config/otelcol-gym.yaml's pipeline; the
+# figures of docs/performance.md, "Memory of the default pipeline". MEMORY_FLAGS=--collector-b
+# OTHER measures a second build side by side.
+MEMORY_FLAGS ?=
+bench-memory: $(BIN)
+	$(GO) run ./bench/memory --collector $(BIN) --config $(CONFIG) $(MEMORY_FLAGS)
 
 lint:
 	$(TOOLS) golangci-lint run ./...

@@ -198,13 +198,13 @@ func newPorts(t *testing.T) collectorPorts {
 // free ports (a string holding a newline is YAML, written to a file; else a path; later ones
 // override earlier ones, as the collector merges --config files), waits for its health
 // check, and starts it again on other ports when one was taken in the meantime.
-func startCollector(t *testing.T, configs func(collectorPorts) []string) (*collector, collectorPorts) {
+func startCollector(t *testing.T, configs func(collectorPorts) []string, prefix ...string) (*collector, collectorPorts) {
 	t.Helper()
 	useCollector()
 	dir := t.TempDir()
 	for attempt := 1; ; attempt++ {
 		ports := newPorts(t)
-		args := []string{collectorBin}
+		args := append(append([]string(nil), prefix...), collectorBin) // prefix: a command that execs the collector
 		for i, c := range configs(ports) {
 			path := c
 			if strings.Contains(c, "\n") {

@@ -254,8 +254,17 @@ func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request, bp *[]byt
 				size = int(min(int64(size), limit))
 			}
 			if size == cap(buf) {
-				// At the limit: the next read is the end, or confighttp's limit error.
-				size++
+				// At the limit: the next read is the end, or confighttp's limit error; a byte
+				// more would be a bug of the limit, refused all the same.
+				var one [1]byte
+				n, err := r.Body.Read(one[:])
+				if n > 0 && err == nil {
+					err = &http.MaxBytesError{Limit: limit}
+				}
+				if errors.Is(err, io.EOF) {
+					return 0, ""
+				}
+				return h.readError(err, len(buf), start)
 			}
 			nb := make([]byte, len(buf), size)
 			copy(nb, buf)
@@ -276,19 +285,24 @@ func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request, bp *[]byt
 			return 0, ""
 		}
 		if err != nil {
-			var tooBig *http.MaxBytesError
-			switch {
-			case errors.As(err, &tooBig):
-				return http.StatusRequestEntityTooLarge, "body over the limit of " + strconv.FormatInt(tooBig.Limit, 10) + " bytes; nothing was applied"
-			case errors.Is(err, os.ErrDeadlineExceeded):
-				if h.opts.OnTooSlow != nil {
-					h.opts.OnTooSlow()
-				}
-				return http.StatusRequestTimeout, "the body arrived too slowly (" + strconv.Itoa(len(buf)) + " bytes in " + time.Since(start).Round(time.Millisecond).String() + "); nothing was applied"
-			}
-			return http.StatusBadRequest, "reading the body: " + err.Error()
+			return h.readError(err, len(buf), start)
 		}
 	}
+}
+
+// readError is the answer to a body whose reading failed after n bytes.
+func (h *HTTPHandler) readError(err error, n int, start time.Time) (int, string) {
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return http.StatusRequestEntityTooLarge, "body over the limit of " + strconv.FormatInt(tooBig.Limit, 10) + " bytes; nothing was applied"
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		if h.opts.OnTooSlow != nil {
+			h.opts.OnTooSlow()
+		}
+		return http.StatusRequestTimeout, "the body arrived too slowly (" + strconv.Itoa(n) + " bytes in " + time.Since(start).Round(time.Millisecond).String() + "); nothing was applied"
+	}
+	return http.StatusBadRequest, "reading the body: " + err.Error()
 }
 
 func minTime(a, b time.Time) time.Time {

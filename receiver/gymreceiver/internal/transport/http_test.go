@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/config/confighttp"
 
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/protocol"
 )
@@ -90,4 +93,32 @@ func TestHTTPErrorsAreJSON(t *testing.T) {
 	assert.Equal(t, http.StatusMethodNotAllowed, rec.Code)
 	assert.Equal(t, http.MethodPost, rec.Header().Get("Allow"))
 	jsonErrorOf(t, rec)
+}
+
+// A body of exactly the limit is read whole (its buffer never grows past the limit); a byte
+// more is 413 and nothing of it is applied.
+func TestHTTPBodyAtTheLimit(t *testing.T) {
+	const limit = 100 << 10 // past the small-body size: a body slot is taken too
+	line := retry("p") + "\n"
+	exact := strings.Repeat(line, limit/len(line))
+	exact += strings.Repeat(" ", limit-len(exact)) // blank tail: skipped
+	for _, c := range []struct {
+		body string
+		want int
+	}{{exact, http.StatusOK}, {exact + " ", http.StatusRequestEntityTooLarge}} {
+		agg := newTestAggregator(t)
+		h := NewHTTPHandler(agg, HTTPOptions{MaxLineBytes: 1 << 16, MaxConcurrent: 1, Wait: time.Second, MaxBodyBytes: limit}, nil)
+		sc := confighttp.NewDefaultServerConfig()
+		sc.MaxRequestBodySize = limit
+		srv, err := sc.ToServer(context.Background(), nil, componenttest.NewNopTelemetrySettings(), h)
+		require.NoError(t, err)
+		rec := serve(srv.Handler, http.MethodPost, EventsPath, map[string]string{"Content-Type": "application/x-ndjson"}, c.body)
+		assert.Equal(t, c.want, rec.Code, rec.Body.String())
+		want := 0
+		if c.want == http.StatusOK {
+			want = 1
+		}
+		assert.Equal(t, want, agg.Collect(protocol.Scope{}).DataPointCount())
+		assert.Len(t, h.bodySlots, 0, "the body slot is given back")
+	}
 }

@@ -79,7 +79,12 @@ func NewLineStreamServer(newStream func() LineStream, opts StreamOptions, record
 }
 
 // Addr is the address the server listens on.
-func (s *StreamServer) Addr() net.Addr { return s.ln.Addr() }
+func (s *StreamServer) Addr() net.Addr {
+	if s.opts.Network == "unix" {
+		return &net.UnixAddr{Net: "unix", Name: s.opts.Endpoint} // the listener's is the private path it was bound at
+	}
+	return s.ln.Addr()
+}
 
 // Start listens and serves in the background.
 func (s *StreamServer) Start(ctx context.Context) error {
@@ -188,7 +193,7 @@ func (s *StreamServer) accept() {
 			}
 			// Out of file descriptors and the like: back off, as net/http does.
 			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-			s.logger.Warn("stream: accept failed; retrying", zap.Error(err), zap.Duration("in", delay))
+			s.logger.Warn("stream: accept failed; retrying", zap.String("endpoint", s.opts.Endpoint), zap.Error(err), zap.Duration("in", delay))
 			time.Sleep(delay)
 			continue
 		}
