@@ -3,7 +3,9 @@
 package e2e
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -94,6 +96,12 @@ func TestValidateDistribution(t *testing.T) {
 	for _, name := range []string{"name: gymattrs", "name: file_storage", "name: bearertokenauth", "name: gym_console"} {
 		assert.Contains(t, string(out), name, "otelcol-gym components")
 	}
+	// The standard components of issue 15 (docs/deployment.md, Components) and the http and
+	// https config providers.
+	for _, name := range []string{"name: prometheusremotewrite", "name: resource", "name: groupbyattrs",
+		"name: prometheus", "name: hostmetrics", "name: zpages", "scheme: http", "scheme: https"} {
+		assert.Contains(t, string(out), name, "otelcol-gym components")
+	}
 
 	vout, err := validate(t, distributionConfig)
 	assert.NoError(t, err, vout)
@@ -118,4 +126,28 @@ func replaceOnce(t *testing.T, s, from, to string) string {
 	t.Helper()
 	require.Contains(t, s, from)
 	return strings.Replace(s, from, to, 1)
+}
+
+// TestValidateDeploy: `otelcol-gym validate` accepts the node agent and gateway configurations
+// of deploy/ with their defaults, with the Slurm launcher's override (the queue in memory), and
+// names the variable's key when an environment variable gives a bad value.
+func TestValidateDeploy(t *testing.T) {
+	t.Parallel()
+	useCollector()
+	agent := filepath.Join(repoRoot, "deploy", "agent.yaml")
+	gateway := filepath.Join(repoRoot, "deploy", "gateway.yaml")
+	for _, args := range [][]string{
+		{"--config", agent},
+		{"--config", gateway},
+		{"--config", agent, "--config", "yaml:exporters::otlp_grpc::sending_queue::storage: null"},
+	} {
+		out, err := exec.Command(collectorBin, append([]string{"validate"}, args...)...).CombinedOutput()
+		assert.NoError(t, err, "validate %v:\n%s", args, out)
+	}
+	cmd := exec.Command(collectorBin, "validate", "--config", agent)
+	cmd.Env = append(os.Environ(), "OTELCOL_GYM_COLLECTION_INTERVAL=soon")
+	out, err := cmd.CombinedOutput()
+	if assert.Error(t, err, "validate accepted collection_interval: soon") {
+		assert.Contains(t, string(out), "collection_interval")
+	}
 }

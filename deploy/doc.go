@@ -1,0 +1,3 @@
+// Package deploy holds the checks of the deployment recipes (kubernetes/, slurm/): a module of
+// its own, so that the Kubernetes API types are no dependency of the collector.
+package deploy

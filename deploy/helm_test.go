@@ -1,0 +1,147 @@
+package deploy
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// chartValues are the keys of the upstream opentelemetry-collector chart that the values
+// files set; the Kubernetes parts decode strictly into the API types.
+type chartValues struct {
+	Mode  string `json:"mode"`
+	Image struct {
+		Repository string `json:"repository"`
+		Tag        string `json:"tag"`
+	} `json:"image"`
+	Command struct {
+		Name string `json:"name"`
+	} `json:"command"`
+	ConfigMap struct {
+		Create       bool   `json:"create"`
+		ExistingName string `json:"existingName"`
+	} `json:"configMap"`
+	HostPID            bool                        `json:"hostPID"`
+	ExtraEnvs          []corev1.EnvVar             `json:"extraEnvs"`
+	ExtraVolumes       []corev1.Volume             `json:"extraVolumes"`
+	ExtraVolumeMounts  []corev1.VolumeMount        `json:"extraVolumeMounts"`
+	SecurityContext    *corev1.SecurityContext     `json:"securityContext"`
+	PodSecurityContext *corev1.PodSecurityContext  `json:"podSecurityContext"`
+	Resources          corev1.ResourceRequirements `json:"resources"`
+	Ports              map[string]struct {
+		Enabled       bool   `json:"enabled"`
+		ContainerPort int32  `json:"containerPort"`
+		ServicePort   int32  `json:"servicePort"`
+		HostPort      int32  `json:"hostPort"`
+		Protocol      string `json:"protocol"`
+	} `json:"ports"`
+	LivenessProbe  chartProbe `json:"livenessProbe"`
+	ReadinessProbe chartProbe `json:"readinessProbe"`
+	// Set by one file only.
+	FullnameOverride string `json:"fullnameOverride"`
+	ReplicaCount     int    `json:"replicaCount"`
+	UseGOMEMLIMIT    bool   `json:"useGOMEMLIMIT"`
+	Autoscaling      struct {
+		Enabled                        bool `json:"enabled"`
+		MinReplicas                    int  `json:"minReplicas"`
+		MaxReplicas                    int  `json:"maxReplicas"`
+		TargetCPUUtilizationPercentage int  `json:"targetCPUUtilizationPercentage"`
+	} `json:"autoscaling"`
+	Service struct {
+		ClusterIP string `json:"clusterIP"`
+	} `json:"service"`
+}
+
+type chartProbe struct {
+	HTTPGet struct {
+		Port int    `json:"port"`
+		Path string `json:"path"`
+	} `json:"httpGet"`
+}
+
+// TestHelmValues: values-agent.yaml and values-gateway.yaml decode strictly; they run this
+// distribution's binary on the ConfigMap holding the matching file of deploy/ (the chart
+// mounts its key relay), every mount has its volume, every OTELCOL_GYM_ variable they set is
+// read by that file, `otelcol-gym validate` accepts it with their environment, and the
+// gateway's Service name is the one the agents resolve.
+func TestHelmValues(t *testing.T) {
+	dockerfile, err := os.ReadFile("../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		values, config, mode, configMap string
+	}{
+		{"kubernetes/values-agent.yaml", "agent.yaml", "daemonset", "otelcol-gym-agent"},
+		{"kubernetes/values-gateway.yaml", "gateway.yaml", "deployment", "otelcol-gym-gateway"},
+	} {
+		t.Run(c.values, func(t *testing.T) {
+			data, err := os.ReadFile(c.values)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var v chartValues
+			if err := yaml.UnmarshalStrict(data, &v); err != nil {
+				t.Fatalf("strict decoding: %v", err)
+			}
+			if v.Mode != c.mode {
+				t.Errorf("mode %q, want %q", v.Mode, c.mode)
+			}
+			if !strings.Contains(string(dockerfile), `ENTRYPOINT ["/`+v.Command.Name+`"]`) {
+				t.Errorf("command.name %q is not the image's entry point (Dockerfile)", v.Command.Name)
+			}
+			if v.ConfigMap.Create || v.ConfigMap.ExistingName != c.configMap {
+				t.Errorf("configMap: want create: false, existingName: %s", c.configMap)
+			}
+			vols := map[string]bool{}
+			for _, vol := range v.ExtraVolumes {
+				vols[vol.Name] = true
+			}
+			for _, m := range v.ExtraVolumeMounts {
+				if !vols[m.Name] {
+					t.Errorf("extraVolumeMounts %s: no such extraVolume", m.Name)
+				}
+			}
+			config, err := os.ReadFile(c.config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			read := map[string]bool{}
+			for _, mm := range envRef.FindAllStringSubmatch(string(config), -1) {
+				read[mm[1]] = true
+			}
+			for _, e := range v.ExtraEnvs {
+				if strings.HasPrefix(e.Name, "OTELCOL_GYM_") && !read[e.Name] {
+					t.Errorf("extraEnvs sets %s, which %s never reads", e.Name, c.config)
+				}
+			}
+			// The chart sets MY_POD_IP first, then extraEnvs.
+			env := podEnv(corev1.Container{Env: append([]corev1.EnvVar{{Name: "MY_POD_IP",
+				ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}, v.ExtraEnvs...)})
+			validate(t, c.values, string(config), env)
+			if v.LivenessProbe.HTTPGet.Port == 0 || v.ReadinessProbe.HTTPGet.Port == 0 {
+				t.Error("probes on the health check port are required")
+			}
+			if c.mode == "daemonset" {
+				if !v.HostPID {
+					t.Error("the agent needs hostPID for host process stats")
+				}
+				gw := envOf(corev1.Container{Env: v.ExtraEnvs})["OTELCOL_GYM_GATEWAY_ENDPOINT"]
+				gateway, err := os.ReadFile("kubernetes/values-gateway.yaml")
+				if err != nil {
+					t.Fatal(err)
+				}
+				var g chartValues
+				if err := yaml.UnmarshalStrict(gateway, &g); err != nil {
+					t.Fatal(err)
+				}
+				if gw != "dns:///"+g.FullnameOverride+":4317" || g.Service.ClusterIP != "None" {
+					t.Errorf("agents resolve %q; the gateway chart's Service is %s (clusterIP %q), which must be headless", gw, g.FullnameOverride, g.Service.ClusterIP)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,428 @@
+package deploy
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+)
+
+// manifests is the rendered kustomize base, decoded strictly (an unknown field fails) into the
+// Kubernetes API types.
+type manifests struct {
+	namespaces   map[string]*corev1.Namespace
+	accounts     map[string]*corev1.ServiceAccount
+	configMaps   map[string]*corev1.ConfigMap
+	daemonSets   map[string]*appsv1.DaemonSet
+	deployments  map[string]*appsv1.Deployment
+	services     map[string]*corev1.Service
+	autoscalers  map[string]*autoscalingv2.HorizontalPodAutoscaler
+	namespaced   []metav1.ObjectMeta
+	renderedYAML []byte
+}
+
+// render runs kustomize (the library kubectl embeds) on kubernetes/.
+func render(t *testing.T) []byte {
+	t.Helper()
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	res, err := k.Run(filesys.MakeFsOnDisk(), "kubernetes")
+	if err != nil {
+		t.Fatalf("kustomize build kubernetes: %v", err)
+	}
+	out, err := res.AsYaml()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func decode(t *testing.T, rendered []byte) *manifests {
+	t.Helper()
+	m := &manifests{
+		namespaces: map[string]*corev1.Namespace{}, accounts: map[string]*corev1.ServiceAccount{},
+		configMaps: map[string]*corev1.ConfigMap{}, daemonSets: map[string]*appsv1.DaemonSet{},
+		deployments: map[string]*appsv1.Deployment{}, services: map[string]*corev1.Service{},
+		autoscalers: map[string]*autoscalingv2.HorizontalPodAutoscaler{}, renderedYAML: rendered,
+	}
+	for i, doc := range bytes.Split(rendered, []byte("\n---\n")) {
+		var tm metav1.TypeMeta
+		if err := yaml.Unmarshal(doc, &tm); err != nil {
+			t.Fatalf("document %d: %v", i, err)
+		}
+		var meta *metav1.ObjectMeta
+		strict := func(obj any) {
+			if err := yaml.UnmarshalStrict(doc, obj); err != nil {
+				t.Fatalf("%s %d: strict decoding: %v", tm.Kind, i, err)
+			}
+		}
+		switch tm.APIVersion + "/" + tm.Kind {
+		case "v1/Namespace":
+			o := &corev1.Namespace{}
+			strict(o)
+			m.namespaces[o.Name] = o
+		case "v1/ServiceAccount":
+			o := &corev1.ServiceAccount{}
+			strict(o)
+			m.accounts[o.Name], meta = o, &o.ObjectMeta
+		case "v1/ConfigMap":
+			o := &corev1.ConfigMap{}
+			strict(o)
+			m.configMaps[o.Name], meta = o, &o.ObjectMeta
+		case "apps/v1/DaemonSet":
+			o := &appsv1.DaemonSet{}
+			strict(o)
+			m.daemonSets[o.Name], meta = o, &o.ObjectMeta
+		case "apps/v1/Deployment":
+			o := &appsv1.Deployment{}
+			strict(o)
+			m.deployments[o.Name], meta = o, &o.ObjectMeta
+		case "v1/Service":
+			o := &corev1.Service{}
+			strict(o)
+			m.services[o.Name], meta = o, &o.ObjectMeta
+		case "autoscaling/v2/HorizontalPodAutoscaler":
+			o := &autoscalingv2.HorizontalPodAutoscaler{}
+			strict(o)
+			m.autoscalers[o.Name], meta = o, &o.ObjectMeta
+		default:
+			t.Fatalf("document %d: %s %s is not a kind this test knows: add its checks", i, tm.APIVersion, tm.Kind)
+		}
+		if meta != nil {
+			m.namespaced = append(m.namespaced, *meta)
+		}
+	}
+	return m
+}
+
+// TestKustomizeBase renders deploy/kubernetes, decodes every object strictly and checks what
+// refers to what: namespaces, selectors, service accounts, ConfigMaps and their keys, volumes,
+// ports, the autoscaler's target, the agents' gateway address, and the environment variables
+// the collector configs read.
+func TestKustomizeBase(t *testing.T) {
+	m := decode(t, render(t))
+
+	want := map[string]int{"Namespace": 1, "DaemonSet": 1, "Deployment": 1, "Service": 2, "HorizontalPodAutoscaler": 1, "ConfigMap": 2}
+	got := map[string]int{"Namespace": len(m.namespaces), "DaemonSet": len(m.daemonSets), "Deployment": len(m.deployments),
+		"Service": len(m.services), "HorizontalPodAutoscaler": len(m.autoscalers), "ConfigMap": len(m.configMaps)}
+	for k, n := range want {
+		if got[k] != n {
+			t.Errorf("%d %s objects, want %d", got[k], k, n)
+		}
+	}
+	for _, meta := range m.namespaced {
+		if m.namespaces[meta.Namespace] == nil {
+			t.Errorf("%s is in namespace %q, which the base does not create", meta.Name, meta.Namespace)
+		}
+	}
+
+	type workload struct {
+		name     string
+		selector *metav1.LabelSelector
+		pod      corev1.PodTemplateSpec
+	}
+	var workloads []workload
+	for n, d := range m.daemonSets {
+		workloads = append(workloads, workload{"DaemonSet " + n, d.Spec.Selector, d.Spec.Template})
+	}
+	for n, d := range m.deployments {
+		workloads = append(workloads, workload{"Deployment " + n, d.Spec.Selector, d.Spec.Template})
+	}
+	for _, w := range workloads {
+		sel, err := metav1.LabelSelectorAsSelector(w.selector)
+		if err != nil || sel.Empty() {
+			t.Errorf("%s: selector %v: %v", w.name, w.selector, err)
+			continue
+		}
+		if !sel.Matches(labels.Set(w.pod.Labels)) {
+			t.Errorf("%s: selector %s does not select its own pods (%v)", w.name, sel, w.pod.Labels)
+		}
+		checkPod(t, m, w.name, w.pod.Spec)
+	}
+
+	// Services select pods, and their target ports are ports of those pods.
+	for n, s := range m.services {
+		var pods []corev1.PodTemplateSpec
+		for _, w := range workloads {
+			if labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(w.pod.Labels)) {
+				pods = append(pods, w.pod)
+			}
+		}
+		if len(s.Spec.Selector) == 0 || len(pods) == 0 {
+			t.Errorf("Service %s selects no workload's pods (%v)", n, s.Spec.Selector)
+			continue
+		}
+		for _, p := range s.Spec.Ports {
+			for _, pod := range pods {
+				if !podHasPort(pod.Spec, p.TargetPort.String()) {
+					t.Errorf("Service %s: target port %s is not a port of the pods it selects", n, p.TargetPort.String())
+				}
+			}
+		}
+	}
+
+	// The autoscaler scales the gateway, whose containers request CPU (utilisation is relative to it).
+	for n, h := range m.autoscalers {
+		ref := h.Spec.ScaleTargetRef
+		d := m.deployments[ref.Name]
+		if ref.Kind != "Deployment" || ref.APIVersion != "apps/v1" || d == nil {
+			t.Errorf("HorizontalPodAutoscaler %s: target %s %s %s is not a Deployment of the base", n, ref.APIVersion, ref.Kind, ref.Name)
+			continue
+		}
+		for _, c := range d.Spec.Template.Spec.Containers {
+			if c.Resources.Requests.Cpu().IsZero() {
+				t.Errorf("HorizontalPodAutoscaler %s: container %s requests no CPU", n, c.Name)
+			}
+		}
+		if h.Spec.MinReplicas == nil || *h.Spec.MinReplicas < 2 {
+			t.Errorf("HorizontalPodAutoscaler %s: at least 2 gateways, so that one can fail", n)
+		}
+	}
+
+	// The agent: host processes visible, its state on the node, and its gateway address is the
+	// headless Service (every pod's address, not one virtual IP).
+	agent := m.daemonSets["otelcol-gym-agent"]
+	if agent == nil {
+		t.Fatal("no DaemonSet otelcol-gym-agent")
+	}
+	if !agent.Spec.Template.Spec.HostPID {
+		t.Error("the agent needs hostPID for host process stats")
+	}
+	env := envOf(agent.Spec.Template.Spec.Containers[0])
+	target := strings.TrimPrefix(env["OTELCOL_GYM_GATEWAY_ENDPOINT"], "dns:///")
+	host, port, _ := strings.Cut(target, ":")
+	svc := m.services[host]
+	if svc == nil || svc.Spec.ClusterIP != corev1.ClusterIPNone {
+		t.Errorf("OTELCOL_GYM_GATEWAY_ENDPOINT %q: %q is not a headless Service of the base", env["OTELCOL_GYM_GATEWAY_ENDPOINT"], host)
+	} else if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return fmt.Sprint(p.Port) == port }) {
+		t.Errorf("OTELCOL_GYM_GATEWAY_ENDPOINT: port %s is not a port of Service %s", port, host)
+	}
+	if !mountedAt(agent.Spec.Template.Spec, env["OTELCOL_GYM_STORAGE_DIR"], true) {
+		t.Errorf("OTELCOL_GYM_STORAGE_DIR %s is not a hostPath mount: the queue would not survive the pod", env["OTELCOL_GYM_STORAGE_DIR"])
+	}
+	for _, k := range []string{"OTELCOL_GYM_EVENTS_SOCKET", "OTELCOL_GYM_EVENT_FILES"} {
+		if !mountedAt(agent.Spec.Template.Spec, filepath.Dir(env[k]), true) {
+			t.Errorf("%s %s: its directory is not a hostPath mount the node's Gym pods can share", k, env[k])
+		}
+	}
+}
+
+// kubectlKustomize: where kubectl is installed, `kubectl kustomize` renders the base offline
+// to the same objects.
+func TestKubectlKustomize(t *testing.T) {
+	bin, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("kubectl is not installed; TestKustomizeBase renders with the kustomize library")
+	}
+	out, err := exec.Command(bin, "kustomize", "kubernetes").Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize kubernetes: %v", err)
+	}
+	a, b := decode(t, out), decode(t, render(t))
+	for _, kind := range []struct {
+		name string
+		x, y []string
+	}{
+		{"ConfigMap", keys(a.configMaps), keys(b.configMaps)},
+		{"Service", keys(a.services), keys(b.services)},
+		{"Deployment", keys(a.deployments), keys(b.deployments)},
+		{"DaemonSet", keys(a.daemonSets), keys(b.daemonSets)},
+	} {
+		if !slices.Equal(kind.x, kind.y) {
+			t.Errorf("%s: kubectl renders %v, the library %v", kind.name, kind.x, kind.y)
+		}
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func envOf(c corev1.Container) map[string]string {
+	out := map[string]string{}
+	for _, e := range c.Env {
+		out[e.Name] = e.Value
+	}
+	return out
+}
+
+func podHasPort(spec corev1.PodSpec, port string) bool {
+	for _, c := range spec.Containers {
+		for _, p := range c.Ports {
+			if p.Name == port || fmt.Sprint(p.ContainerPort) == port {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// mountedAt: some container mounts a volume at dir (a hostPath one when hostPath).
+func mountedAt(spec corev1.PodSpec, dir string, hostPath bool) bool {
+	for _, c := range spec.Containers {
+		for _, vm := range c.VolumeMounts {
+			if filepath.Clean(vm.MountPath) != filepath.Clean(dir) {
+				continue
+			}
+			for _, v := range spec.Volumes {
+				if v.Name == vm.Name && (!hostPath || v.HostPath != nil) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+var envRef = regexp.MustCompile(`\$\{env:([A-Za-z_][A-Za-z0-9_]*)`)
+
+// checkPod checks a pod template against the rendered objects: its service account, its
+// volumes and mounts, its ConfigMap keys, the --config file it is given (which must be the
+// matching file of deploy/, and which `otelcol-gym validate` must accept with the pod's
+// environment), its probes' ports, and that every OTELCOL_GYM_ variable it sets is read by
+// that config.
+func checkPod(t *testing.T, m *manifests, name string, spec corev1.PodSpec) {
+	t.Helper()
+	if m.accounts[spec.ServiceAccountName] == nil {
+		t.Errorf("%s: service account %q is not in the base", name, spec.ServiceAccountName)
+	}
+	volumes := map[string]corev1.Volume{}
+	for _, v := range spec.Volumes {
+		volumes[v.Name] = v
+		if cm := v.ConfigMap; cm != nil {
+			obj := m.configMaps[cm.Name]
+			if obj == nil {
+				t.Errorf("%s: volume %s: ConfigMap %q is not in the base", name, v.Name, cm.Name)
+				continue
+			}
+			for _, it := range cm.Items {
+				if _, ok := obj.Data[it.Key]; !ok {
+					t.Errorf("%s: volume %s: ConfigMap %s has no key %q", name, v.Name, cm.Name, it.Key)
+				}
+			}
+		}
+	}
+	if len(spec.Containers) != 1 {
+		t.Fatalf("%s: %d containers, want 1", name, len(spec.Containers))
+	}
+	c := spec.Containers[0]
+	used := map[string]bool{}
+	configFile := ""
+	for i, a := range c.Args {
+		if a == "--config" && i+1 < len(c.Args) {
+			configFile = c.Args[i+1]
+		}
+	}
+	var configText string
+	for _, vm := range c.VolumeMounts {
+		v, ok := volumes[vm.Name]
+		if !ok {
+			t.Errorf("%s: mount %s: no such volume", name, vm.Name)
+			continue
+		}
+		used[vm.Name] = true
+		if v.ConfigMap == nil {
+			continue
+		}
+		for _, it := range v.ConfigMap.Items {
+			if filepath.Join(vm.MountPath, it.Path) == configFile {
+				configText = m.configMaps[v.ConfigMap.Name].Data[it.Key]
+				want, err := os.ReadFile(it.Key) // deploy/agent.yaml, deploy/gateway.yaml
+				if err != nil {
+					t.Errorf("%s: the ConfigMap key %s is no file of deploy/: %v", name, it.Key, err)
+				} else if string(want) != configText {
+					t.Errorf("%s: ConfigMap %s key %s differs from deploy/%s: copy it to kubernetes/config/", name, v.ConfigMap.Name, it.Key, it.Key)
+				}
+			}
+		}
+	}
+	for n := range volumes {
+		if !used[n] {
+			t.Errorf("%s: volume %s is mounted nowhere", name, n)
+		}
+	}
+	if configText == "" {
+		t.Fatalf("%s: --config %q is no file of a mounted ConfigMap", name, configFile)
+	}
+	for _, p := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe} {
+		if p == nil || p.HTTPGet == nil {
+			t.Errorf("%s: readiness and liveness probes on the health check are required", name)
+		} else if !podHasPort(spec, p.HTTPGet.Port.String()) {
+			t.Errorf("%s: probe port %s is not a container port", name, p.HTTPGet.Port.String())
+		}
+	}
+	read := map[string]bool{}
+	for _, mm := range envRef.FindAllStringSubmatch(configText, -1) {
+		read[mm[1]] = true
+	}
+	for _, e := range c.Env {
+		if strings.HasPrefix(e.Name, "OTELCOL_GYM_") && !read[e.Name] {
+			t.Errorf("%s: sets %s, which %s never reads", name, e.Name, configFile)
+		}
+	}
+	validate(t, name, configText, podEnv(c))
+}
+
+// podEnv is the container's environment as the kubelet would set it: downward-API fields
+// with sample values, $(VAR) references expanded.
+func podEnv(c corev1.Container) []string {
+	vals := map[string]string{}
+	var out []string
+	for _, e := range c.Env {
+		v := e.Value
+		if f := e.ValueFrom; f != nil && f.FieldRef != nil {
+			v = map[string]string{"status.podIP": "127.0.0.1", "spec.nodeName": "node-1", "status.hostIP": "127.0.0.1"}[f.FieldRef.FieldPath]
+		}
+		v = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`).ReplaceAllStringFunc(v, func(ref string) string {
+			return vals[ref[2:len(ref)-1]]
+		})
+		vals[e.Name] = v
+		out = append(out, e.Name+"="+v)
+	}
+	return out
+}
+
+// collectorBin is the otelcol-gym binary (make build), or OTELCOL_GYM_BIN.
+func collectorBin(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("OTELCOL_GYM_BIN")
+	if bin == "" {
+		bin = filepath.Join("..", "_build", "otelcol-gym")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%s: %v (make test-deploy builds it first)", bin, err)
+	}
+	return bin
+}
+
+// validate runs `otelcol-gym validate` on a configuration with the given environment.
+func validate(t *testing.T, name, config string, env []string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(collectorBin(t), "validate", "--config", path)
+	cmd.Env = append(os.Environ(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("%s: otelcol-gym validate: %v\n%s", name, err, out)
+	}
+}
