@@ -19,6 +19,8 @@ func TestSetupTelemetry(t *testing.T) {
 	tb, err := metadata.NewTelemetryBuilder(testTel.NewTelemetrySettings())
 	require.NoError(t, err)
 	defer tb.Shutdown()
+	tb.ReceiverGymCheckpointFailures.Add(context.Background(), 1)
+	tb.ReceiverGymCheckpointSize.Record(context.Background(), 1)
 	tb.ReceiverGymLinesAccepted.Add(context.Background(), 1)
 	tb.ReceiverGymLinesRejected.Add(context.Background(), 1)
 	tb.ReceiverGymLinesUnknown.Add(context.Background(), 1)
@@ -26,6 +28,12 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ReceiverGymProcessErrors.Add(context.Background(), 1)
 	tb.ReceiverGymProcessOtherHost.Add(context.Background(), 1)
 	tb.ReceiverGymResources.Record(context.Background(), 1)
+	AssertEqualReceiverGymCheckpointFailures(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverGymCheckpointSize(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverGymLinesAccepted(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
