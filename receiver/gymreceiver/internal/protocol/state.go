@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -18,10 +20,8 @@ import (
 // histogram buckets). It is a compact binary encoding (varints), versioned, and checked when
 // read: a corrupt state is an error, never a panic.
 //
-// Not kept: the latest values of snapshot series folded into an overflow series (after a
-// restart such a series adds its next report once, as one not yet seen), the per-stream
-// caches, and how long a resource has been idle (a restored resource's idle clock starts at
-// the restore).
+// Not kept: the per-stream caches, and how long a resource has been idle (a restored
+// resource's idle clock starts at the restore).
 
 const stateVersion = 1
 
@@ -103,6 +103,15 @@ func (r *Resource) appendState(b []byte) []byte {
 			b = appendSeries(b, def, in.overflow)
 		} else {
 			b = append(b, 0)
+		}
+		// The latest values of the snapshot series folded into the overflow series.
+		b = binary.AppendUvarint(b, uint64(len(in.folded)))
+		if len(in.folded) > 0 {
+			b = binary.LittleEndian.AppendUint64(b, in.foldSalt)
+			for _, h := range slices.Sorted(maps.Keys(in.folded)) { // the same state, the same bytes
+				b = binary.LittleEndian.AppendUint64(b, h)
+				b = binary.AppendVarint(b, in.folded[h].val)
+			}
 		}
 	}
 	return b
@@ -288,6 +297,13 @@ func (d *stateReader) byte() byte {
 
 func (d *stateReader) string() string { return string(d.bytes(d.count())) }
 
+func (d *stateReader) uint64() uint64 {
+	if b := d.bytes(8); len(b) == 8 {
+		return binary.LittleEndian.Uint64(b)
+	}
+	return 0
+}
+
 func (d *stateReader) float() float64 {
 	if b := d.bytes(8); len(b) == 8 {
 		return math.Float64frombits(binary.LittleEndian.Uint64(b))
@@ -359,6 +375,18 @@ func (d *stateReader) resource(a *Aggregator) *Resource {
 		}
 		if d.byte() == 1 {
 			in.overflow = d.series(def, true)
+		}
+		if nf := d.count(); nf > 0 {
+			if nf > maxFoldedSnapshots {
+				d.fail("too many folded snapshots")
+				break
+			}
+			in.foldSalt = d.uint64()
+			in.folded = make(map[uint64]foldedSnapshot, nf)
+			for j := 0; j < nf && d.err == nil; j++ {
+				h := d.uint64()
+				in.folded[h] = foldedSnapshot{val: d.varint()}
+			}
 		}
 		r.insts[id] = in
 	}
