@@ -187,7 +187,7 @@ func (a *Aggregator) RestoreState(b []byte) error {
 		if d.byte() != 1 {
 			break
 		}
-		r := d.resource(a)
+		r := d.resource()
 		rs = append(rs, r)
 		claims = max(claims, r.claim)
 	}
@@ -334,7 +334,7 @@ func (d *stateReader) attrs() []ResourceAttrValue {
 	return out
 }
 
-func (d *stateReader) resource(a *Aggregator) *Resource {
+func (d *stateReader) resource() *Resource {
 	r := &Resource{key: d.string()}
 	r.attrs = d.attrs()
 	pid := d.uvarint()
@@ -390,7 +390,6 @@ func (d *stateReader) resource(a *Aggregator) *Resource {
 		}
 		r.insts[id] = in
 	}
-	_ = a
 	return r
 }
 
