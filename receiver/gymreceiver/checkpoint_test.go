@@ -1,6 +1,8 @@
 package gymreceiver
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,7 +13,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/metadatatest"
 )
 
 // crashCopy is what a kill -9 leaves in the storage at this instant: its data as it is.
@@ -219,4 +227,50 @@ func TestLegacyFileOffsetsAreResumed(t *testing.T) {
 	stop()
 	assert.Equal(t, int64(3), retryTotal(lastMetrics(t, sink)), "only the lines after the stored offset")
 	assert.NotEmpty(t, st.data["checkpoint"])
+}
+
+// failingStorage refuses every write.
+type failingStorage struct{ memStorage }
+
+func (f *failingStorage) GetClient(context.Context, component.Kind, component.ID, string) (storage.Client, error) {
+	return f, nil
+}
+
+func (f *failingStorage) Set(context.Context, string, []byte) error {
+	return errors.New("disk full")
+}
+
+// A checkpoint that cannot be saved is counted and the export goes on; a saved one has its
+// size recorded.
+func TestCheckpointTelemetry(t *testing.T) {
+	for _, failing := range []bool{false, true} {
+		t.Run(fmt.Sprint("failing=", failing), func(t *testing.T) {
+			var ext component.Component = &memStorage{data: map[string][]byte{}}
+			if failing {
+				ext = &failingStorage{memStorage{data: map[string][]byte{}}}
+			}
+			cfg := createDefaultConfig().(*Config)
+			cfg.HTTP.GetOrInsertDefault().NetAddr.Endpoint = freeAddr(t)
+			cfg.Storage = &storageID
+			tt := componenttest.NewTelemetry()
+			defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
+			sink := new(consumertest.MetricsSink)
+			r, err := NewFactory().CreateMetrics(context.Background(), metadatatest.NewSettings(tt), cfg, sink)
+			require.NoError(t, err)
+			require.NoError(t, r.Start(context.Background(), hostWith{ext: map[component.ID]component.Component{storageID: ext}}))
+			status, _, _ := post(t, "http://"+cfg.HTTP.Get().NetAddr.Endpoint+"/v1/events", []byte(`{"event":"sandbox.create_retry","provider":"p"}`+"\n"), nil)
+			require.Equal(t, 200, status)
+			require.NoError(t, r.Shutdown(context.Background()))
+			assert.Equal(t, int64(1), retryTotal(lastMetrics(t, sink)), "exported either way")
+			if failing {
+				m, err := tt.GetMetric("otelcol_receiver_gym_checkpoint_failures")
+				require.NoError(t, err)
+				assert.Equal(t, int64(1), m.Data.(metricdata.Sum[int64]).DataPoints[0].Value)
+				return
+			}
+			m, err := tt.GetMetric("otelcol_receiver_gym_checkpoint_size")
+			require.NoError(t, err)
+			assert.Positive(t, m.Data.(metricdata.Gauge[int64]).DataPoints[0].Value)
+		})
+	}
 }

@@ -26,6 +26,8 @@ type TelemetryBuilder struct {
 	meter                                  metric.Meter
 	mu                                     sync.Mutex
 	registrations                          []metric.Registration
+	ReceiverGymCheckpointFailures          metric.Int64Counter
+	ReceiverGymCheckpointSize              metric.Int64Gauge
 	ReceiverGymHTTPBodiesTooSlow           metric.Int64Counter
 	ReceiverGymLinesAccepted               metric.Int64Counter
 	ReceiverGymLinesRejected               metric.Int64Counter
@@ -69,6 +71,18 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	}
 	builder.meter = Meter(settings)
 	var err, errs error
+	builder.ReceiverGymCheckpointFailures, err = builder.meter.Int64Counter(
+		"otelcol_receiver_gym_checkpoint_failures",
+		metric.WithDescription("Checkpoints (with storage) that could not be saved; the export went on, and a crash before the next good checkpoint loses what was accepted since the last one. [Development]"),
+		metric.WithUnit("{checkpoint}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverGymCheckpointSize, err = builder.meter.Int64Gauge(
+		"otelcol_receiver_gym_checkpoint_size",
+		metric.WithDescription("Size of the last checkpoint saved (with storage). [Development]"),
+		metric.WithUnit("By"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ReceiverGymHTTPBodiesTooSlow, err = builder.meter.Int64Counter(
 		"otelcol_receiver_gym_http_bodies_too_slow",
 		metric.WithDescription("HTTP requests cut off because their body arrived too slowly (under the minimum body rate); nothing of them is applied. [Development]"),

@@ -19,6 +19,8 @@ func TestSetupTelemetry(t *testing.T) {
 	tb, err := metadata.NewTelemetryBuilder(testTel.NewTelemetrySettings())
 	require.NoError(t, err)
 	defer tb.Shutdown()
+	tb.ReceiverGymCheckpointFailures.Add(context.Background(), 1)
+	tb.ReceiverGymCheckpointSize.Record(context.Background(), 1)
 	tb.ReceiverGymHTTPBodiesTooSlow.Add(context.Background(), 1)
 	tb.ReceiverGymLinesAccepted.Add(context.Background(), 1)
 	tb.ReceiverGymLinesRejected.Add(context.Background(), 1)
@@ -31,6 +33,12 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ReceiverGymRolloutRowsRejected.Add(context.Background(), 1)
 	tb.ReceiverGymStreamConnectionsIdleClosed.Add(context.Background(), 1)
 	tb.ReceiverGymStreamConnectionsRefused.Add(context.Background(), 1)
+	AssertEqualReceiverGymCheckpointFailures(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverGymCheckpointSize(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverGymHTTPBodiesTooSlow(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"hash/maphash"
+	"math/rand/v2"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -259,9 +260,9 @@ func (r *Resource) foldSnapshot(st *Stream, k *keyBuilder, ov *series, v int64) 
 	in := r.insts[k.id]
 	if in.folded == nil {
 		in.folded = map[uint64]foldedSnapshot{}
-		in.foldSeed = maphash.MakeSeed()
+		in.foldSalt = rand.Uint64()
 	}
-	h := maphash.Bytes(in.foldSeed, k.buf)
+	h := foldHash(in.foldSalt, k.buf)
 	// The overflow series' pending value starts from its current total.
 	if ov.seq != r.seq {
 		ov.seq = r.seq

@@ -2,7 +2,6 @@ package protocol
 
 import (
 	"encoding/binary"
-	"hash/maphash"
 	"math"
 	"math/bits"
 
@@ -214,8 +213,23 @@ type instrument struct {
 	series   map[string]*series // by key (series.key)
 	order    []*series          // admission order, for a stable export
 	overflow *series
-	folded   map[uint64]foldedSnapshot
-	foldSeed maphash.Seed
+	folded   map[uint64]foldedSnapshot // by foldHash of the key
+	foldSalt uint64
+}
+
+// foldHash identifies a folded series by its key: FNV-1a over a random salt (per instrument)
+// and the key. Unlike maphash it is the same in every process, so the remembered values
+// survive a restart with the checkpoint; the salt keeps senders from choosing collisions.
+func foldHash(salt uint64, key []byte) uint64 {
+	const prime = 1099511628211
+	h := uint64(14695981039346656037)
+	for i := range 8 {
+		h = (h ^ (salt >> (8 * i) & 0xff)) * prime
+	}
+	for _, c := range key {
+		h = (h ^ uint64(c)) * prime
+	}
+	return h
 }
 
 func newInstrument(id schema.InstrumentID) *instrument {

@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -18,10 +20,8 @@ import (
 // histogram buckets). It is a compact binary encoding (varints), versioned, and checked when
 // read: a corrupt state is an error, never a panic.
 //
-// Not kept: the latest values of snapshot series folded into an overflow series (after a
-// restart such a series adds its next report once, as one not yet seen), the per-stream
-// caches, and how long a resource has been idle (a restored resource's idle clock starts at
-// the restore).
+// Not kept: the per-stream caches, and how long a resource has been idle (a restored
+// resource's idle clock starts at the restore).
 
 const stateVersion = 1
 
@@ -104,6 +104,15 @@ func (r *Resource) appendState(b []byte) []byte {
 		} else {
 			b = append(b, 0)
 		}
+		// The latest values of the snapshot series folded into the overflow series.
+		b = binary.AppendUvarint(b, uint64(len(in.folded)))
+		if len(in.folded) > 0 {
+			b = binary.LittleEndian.AppendUint64(b, in.foldSalt)
+			for _, h := range slices.Sorted(maps.Keys(in.folded)) { // the same state, the same bytes
+				b = binary.LittleEndian.AppendUint64(b, h)
+				b = binary.AppendVarint(b, in.folded[h].val)
+			}
+		}
 	}
 	return b
 }
@@ -178,7 +187,7 @@ func (a *Aggregator) RestoreState(b []byte) error {
 		if d.byte() != 1 {
 			break
 		}
-		r := d.resource(a)
+		r := d.resource()
 		rs = append(rs, r)
 		claims = max(claims, r.claim)
 	}
@@ -288,6 +297,13 @@ func (d *stateReader) byte() byte {
 
 func (d *stateReader) string() string { return string(d.bytes(d.count())) }
 
+func (d *stateReader) uint64() uint64 {
+	if b := d.bytes(8); len(b) == 8 {
+		return binary.LittleEndian.Uint64(b)
+	}
+	return 0
+}
+
 func (d *stateReader) float() float64 {
 	if b := d.bytes(8); len(b) == 8 {
 		return math.Float64frombits(binary.LittleEndian.Uint64(b))
@@ -318,7 +334,7 @@ func (d *stateReader) attrs() []ResourceAttrValue {
 	return out
 }
 
-func (d *stateReader) resource(a *Aggregator) *Resource {
+func (d *stateReader) resource() *Resource {
 	r := &Resource{key: d.string()}
 	r.attrs = d.attrs()
 	pid := d.uvarint()
@@ -360,9 +376,20 @@ func (d *stateReader) resource(a *Aggregator) *Resource {
 		if d.byte() == 1 {
 			in.overflow = d.series(def, true)
 		}
+		if nf := d.count(); nf > 0 {
+			if nf > maxFoldedSnapshots {
+				d.fail("too many folded snapshots")
+				break
+			}
+			in.foldSalt = d.uint64()
+			in.folded = make(map[uint64]foldedSnapshot, nf)
+			for j := 0; j < nf && d.err == nil; j++ {
+				h := d.uint64()
+				in.folded[h] = foldedSnapshot{val: d.varint()}
+			}
+		}
 		r.insts[id] = in
 	}
-	_ = a
 	return r
 }
 

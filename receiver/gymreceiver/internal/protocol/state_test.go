@@ -34,6 +34,8 @@ func stateFixture(t *testing.T) (*Aggregator, *clock) {
 		`{"event":"sandbox.active","provider":"docker","delta":1}`,
 		`{"event":"resource","attributes":{"service.name":"gym","service.instance.id":"i","process.pid":12}}`,
 		`{"event":"sandbox.active","provider":"docker","delta":1}`,
+		// snapshot totals past the cardinality limit: folded into the overflow series
+		`{"event":"server.requests","in_flight":1,"unhandled_exceptions":0,"responses":{"200":5,"201":6,"202":7,"203":8,"204":9,"205":10}}`,
 	)
 	a.ApplyProcesses(&procstats.Result{Readings: []procstats.Reading{{
 		PID: 77, CreateTime: 1_600_000_000_000, ExecutableName: "python3", New: true,
@@ -66,6 +68,7 @@ func TestStateRoundTrip(t *testing.T) {
 		`{"event":"resource","attributes":{"service.name":"gym","service.instance.id":"i","process.pid":12}}`,
 		`{"event":"sandbox.active","provider":"docker","delta":-1}`,
 		`{"event":"sandbox.create_retry","provider":"p9"}`,
+		`{"event":"server.requests","in_flight":1,"unhandled_exceptions":0,"responses":{"200":6,"201":6,"202":7,"203":9,"204":9,"205":11}}`,
 	}
 	feed(t, a.NewStream(1<<16, DefaultResource("http", "")), more...)
 	feed(t, b.NewStream(1<<16, DefaultResource("http", "")), more...)
