@@ -247,7 +247,7 @@ func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request, bp *[]byt
 				// more would be a bug of the limit, refused all the same.
 				var one [1]byte
 				n, err := r.Body.Read(one[:])
-				if n > 0 && err == nil {
+				if n > 0 {
 					err = &http.MaxBytesError{Limit: limit}
 				}
 				if errors.Is(err, io.EOF) {
