@@ -202,14 +202,14 @@ func waitSeries(ctx context.Context, port int, cond func(int) bool, limit time.D
 			return n, nil
 		}
 		if time.Now().After(end) {
-			return n, fmt.Errorf("the Prometheus exporter serves %d gym_ samples after %s (%v)", n, limit, err)
+			return n, fmt.Errorf("the Prometheus exporter serves %d gym_ samples after %s (%w)", n, limit, err)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
 }
 
 func perUnit(d int64, n int) string {
-	return fmt.Sprintf("%s", bytesOf(float64(d)/float64(n)))
+	return bytesOf(float64(d) / float64(n))
 }
 
 func bytesOf(b float64) string {
@@ -244,7 +244,7 @@ func resourcesRun(ctx context.Context, o options, base, bin, name string) (strin
 			b.WriteString(`{"event":"sandbox.create_retry","provider":"docker"}` + "\n")
 		}
 		if status, err := post(ctx, url, []byte(b.String()), ""); err != nil || status != http.StatusOK {
-			return "", fmt.Errorf("post: %d %v", status, err)
+			return "", fmt.Errorf("post: %d %w", status, err)
 		}
 	}
 	if _, err := waitSeries(ctx, prom, func(n int) bool { return n >= o.resources }, 60*time.Second); err != nil {
@@ -270,7 +270,7 @@ func resourcesRun(ctx context.Context, o options, base, bin, name string) (strin
 	// gymattrs forgets idle state when it processes a batch: one more resource sends a line,
 	// as a live run's other processes do.
 	if status, err := post(ctx, url, []byte(`{"event":"resource","attributes":{"service.name":"bench/after"}}`+"\n"+`{"event":"sandbox.create_retry","provider":"docker"}`+"\n"), ""); err != nil || status != http.StatusOK {
-		return "", fmt.Errorf("post: %d %v", status, err)
+		return "", fmt.Errorf("post: %d %w", status, err)
 	}
 	time.Sleep(12 * time.Second)
 	after, err := measure(ctx, c)
@@ -312,7 +312,7 @@ func seriesRun(ctx context.Context, o options, base, bin, name string) (string, 
 			fmt.Fprintf(&b, `{"event":"sandbox.create_retry","provider":"p%d"}`+"\n", s)
 		}
 		if status, err := post(ctx, url, []byte(b.String()), ""); err != nil || status != http.StatusOK {
-			return "", fmt.Errorf("post: %d %v", status, err)
+			return "", fmt.Errorf("post: %d %w", status, err)
 		}
 	}
 	n := o.seriesRes * o.seriesPer
