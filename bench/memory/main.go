@@ -36,6 +36,7 @@ type options struct {
 	bombSize   int64
 	expire     time.Duration
 	churnOnly  bool
+	bombsOnly  bool
 }
 
 func main() {
@@ -52,6 +53,7 @@ func main() {
 	flag.Int64Var(&o.bombSize, "bomb-size", 1<<30, "decoded size of each gzip bomb")
 	flag.DurationVar(&o.expire, "expire-after", 20*time.Second, "the receiver's expire_after in the churn run (gymattrs' series_idle_timeout twice that, the Prometheus exporter's metric_expiration the same), scaled down from 5m so that the run takes minutes")
 	flag.BoolVar(&o.churnOnly, "churn-only", false, "only the per-resource and churn run; its heap profile after the churn goes to out-dir")
+	flag.BoolVar(&o.bombsOnly, "bombs-only", false, "only the gzip bombs")
 	flag.Parse()
 	o.collectors = []string{a}
 	if b != "" {
@@ -79,16 +81,17 @@ func run(ctx context.Context, o options) error {
 	for i, bin := range o.collectors {
 		name := fmt.Sprintf("%c: %s", 'A'+i, bin)
 		fmt.Printf("## %s\n\n", name)
-		r, err := resourcesRun(ctx, o, string(base), bin, fmt.Sprintf("res-%d", i))
-		if err != nil {
-			return fmt.Errorf("%s: resources: %w", bin, err)
-		}
-		if o.churnOnly {
-			continue
-		}
-		s, err := seriesRun(ctx, o, string(base), bin, fmt.Sprintf("series-%d", i))
-		if err != nil {
-			return fmt.Errorf("%s: series: %w", bin, err)
+		r, s := "- / - | - / -", "- / -"
+		if !o.bombsOnly {
+			if r, err = resourcesRun(ctx, o, string(base), bin, fmt.Sprintf("res-%d", i)); err != nil {
+				return fmt.Errorf("%s: resources: %w", bin, err)
+			}
+			if o.churnOnly {
+				continue
+			}
+			if s, err = seriesRun(ctx, o, string(base), bin, fmt.Sprintf("series-%d", i)); err != nil {
+				return fmt.Errorf("%s: series: %w", bin, err)
+			}
 		}
 		bm, err := bombRun(ctx, o, string(base), bin, fmt.Sprintf("bomb-%d", i), bomb)
 		if err != nil {
