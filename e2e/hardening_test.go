@@ -43,8 +43,7 @@ receivers:
       exporters: [otlp_http]
 `
 
-// startHardening starts the collector on hardeningConfig, under prefix (a command such as
-// prlimit that execs the collector) when given.
+// startHardening starts the collector on hardeningConfig.
 func startHardening(t *testing.T, sink *ctlSink, x map[string]any) (*collector, collectorPorts) {
 	t.Helper()
 	for _, k := range []string{"stream", "gym"} {
@@ -113,7 +112,7 @@ func TestStreamConnectionCap(t *testing.T) {
 		return []string{render(t, hardeningConfig, tmplData{P: p, Sink: sink.URL(), X: map[string]any{
 			"sock": sock, "stream": fmt.Sprintf("      max_connections: %d", capConns), "gym": "",
 		}})}
-	}, "prlimit", "--nofile=512:512", "--")
+	}, "sh", "-c", `ulimit -n 512 && exec "$0" "$@"`)
 
 	var conns []net.Conn
 	defer func() {

@@ -36,6 +36,7 @@ type options struct {
 	bombSize   int64
 	expire     time.Duration
 	churnOnly  bool
+	bombsOnly  bool
 }
 
 func main() {
@@ -52,6 +53,7 @@ func main() {
 	flag.Int64Var(&o.bombSize, "bomb-size", 1<<30, "decoded size of each gzip bomb")
 	flag.DurationVar(&o.expire, "expire-after", 20*time.Second, "the receiver's expire_after in the churn run (gymattrs' series_idle_timeout twice that, the Prometheus exporter's metric_expiration the same), scaled down from 5m so that the run takes minutes")
 	flag.BoolVar(&o.churnOnly, "churn-only", false, "only the per-resource and churn run; its heap profile after the churn goes to out-dir")
+	flag.BoolVar(&o.bombsOnly, "bombs-only", false, "only the gzip bombs")
 	flag.Parse()
 	o.collectors = []string{a}
 	if b != "" {
@@ -79,16 +81,17 @@ func run(ctx context.Context, o options) error {
 	for i, bin := range o.collectors {
 		name := fmt.Sprintf("%c: %s", 'A'+i, bin)
 		fmt.Printf("## %s\n\n", name)
-		r, err := resourcesRun(ctx, o, string(base), bin, fmt.Sprintf("res-%d", i))
-		if err != nil {
-			return fmt.Errorf("%s: resources: %w", bin, err)
-		}
-		if o.churnOnly {
-			continue
-		}
-		s, err := seriesRun(ctx, o, string(base), bin, fmt.Sprintf("series-%d", i))
-		if err != nil {
-			return fmt.Errorf("%s: series: %w", bin, err)
+		r, s := "- / - | - / -", "- / -"
+		if !o.bombsOnly {
+			if r, err = resourcesRun(ctx, o, string(base), bin, fmt.Sprintf("res-%d", i)); err != nil {
+				return fmt.Errorf("%s: resources: %w", bin, err)
+			}
+			if o.churnOnly {
+				continue
+			}
+			if s, err = seriesRun(ctx, o, string(base), bin, fmt.Sprintf("series-%d", i)); err != nil {
+				return fmt.Errorf("%s: series: %w", bin, err)
+			}
 		}
 		bm, err := bombRun(ctx, o, string(base), bin, fmt.Sprintf("bomb-%d", i), bomb)
 		if err != nil {
@@ -202,14 +205,14 @@ func waitSeries(ctx context.Context, port int, cond func(int) bool, limit time.D
 			return n, nil
 		}
 		if time.Now().After(end) {
-			return n, fmt.Errorf("the Prometheus exporter serves %d gym_ samples after %s (%v)", n, limit, err)
+			return n, fmt.Errorf("the Prometheus exporter serves %d gym_ samples after %s (%w)", n, limit, err)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
 }
 
 func perUnit(d int64, n int) string {
-	return fmt.Sprintf("%s", bytesOf(float64(d)/float64(n)))
+	return bytesOf(float64(d) / float64(n))
 }
 
 func bytesOf(b float64) string {
@@ -244,7 +247,7 @@ func resourcesRun(ctx context.Context, o options, base, bin, name string) (strin
 			b.WriteString(`{"event":"sandbox.create_retry","provider":"docker"}` + "\n")
 		}
 		if status, err := post(ctx, url, []byte(b.String()), ""); err != nil || status != http.StatusOK {
-			return "", fmt.Errorf("post: %d %v", status, err)
+			return "", fmt.Errorf("post: %d %w", status, err)
 		}
 	}
 	if _, err := waitSeries(ctx, prom, func(n int) bool { return n >= o.resources }, 60*time.Second); err != nil {
@@ -263,11 +266,22 @@ func resourcesRun(ctx context.Context, o options, base, bin, name string) (strin
 		return "", err
 	}
 	time.Sleep(2*o.expire + 15*time.Second)
+	idle, err := measure(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	// gymattrs forgets idle state when it processes a batch: one more resource sends a line,
+	// as a live run's other processes do.
+	if status, err := post(ctx, url, []byte(`{"event":"resource","attributes":{"service.name":"bench/after"}}`+"\n"+`{"event":"sandbox.create_retry","provider":"docker"}`+"\n"), ""); err != nil || status != http.StatusOK {
+		return "", fmt.Errorf("post: %d %w", status, err)
+	}
+	time.Sleep(12 * time.Second)
 	after, err := measure(ctx, c)
 	if err != nil {
 		return "", err
 	}
-	fmt.Printf("- after all expired: live heap %s, RSS %s\n", bytesOf(float64(after.heap)), bytesOf(float64(after.rss)))
+	fmt.Printf("- after all expired, before any other batch: live heap %s, RSS %s\n", bytesOf(float64(idle.heap)), bytesOf(float64(idle.rss)))
+	fmt.Printf("- after all expired and one batch of another resource: live heap %s, RSS %s\n", bytesOf(float64(after.heap)), bytesOf(float64(after.rss)))
 	if o.churnOnly {
 		path := filepath.Join(o.outDir, name, "heap-after-churn.pb.gz")
 		if err := saveHeap(ctx, c.PprofAddr, path); err != nil {
@@ -301,7 +315,7 @@ func seriesRun(ctx context.Context, o options, base, bin, name string) (string, 
 			fmt.Fprintf(&b, `{"event":"sandbox.create_retry","provider":"p%d"}`+"\n", s)
 		}
 		if status, err := post(ctx, url, []byte(b.String()), ""); err != nil || status != http.StatusOK {
-			return "", fmt.Errorf("post: %d %v", status, err)
+			return "", fmt.Errorf("post: %d %w", status, err)
 		}
 	}
 	n := o.seriesRes * o.seriesPer

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/transport"
 )
@@ -123,4 +124,43 @@ func TestHTTPSlowSendersDoNotStarveOthers(t *testing.T) {
 	}
 	assert.False(t, slowSeen, "nothing of a body cut off is applied")
 	assert.Equal(t, int64(ok), retryTotal(md))
+}
+
+// An HTTP body that arrives slowly but above the minimum rate (32 KiB/s of a 4 MiB body: two
+// minutes) does not hold the shutdown past drain_timeout: it is cut off, not applied, and the
+// last export carries everything accepted before.
+func TestHTTPShutdownDrainDeadline(t *testing.T) {
+	const drain = time.Second
+	url, sink, stop := startReceiver(t, func(c *Config) { c.DrainTimeout = drain })
+	addr := strings.TrimPrefix(strings.TrimSuffix(url, transport.EventsPath), "http://")
+	status, _, _ := post(t, url, []byte(`{"event":"sandbox.create_retry","provider":"before"}`), nil)
+	require.Equal(t, http.StatusOK, status)
+
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer c.Close()
+	line := `{"event":"sandbox.create_retry","provider":"slow"}` + "\n"
+	const size = 4 << 20
+	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\n", transport.EventsPath, addr, size)
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		chunk := []byte(strings.Repeat(line, 3<<10/len(line)))
+		for n := 0; n < size; n += len(chunk) {
+			if _, err := c.Write(chunk); err != nil {
+				return // closed by the shutdown
+			}
+			time.Sleep(100 * time.Millisecond) // about 30 KiB/s
+		}
+	}()
+	time.Sleep(3 * time.Second) // past the grace: the rate alone would let it go on
+
+	start := time.Now()
+	stop()
+	took := time.Since(start)
+	<-sent
+	t.Logf("Shutdown took %s with drain_timeout %s", took, drain)
+	assert.Less(t, took, drain+3*time.Second, "Shutdown ends at the drain deadline")
+	md := lastMetrics(t, sink)
+	assert.Equal(t, int64(1), retryTotal(md), "the last export holds what was accepted, nothing of the cut body")
 }

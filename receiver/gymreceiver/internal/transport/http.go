@@ -63,6 +63,7 @@ type HTTPHandler struct {
 	durable      func(ctx context.Context)
 	streams      sync.Pool
 	bufs         sync.Pool
+	bigBufs      sync.Pool // buffers of MaxBodyBytes for bodies past SmallBody
 	inflight     sync.WaitGroup
 }
 
@@ -167,8 +168,8 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	bp := h.bufs.Get().(*[]byte)
-	defer h.putBuf(bp)
-	status, msg := h.readBody(w, r, bp)
+	defer func() { h.putBuf(bp) }() // readBody may swap in a large buffer
+	status, msg := h.readBody(w, r, &bp)
 	if status != 0 {
 		if status == http.StatusServiceUnavailable {
 			w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
@@ -223,11 +224,17 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 const busyMsg = "the receiver is busy; retry later"
 
-// readBody reads the whole body into *bp (nothing applied yet). It returns 0, or the status
+// readBody reads the whole body into **bpp (nothing applied yet). It returns 0, or the status
 // and message of the answer that refuses the body.
-func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request, bp *[]byte) (int, string) {
-	buf := (*bp)[:0]
-	defer func() { *bp = buf }()
+//
+// A body past SmallBody moves, with its body slot, into a buffer of the whole limit taken from
+// a pool, so large buffers never grow by copying and a storm of large bodies (gzip bombs that
+// stop at the limit) reuses the same few buffers instead of making garbage: at most
+// MaxConcurrent x MaxBodyBytes of large buffers are in use at once. Idle, the pool gives them
+// back to the Go runtime within two garbage collections.
+func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request, bpp **[]byte) (int, string) {
+	buf := (**bpp)[:0]
+	defer func() { **bpp = buf }()
 	limit := h.opts.MaxBodyBytes
 	big := false
 	defer func() {
@@ -245,6 +252,18 @@ func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request, bp *[]byt
 					return http.StatusServiceUnavailable, busyMsg
 				}
 				big = true
+				if limit > 0 {
+					lp, _ := h.bigBufs.Get().(*[]byte)
+					if lp == nil || int64(cap(*lp)) != limit {
+						b := make([]byte, 0, limit)
+						lp = &b
+					}
+					large := append((*lp)[:0], buf...)
+					**bpp = buf[:0] // copied: the small buffer goes back to its pool
+					h.putBuf(*bpp)
+					*bpp, buf = lp, large
+					continue
+				}
 			}
 			size := max(2*cap(buf), initialBodyBuf)
 			if !big {
@@ -258,7 +277,7 @@ func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request, bp *[]byt
 				// more would be a bug of the limit, refused all the same.
 				var one [1]byte
 				n, err := r.Body.Read(one[:])
-				if n > 0 && err == nil {
+				if n > 0 {
 					err = &http.MaxBytesError{Limit: limit}
 				}
 				if errors.Is(err, io.EOF) {
@@ -316,9 +335,13 @@ func minTime(a, b time.Time) time.Time {
 const maxPooledBuf = 1 << 20
 
 func (h *HTTPHandler) putBuf(b *[]byte) {
-	if cap(*b) <= maxPooledBuf {
+	switch {
+	case cap(*b) <= maxPooledBuf:
 		*b = (*b)[:0]
 		h.bufs.Put(b)
+	case h.opts.MaxBodyBytes > 0 && int64(cap(*b)) == h.opts.MaxBodyBytes:
+		*b = (*b)[:0]
+		h.bigBufs.Put(b)
 	}
 }
 

@@ -3,9 +3,11 @@ package transport
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -121,4 +123,39 @@ func TestHTTPBodyAtTheLimit(t *testing.T) {
 		assert.Equal(t, want, agg.Collect(protocol.Scope{}).DataPointCount())
 		assert.Len(t, h.bodySlots, 0, "the body slot is given back")
 	}
+}
+
+// Bodies past the small-body size move into pooled buffers of the whole limit: every line of
+// every body counts, whichever buffer it was read into, with bodies read at once.
+func TestHTTPLargeBodiesInPooledBuffers(t *testing.T) {
+	const limit = 1 << 20
+	agg := newTestAggregator(t)
+	h := NewHTTPHandler(agg, HTTPOptions{MaxLineBytes: 1 << 16, MaxConcurrent: 2, Wait: 10 * time.Second, MaxBodyBytes: limit}, nil)
+	sc := confighttp.NewDefaultServerConfig()
+	sc.MaxRequestBodySize = limit
+	srv, err := sc.ToServer(context.Background(), nil, componenttest.NewNopTelemetrySettings(), h)
+	require.NoError(t, err)
+	const bodies, lines = 12, 6000 // about 330 KiB each
+	want := map[string]int64{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range bodies {
+		var b strings.Builder
+		for j := range lines {
+			p := fmt.Sprintf("b%dp%d", i, j%50)
+			b.WriteString(retry(p) + "\n")
+			want[p]++
+		}
+		body := b.String()
+		wg.Go(func() {
+			rec := serve(srv.Handler, http.MethodPost, EventsPath, map[string]string{"Content-Type": "application/x-ndjson"}, body)
+			mu.Lock()
+			defer mu.Unlock()
+			assert.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, want, providers(agg.Collect(protocol.Scope{})))
+	assert.Len(t, h.bodySlots, 0)
+	assert.Len(t, h.slots, 0)
 }

@@ -266,10 +266,10 @@ func (s *StreamServer) serve(c net.Conn) {
 	case err == nil:
 		lr.finish() // the peer closed: a partial last line is rejected
 	case isTimeout(err) && s.draining():
-		// Shutdown: the connection was quiet, or the drain deadline passed. Apply what the
-		// peer had sent and the kernel holds, without waiting, then close.
-		_ = c.SetReadDeadline(time.Time{})
-		readWithoutWaiting(c, lr)
+		// Shutdown: the connection was quiet, or the drain deadline passed. Shut its reading
+		// side, so that the peer's next write fails (on a Unix socket) instead of being
+		// lost, then apply what the kernel holds of what it had sent, and close.
+		finalRead(c, lr)
 		lr.finish()
 	case isTimeout(err):
 		s.logger.Debug("stream: connection idle; closed", zap.String("peer", c.RemoteAddr().String()), zap.Duration("idle_timeout", s.opts.IdleTimeout))
@@ -283,6 +283,19 @@ func (s *StreamServer) serve(c net.Conn) {
 		}
 		lr.flush()
 	}
+}
+
+// finalReadLimit bounds the last read of a connection at shutdown, after its reading side is
+// shut (which makes the read end as soon as what the kernel holds is read).
+const finalReadLimit = time.Second
+
+func finalRead(c net.Conn, lr *lineReader) {
+	cr, ok := c.(interface{ CloseRead() error })
+	if !ok || cr.CloseRead() != nil {
+		return
+	}
+	_ = c.SetReadDeadline(time.Now().Add(finalReadLimit))
+	_ = lr.readFrom(c)
 }
 
 func (s *StreamServer) draining() bool { return s.phase.Load() != phaseServing }

@@ -72,7 +72,6 @@ func TestStreamShutdownDrainDeadline(t *testing.T) {
 	took := time.Since(start)
 	wg.Wait() // each client's next write fails: its connection is closed
 	t.Logf("Shutdown took %s (drain deadline %s); %d lines written", took, drain, written.Load())
-	assert.GreaterOrEqual(t, took, drain-50*time.Millisecond, "the clients kept writing: the drain lasted until its deadline")
 	assert.Equal(t, written.Load(), providers(agg.Collect(protocol.Scope{}))["trickle"], "every line written whole before the close is counted")
 }
 
