@@ -226,6 +226,9 @@ class Settings:
         self.queue_size = int(_env_float("OTELCOL_GYM_QUEUE_SIZE", DEFAULT_QUEUE_SIZE))
         self.count_tasks = _env_bool("OTELCOL_GYM_COUNT_TASKS", False)
         self.exit_timeout = _env_float("OTELCOL_GYM_EXIT_TIMEOUT", DEFAULT_EXIT_TIMEOUT)
+        # HTTP headers of every request (`k=v,...`, percent-encoded, as OTEL_EXPORTER_OTLP_HEADERS):
+        # for the receiver's bearertokenauth, `authorization=Bearer%20TOKEN`.
+        self.headers = parse_resource_attributes(os.environ.get("OTELCOL_GYM_HEADERS", ""))
         self.resource: dict[str, Any] = {}  # configure(resource=...)
 
 
@@ -291,9 +294,11 @@ class SendError(Exception):
 class HTTPTransport:
     """POST /v1/events on one keep-alive connection; the resource line first in every body."""
 
-    def __init__(self, ep: Endpoint, timeout: float) -> None:
+    def __init__(self, ep: Endpoint, timeout: float, headers: Optional[dict[str, str]] = None) -> None:
         self.ep = ep
         self.timeout = timeout
+        self.headers = dict(headers or {})
+        self.headers["Content-Type"] = "application/x-ndjson"
         self.conn: Optional[http.client.HTTPConnection] = None
         self.rejected = 0  # lines the receiver answered as rejected
 
@@ -312,7 +317,7 @@ class HTTPTransport:
                 fresh = True
             conn = self.conn
             try:
-                conn.request("POST", self.ep.path, body=data, headers={"Content-Type": "application/x-ndjson"})
+                conn.request("POST", self.ep.path, body=data, headers=self.headers)
             except (ConnectionRefusedError, socket.gaierror, TimeoutError) as e:
                 self.close()
                 raise SendError("connect to %s: %s" % (self.ep.url, e), retry=True) from None
@@ -433,9 +438,9 @@ class StreamTransport:
             self.sock = None
 
 
-def make_transport(ep: Endpoint, timeout: float = IO_TIMEOUT) -> Any:
+def make_transport(ep: Endpoint, timeout: float = IO_TIMEOUT, headers: Optional[dict[str, str]] = None) -> Any:
     if ep.scheme in ("http", "https"):
-        return HTTPTransport(ep, timeout)
+        return HTTPTransport(ep, timeout, headers)
     return StreamTransport(ep, timeout)
 
 
@@ -700,7 +705,7 @@ class Emitter:
                 if transport is not None:
                     transport.close()
                 try:
-                    transport = make_transport(Endpoint(self.settings.endpoint))
+                    transport = make_transport(Endpoint(self.settings.endpoint), headers=self.settings.headers)
                 except ValueError as e:
                     logger.error("otelcol_gym: %s; nothing is sent", e)
                     transport = None

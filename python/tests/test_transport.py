@@ -49,6 +49,23 @@ class TestHTTP(unittest.TestCase):
             self.assertLessEqual(len(body), (1 << 20) + 70000)
         self.assertEqual(len(self.col.peers), 1, "one keep-alive connection")
 
+    def test_headers_from_the_environment(self) -> None:
+        from otelcol_gym import _emitter
+
+        saved = _emitter.EMITTER.settings.headers
+        _emitter.EMITTER.settings.headers = _emitter.parse_resource_attributes("authorization=Bearer%20s3cret,x-gym=1")
+        try:
+            use(self.col.endpoint)  # a new transport, with the headers
+            gm.record_sandbox_create_retry("p0")
+            self.assertTrue(otelcol_gym.flush(10))
+            headers = self.col.bodies[-1][0]
+            self.assertEqual(headers["authorization"], "Bearer s3cret")
+            self.assertEqual(headers["x-gym"], "1")
+            self.assertEqual(headers["Content-Type"], "application/x-ndjson")
+        finally:
+            _emitter.EMITTER.settings.headers = saved
+            use(self.col.endpoint)
+
     def test_503_retry_after_honoured(self) -> None:
         self.col.refuse = 1
         self.col.retry_after = "1"
