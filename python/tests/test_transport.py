@@ -80,6 +80,24 @@ class TestHTTP(unittest.TestCase):
         self.assertEqual(otelcol_gym.stats()["send_errors"] - errors, 1)
 
 
+class TestHTTPIdleClose(unittest.TestCase):
+    def test_a_connection_closed_while_idle_is_opened_again(self) -> None:
+        col = HTTPCollector(idle_timeout=0.2)
+        try:
+            otelcol_gym.flush(5)
+            use(col.endpoint)
+            lost = otelcol_gym.stats()["lost"]
+            for i in range(5):
+                gm.record_sandbox_create_retry("p%d" % i)
+                self.assertTrue(otelcol_gym.flush(10), otelcol_gym.stats())
+                time.sleep(0.5)  # the collector closes the idle connection meanwhile
+            self.assertEqual(seq_of(col), list(range(5)), "each line once")
+            self.assertEqual(otelcol_gym.stats()["lost"], lost)
+            self.assertGreaterEqual(len(col.peers), 5, "a new connection after each idle close")
+        finally:
+            col.close()
+
+
 class TestStreams(unittest.TestCase):
     def test_tcp_resource_first_on_each_connection_and_reconnect(self) -> None:
         port = free_port()
