@@ -503,7 +503,7 @@ class Emitter:
         # counters (stats())
         self.popped = 0
         self.sent = 0
-        self.dropped = 0  # the queue was full
+        self.dropped = 0  # the queue was full, or left unsent at shutdown
         self.invalid = 0  # a value the receiver would reject
         self.send_errors = 0
         self.lost = 0  # lines of a batch that failed after part of it may have been taken
@@ -757,16 +757,19 @@ class Emitter:
                         if self.connections > 1:
                             self.reconnects += 1
                     self.sent += nlines
-                    self.rejected = getattr(transport, "rejected", 0)
+                    if getattr(transport, "rejected", 0):
+                        self.rejected += transport.rejected
+                        transport.rejected = 0
                     batch = []
                     backoff = 0.0
                     retry_at = 0.0
                     if q:
                         continue
             if stopping:
-                # shutdown() has already waited for the flush: what is left is lost.
-                self.lost += len(batch) + len(q)
-                q.clear()
+                # shutdown() has already waited for the flush: what is left is dropped.
+                with self.lock:
+                    self.dropped += len(batch) + len(q)
+                    q.clear()
                 break
             if not batch and not q and not self.snap_pending and flush_want != self.flush_done:
                 with self.cond:

@@ -226,12 +226,16 @@ class TestExit(unittest.TestCase):
             from otelcol_gym import gym_metrics as gm
             for i in range(1000):
                 gm.record_sandbox_create_retry("p%d" % i)
-            print(time.monotonic())
+            ok = otelcol_gym.shutdown(0.3)
+            s = otelcol_gym.stats()
+            print(ok, s["sent"], s["dropped"], s["queued"])
+            gm.record_sandbox_create_retry("after")  # a no-op after shutdown
             """,
             {"OTELCOL_GYM_ENDPOINT": "tcp://127.0.0.1:%d" % free_port(), "OTELCOL_GYM_EXIT_TIMEOUT": "0.5"},
         )
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stderr, "", "nothing raised or printed")
+        self.assertEqual(r.stdout.split(), ["False", "0", "1000", "1000"], "what shutdown could not send is counted as dropped")
 
     def test_disabled_is_a_no_op(self) -> None:
         r = run_script(
