@@ -192,10 +192,10 @@ func TestPythonEmitter(t *testing.T) {
 	wants := []want{
 		// The driver: outcomes, rewards (NaN unscored), health, sizes, writes, counts.
 		{drv, "gym.rollout.completed_total", map[string]string{
-			"nemo.gym.rollout.dispatch.name=math,nemo.gym.rollout.outcome=scored": "6",
+			"nemo.gym.rollout.dispatch.name=math,nemo.gym.rollout.outcome=scored":                                                           "6",
 			fk + "transport_timeout,nemo.gym.failure_type=TimeoutError,nemo.gym.rollout.dispatch.name=math,nemo.gym.rollout.outcome=failed": "2",
-			fk + "unregistered,nemo.gym.failure_type=ValueError,nemo.gym.rollout.dispatch.name=math,nemo.gym.rollout.outcome=failed":       "1",
-			"nemo.gym.rollout.dispatch.name=math,nemo.gym.rollout.outcome=omitted": "1",
+			fk + "unregistered,nemo.gym.failure_type=ValueError,nemo.gym.rollout.dispatch.name=math,nemo.gym.rollout.outcome=failed":        "1",
+			"nemo.gym.rollout.dispatch.name=math,nemo.gym.rollout.outcome=omitted":                                                          "1",
 		}},
 		{drv, "gym.rollout.rewarded_total", map[string]string{
 			"nemo.gym.rollout.dispatch.name=math,nemo.gym.rollout.masked=false,nemo.gym.rollout.reward.range=full":      "2",

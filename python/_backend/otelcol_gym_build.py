@@ -1,9 +1,10 @@
-"""The build backend: setuptools' own, with a fallback for setuptools without ``bdist_wheel``.
+"""The build backend: setuptools' own, with a fallback where setuptools cannot build a wheel.
 
-setuptools before 70.1 builds wheels only with the separate ``wheel`` package. Where that is
-missing and nothing can be downloaded (``pip install --no-build-isolation`` offline), this
-backend writes the wheel itself with the standard library: the package is pure Python, so the
-wheel is its files, its metadata and a RECORD.
+setuptools before 70.1 builds wheels only with the separate ``wheel`` package, and a
+virtualenv of Python 3.12 or later has no setuptools at all. Where either is missing and
+nothing can be downloaded (``pip install --no-build-isolation`` offline), this backend writes
+the wheel itself with the standard library: the package is pure Python, so the wheel is its
+files, its metadata and a RECORD.
 """
 
 from __future__ import annotations
@@ -13,18 +14,29 @@ import hashlib
 import os
 import zipfile
 
-from setuptools import build_meta as _setuptools
+try:
+    from setuptools import build_meta as _setuptools
+except ImportError:  # no setuptools in this environment: the standard library's wheel only
+    _setuptools = None  # type: ignore[assignment]
 
 NAME = "otelcol_gym_emitter"
 DIST = "otelcol-gym-emitter"
 VERSION = "0.1.0"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-build_sdist = _setuptools.build_sdist
-get_requires_for_build_sdist = _setuptools.get_requires_for_build_sdist
+def build_sdist(sdist_directory, config_settings=None):
+    if _setuptools is None:
+        raise RuntimeError("building an sdist needs setuptools")
+    return _setuptools.build_sdist(sdist_directory, config_settings)
+
+
+def get_requires_for_build_sdist(config_settings=None):
+    return [] if _setuptools is None else _setuptools.get_requires_for_build_sdist(config_settings)
 
 
 def _has_wheel() -> bool:
+    if _setuptools is None:
+        return False
     try:
         import wheel  # noqa: F401
     except ImportError:

@@ -67,7 +67,8 @@ def shutdown(timeout: float = 5.0) -> bool:
 
 def stats() -> dict[str, int]:
     """The emitter's counters: ``queued`` (lines taken into the queue), ``in_queue`` (waiting
-    now), ``sent``, ``dropped`` (the queue was full: the new line was dropped), ``invalid``
+    now), ``sent``, ``dropped`` (the queue was full: the new line was dropped; or still unsent when
+    ``shutdown`` gave up), ``invalid``
     (a value the receiver would reject: not sent), ``lost`` (in a batch that failed after
     part of it may have reached the collector: not sent again, so nothing is counted twice),
     ``send_errors``, ``connections``, ``reconnects`` and ``rejected`` (lines the receiver

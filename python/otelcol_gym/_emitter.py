@@ -226,6 +226,9 @@ class Settings:
         self.queue_size = int(_env_float("OTELCOL_GYM_QUEUE_SIZE", DEFAULT_QUEUE_SIZE))
         self.count_tasks = _env_bool("OTELCOL_GYM_COUNT_TASKS", False)
         self.exit_timeout = _env_float("OTELCOL_GYM_EXIT_TIMEOUT", DEFAULT_EXIT_TIMEOUT)
+        # HTTP headers of every request (`k=v,...`, percent-encoded, as OTEL_EXPORTER_OTLP_HEADERS):
+        # for the receiver's bearertokenauth, `authorization=Bearer%20TOKEN`.
+        self.headers = parse_resource_attributes(os.environ.get("OTELCOL_GYM_HEADERS", ""))
         self.resource: dict[str, Any] = {}  # configure(resource=...)
 
 
@@ -291,9 +294,11 @@ class SendError(Exception):
 class HTTPTransport:
     """POST /v1/events on one keep-alive connection; the resource line first in every body."""
 
-    def __init__(self, ep: Endpoint, timeout: float) -> None:
+    def __init__(self, ep: Endpoint, timeout: float, headers: Optional[dict[str, str]] = None) -> None:
         self.ep = ep
         self.timeout = timeout
+        self.headers = dict(headers or {})
+        self.headers["Content-Type"] = "application/x-ndjson"
         self.conn: Optional[http.client.HTTPConnection] = None
         self.rejected = 0  # lines the receiver answered as rejected
 
@@ -312,7 +317,7 @@ class HTTPTransport:
                 fresh = True
             conn = self.conn
             try:
-                conn.request("POST", self.ep.path, body=data, headers={"Content-Type": "application/x-ndjson"})
+                conn.request("POST", self.ep.path, body=data, headers=self.headers)
             except (ConnectionRefusedError, socket.gaierror, TimeoutError) as e:
                 self.close()
                 raise SendError("connect to %s: %s" % (self.ep.url, e), retry=True) from None
@@ -433,9 +438,9 @@ class StreamTransport:
             self.sock = None
 
 
-def make_transport(ep: Endpoint, timeout: float = IO_TIMEOUT) -> Any:
+def make_transport(ep: Endpoint, timeout: float = IO_TIMEOUT, headers: Optional[dict[str, str]] = None) -> Any:
     if ep.scheme in ("http", "https"):
-        return HTTPTransport(ep, timeout)
+        return HTTPTransport(ep, timeout, headers)
     return StreamTransport(ep, timeout)
 
 
@@ -498,7 +503,7 @@ class Emitter:
         # counters (stats())
         self.popped = 0
         self.sent = 0
-        self.dropped = 0  # the queue was full
+        self.dropped = 0  # the queue was full, or left unsent at shutdown
         self.invalid = 0  # a value the receiver would reject
         self.send_errors = 0
         self.lost = 0  # lines of a batch that failed after part of it may have been taken
@@ -700,7 +705,7 @@ class Emitter:
                 if transport is not None:
                     transport.close()
                 try:
-                    transport = make_transport(Endpoint(self.settings.endpoint))
+                    transport = make_transport(Endpoint(self.settings.endpoint), headers=self.settings.headers)
                 except ValueError as e:
                     logger.error("otelcol_gym: %s; nothing is sent", e)
                     transport = None
@@ -752,16 +757,19 @@ class Emitter:
                         if self.connections > 1:
                             self.reconnects += 1
                     self.sent += nlines
-                    self.rejected = getattr(transport, "rejected", 0)
+                    if getattr(transport, "rejected", 0):
+                        self.rejected += transport.rejected
+                        transport.rejected = 0
                     batch = []
                     backoff = 0.0
                     retry_at = 0.0
                     if q:
                         continue
             if stopping:
-                # shutdown() has already waited for the flush: what is left is lost.
-                self.lost += len(batch) + len(q)
-                q.clear()
+                # shutdown() has already waited for the flush: what is left is dropped.
+                with self.lock:
+                    self.dropped += len(batch) + len(q)
+                    q.clear()
                 break
             if not batch and not q and not self.snap_pending and flush_want != self.flush_done:
                 with self.cond:

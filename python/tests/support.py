@@ -98,7 +98,7 @@ class StreamCollector:
 class HTTPCollector:
     """POST /v1/events: keeps every body and its headers; can answer 503 for a while."""
 
-    def __init__(self) -> None:
+    def __init__(self, idle_timeout: Optional[float] = None) -> None:
         self.lock = threading.Lock()
         self.bodies: list[tuple[dict[str, str], str]] = []
         self.refuse = 0  # answer the next N requests 503
@@ -109,9 +109,16 @@ class HTTPCollector:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            timeout = idle_timeout  # a kept-alive connection idle this long is closed
 
             def log_message(self, *args: Any) -> None:
                 pass
+
+            def handle_one_request(self) -> None:
+                try:
+                    super().handle_one_request()
+                except TimeoutError:  # the idle timeout: close the connection quietly
+                    self.close_connection = True
 
             def do_POST(self) -> None:
                 n = int(self.headers.get("Content-Length", "0"))

@@ -33,6 +33,14 @@ class TestInstall(unittest.TestCase):
             self.assertEqual(typed, "True")
             r = subprocess.run([py, "-m", "pip", "show", "otelcol-gym-emitter"], capture_output=True, text=True)
             self.assertIn("Version: 0.1.0", r.stdout)
+            # Without setuptools (a virtualenv of Python 3.12 or later has none): the backend
+            # writes the wheel with the standard library.
+            r = subprocess.run([py, "-m", "pip", "uninstall", "-q", "-y", "otelcol-gym-emitter", "setuptools"], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            r = subprocess.run([py, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-index", PKG], capture_output=True, text=True, cwd=d)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            r = subprocess.run([py, "-c", "import otelcol_gym.observer"], capture_output=True, text=True, cwd=d, env={"OTELCOL_GYM_ENABLED": "false"})
+            self.assertEqual(r.returncode, 0, r.stderr)
 
 
 if __name__ == "__main__":

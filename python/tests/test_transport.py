@@ -49,6 +49,23 @@ class TestHTTP(unittest.TestCase):
             self.assertLessEqual(len(body), (1 << 20) + 70000)
         self.assertEqual(len(self.col.peers), 1, "one keep-alive connection")
 
+    def test_headers_from_the_environment(self) -> None:
+        from otelcol_gym import _emitter
+
+        saved = _emitter.EMITTER.settings.headers
+        _emitter.EMITTER.settings.headers = _emitter.parse_resource_attributes("authorization=Bearer%20s3cret,x-gym=1")
+        try:
+            use(self.col.endpoint)  # a new transport, with the headers
+            gm.record_sandbox_create_retry("p0")
+            self.assertTrue(otelcol_gym.flush(10))
+            headers = self.col.bodies[-1][0]
+            self.assertEqual(headers["authorization"], "Bearer s3cret")
+            self.assertEqual(headers["x-gym"], "1")
+            self.assertEqual(headers["Content-Type"], "application/x-ndjson")
+        finally:
+            _emitter.EMITTER.settings.headers = saved
+            use(self.col.endpoint)
+
     def test_503_retry_after_honoured(self) -> None:
         self.col.refuse = 1
         self.col.retry_after = "1"
@@ -61,6 +78,24 @@ class TestHTTP(unittest.TestCase):
         self.assertEqual(seq_of(self.col), [0], "sent again after Retry-After, once")
         self.assertGreaterEqual(waited, 0.9, "Retry-After: 1 was honoured")
         self.assertEqual(otelcol_gym.stats()["send_errors"] - errors, 1)
+
+
+class TestHTTPIdleClose(unittest.TestCase):
+    def test_a_connection_closed_while_idle_is_opened_again(self) -> None:
+        col = HTTPCollector(idle_timeout=0.2)
+        try:
+            otelcol_gym.flush(5)
+            use(col.endpoint)
+            lost = otelcol_gym.stats()["lost"]
+            for i in range(5):
+                gm.record_sandbox_create_retry("p%d" % i)
+                self.assertTrue(otelcol_gym.flush(10), otelcol_gym.stats())
+                time.sleep(0.5)  # the collector closes the idle connection meanwhile
+            self.assertEqual(seq_of(col), list(range(5)), "each line once")
+            self.assertEqual(otelcol_gym.stats()["lost"], lost)
+            self.assertGreaterEqual(len(col.peers), 5, "a new connection after each idle close")
+        finally:
+            col.close()
 
 
 class TestStreams(unittest.TestCase):
@@ -191,12 +226,16 @@ class TestExit(unittest.TestCase):
             from otelcol_gym import gym_metrics as gm
             for i in range(1000):
                 gm.record_sandbox_create_retry("p%d" % i)
-            print(time.monotonic())
+            ok = otelcol_gym.shutdown(0.3)
+            s = otelcol_gym.stats()
+            print(ok, s["sent"], s["dropped"], s["queued"])
+            gm.record_sandbox_create_retry("after")  # a no-op after shutdown
             """,
             {"OTELCOL_GYM_ENDPOINT": "tcp://127.0.0.1:%d" % free_port(), "OTELCOL_GYM_EXIT_TIMEOUT": "0.5"},
         )
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stderr, "", "nothing raised or printed")
+        self.assertEqual(r.stdout.split(), ["False", "0", "1000", "1000"], "what shutdown could not send is counted as dropped")
 
     def test_disabled_is_a_no_op(self) -> None:
         r = run_script(

@@ -45,6 +45,8 @@ import (
 //   - A resource attribute key must be non-empty (OpenTelemetry forbids empty keys).
 //   - `in_flight`, `unhandled_exceptions`, `outbound_in_flight`, `tasks`, `bytes` and the
 //     driver counts are counts (>= 0); only `delta` may be negative.
+//   - rollout.reward's `reward` is required (absent or null: missing_field) and may be any
+//     number, NaN and infinities included, as rollout.completed's optional one.
 //   - A duration of -0 is accepted and given as 0.
 //   - Nesting is counted with the top-level object as level 1: 64 levels pass, 65 are
 //     too_deep (checked while validating, so a deep line cannot exhaust the stack).
