@@ -311,3 +311,29 @@ func TestIsMainOutput(t *testing.T) {
 		assert.Equal(t, want, isMainOutput(filepath.Join(dir, name)), name)
 	}
 }
+
+// A checkpoint taken while a poll reads a long file comes between two rows, and its offsets are
+// exactly the rows the aggregator holds at that moment.
+func TestRolloutsCheckpointDuringLongPoll(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "r.jsonl")
+	row := mainRow("m", "1", "")
+	const rows = 20000
+	appendFile(t, out, strings.Repeat(row, rows))
+	agg := newTestAggregator(t)
+	rt, _ := rolloutTailer(t, agg, filepath.Join(dir, "none", "*.jsonl"), true, nil, 0)
+	rt.opts.Include = []string{filepath.Join(dir, "*.jsonl")}
+	polled := make(chan struct{})
+	go func() { rt.poll(context.Background()); close(polled) }()
+	time.Sleep(20 * time.Millisecond)
+	offsets, release := rt.Checkpoint()
+	scored := rolloutCounts(agg.Collect(protocol.Scope{}))["r.jsonl||completed_total|dispatch.name=m,outcome=scored"]
+	release()
+	<-polled
+	var st rolloutState
+	require.NoError(t, json.Unmarshal(offsets, &st))
+	t.Logf("checkpoint at row %d of %d", scored, rows)
+	assert.Equal(t, scored*int64(len(row)), st.Files[out].Offset, "the offsets are the rows applied")
+	assert.Equal(t, scored, st.Files[out].Lines)
+	assert.Equal(t, int64(rows), rolloutCounts(agg.Collect(protocol.Scope{}))["r.jsonl||completed_total|dispatch.name=m,outcome=scored"])
+}
