@@ -730,9 +730,9 @@ func (r *Reader) readString(name string, limit int) ([]byte, bool) {
 			v := r.scratch[start:]
 			if len(v) > limit {
 				v = v[:limit]
-			}
-			for len(v) > 0 && !utf8.Valid(v) {
-				v = v[:len(v)-1] // a rune cut at the limit
+				for len(v) > 0 && !utf8.Valid(v) {
+					v = v[:len(v)-1] // a rune cut at the limit
+				}
 			}
 			r.scratch = r.scratch[:start+len(v)]
 			return r.scratch[start:], true

@@ -436,7 +436,9 @@ func (t *RolloutTailer) followRun(r *run, first, gone bool) {
 		if f == nil {
 			nf, replaced, err := t.open(rollouts.Kind(k), path, first)
 			if err != nil {
-				t.logger.Warn("rollouts: cannot follow file", zap.String("path", path), zap.Error(err))
+				if t.logs.allow(time.Now()) { // retried every poll: the log is rate-limited
+					t.logger.Warn("rollouts: cannot follow file", zap.String("path", path), zap.Error(err))
+				}
 				continue
 			}
 			if k == int(rollouts.Main) && (replaced || r.stream != nil) {
