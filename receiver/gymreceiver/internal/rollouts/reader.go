@@ -796,35 +796,38 @@ func (r *Reader) escape(start, limit int) bool {
 		if !ok {
 			return false
 		}
-		out = rune(v)
-		if v >= 0xD800 && v < 0xDC00 {
-			// A high surrogate: a low one must follow, else it is a lone surrogate.
-			out = utf8.RuneError
-			if r.more() && r.buf[r.pos] == '\\' {
-				r.pos++
-				if !r.more() {
-					return false
-				}
-				if r.buf[r.pos] != 'u' {
-					r.pos-- // another escape: decoded on its own
-				} else {
-					r.pos++
-					lo, ok := r.hex4()
-					if !ok {
-						return false
-					}
-					if lo >= 0xDC00 && lo < 0xE000 {
-						out = rune((v-0xD800)<<10|(lo-0xDC00)) + 0x10000
-					} else {
-						r.appendRune(start, limit, utf8.RuneError)
-						out = rune(lo)
-						if lo >= 0xD800 && lo < 0xE000 {
-							out = utf8.RuneError
-						}
-					}
-				}
+		// A high surrogate pairs with a low one that follows; alone it is U+FFFD, and the
+		// escape after it is decoded on its own (it may be the next pair's high half).
+		for v >= 0xD800 && v < 0xDC00 {
+			if !r.more() {
+				return false
 			}
-		} else if v >= 0xDC00 && v < 0xE000 {
+			if r.buf[r.pos] != '\\' {
+				r.appendRune(start, limit, utf8.RuneError)
+				return true
+			}
+			r.pos++
+			if !r.more() {
+				return false
+			}
+			if r.buf[r.pos] != 'u' {
+				r.appendRune(start, limit, utf8.RuneError)
+				return r.escape(start, limit) // not a \u: no further recursion
+			}
+			r.pos++
+			lo, ok := r.hex4()
+			if !ok {
+				return false
+			}
+			if lo >= 0xDC00 && lo < 0xE000 {
+				r.appendRune(start, limit, rune((v-0xD800)<<10|(lo-0xDC00))+0x10000)
+				return true
+			}
+			r.appendRune(start, limit, utf8.RuneError)
+			v = lo
+		}
+		out = rune(v)
+		if v >= 0xDC00 && v < 0xE000 {
 			out = utf8.RuneError
 		}
 	default:
