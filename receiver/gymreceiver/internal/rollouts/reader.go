@@ -60,14 +60,12 @@ type Reader struct {
 	fail    *RowError
 	failBuf RowError // fail points here: no allocation per rejected row
 
-	key      []byte // the member key being read (decoded, bounded)
-	keyLong  bool   // the key was longer than the buffer: matches nothing
-	num      []byte // a scalar token
-	scratch  []byte // decoded strings of the row
-	check    []byte // a finding object's check
-	checkID  []byte // ... and check_id
-	hasCheck bool
-	hasID    bool
+	key     []byte // the member key being read (decoded, bounded)
+	keyLong bool   // the key was longer than the buffer: matches nothing
+	num     []byte // a scalar token
+	scratch []byte // decoded strings of the row
+	check   []byte // a finding object's check
+	checkID []byte // ... and check_id
 }
 
 // NewReader returns a Reader with a read buffer of bufBytes (0: DefaultBufferBytes).
@@ -163,14 +161,9 @@ func (r *Reader) Next(kind Kind, row *Row) error {
 			r.failBuf = RowError{Reason: ReasonMissingField, Msg: `missing required key "verdict"`}
 			return &r.failBuf
 		}
-		row.Findings = r.finishFindings(row.Findings)
 		return nil
 	}
 }
-
-// finishFindings leaves the findings as they are: their bytes live in scratch, which is not
-// reused before the next row. (A hook for symmetry with the other fields.)
-func (r *Reader) finishFindings(f [][]byte) [][]byte { return f }
 
 func (r *Reader) commit() {
 	r.committed = r.base + int64(r.pos)
@@ -379,10 +372,8 @@ func (r *Reader) member(ctx context, row *Row) bool {
 	case ctxFinding:
 		switch string(k) {
 		case "check":
-			r.hasCheck = true
 			return r.str("findings[].check", &r.check)
 		case "check_id":
-			r.hasID = true
 			return r.str("findings[].check_id", &r.checkID)
 		}
 	}
@@ -652,7 +643,7 @@ func (r *Reader) findings(row *Row) bool {
 			row.addFinding(v)
 		case '{':
 			r.pos++
-			r.check, r.checkID, r.hasCheck, r.hasID = nil, nil, false, false
+			r.check, r.checkID = nil, nil
 			if !r.object(ctxFinding, row) {
 				return false
 			}
