@@ -37,7 +37,7 @@ type RowError struct {
 func (e *RowError) Error() string { return e.Msg }
 
 // DefaultBufferBytes is the read buffer of NewReader(0): the most a Reader holds of a row.
-const DefaultBufferBytes = 64 << 10
+const DefaultBufferBytes = 256 << 10
 
 // Reader reads rows from a byte stream through one fixed buffer: a row is scanned as its bytes
 // arrive, the mapped keys are extracted and every other value is skipped, so no row is ever
