@@ -61,6 +61,7 @@ func TestValidate(t *testing.T) {
 		name, gym, want string
 	}{
 		{"unknown key", "    colection_interval: 5s", "colection_interval"},
+		{"bad rollouts key", "    rollouts:\n      include: [/results/*.jsonl]\n      start_at: middle", "rollouts.start_at"},
 		{"bad value", "    max_line_bytes: 10", "max_line_bytes"},
 		{"bad duration", "    collection_interval: -1s", "collection_interval"},
 	} {

@@ -19,7 +19,7 @@ import (
 // The row reader against the floor (a bare newline scan with bytes.IndexByte, which is all a
 // line splitter does) and against what a user would otherwise write (Python's json.loads per
 // line), over the same files of main output rows of 2 KiB, 200 KiB and 20 MiB, read from the
-// page cache through a 64 KiB buffer. One goroutine each: the figures are per core. The
+// page cache through a 256 KiB buffer. One goroutine each: the figures are per core. The
 // 20 MiB rows also report the peak RSS of a process that reads them.
 //
 //	go test ./receiver/gymreceiver/internal/rollouts -run '^$' -bench Rows -benchtime 3x

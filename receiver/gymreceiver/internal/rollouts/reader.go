@@ -37,7 +37,7 @@ type RowError struct {
 func (e *RowError) Error() string { return e.Msg }
 
 // DefaultBufferBytes is the read buffer of NewReader(0): the most a Reader holds of a row.
-const DefaultBufferBytes = 64 << 10
+const DefaultBufferBytes = 256 << 10
 
 // Reader reads rows from a byte stream through one fixed buffer: a row is scanned as its bytes
 // arrive, the mapped keys are extracted and every other value is skipped, so no row is ever
@@ -60,14 +60,12 @@ type Reader struct {
 	fail    *RowError
 	failBuf RowError // fail points here: no allocation per rejected row
 
-	key      []byte // the member key being read (decoded, bounded)
-	keyLong  bool   // the key was longer than the buffer: matches nothing
-	num      []byte // a scalar token
-	scratch  []byte // decoded strings of the row
-	check    []byte // a finding object's check
-	checkID  []byte // ... and check_id
-	hasCheck bool
-	hasID    bool
+	key     []byte // the member key being read (decoded, bounded)
+	keyLong bool   // the key was longer than the buffer: matches nothing
+	num     []byte // a scalar token
+	scratch []byte // decoded strings of the row
+	check   []byte // a finding object's check
+	checkID []byte // ... and check_id
 }
 
 // NewReader returns a Reader with a read buffer of bufBytes (0: DefaultBufferBytes).
@@ -163,14 +161,9 @@ func (r *Reader) Next(kind Kind, row *Row) error {
 			r.failBuf = RowError{Reason: ReasonMissingField, Msg: `missing required key "verdict"`}
 			return &r.failBuf
 		}
-		row.Findings = r.finishFindings(row.Findings)
 		return nil
 	}
 }
-
-// finishFindings leaves the findings as they are: their bytes live in scratch, which is not
-// reused before the next row. (A hook for symmetry with the other fields.)
-func (r *Reader) finishFindings(f [][]byte) [][]byte { return f }
 
 func (r *Reader) commit() {
 	r.committed = r.base + int64(r.pos)
@@ -379,10 +372,8 @@ func (r *Reader) member(ctx context, row *Row) bool {
 	case ctxFinding:
 		switch string(k) {
 		case "check":
-			r.hasCheck = true
 			return r.str("findings[].check", &r.check)
 		case "check_id":
-			r.hasID = true
 			return r.str("findings[].check_id", &r.checkID)
 		}
 	}
@@ -652,7 +643,7 @@ func (r *Reader) findings(row *Row) bool {
 			row.addFinding(v)
 		case '{':
 			r.pos++
-			r.check, r.checkID, r.hasCheck, r.hasID = nil, nil, false, false
+			r.check, r.checkID = nil, nil
 			if !r.object(ctxFinding, row) {
 				return false
 			}
@@ -730,9 +721,9 @@ func (r *Reader) readString(name string, limit int) ([]byte, bool) {
 			v := r.scratch[start:]
 			if len(v) > limit {
 				v = v[:limit]
-			}
-			for len(v) > 0 && !utf8.Valid(v) {
-				v = v[:len(v)-1] // a rune cut at the limit
+				for len(v) > 0 && !utf8.Valid(v) {
+					v = v[:len(v)-1] // a rune cut at the limit
+				}
 			}
 			r.scratch = r.scratch[:start+len(v)]
 			return r.scratch[start:], true
@@ -796,35 +787,38 @@ func (r *Reader) escape(start, limit int) bool {
 		if !ok {
 			return false
 		}
-		out = rune(v)
-		if v >= 0xD800 && v < 0xDC00 {
-			// A high surrogate: a low one must follow, else it is a lone surrogate.
-			out = utf8.RuneError
-			if r.more() && r.buf[r.pos] == '\\' {
-				r.pos++
-				if !r.more() {
-					return false
-				}
-				if r.buf[r.pos] != 'u' {
-					r.pos-- // another escape: decoded on its own
-				} else {
-					r.pos++
-					lo, ok := r.hex4()
-					if !ok {
-						return false
-					}
-					if lo >= 0xDC00 && lo < 0xE000 {
-						out = rune((v-0xD800)<<10|(lo-0xDC00)) + 0x10000
-					} else {
-						r.appendRune(start, limit, utf8.RuneError)
-						out = rune(lo)
-						if lo >= 0xD800 && lo < 0xE000 {
-							out = utf8.RuneError
-						}
-					}
-				}
+		// A high surrogate pairs with a low one that follows; alone it is U+FFFD, and the
+		// escape after it is decoded on its own (it may be the next pair's high half).
+		for v >= 0xD800 && v < 0xDC00 {
+			if !r.more() {
+				return false
 			}
-		} else if v >= 0xDC00 && v < 0xE000 {
+			if r.buf[r.pos] != '\\' {
+				r.appendRune(start, limit, utf8.RuneError)
+				return true
+			}
+			r.pos++
+			if !r.more() {
+				return false
+			}
+			if r.buf[r.pos] != 'u' {
+				r.appendRune(start, limit, utf8.RuneError)
+				return r.escape(start, limit) // not a \u: no further recursion
+			}
+			r.pos++
+			lo, ok := r.hex4()
+			if !ok {
+				return false
+			}
+			if lo >= 0xDC00 && lo < 0xE000 {
+				r.appendRune(start, limit, rune((v-0xD800)<<10|(lo-0xDC00))+0x10000)
+				return true
+			}
+			r.appendRune(start, limit, utf8.RuneError)
+			v = lo
+		}
+		out = rune(v)
+		if v >= 0xDC00 && v < 0xE000 {
 			out = utf8.RuneError
 		}
 	default:

@@ -218,6 +218,8 @@ func TestStrings(t *testing.T) {
 		`"\ud800x"`:              "\uFFFDx",
 		`"\udc00"`:               "\uFFFD",
 		`"\ud800\u0041"`:         "\uFFFDA",
+		`"\ud800\ud800\udc00"`:   "\uFFFD\U00010000",
+		`"\ud800\t"`:             "\uFFFD\t",
 		`"\ud800\n"`:             "\uFFFD\n",
 		`"\"\\\/\b\f\n\r\t"`:     "\"\\/\b\f\n\r\t",
 	}

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -73,6 +74,9 @@ type RolloutTailer struct {
 	stop chan struct{}
 	done chan struct{}
 	mu   sync.Mutex // a poll, a checkpoint and shutdown exclude each other
+	// checkpoints waiting for mu: a poll lets them in between two rows, so a checkpoint never
+	// waits for a long file to be read to its end.
+	checkpoints atomic.Int32
 }
 
 // run is one rollout collection's files: the main output, its sidecar, and the health report
@@ -166,13 +170,38 @@ func (t *RolloutTailer) restore(data []byte) error {
 // called, so a checkpoint of the aggregator taken meanwhile matches the offsets. The offsets
 // are what OffsetStore.Load gives back at Start to resume from them.
 func (t *RolloutTailer) Checkpoint() (offsets []byte, release func()) {
+	t.checkpoints.Add(1)
 	t.mu.Lock()
+	t.checkpoints.Add(-1)
 	return t.encode(), t.mu.Unlock
 }
 
-// Locker is the lock the tailer holds while it applies rows and saves their offsets (one
-// poll): a checkpoint taken under it has the offsets of exactly the rows in the state.
-func (t *RolloutTailer) Locker() sync.Locker { return &t.mu }
+// Locker is the lock the receiver's checkpoint holds while it takes a checkpoint. It waits for
+// the tailer between two rows (yield lets it in mid-poll), then records the offsets of exactly
+// the rows applied so far, so the checkpoint's state and offsets agree.
+func (t *RolloutTailer) Locker() sync.Locker { return checkpointLock{t} }
+
+type checkpointLock struct{ t *RolloutTailer }
+
+func (l checkpointLock) Lock() {
+	l.t.checkpoints.Add(1)
+	l.t.mu.Lock()
+	l.t.checkpoints.Add(-1)
+	l.t.save(context.Background())
+}
+
+func (l checkpointLock) Unlock() { l.t.mu.Unlock() }
+
+// yield lets a waiting checkpoint in, between two rows (the state is whole there: every row
+// applied has its offset recorded). A sync.Mutex hands itself to a goroutine that has waited
+// over a millisecond, so the checkpoint gets it.
+func (t *RolloutTailer) yield() {
+	for t.checkpoints.Load() > 0 {
+		t.mu.Unlock()
+		time.Sleep(time.Millisecond)
+		t.mu.Lock()
+	}
+}
 
 func (t *RolloutTailer) loop() {
 	defer close(t.done)
@@ -423,7 +452,9 @@ func (t *RolloutTailer) followRun(r *run, first, gone bool) {
 		if f == nil {
 			nf, replaced, err := t.open(rollouts.Kind(k), path, first)
 			if err != nil {
-				t.logger.Warn("rollouts: cannot follow file", zap.String("path", path), zap.Error(err))
+				if t.logs.allow(time.Now()) { // retried every poll: the log is rate-limited
+					t.logger.Warn("rollouts: cannot follow file", zap.String("path", path), zap.Error(err))
+				}
 				continue
 			}
 			if k == int(rollouts.Main) && (replaced || r.stream != nil) {
@@ -530,6 +561,7 @@ func (t *RolloutTailer) read(r *run, f *rowFile, last bool) {
 				t.apply(r, f)
 			}
 			f.offset, f.lines = t.rd.Offset(), t.rd.Lines()
+			t.yield()
 		}
 		if err := t.rd.Err(); err != nil {
 			t.logger.Warn("rollouts: read failed", zap.String("path", f.path), zap.Error(err))

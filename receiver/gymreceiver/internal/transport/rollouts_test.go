@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/protocol"
 )
@@ -310,4 +311,61 @@ func TestIsMainOutput(t *testing.T) {
 	} {
 		assert.Equal(t, want, isMainOutput(filepath.Join(dir, name)), name)
 	}
+}
+
+// A checkpoint taken while a poll reads a long file comes between two rows, and its offsets are
+// exactly the rows the aggregator holds at that moment.
+func TestRolloutsCheckpointDuringLongPoll(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "r.jsonl")
+	row := mainRow("m", "1", "")
+	const rows = 20000
+	appendFile(t, out, strings.Repeat(row, rows))
+	agg := newTestAggregator(t)
+	rt, _ := rolloutTailer(t, agg, filepath.Join(dir, "none", "*.jsonl"), true, nil, 0)
+	rt.opts.Include = []string{filepath.Join(dir, "*.jsonl")}
+	polled := make(chan struct{})
+	go func() { rt.poll(context.Background()); close(polled) }()
+	time.Sleep(20 * time.Millisecond)
+	offsets, release := rt.Checkpoint()
+	scored := rolloutCounts(agg.Collect(protocol.Scope{}))["r.jsonl||completed_total|dispatch.name=m,outcome=scored"]
+	release()
+	<-polled
+	var st rolloutState
+	require.NoError(t, json.Unmarshal(offsets, &st))
+	t.Logf("checkpoint at row %d of %d", scored, rows)
+	assert.Equal(t, scored*int64(len(row)), st.Files[out].Offset, "the offsets are the rows applied")
+	assert.Equal(t, scored, st.Files[out].Lines)
+	assert.Equal(t, int64(rows), rolloutCounts(agg.Collect(protocol.Scope{}))["r.jsonl||completed_total|dispatch.name=m,outcome=scored"])
+}
+
+// Rejected rows are logged with their file and line number, at most burst lines per period;
+// the count of those not logged comes with the next line logged.
+func TestRolloutsRejectLogs(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "r.jsonl")
+	appendFile(t, out, mainRow("m", "1", "")+strings.Repeat("[]\n", 15))
+	core, logs := observer.New(zap.WarnLevel)
+	got := &collected{rejected: map[string]int64{}}
+	rt := NewRolloutTailer(newTestAggregator(t), RolloutsOptions{
+		Include: []string{filepath.Join(dir, "*.jsonl")}, StartAtBeginning: true, PollInterval: time.Hour,
+	}, got.record, zap.New(core))
+	require.NoError(t, rt.Start(context.Background()))
+	t.Cleanup(func() { _ = rt.Shutdown(context.Background()) })
+	assert.Equal(t, int64(15), got.rejected["not_object"], "every rejected row is counted")
+	entries := logs.FilterMessage("rollouts: row rejected").All()
+	require.Len(t, entries, 10, "the log is rate-limited")
+	first := entries[0].ContextMap()
+	assert.Equal(t, out, first["path"])
+	assert.Equal(t, int64(2), first["line"])
+	assert.Equal(t, "not_object", first["reason"])
+
+	// The next period's first line says how many were not logged.
+	rt.logs.last = rt.logs.last.Add(-time.Minute)
+	appendFile(t, out, "[]\n")
+	rt.poll(context.Background())
+	entries = logs.FilterMessage("rollouts: row rejected").All()
+	require.Len(t, entries, 11)
+	assert.Equal(t, int64(5), entries[10].ContextMap()["not_logged_before"])
+	assert.Equal(t, int64(17), entries[10].ContextMap()["line"])
 }
