@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -14,6 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
 // exposition reads the prometheus exporter's text exposition.
@@ -228,4 +233,39 @@ func TestTwoGymReceiversStayApart(t *testing.T) {
 		return nil
 	})
 	require.NoError(t, err)
+}
+
+// TestDefaultConfigConstantLabelsAreNoPointAttributes: every resource attribute the shipped
+// configuration copies onto every series (resource_constant_labels) is a data-point attribute
+// of no schema instrument, so the exporter can never overwrite one with it.
+func TestDefaultConfigConstantLabelsAreNoPointAttributes(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join(repoRoot, "config", "otelcol-gym.yaml"))
+	require.NoError(t, err)
+	var cfg struct {
+		Exporters map[string]struct {
+			ResourceConstantLabels struct {
+				Included []string `yaml:"included"`
+			} `yaml:"resource_constant_labels"`
+			ResourceToTelemetry struct {
+				Enabled bool `yaml:"enabled"`
+			} `yaml:"resource_to_telemetry_conversion"`
+		} `yaml:"exporters"`
+	}
+	require.NoError(t, yaml.Unmarshal(data, &cfg))
+	prom, ok := cfg.Exporters["prometheus"]
+	require.True(t, ok, "the default configuration exports to Prometheus")
+	require.False(t, prom.ResourceToTelemetry.Enabled, "resource_to_telemetry_conversion copies every resource attribute")
+	require.NotEmpty(t, prom.ResourceConstantLabels.Included, "run and host stay selectable")
+	pointAttrs := map[string]string{}
+	for _, in := range schema.Instruments {
+		for _, a := range in.Attrs {
+			pointAttrs[schema.Attr(a.ID).Key] = in.Name
+		}
+	}
+	for _, key := range prom.ResourceConstantLabels.Included {
+		require.NotContains(t, key, "*", "a pattern may match a data-point attribute")
+		in, used := pointAttrs[key]
+		require.False(t, used, "resource_constant_labels %s is a data-point attribute of %s", key, in)
+	}
 }
