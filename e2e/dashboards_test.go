@@ -418,7 +418,7 @@ func TestDashboardsAndRulesOnRealData(t *testing.T) {
 		}
 		return nil
 	})
-	require.NoError(t, err, "queries with an error or no data:\n  %s", strings.Join(failing, "\n  "))
+	require.NoError(t, err, "queries with an error or no data:\n  %s\nscrape targets: %s", strings.Join(failing, "\n  "), targetHealth(run.prom))
 
 	// A few panels against what the run implies.
 	want := func(query string, wantVec map[string]float64) {
@@ -527,4 +527,31 @@ func ruleHealth(base string) (map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// targetHealth says how Prometheus' last scrape of each target went (for failure messages).
+func targetHealth(base string) string {
+	resp, err := http.Get(base + "/api/v1/targets")
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	var ans struct {
+		Data struct {
+			ActiveTargets []struct {
+				ScrapePool         string  `json:"scrapePool"`
+				Health             string  `json:"health"`
+				LastError          string  `json:"lastError"`
+				LastScrapeDuration float64 `json:"lastScrapeDuration"`
+			} `json:"activeTargets"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
+		return err.Error()
+	}
+	var parts []string
+	for _, tg := range ans.Data.ActiveTargets {
+		parts = append(parts, fmt.Sprintf("%s: %s %.2fs %s", tg.ScrapePool, tg.Health, tg.LastScrapeDuration, tg.LastError))
+	}
+	return strings.Join(parts, "; ")
 }
