@@ -29,20 +29,30 @@ import (
 // bomb) and OTLP through gymattrs, scraped by Debian's Prometheus with deploy's rules loaded.
 
 // dashboardsOverride: the collector reads its own process (the Processes dashboard), collects
-// every 300ms (the default configuration's override).
+// every 300ms (the default configuration's override), and keeps at most bombLimit series per
+// instrument and resource (in the receiver and in gymattrs), so that the bombs stay small. The
+// generated run has at most 64 series per instrument and resource.
 const dashboardsOverride = `
 receivers:
   gym:
+    cardinality_limit: 100
     process:
       enabled: true
       include_self: true
       collection_interval: 1s
+processors:
+  gymattrs:
+    cardinality_limit: 100
 `
+
+// bombSize attribute sets are sent to an instrument whose limit is 100: 99 keep their series,
+// the other 51 fold into the overflow series.
+const bombSize, bombOverflow = 150, 51
 
 // dashboardVars are the values a panel's query gets in the test: every variable at All (.*),
 // Grafana's intervals at what a 1s scrape gives.
 var dashboardVars = map[string]string{
-	"$__rate_interval": "30s", // 4 scrape intervals and more
+	"$__rate_interval": "30s", // 10 scrape intervals
 	"$__interval":      "5s",
 	"$__range":         "5m",
 	"$run":             ".*",
@@ -185,7 +195,7 @@ func splitBatches(data []byte) []string {
 // craftedLines: a process whose resource is server `head` records a stage of server `math`,
 // fails a rollout with an unregistered failure kind, and sends a line that is rejected and an
 // unknown event; then a process that retries sandboxes of more providers than the
-// cardinality limit (2000): its 2001st provider on folds into the overflow series.
+// cardinality limit: the providers past it fold into the overflow series.
 func craftedLines() (body string, accepted, rejected, unknown int) {
 	var b strings.Builder
 	b.WriteString(`{"event":"resource","attributes":{"service.name":"nemo-gym/head","service.instance.id":"run1-head","nemo.run.id":"run1","nemo.gym.server.name":"head","nemo.gym.server.type":"orchestrator"}}` + "\n")
@@ -194,13 +204,13 @@ func craftedLines() (body string, accepted, rejected, unknown int) {
 	b.WriteString(`{"event":"event_loop.lag","loop":"main"}` + "\n") // rejected: no lag_ms
 	b.WriteString(`{"event":"gym.future_event","x":1}` + "\n")       // unknown
 	b.WriteString(`{"event":"resource","attributes":{"service.name":"nemo-gym/bomb","service.instance.id":"run1-bomb","nemo.run.id":"run1"}}` + "\n")
-	for i := range 2050 {
+	for i := range bombSize {
 		fmt.Fprintf(&b, `{"event":"sandbox.create_retry","provider":"provider-%d"}`+"\n", i)
 	}
-	return b.String(), 2 + 2 + 2050, 1, 1
+	return b.String(), 2 + 2 + bombSize, 1, 1
 }
 
-// otlpAgent is one export of a Gym SDK: 2,050 scored rollouts, one per dispatch name, each
+// otlpAgent is one export of a Gym SDK: bombSize scored rollouts, one per dispatch name, each
 // with an undeclared attribute (gymattrs removes it and folds the dispatches past its
 // cardinality limit into the overflow series, losing no count), and a cancelled request
 // whose route is a raw URL (normalised to `unmatched`).
@@ -225,7 +235,7 @@ func otlpAgent() (md pmetric.Metrics, scored int) {
 		return s.DataPoints()
 	}
 	completed := sum("gym.rollout.completed_total", "1")
-	for i := range 2050 {
+	for i := range bombSize {
 		dp := completed.AppendEmpty()
 		dp.SetStartTimestamp(start)
 		dp.SetTimestamp(now)
@@ -241,7 +251,7 @@ func otlpAgent() (md pmetric.Metrics, scored int) {
 	dp.SetIntValue(3)
 	dp.Attributes().PutStr("http.route", "/run/12345?verbose=1")
 	dp.Attributes().PutStr("nemo.gym.request.phase", "before_response")
-	return md, 2050
+	return md, bombSize
 }
 
 // labelValues answers Grafana's label_values(selector, label) from Prometheus' label API.
@@ -290,8 +300,8 @@ func startGymRun(t *testing.T) *gymRun {
 	rules, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "prometheus", "gym.rules.yaml"))
 	require.NoError(t, err)
 	cfg := fmt.Sprintf(`global:
-  scrape_interval: 2s
-  scrape_timeout: 2s
+  scrape_interval: 3s
+  scrape_timeout: 3s
   evaluation_interval: 1s
 rule_files: [gym.rules.yaml]
 scrape_configs:
@@ -383,7 +393,7 @@ func TestDashboardsAndRulesOnRealData(t *testing.T) {
 
 	// Every query answers with data (the first scrapes may still be missing some).
 	var failing []string
-	err = eventually(90*time.Second, time.Second, func() error {
+	err = eventually(120*time.Second, time.Second, func() error {
 		failing = failing[:0]
 		for _, c := range checks {
 			got, err := promQuery(run.prom, c.query)
@@ -408,7 +418,7 @@ func TestDashboardsAndRulesOnRealData(t *testing.T) {
 		}
 		return nil
 	})
-	require.NoError(t, err, "queries with an error or no data:\n  %s", strings.Join(failing, "\n  "))
+	require.NoError(t, err, "queries with an error or no data:\n  %s\nscrape targets: %s", strings.Join(failing, "\n  "), targetHealth(run.prom))
 
 	// A few panels against what the run implies.
 	want := func(query string, wantVec map[string]float64) {
@@ -442,10 +452,10 @@ func TestDashboardsAndRulesOnRealData(t *testing.T) {
 		outcomes[fmt.Sprintf("{nemo_gym_rollout_outcome=%q}", k)] = v
 	}
 	outcomes[`{nemo_gym_rollout_outcome="failed"}`]++ // the unregistered kind
-	// OTLP: gymattrs keeps cardinality_limit-1 (1999) dispatches as series of their own and
+	// OTLP: gymattrs keeps cardinality_limit-1 (99) dispatches as series of their own and
 	// folds the other 51 into the overflow series, whose only attribute is the overflow marker.
-	outcomes[`{nemo_gym_rollout_outcome="scored"}`] += float64(run.extra.sdkScored - 51)
-	outcomes[`{}`] = 51
+	outcomes[`{nemo_gym_rollout_outcome="scored"}`] += float64(run.extra.sdkScored - bombOverflow)
+	outcomes[`{}`] = bombOverflow
 	want(panelQuery("gym-rollouts", "Rollouts completed since start, by outcome"), outcomes)
 
 	sandboxes := map[string]float64{}
@@ -462,8 +472,8 @@ func TestDashboardsAndRulesOnRealData(t *testing.T) {
 	want(`sum(otelcol_receiver_gym_lines_accepted)`, map[string]float64{`{}`: float64(run.implies.lines + run.extra.accepted)})
 	want(`sum by (receiver, reason) (otelcol_receiver_gym_lines_rejected)`, map[string]float64{`{reason="missing_field",receiver="gym"}`: 1})
 	want(`sum by (receiver) (otelcol_receiver_gym_lines_unknown)`, map[string]float64{`{receiver="gym"}`: 1})
-	// Provider 2000 and later of the bomb fold into the overflow series: 51 measurements.
-	want(`sum by (receiver) (otelcol_receiver_gym_measurements_overflowed)`, map[string]float64{`{receiver="gym"}`: 51})
+	// The bomb's providers past the limit fold into the overflow series: 51 measurements.
+	want(`sum by (receiver) (otelcol_receiver_gym_measurements_overflowed)`, map[string]float64{`{receiver="gym"}`: bombOverflow})
 
 	// Prometheus evaluates every rule without error, and the overflow alert fires on this run
 	// (the bomb's sandbox retries, and the OTLP dispatches past gymattrs' limit).
@@ -517,4 +527,31 @@ func ruleHealth(base string) (map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// targetHealth says how Prometheus' last scrape of each target went (for failure messages).
+func targetHealth(base string) string {
+	resp, err := http.Get(base + "/api/v1/targets")
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	var ans struct {
+		Data struct {
+			ActiveTargets []struct {
+				ScrapePool         string  `json:"scrapePool"`
+				Health             string  `json:"health"`
+				LastError          string  `json:"lastError"`
+				LastScrapeDuration float64 `json:"lastScrapeDuration"`
+			} `json:"activeTargets"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
+		return err.Error()
+	}
+	var parts []string
+	for _, tg := range ans.Data.ActiveTargets {
+		parts = append(parts, fmt.Sprintf("%s: %s %.2fs %s", tg.ScrapePool, tg.Health, tg.LastScrapeDuration, tg.LastError))
+	}
+	return strings.Join(parts, "; ")
 }

@@ -5,10 +5,12 @@
 // Prometheus scraping the prometheus exporter, and `otelcol-gym validate`. They cover the
 // transports and a SIGTERM that loses nothing, file offsets kept in file_storage across
 // restarts, host process stats of a real child process, exporter outages, Gym process restarts,
-// bearer-token authentication and TLS, Gym's own run files followed as they are written
-// (rows appended in pieces, a late failures sidecar, bad rows, a restart on file_storage), and
-// the Python emitter (python/otelcol_gym) driven by a simulated Gym deployment over HTTP, TCP
-// and a Unix socket (TestPythonEmitter).
+// bearer-token authentication and TLS, the receiver's self-telemetry with two gym receivers,
+// the default configuration's labels (no data-point attribute overwritten), every query of
+// the Grafana dashboards and every Prometheus rule of deploy/ on a generated run, Gym's own run
+// files followed as they are written (rows appended in pieces, a late failures sidecar, bad
+// rows, a restart on file_storage), and the Python emitter (python/otelcol_gym) driven by a
+// simulated Gym deployment over HTTP, TCP and a Unix socket (TestPythonEmitter).
 //
 // Run them with `make test` (or `go test ./e2e/`). Set OTELCOL_GYM_BIN to test an existing
 // binary instead of building one; `go test -short` skips them.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -14,6 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
 // exposition reads the prometheus exporter's text exposition.
@@ -127,4 +132,140 @@ func TestDefaultConfigKeepsDataPointAttributes(t *testing.T) {
 		}
 	}
 	require.Equal(t, 2, heads, "target_info of both processes")
+}
+
+// twoReceiversConfig: two gym receivers, gym/a and gym/b, in one collector.
+const twoReceiversConfig = `
+extensions:
+  health_check:
+    endpoint: 127.0.0.1:%[1]d
+receivers:
+  gym/a:
+    http:
+      endpoint: 127.0.0.1:%[2]d
+    collection_interval: 300ms
+    process:
+      enabled: false
+  gym/b:
+    http:
+      endpoint: 127.0.0.1:%[3]d
+    collection_interval: 300ms
+    process:
+      enabled: false
+exporters:
+  prometheus:
+    endpoint: 127.0.0.1:%[4]d
+service:
+  extensions: [health_check]
+  telemetry:
+    metrics:
+      readers:
+        - pull:
+            exporter:
+              prometheus:
+                host: 127.0.0.1
+                port: %[5]d
+  pipelines:
+    metrics:
+      receivers: [gym/a, gym/b]
+      exporters: [prometheus]
+`
+
+// TestTwoGymReceiversStayApart: the collector's telemetry endpoint keeps the line counters and
+// the standard receiver metrics of two gym receivers apart by their receiver attribute.
+func TestTwoGymReceiversStayApart(t *testing.T) {
+	t.Parallel()
+	var portB int
+	col, ports := startCollector(t, func(p collectorPorts) []string {
+		portB = p.OTLPHTTP // a free port of this attempt
+		return []string{fmt.Sprintf(twoReceiversConfig, p.Health, p.Gym, portB, p.Prometheus, p.Telemetry)}
+	})
+	colB := &collector{gymURL: fmt.Sprintf("http://127.0.0.1:%d", portB)}
+	res := `{"event":"resource","attributes":{"service.name":"nemo-gym/math","service.instance.id":"e2e-two-0"}}` + "\n"
+	lag := `{"event":"event_loop.lag","loop":"main","lag_ms":1.5}` + "\n"
+	status, _ := col.postEvents(t, res+lag+lag+lag) // gym/a: 4 lines
+	require.Equal(t, http.StatusOK, status)
+	status, _ = colB.postEvents(t, res+lag+`{"event":"event_loop.lag","loop":"main"}`+"\n") // gym/b: 2 lines, 1 rejected
+	require.Equal(t, http.StatusOK, status)
+
+	value := func(text, metric string, want map[string]string) (float64, bool) {
+		for _, line := range strings.Split(text, "\n") {
+			if !strings.HasPrefix(line, metric+"{") {
+				continue
+			}
+			labels := seriesOf(line, metric)[0]
+			match := true
+			for k, v := range want {
+				match = match && labels[k] == v
+			}
+			if match {
+				var f float64
+				_, err := fmt.Sscanf(line[strings.LastIndex(line, " ")+1:], "%g", &f)
+				return f, err == nil
+			}
+		}
+		return 0, false
+	}
+	err := eventually(30*time.Second, 200*time.Millisecond, func() error {
+		text := exposition(t, ports.Telemetry)
+		checks := []struct {
+			metric string
+			labels map[string]string
+			want   float64
+		}{
+			{"otelcol_receiver_gym_lines_accepted", map[string]string{"receiver": "gym/a"}, 4},
+			{"otelcol_receiver_gym_lines_accepted", map[string]string{"receiver": "gym/b"}, 2},
+			{"otelcol_receiver_gym_lines_rejected", map[string]string{"receiver": "gym/b", "reason": "missing_field"}, 1},
+		}
+		for _, c := range checks {
+			if v, ok := value(text, c.metric, c.labels); !ok || v != c.want {
+				return fmt.Errorf("%s%v = %v (found %v), want %v", c.metric, c.labels, v, ok, c.want)
+			}
+		}
+		for _, r := range []string{"gym/a", "gym/b"} {
+			if v, ok := value(text, "otelcol_receiver_accepted_metric_points", map[string]string{"receiver": r, "transport": "http"}); !ok || v <= 0 {
+				return fmt.Errorf("otelcol_receiver_accepted_metric_points{receiver=%s,transport=http} = %v (found %v)", r, v, ok)
+			}
+		}
+		if _, ok := value(text, "otelcol_receiver_gym_lines_rejected", map[string]string{"receiver": "gym/a"}); ok {
+			return fmt.Errorf("gym/a rejected nothing, but has a rejected series")
+		}
+		return nil
+	})
+	require.NoError(t, err)
+}
+
+// TestDefaultConfigConstantLabelsAreNoPointAttributes: every resource attribute the shipped
+// configuration copies onto every series (resource_constant_labels) is a data-point attribute
+// of no schema instrument, so the exporter can never overwrite one with it.
+func TestDefaultConfigConstantLabelsAreNoPointAttributes(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join(repoRoot, "config", "otelcol-gym.yaml"))
+	require.NoError(t, err)
+	var cfg struct {
+		Exporters map[string]struct {
+			ResourceConstantLabels struct {
+				Included []string `yaml:"included"`
+			} `yaml:"resource_constant_labels"`
+			ResourceToTelemetry struct {
+				Enabled bool `yaml:"enabled"`
+			} `yaml:"resource_to_telemetry_conversion"`
+		} `yaml:"exporters"`
+	}
+	require.NoError(t, yaml.Unmarshal(data, &cfg))
+	prom, ok := cfg.Exporters["prometheus"]
+	require.True(t, ok, "the default configuration exports to Prometheus")
+	require.False(t, prom.ResourceToTelemetry.Enabled, "resource_to_telemetry_conversion copies every resource attribute")
+	require.NotEmpty(t, prom.ResourceConstantLabels.Included, "run and host stay selectable")
+	pointAttrs := map[string]string{}
+	for _, in := range schema.Instruments {
+		for _, a := range in.Attrs {
+			pointAttrs[schema.Attr(a.ID).Key] = in.Name
+		}
+	}
+	for _, key := range prom.ResourceConstantLabels.Included {
+		require.NotContains(t, key, "*", "a pattern may match a data-point attribute")
+		in, used := pointAttrs[key]
+		require.False(t, used, "resource_constant_labels %s is a data-point attribute of %s", key, in)
+	}
 }

@@ -34,7 +34,7 @@ func sumsBy(t *testing.T, tt *componenttest.Telemetry, name string, keys ...stri
 			if i > 0 {
 				k += "|"
 			}
-			k += v.Emit()
+			k += v.AsString()
 		}
 		out[k] += dp.Value
 	}
