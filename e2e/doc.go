@@ -5,7 +5,9 @@
 // Prometheus scraping the prometheus exporter, and `otelcol-gym validate`. They cover the
 // transports and a SIGTERM that loses nothing, file offsets kept in file_storage across
 // restarts, host process stats of a real child process, exporter outages, Gym process restarts,
-// bearer-token authentication and TLS.
+// bearer-token authentication and TLS. The deployment of deploy/ runs too: three node agents
+// and two gateways into Prometheus' remote-write receiver through a gateway failure and an
+// agent restart (TestTopology), and the Slurm launcher on a fake job step (TestSlurmLauncher).
 //
 // Run them with `make test` (or `go test ./e2e/`). Set OTELCOL_GYM_BIN to test an existing
 // binary instead of building one; `go test -short` skips them.
