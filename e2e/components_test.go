@@ -82,12 +82,21 @@ func TestValidateDistribution(t *testing.T) {
 	}
 	// The standard components (docs/deployment.md, Components), each in its section, and the
 	// http and https config providers.
-	var comps map[string][]struct {
+	type component struct {
 		Name   string `yaml:"name"`
 		Scheme string `yaml:"scheme"`
 		Module string `yaml:"module"`
 	}
-	require.NoError(t, yaml.Unmarshal(out, &comps))
+	var list struct {
+		Receivers  []component `yaml:"receivers"`
+		Processors []component `yaml:"processors"`
+		Exporters  []component `yaml:"exporters"`
+		Extensions []component `yaml:"extensions"`
+		Providers  []component `yaml:"providers"`
+	}
+	require.NoError(t, yaml.Unmarshal(out, &list))
+	comps := map[string][]component{"receivers": list.Receivers, "processors": list.Processors,
+		"exporters": list.Exporters, "extensions": list.Extensions, "providers": list.Providers}
 	for section, names := range map[string][]string{
 		"receivers":  {"gym", "otlp", "prometheus", "host_metrics"},
 		"processors": {"gymattrs", "memory_limiter", "batch", "resource", "groupbyattrs"},
