@@ -10,6 +10,7 @@
 #   make reliability  crashes and restarts of the real binary, and the cost of durability
 #   make bench-memory  the default pipeline's memory per resource, per series, after churn, under gzip bombs
 #   make lint      golangci-lint (v2.15.0, from tools/go.mod)
+#   make image     the container image (Dockerfile, FROM scratch) with buildah or podman
 #   make clean     remove _build/
 
 GO       ?= go
@@ -50,6 +51,7 @@ RATE        ?= 100000
 
 .PHONY: all build run test test-go test-python test-prometheus bench-python bench bench-peer soak reliability lint generate clean gymevents
 .PHONY: bench-memory
+.PHONY: test-deploy image test-image
 
 all: build
 
@@ -90,6 +92,7 @@ run: $(BIN) $(GYMEVENTS)
 TEST_SUITES := test-go
 TEST_SUITES += test-python
 TEST_SUITES += test-prometheus
+TEST_SUITES += test-deploy
 
 test: $(TEST_SUITES)
 
@@ -116,6 +119,34 @@ test-prometheus:
 	cd deploy/prometheus && $(PROMTOOL) check config prometheus.yml
 	cd deploy/prometheus && $(PROMTOOL) test rules gym.rules.test.yaml
 	python3 deploy/grafana/generate.py --check
+
+# The deployment recipes (deploy/, a module of its own): the kustomize base rendered and decoded
+# into the Kubernetes types, the Helm values, the collector configs inside them validated by
+# the binary. The Slurm launcher and the topology run in the e2e package (test-go).
+test-deploy: $(BIN)
+	bash -n deploy/slurm/otelcol-gym-slurm
+	cd deploy && OTELCOL_GYM_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 ./...
+
+# The container image: a static binary (CGO_ENABLED=0) from the sources ocb generated in
+# $(BUILD)/, alone in the build context, built FROM scratch by buildah or podman.
+IMAGE      ?= localhost/otelcol-gym:0.1.0
+IMAGE_BIN  := $(BUILD)/image/otelcol-gym
+$(IMAGE_BIN): $(BIN)
+	@mkdir -p $(@D)
+	cd $(BUILD) && CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o image/otelcol-gym .
+
+image: $(IMAGE_BIN)
+	@if command -v buildah >/dev/null 2>&1; then set -x; buildah build --layers=false -t $(IMAGE) -f Dockerfile $(BUILD)/image; \
+	elif command -v podman >/dev/null 2>&1; then set -x; podman build -t $(IMAGE) -f Dockerfile $(BUILD)/image; \
+	else echo "make image: needs buildah or podman (apt-get install buildah)"; exit 1; fi
+
+# Checks the image without running a container (which needs setrlimit, refused on some
+# machines): its config (user, entry point), its root holds the one static binary, and that
+# binary, run from the mounted root, lists its components and validates deploy/. Skipped
+# where buildah is missing.
+test-image:
+	@if ! command -v buildah >/dev/null 2>&1; then echo "test-image: skipped (no buildah)"; exit 0; fi; \
+	$(MAKE) --no-print-directory image && bash deploy/image-check.sh $(IMAGE)
 
 # The e2e package has no benchmarks (and would build the collector): left out. Then the
 # end-to-end benchmark (bench/e2e): the real binary under `gymevents gen` load, GOMAXPROCS=1

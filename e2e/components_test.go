@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 )
 
 // distributionConfig uses the distribution's components beyond the core ones with every key they are
@@ -96,11 +97,40 @@ func TestValidateDistribution(t *testing.T) {
 	for _, name := range []string{"name: gymattrs", "name: file_storage", "name: bearertokenauth", "name: gym_console"} {
 		assert.Contains(t, string(out), name, "otelcol-gym components")
 	}
-	// The standard components of issue 15 (docs/deployment.md, Components) and the http and
-	// https config providers.
-	for _, name := range []string{"name: prometheusremotewrite", "name: resource", "name: groupbyattrs",
-		"name: prometheus", "name: hostmetrics", "name: zpages", "scheme: http", "scheme: https"} {
-		assert.Contains(t, string(out), name, "otelcol-gym components")
+	// The standard components (docs/deployment.md, Components), each in its section, and the
+	// http and https config providers.
+	type component struct {
+		Name   string `yaml:"name"`
+		Scheme string `yaml:"scheme"`
+		Module string `yaml:"module"`
+	}
+	var list struct {
+		Receivers  []component `yaml:"receivers"`
+		Processors []component `yaml:"processors"`
+		Exporters  []component `yaml:"exporters"`
+		Extensions []component `yaml:"extensions"`
+		Providers  []component `yaml:"providers"`
+	}
+	require.NoError(t, yaml.Unmarshal(out, &list))
+	comps := map[string][]component{"receivers": list.Receivers, "processors": list.Processors,
+		"exporters": list.Exporters, "extensions": list.Extensions, "providers": list.Providers}
+	for section, names := range map[string][]string{
+		"receivers":  {"gym", "otlp", "prometheus", "host_metrics"},
+		"processors": {"gymattrs", "memory_limiter", "batch", "resource", "groupbyattrs"},
+		"exporters":  {"otlp_grpc", "otlp_http", "prometheus", "prometheus_remote_write"},
+		"extensions": {"file_storage", "zpages", "health_check"},
+		"providers":  {"env", "file", "yaml", "http", "https"},
+	} {
+		var got []string
+		for _, c := range comps[section] {
+			got = append(got, c.Name+c.Scheme)
+			if c.Module != "" && !strings.HasPrefix(c.Module, "github.com/gym-telemetry/") {
+				assert.Regexp(t, ` v(0\.165\.[01]|1\.71\.0)$`, c.Module, "%s %s: one release", section, c.Name)
+			}
+		}
+		for _, n := range names {
+			assert.Contains(t, got, n, "otelcol-gym components: %s", section)
+		}
 	}
 
 	vout, err := validate(t, distributionConfig)

@@ -11,6 +11,9 @@
 // files followed as they are written (rows appended in pieces, a late failures sidecar, bad
 // rows, a restart on file_storage), and the Python emitter (python/otelcol_gym) driven by a
 // simulated Gym deployment over HTTP, TCP and a Unix socket (TestPythonEmitter).
+// The deployment of deploy/ runs too: three node agents and two gateways into Prometheus'
+// remote-write receiver through a gateway failure and an agent restart (TestTopology), and the
+// Slurm launcher on a fake job step (TestSlurmLauncher).
 //
 // Run them with `make test` (or `go test ./e2e/`). Set OTELCOL_GYM_BIN to test an existing
 // binary instead of building one; `go test -short` skips them.

@@ -77,10 +77,19 @@ type process struct {
 
 func startProcess(t *testing.T, name string, args ...string) *process {
 	t.Helper()
+	return startProcessEnv(t, name, nil, args...)
+}
+
+// startProcessEnv is startProcess with env (KEY=value) added to the test's environment.
+func startProcessEnv(t *testing.T, name string, env []string, args ...string) *process {
+	t.Helper()
 	logPath := filepath.Join(t.TempDir(), name+".log")
 	logf, err := os.Create(logPath)
 	require.NoError(t, err)
 	cmd := exec.Command(args[0], args[1:]...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{

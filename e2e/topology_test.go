@@ -1,0 +1,479 @@
+//go:build linux
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/net/dns/dnsmessage"
+)
+
+// The deployment topology of deploy/ on loopback (docs/deployment.md): three node agents
+// (deploy/agent.yaml), two gateways (deploy/gateway.yaml) and Debian's Prometheus with its
+// remote-write receiver as the backend, all from the shipped files with only environment
+// variables set.
+
+// gatewayName is what the agents resolve to find the gateways, as a Kubernetes headless Service
+// would be resolved; the test's own DNS server answers it with both gateways' addresses.
+const gatewayName = "gateways.gym.test"
+
+// startDNS serves A records of name (every address given) on a loopback UDP port and returns
+// host:port. Other names get NXDOMAIN; other types of name an empty answer.
+func startDNS(t *testing.T, name string, addrs []netip.Addr) string {
+	t.Helper()
+	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	fqdn := dnsmessage.MustNewName(name + ".")
+	go func() {
+		buf := make([]byte, 1500)
+		for {
+			n, from, err := conn.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			var p dnsmessage.Parser
+			h, err := p.Start(buf[:n])
+			if err != nil {
+				continue
+			}
+			q, err := p.Question()
+			if err != nil {
+				continue
+			}
+			hdr := dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true, RecursionDesired: h.RecursionDesired}
+			match := strings.EqualFold(q.Name.String(), fqdn.String())
+			if !match {
+				hdr.RCode = dnsmessage.RCodeNameError
+			}
+			b := dnsmessage.NewBuilder(nil, hdr)
+			_ = b.StartQuestions()
+			_ = b.Question(q)
+			_ = b.StartAnswers()
+			if match && q.Type == dnsmessage.TypeA {
+				for _, a := range addrs {
+					_ = b.AResource(dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: 1},
+						dnsmessage.AResource{A: a.As4()})
+				}
+			}
+			msg, err := b.Finish()
+			if err == nil {
+				_, _ = conn.WriteTo(msg, from)
+			}
+		}
+	}()
+	return conn.LocalAddr().String()
+}
+
+// startRemoteWritePrometheus starts a Prometheus that only receives remote writes, with an
+// out-of-order window: gateways are interchangeable, so two collections of one agent may
+// reach it through two gateways in either order (docs/deployment.md, Backend).
+func startRemoteWritePrometheus(t *testing.T) string {
+	t.Helper()
+	bin := prometheusBinary(t)
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "prometheus.yml")
+	require.NoError(t, os.WriteFile(cfgPath, []byte(`global:
+  evaluation_interval: 1s
+storage:
+  tsdb:
+    out_of_order_time_window: 30m
+`), 0o600))
+	for attempt := 1; ; attempt++ {
+		port := freePort(t)
+		p := startProcess(t, "prometheus", bin,
+			"--config.file="+cfgPath,
+			"--storage.tsdb.path="+filepath.Join(dir, fmt.Sprintf("data-%d", attempt)),
+			fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port),
+			"--web.enable-remote-write-receiver",
+			"--log.level=warn",
+		)
+		base := fmt.Sprintf("http://127.0.0.1:%d", port)
+		err := p.waitReady(base+"/-/ready", 60*time.Second)
+		if err == nil {
+			t.Cleanup(func() { _ = p.stop(15 * time.Second) })
+			return base
+		}
+		if attempt < startAttempts && p.exited() && addressInUse(p) {
+			continue
+		}
+		t.Fatal(err)
+	}
+}
+
+// deployed is an otelcol-gym started on a file of deploy/ with environment variables.
+type deployed struct {
+	*process
+	name      string
+	config    string
+	env       []string
+	ports     collectorPorts // Health and Telemetry are used
+	healthURL string
+}
+
+// startDeployed starts otelcol-gym on deploy/<config> with env plus the health, zpages,
+// telemetry and OTLP/HTTP ports (free ones; picked again when one was taken meanwhile).
+func startDeployed(t *testing.T, name, config string, env []string) *deployed {
+	t.Helper()
+	useCollector()
+	for attempt := 1; ; attempt++ {
+		p := newPorts(t)
+		all := append([]string{
+			fmt.Sprintf("OTELCOL_GYM_HEALTH_ENDPOINT=127.0.0.1:%d", p.Health),
+			fmt.Sprintf("OTELCOL_GYM_TELEMETRY_PORT=%d", p.Telemetry),
+			fmt.Sprintf("OTELCOL_GYM_ZPAGES_ENDPOINT=127.0.0.1:%d", freePort(t)),
+			fmt.Sprintf("OTELCOL_GYM_OTLP_HTTP_ENDPOINT=127.0.0.1:%d", freePort(t)),
+		}, env...)
+		d := &deployed{name: name, config: config, env: all, ports: p,
+			healthURL: fmt.Sprintf("http://127.0.0.1:%d/", p.Health)}
+		err := d.start(t)
+		if err == nil {
+			return d
+		}
+		if attempt < startAttempts && d.exited() && addressInUse(d.process) {
+			continue
+		}
+		t.Fatalf("%s: %v", name, err)
+	}
+}
+
+func (d *deployed) start(t *testing.T) error {
+	t.Helper()
+	d.process = startProcessEnv(t, d.name, d.env, collectorBin, "--config", filepath.Join(repoRoot, "deploy", d.config))
+	return d.waitReady(d.healthURL, 60*time.Second)
+}
+
+// restart stops the collector gracefully and starts it again with the same environment (the
+// same ports, the same storage directory).
+func (d *deployed) restart(t *testing.T) {
+	t.Helper()
+	require.NoError(t, d.stop(30*time.Second), "%s: graceful stop", d.name)
+	require.NoError(t, eventually(20*time.Second, 200*time.Millisecond, func() error { return d.start(t) }),
+		"%s: starting again", d.name)
+}
+
+// kill ends the collector at once (SIGKILL): nothing is flushed.
+func (d *deployed) kill() {
+	_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
+	<-d.done
+}
+
+// acceptedPoints is what the collector's receivers accepted, from its own metrics.
+func (d *deployed) acceptedPoints(t *testing.T) float64 {
+	return telemetryValue(t, d.ports, "otelcol_receiver_accepted_metric_points_total") +
+		telemetryValue(t, d.ports, "otelcol_receiver_accepted_metric_points")
+}
+
+// gymProcess is a simulated Gym process: over HTTP to its agent, or writing an events file the
+// agent follows. sent counts the rollouts its agent has taken (HTTP: accepted in the answer;
+// files: written, as the agent reads every complete line exactly once).
+type gymProcess struct {
+	instance string
+	agent    int
+	file     string // "" for HTTP
+	sent     int
+	seq      int
+}
+
+func (g *gymProcess) resourceLine() string {
+	return fmt.Sprintf(`{"event":"resource","attributes":{"service.name":"nemo-gym/topology","service.instance.id":%q,"nemo.run.id":"e2e-topology","nemo.gym.server.name":"math","nemo.gym.server.type":"resources_servers"}}`+"\n", g.instance)
+}
+
+// body is n rollouts, each line distinct (the seq field is unknown to the receiver).
+func (g *gymProcess) body(n int) string {
+	var b strings.Builder
+	for range n {
+		g.seq++
+		fmt.Fprintf(&b, `{"event":"rollout.completed","outcome":"omitted","dispatch_name":"math","seq":"%s-%d"}`+"\n", g.instance, g.seq)
+	}
+	return b.String()
+}
+
+// emit sends n rollouts.
+func (g *gymProcess) emit(t *testing.T, agents []*deployed, gymPorts []int, n int) {
+	t.Helper()
+	if g.file != "" {
+		if g.seq == 0 {
+			appendFile(t, g.file, g.resourceLine())
+		}
+		appendFile(t, g.file, g.body(n))
+		g.sent += n
+		return
+	}
+	url := fmt.Sprintf("http://127.0.0.1:%d/v1/events", gymPorts[g.agent])
+	status, answer := post(t, http.DefaultClient, url, g.resourceLine()+g.body(n), map[string]string{"Content-Type": "application/x-ndjson"})
+	require.Equal(t, http.StatusOK, status, "%s: %s", g.instance, answer)
+	var ans gymAnswer
+	require.NoError(t, json.Unmarshal([]byte(answer), &ans))
+	require.Zero(t, ans.Rejected+ans.Unknown, "%s: %s", g.instance, answer)
+	g.sent += ans.Accepted - 1 // the resource line
+}
+
+// promSeries is one series' raw samples as Prometheus holds them.
+type promSeries struct {
+	labels  map[string]string
+	samples []float64 // in time order
+}
+
+// promRaw returns every raw sample of metric in the last 30 minutes, by series.
+func promRaw(base, metric string) ([]promSeries, error) {
+	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(metric+"[30m]"))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var ans struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			ResultType string `json:"resultType"`
+			Result     []struct {
+				Metric map[string]string `json:"metric"`
+				Values [][2]any          `json:"values"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
+		return nil, err
+	}
+	if ans.Status != "success" || ans.Data.ResultType != "matrix" {
+		return nil, fmt.Errorf("query %s[30m]: %s %s %s", metric, ans.Status, ans.Data.ResultType, ans.Error)
+	}
+	var out []promSeries
+	for _, r := range ans.Data.Result {
+		s := promSeries{labels: r.Metric}
+		for _, v := range r.Values {
+			str, _ := v[1].(string)
+			f, err := strconv.ParseFloat(str, 64)
+			if err != nil {
+				return nil, fmt.Errorf("sample %v", v)
+			}
+			s.samples = append(s.samples, f)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// counterTotal is what a cumulative counter counted over its samples, across resets: the value
+// before each reset plus the last one (the series starts at 0 with its first export). This is
+// exactly what increase() estimates, without the extrapolation.
+func counterTotal(samples []float64) (total float64, resets int) {
+	for i, v := range samples {
+		if i > 0 && v < samples[i-1] {
+			total += samples[i-1]
+			resets++
+		}
+	}
+	if len(samples) > 0 {
+		total += samples[len(samples)-1]
+	}
+	return total, resets
+}
+
+type instanceTotal struct {
+	total  float64
+	resets int
+}
+
+// rolloutTotals is gym_rollout_completed_total by instance, from the raw samples.
+func rolloutTotals(base string) (map[string]instanceTotal, error) {
+	series, err := promRaw(base, `gym_rollout_completed_total{nemo_run_id="e2e-topology"}`)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]instanceTotal{}
+	for _, s := range series {
+		total, resets := counterTotal(s.samples)
+		it := out[s.labels["instance"]]
+		it.total += total
+		it.resets += resets
+		out[s.labels["instance"]] = it
+	}
+	return out, nil
+}
+
+// waitTotals waits until Prometheus holds, for every process, exactly what it sent.
+func waitTotals(t *testing.T, prom, what string, procs []*gymProcess) map[string]instanceTotal {
+	t.Helper()
+	var got map[string]instanceTotal
+	var mismatch []string
+	err := eventually(60*time.Second, 250*time.Millisecond, func() error {
+		var err error
+		if got, err = rolloutTotals(prom); err != nil {
+			return err
+		}
+		mismatch = mismatch[:0]
+		for _, g := range procs {
+			if got[g.instance].total != float64(g.sent) {
+				mismatch = append(mismatch, fmt.Sprintf("%s: %v, sent %d", g.instance, got[g.instance].total, g.sent))
+			}
+		}
+		if len(got) != len(procs) {
+			mismatch = append(mismatch, fmt.Sprintf("%d instances, want %d", len(got), len(procs)))
+		}
+		if len(mismatch) > 0 {
+			return errNotYet
+		}
+		return nil
+	})
+	require.NoError(t, err, "%s: Prometheus' totals differ from what was sent: %s", what, strings.Join(mismatch, "; "))
+	return got
+}
+
+// TestTopology runs the deployment of deploy/ on loopback: three agents (deploy/agent.yaml),
+// each fed by two Gym processes over HTTP and one writing an events file, export through two
+// gateways (deploy/gateway.yaml), found by DNS like a Kubernetes headless Service and balanced
+// by the agents' gRPC client, into Debian's Prometheus by remote write. During the run one
+// gateway is killed (the other takes all the traffic), then the other is stopped too while the
+// agents keep collecting, and one agent is restarted during that outage: what it collected
+// before its restart exists only in its persistent queue on disk. At each step Prometheus'
+// raw samples must add up, for every process, exactly to what it sent: nothing lost, nothing
+// counted twice (a counter resets once, when the restarted agent's series start afresh).
+func TestTopology(t *testing.T) {
+	t.Parallel()
+	prom := startRemoteWritePrometheus(t)
+
+	// Both gateways on one port, on two loopback addresses, as two pods behind one name.
+	gwAddrs := []netip.Addr{netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.3")}
+	var gwPort int
+	require.NoError(t, eventually(5*time.Second, 0, func() error {
+		gwPort = freePort(t)
+		for _, a := range gwAddrs {
+			ln, err := net.Listen("tcp", fmt.Sprintf("%s:%d", a, gwPort))
+			if err != nil {
+				return err
+			}
+			ln.Close()
+		}
+		return nil
+	}), "a port free on 127.0.0.2 and 127.0.0.3")
+	dns := startDNS(t, gatewayName, gwAddrs)
+	gateways := make([]*deployed, len(gwAddrs))
+	for i, a := range gwAddrs {
+		gateways[i] = startDeployed(t, fmt.Sprintf("gateway-%d", i), "gateway.yaml", []string{
+			fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=%s:%d", a, gwPort),
+			"OTELCOL_GYM_REMOTE_WRITE_URL=" + prom + "/api/v1/write",
+		})
+	}
+
+	dir := t.TempDir()
+	const nAgents = 3
+	agents := make([]*deployed, nAgents)
+	gymPorts := make([]int, nAgents)
+	var procs []*gymProcess
+	for i := range nAgents {
+		node := filepath.Join(dir, fmt.Sprintf("node-%d", i))
+		logs := filepath.Join(node, "gym")
+		require.NoError(t, os.MkdirAll(logs, 0o700))
+		gymPorts[i] = freePort(t)
+		agents[i] = startDeployed(t, fmt.Sprintf("agent-%d", i), "agent.yaml", []string{
+			fmt.Sprintf("OTELCOL_GYM_GATEWAY_ENDPOINT=dns://%s/%s:%d", dns, gatewayName, gwPort),
+			"OTELCOL_GYM_GATEWAY_INSECURE=true",
+			"OTELCOL_GYM_STORAGE_DIR=" + filepath.Join(node, "state"),
+			fmt.Sprintf("OTELCOL_GYM_EVENTS_ENDPOINT=127.0.0.1:%d", gymPorts[i]),
+			"OTELCOL_GYM_EVENTS_SOCKET=" + filepath.Join(node, "gym.sock"),
+			"OTELCOL_GYM_EVENT_FILES=" + filepath.Join(logs, "*.events.jsonl"),
+			"OTELCOL_GYM_FILES_POLL_INTERVAL=100ms",
+			"OTELCOL_GYM_COLLECTION_INTERVAL=300ms",
+			"OTELCOL_GYM_PROCESS_STATS=false",
+			fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", freePort(t)),
+			fmt.Sprintf("OTELCOL_GYM_NODE_NAME=node-%d", i),
+		})
+		for j := range 2 {
+			procs = append(procs, &gymProcess{instance: fmt.Sprintf("node%d-http%d", i, j), agent: i})
+		}
+		procs = append(procs, &gymProcess{instance: fmt.Sprintf("node%d-file", i), agent: i,
+			file: filepath.Join(logs, "rollouts.events.jsonl")})
+	}
+	round := func(n int, only func(*gymProcess) bool) {
+		for _, g := range procs {
+			if only == nil || only(g) {
+				g.emit(t, agents, gymPorts, n+len(g.instance)%3)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// 1. Both gateways up: the agents' requests are spread over both.
+	for r := range 20 {
+		round(5+r%4, nil)
+	}
+	waitTotals(t, prom, "both gateways up", procs)
+	for _, gw := range gateways {
+		assert.Positive(t, gw.acceptedPoints(t), "%s took requests while both were up", gw.name)
+	}
+
+	// 2. Gateway 0 is killed in the middle of the traffic; gateway 1 takes all of it.
+	for r := range 20 {
+		if r == 5 {
+			gateways[0].kill()
+		}
+		round(3+r%5, nil)
+	}
+	before := gateways[1].acceptedPoints(t)
+	waitTotals(t, prom, "gateway 0 killed", procs)
+	assert.Greater(t, gateways[1].acceptedPoints(t), before, "gateway 1 takes the traffic")
+
+	// 3. Gateway 1 stops too: the agents keep what they collect in their queues. Agent 1 gets
+	// more rollouts, is restarted (its last collection, never delivered, waits on disk), and
+	// more files lines are written while it is down; then the gateway comes back.
+	require.NoError(t, gateways[1].stop(30*time.Second))
+	for range 10 {
+		round(4, nil)
+	}
+	time.Sleep(time.Second) // a few collections into the queues
+	require.NoError(t, agents[1].stop(30*time.Second), "agent 1: graceful stop")
+	for range 3 {
+		round(2, func(g *gymProcess) bool { return g.agent != 1 || g.file != "" })
+	}
+	require.NoError(t, agents[1].start(t), "agent 1: restart on the same storage")
+	for range 5 {
+		round(2, nil)
+	}
+	require.NoError(t, gateways[1].start(t), "gateway 1: back")
+
+	// 4. Everything arrives: each process's total exactly once, agent 1's series reset once
+	// (its restarted receiver counts afresh), no other series resets.
+	for range 5 {
+		round(1, nil)
+	}
+	got := waitTotals(t, prom, "after the outage and agent 1's restart", procs)
+	for _, g := range procs {
+		want := 0
+		if g.agent == 1 {
+			want = 1
+		}
+		assert.Equal(t, want, got[g.instance].resets, "%s: counter resets", g.instance)
+	}
+	// And each agent named its node (resource/node), a label of every series.
+	nodes, err := promQuery(prom, `count by (host_name) (gym_rollout_completed_total{nemo_run_id="e2e-topology"})`)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]float64{
+		`{host_name="node-0"}`: 3, `{host_name="node-1"}`: 3, `{host_name="node-2"}`: 3,
+	}, nodes, "series by host.name")
+	for _, a := range agents {
+		assert.Zero(t, telemetryValue(t, a.ports, "otelcol_exporter_send_failed_metric_points_total")+
+			telemetryValue(t, a.ports, "otelcol_exporter_enqueue_failed_metric_points_total"),
+			"%s: points the exporter gave up on", a.name)
+	}
+	var sent int
+	for _, g := range procs {
+		sent += g.sent
+	}
+	t.Logf("%d processes sent %d rollouts; Prometheus holds every one", len(procs), sent)
+}
