@@ -302,3 +302,24 @@ func TestStorageResumes(t *testing.T) {
 	assert.Len(t, s.metrics.AllMetrics(), 1, "only the batch written after")
 	assert.Equal(t, int64(3), point(t, s.metrics.AllMetrics()[0], "gym.rollout.completed_total", "nemo.gym.rollout.outcome", "failed").IntValue())
 }
+
+// The real SDK's stdout (testdata/real_sdk.py) through the receiver: five exports of one
+// process's cumulative state; the last holds the counter's total once, bounded.
+func TestRealSDKThroughReceiver(t *testing.T) {
+	dir := t.TempDir()
+	b, err := os.ReadFile("testdata/real-sdk-stdout.log")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "gym.log"), b, 0o600))
+	s, stop := start(t, filesConfig(filepath.Join(dir, "*.log")), receiver.Settings{ID: component.MustNewID("gym_console"), TelemetrySettings: componenttest.NewNopTelemetrySettings()})
+	require.Eventually(t, func() bool { return len(s.metrics.AllMetrics()) == 5 && s.logs.LogRecordCount() == 1 }, 10*time.Second, 10*time.Millisecond)
+	stop()
+	assert.Equal(t, 2, s.traces.SpanCount())
+	all := s.metrics.AllMetrics()
+	first := point(t, all[0], "gym.rollout.completed_total", "nemo.gym.rollout.outcome", "failed")
+	last := point(t, all[4], "gym.rollout.completed_total", "nemo.gym.rollout.outcome", "failed")
+	assert.Equal(t, int64(1), first.IntValue())
+	assert.Equal(t, int64(3), last.IntValue(), "1 then 2 more: the total, never the sum of the exports")
+	assert.Equal(t, first.StartTimestamp(), last.StartTimestamp())
+	_, ok := last.Attributes().Get("failure_reason")
+	assert.False(t, ok)
+}

@@ -146,7 +146,7 @@ func (s *Stream) abandonBlock(wasRecord bool) {
 		s.stats.Unknown += s.blockLines
 		return
 	}
-	s.reject(ReasonPartialRecord, "block", s.blockFrom, errors.New("a pretty-printed record was cut by other output or is longer than max_line_bytes"))
+	_ = s.reject(ReasonPartialRecord, "block", s.blockFrom, errors.New("a pretty-printed record was cut by other output or is longer than max_line_bytes"))
 }
 
 func (s *Stream) record(k Kind, b []byte, at int64) (protocol.Outcome, error) {

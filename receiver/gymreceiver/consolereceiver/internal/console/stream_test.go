@@ -2,6 +2,7 @@ package console
 
 import (
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
 // The sample: 11 lines of ordinary output, 1 line of other JSON, 6 traceback lines; two
@@ -289,4 +291,48 @@ func zeroNaNs(md pmetric.Metrics) int {
 		}
 	}
 	return n
+}
+
+// The stdout of the real OpenTelemetry Python SDK (testdata/real_sdk.py, run against the
+// SDK's source at opentelemetry-python 0a5d76b), set up as nemo-lens sets it up for the
+// console exporter: compact metrics and spans, pretty-printed log records, every data kind.
+// Every record decodes; nothing is rejected.
+func TestRealSDKOutput(t *testing.T) {
+	b, err := os.ReadFile("../../testdata/real-sdk-stdout.log")
+	require.NoError(t, err)
+	c, tot, _ := feed(t, b, 1<<20)
+	assert.Empty(t, tot.rejected)
+	assert.Equal(t, int64(5+2+1), tot.accepted, "5 metrics batches, 2 spans, 1 log record")
+	assert.Equal(t, int64(2), tot.skipped, "the two uvicorn lines")
+	require.Len(t, c.metrics, 5)
+
+	spans := c.traces[0].ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	client, root := spans.At(0), spans.At(1)
+	assert.Equal(t, root.SpanID(), client.ParentSpanID())
+	assert.Equal(t, root.TraceID(), client.TraceID())
+	assert.Equal(t, ptrace.StatusCodeError, client.Status().Code())
+	assert.Equal(t, "exception", client.Events().At(0).Name(), "record_exception's event")
+	assert.Equal(t, "0af7651916cd43dd8448eb211c80319c", root.Links().At(0).TraceID().String())
+
+	rec := c.logs[0].ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0)
+	assert.Equal(t, "judge did not answer; rollout r-19 failed", rec.Body().Str())
+	assert.Equal(t, client.SpanID(), rec.SpanID(), "logged inside the client span")
+	assert.Equal(t, uint32(3), uint32(rec.Flags()), "sampled and random trace id")
+
+	// Every kind, over the batches (a synchronous gauge is only in the batch after it was set).
+	kinds := map[string]pmetric.MetricType{}
+	for _, md := range c.metrics {
+		sm := md.ResourceMetrics().At(0).ScopeMetrics().At(0)
+		assert.Equal(t, "nemo.lens", sm.Scope().Name())
+		for i := 0; i < sm.Metrics().Len(); i++ {
+			kinds[sm.Metrics().At(i).Name()] = sm.Metrics().At(i).Type()
+		}
+	}
+	assert.Equal(t, map[string]pmetric.MetricType{
+		"gym.rollout.completed_total":   pmetric.MetricTypeSum,
+		"gym.server.requests.in_flight": pmetric.MetricTypeSum,
+		"gym.event_loop.tasks":          pmetric.MetricTypeGauge,
+		"gym.event_loop.lag_ms":         pmetric.MetricTypeHistogram,
+		"http.server.request.duration":  pmetric.MetricTypeExponentialHistogram,
+	}, kinds)
 }
