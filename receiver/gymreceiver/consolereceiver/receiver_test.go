@@ -2,8 +2,8 @@ package consolereceiver
 
 import (
 	"context"
-	"fmt"
 	"flag"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
