@@ -1,6 +1,8 @@
 package console
 
 import (
+	"bytes"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -335,4 +337,35 @@ func TestRealSDKOutput(t *testing.T) {
 		"gym.event_loop.lag_ms":         pmetric.MetricTypeHistogram,
 		"http.server.request.duration":  pmetric.MetricTypeExponentialHistogram,
 	}, kinds)
+}
+
+// The SDK's default formatter (indent=4, what nemo-lens keeps for logs and a plain SDK set-up
+// uses for every signal) gives the same data as the compact one.
+func TestPrettyPrintedEqualsCompact(t *testing.T) {
+	var compact, pretty bytes.Buffer
+	small := `{"resource_metrics": [{"resource": {"attributes": {"service.name": "nemo-gym/x"}, "schema_url": ""}, "scope_metrics": [{"scope": {"name": "nemo.lens", "version": "0.3.0", "schema_url": "", "attributes": null}, "metrics": [{"name": "gym.server.requests.in_flight", "description": "", "unit": "{request}", "data": {"data_points": [{"attributes": {}, "start_time_unix_nano": 1, "time_unix_nano": 2, "value": 3, "exemplars": []}], "aggregation_temporality": 2, "is_monotonic": false}}], "schema_url": ""}], "schema_url": ""}]}`
+	lines := append(bytes.Split(readSample(t), []byte("\n")), []byte(small))
+	n := 0
+	for _, l := range lines {
+		if k := Classify(l); k == Text || k == BlockStart {
+			continue
+		}
+		var ind bytes.Buffer
+		if json.Indent(&ind, l, "", "    ") != nil {
+			continue // NaN tokens (not JSON to Go), or the cut line
+		}
+		compact.Write(append(l, '\n'))
+		pretty.Write(append(ind.Bytes(), '\n'))
+		n++
+	}
+	require.Equal(t, 4, n, "2 spans, the compact log record, the small metrics line")
+	c1, t1, _ := feed(t, compact.Bytes(), 1<<20)
+	c2, t2, _ := feed(t, pretty.Bytes(), 1<<20)
+	assert.Equal(t, t1.accepted, t2.accepted)
+	assert.Equal(t, int64(4), t2.accepted)
+	assert.Empty(t, t2.rejected)
+	assert.Zero(t, t2.skipped)
+	require.NoError(t, ptracetest.CompareTraces(c1.traces[0], c2.traces[0]))
+	require.NoError(t, plogtest.CompareLogs(c1.logs[0], c2.logs[0]))
+	require.NoError(t, pmetrictest.CompareMetrics(c1.metrics[0], c2.metrics[0]))
 }
