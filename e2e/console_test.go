@@ -3,14 +3,14 @@
 package e2e
 
 import (
-	"net"
-	"os/exec"
 	"compress/gzip"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -38,8 +38,8 @@ type otlpSignalSink struct {
 	mu      sync.Mutex
 	metrics []pmetric.Metrics
 	traces  []ptrace.Traces
-	logs   []plog.Logs
-	errs   []string
+	logs    []plog.Logs
+	errs    []string
 }
 
 func (s *otlpSignalSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {

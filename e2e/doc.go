@@ -5,7 +5,8 @@
 // Prometheus scraping the prometheus exporter, and `otelcol-gym validate`. They cover the
 // transports and a SIGTERM that loses nothing, file offsets kept in file_storage across
 // restarts, host process stats of a real child process, exporter outages, Gym process restarts,
-// bearer-token authentication and TLS.
+// bearer-token authentication and TLS, and Gym's console telemetry (the gym_console receiver:
+// a growing stdout log and a Python process piping into its socket).
 //
 // Run them with `make test` (or `go test ./e2e/`). Set OTELCOL_GYM_BIN to test an existing
 // binary instead of building one; `go test -short` skips them.
