@@ -2,6 +2,7 @@ package consolereceiver
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -403,4 +404,35 @@ func TestRotation(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[string]int{"a": 1, "b": 1, "c": 1}, names)
+}
+
+// A pipeline that refuses data: the spans are counted as refused by the receiver's standard
+// telemetry, and the other signals go on.
+func TestRefusedCounted(t *testing.T) {
+	dir := t.TempDir()
+	copySample(t, dir)
+	tt := componenttest.NewTelemetry()
+	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
+	set := metadatatest.NewSettings(tt)
+	cfg := filesConfig(filepath.Join(dir, "*.log"))
+	f := NewFactory()
+	ctx := context.Background()
+	logs := new(consumertest.LogsSink)
+	tr, err := f.CreateTraces(ctx, set, cfg, consumertest.NewErr(errors.New("queue is full")))
+	require.NoError(t, err)
+	l, err := f.CreateLogs(ctx, set, cfg, logs)
+	require.NoError(t, err)
+	require.NoError(t, tr.Start(ctx, componenttest.NewNopHost()))
+	require.NoError(t, l.Start(ctx, componenttest.NewNopHost()))
+	require.Eventually(t, func() bool { return logs.LogRecordCount() == 2 }, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, tr.Shutdown(ctx))
+	require.NoError(t, l.Shutdown(ctx))
+	m, err := tt.GetMetric("otelcol_receiver_refused_spans")
+	require.NoError(t, err)
+	sum := m.Data.(metricdata.Sum[int64])
+	var refused int64
+	for _, dp := range sum.DataPoints {
+		refused += dp.Value
+	}
+	assert.Equal(t, int64(2), refused)
 }
