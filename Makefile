@@ -96,7 +96,9 @@ TEST_SUITES += test-deploy
 
 test: $(TEST_SUITES)
 
-test-go:
+# The collector is built first, outside go test's -timeout: a cold ocb build of every component
+# takes many minutes on 2 cores. The e2e package's own `make build` is then a no-op.
+test-go: $(BIN)
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 
 # The Python emitter (python/): its unit tests with the standard library's unittest; the

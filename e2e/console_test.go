@@ -6,9 +6,11 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,6 +21,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 )
@@ -31,10 +35,11 @@ var consoleSample = filepath.Join("..", "receiver", "gymreceiver", "consolerecei
 // otlpSignalSink is an OTLP/HTTP endpoint for traces and logs (protobuf) that keeps what it
 // receives.
 type otlpSignalSink struct {
-	mu     sync.Mutex
-	traces []ptrace.Traces
-	logs   []plog.Logs
-	errs   []string
+	mu      sync.Mutex
+	metrics []pmetric.Metrics
+	traces  []ptrace.Traces
+	logs    []plog.Logs
+	errs    []string
 }
 
 func (s *otlpSignalSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -49,6 +54,15 @@ func (s *otlpSignalSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	if err == nil {
 		switch r.URL.Path {
+		case "/v1/metrics":
+			req := pmetricotlp.NewExportRequest()
+			if err = req.UnmarshalProto(data); err == nil {
+				s.metrics = append(s.metrics, req.Metrics())
+				b, _ := pmetricotlp.NewExportResponse().MarshalProto()
+				w.Header().Set("Content-Type", "application/x-protobuf")
+				_, _ = w.Write(b)
+				return
+			}
 		case "/v1/traces":
 			req := ptraceotlp.NewExportRequest()
 			if err = req.UnmarshalProto(data); err == nil {
@@ -229,4 +243,69 @@ func waitVector(t *testing.T, prom, query string, want map[string]float64) {
 		return nil
 	})
 	require.NoError(t, err, "PromQL %s\n got:  %v\n want: %v", query, got, want)
+}
+
+const consoleStreamConfig = `
+extensions:
+  health_check:
+    endpoint: 127.0.0.1:{{.P.Health}}
+receivers:
+  gym_console:
+    stream:
+      transport: unix
+      endpoint: {{.Dir}}/console.sock
+` + sinkExporterAndService + `
+  pipelines:
+    metrics:
+      receivers: [gym_console]
+      exporters: [otlp_http]
+    traces:
+      receivers: [gym_console]
+      exporters: [otlp_http]
+    logs:
+      receivers: [gym_console]
+      exporters: [otlp_http]
+`
+
+// TestConsoleStream: a real Python process (the sample's generator, which prints its records
+// with json.dumps as the SDK's console exporters do) writes its stdout into the receiver's Unix
+// socket; every record reaches the OTLP backend, the re-sent total once.
+func TestConsoleStream(t *testing.T) {
+	t.Parallel()
+	sink := &otlpSignalSink{}
+	srv := httptest.NewServer(sink)
+	defer srv.Close()
+	dir := t.TempDir()
+	startCollector(t, func(p collectorPorts) []string {
+		return []string{render(t, consoleStreamConfig, tmplData{P: p, Sink: srv.URL, Dir: dir})}
+	})
+	conn, err := net.Dial("unix", filepath.Join(dir, "console.sock"))
+	require.NoError(t, err)
+	py := exec.Command("python3", filepath.Join(filepath.Dir(consoleSample), "gym_stdout.py"))
+	var stderr strings.Builder
+	py.Stdout, py.Stderr = conn, &stderr
+	require.NoError(t, py.Run(), "%s", stderr.String())
+	require.NoError(t, conn.Close())
+
+	require.NoError(t, eventually(30*time.Second, 100*time.Millisecond, func() error {
+		sink.mu.Lock()
+		n := len(sink.metrics)
+		sink.mu.Unlock()
+		if n < 2 || len(sink.spans()) < 2 || sink.logRecords() < 2 {
+			return errNotYet
+		}
+		return nil
+	}))
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	assert.Empty(t, sink.errs)
+	require.Len(t, sink.metrics, 2, "one export per metrics line")
+	var totals []int64
+	for _, md := range sink.metrics {
+		if v, ok := completed(md, service("nemo-gym/math_with_judge")); ok {
+			totals = append(totals, int64(v))
+		}
+	}
+	// failed 1 + scored 2, then failed 3 + scored 2: each export carries the totals.
+	assert.Equal(t, []int64{3, 5}, totals)
 }

@@ -9,8 +9,10 @@
 // the default configuration's labels (no data-point attribute overwritten), every query of
 // the Grafana dashboards and every Prometheus rule of deploy/ on a generated run, Gym's own run
 // files followed as they are written (rows appended in pieces, a late failures sidecar, bad
-// rows, a restart on file_storage), and the Python emitter (python/otelcol_gym) driven by a
-// simulated Gym deployment over HTTP, TCP and a Unix socket (TestPythonEmitter).
+// rows, a restart on file_storage), the Python emitter (python/otelcol_gym) driven by a
+// simulated Gym deployment over HTTP, TCP and a Unix socket (TestPythonEmitter), and Gym's
+// console telemetry (the gym_console receiver: a growing stdout log and a Python process piping
+// into its socket).
 // The deployment of deploy/ runs too: three node agents and two gateways into Prometheus'
 // remote-write receiver through a gateway failure and an agent restart (TestTopology), and the
 // Slurm launcher on a fake job step (TestSlurmLauncher).

@@ -23,8 +23,9 @@ import (
 
 const (
 	// A metrics line is a process's whole cumulative state: a few hundred series with
-	// 16-bucket histograms make a few hundred KiB.
-	defaultMaxLineBytes = 4 << 20
+	// 16-bucket histograms make a few hundred KiB. Each followed file may hold up to about
+	// three times this (its line buffer, a pretty-printed record, a copy for Python's NaN).
+	defaultMaxLineBytes = 1 << 20
 	defaultSocketPath   = "/tmp/otelcol-gym-console.sock"
 )
 

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/collector/receiver/receiverhelper"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
@@ -41,6 +42,7 @@ type consoleReceiver struct {
 	cfg       *Config
 	set       receiver.Settings
 	telemetry *metadata.TelemetryBuilder
+	obsrecv   *receiverhelper.ObsReport
 	warn      *console.Limiter
 	release   func()
 
@@ -60,7 +62,12 @@ func newReceiver(set receiver.Settings, cfg *Config, release func()) (*consoleRe
 	if err != nil {
 		return nil, err
 	}
-	return &consoleReceiver{cfg: cfg, set: set, telemetry: tb, release: release, warn: console.NewLimiter(set.Logger, warnBurst, warnPeriod)}, nil
+	// The receiver's standard accepted/refused counts (otelcol_receiver_accepted_spans, ...).
+	obsrecv, err := receiverhelper.NewObsReport(receiverhelper.ObsReportSettings{ReceiverID: set.ID, Transport: "console", ReceiverCreateSettings: set})
+	if err != nil {
+		return nil, err
+	}
+	return &consoleReceiver{cfg: cfg, set: set, telemetry: tb, obsrecv: obsrecv, release: release, warn: console.NewLimiter(set.Logger, warnBurst, warnPeriod)}, nil
 }
 
 // setMetrics puts the gymattrs processor, with this receiver's gymattrs configuration, in
@@ -163,7 +170,11 @@ func (r *consoleReceiver) Metrics(md pmetric.Metrics) {
 	if r.metrics == nil {
 		return // no metrics pipeline uses this receiver
 	}
-	if err := r.metrics.ConsumeMetrics(context.Background(), md); err != nil {
+	ctx := r.obsrecv.StartMetricsOp(context.Background())
+	n := md.DataPointCount()
+	err := r.metrics.ConsumeMetrics(ctx, md)
+	r.obsrecv.EndMetricsOp(ctx, "console", n, err)
+	if err != nil {
 		r.warn.Warn("gym_console: the metrics pipeline refused a batch", zap.Error(err))
 	}
 }
@@ -172,8 +183,12 @@ func (r *consoleReceiver) Traces(td ptrace.Traces) {
 	if r.traces == nil {
 		return
 	}
-	if err := r.traces.ConsumeTraces(context.Background(), td); err != nil {
-		r.warn.Warn("gym_console: the traces pipeline refused spans", zap.Int("spans", td.SpanCount()), zap.Error(err))
+	ctx := r.obsrecv.StartTracesOp(context.Background())
+	n := td.SpanCount()
+	err := r.traces.ConsumeTraces(ctx, td)
+	r.obsrecv.EndTracesOp(ctx, "console", n, err)
+	if err != nil {
+		r.warn.Warn("gym_console: the traces pipeline refused spans", zap.Int("spans", n), zap.Error(err))
 	}
 }
 
@@ -181,8 +196,12 @@ func (r *consoleReceiver) Logs(ld plog.Logs) {
 	if r.logs == nil {
 		return
 	}
-	if err := r.logs.ConsumeLogs(context.Background(), ld); err != nil {
-		r.warn.Warn("gym_console: the logs pipeline refused log records", zap.Int("records", ld.LogRecordCount()), zap.Error(err))
+	ctx := r.obsrecv.StartLogsOp(context.Background())
+	n := ld.LogRecordCount()
+	err := r.logs.ConsumeLogs(ctx, ld)
+	r.obsrecv.EndLogsOp(ctx, "console", n, err)
+	if err != nil {
+		r.warn.Warn("gym_console: the logs pipeline refused log records", zap.Int("records", n), zap.Error(err))
 	}
 }
 

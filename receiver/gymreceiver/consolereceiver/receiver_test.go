@@ -2,7 +2,9 @@ package consolereceiver
 
 import (
 	"context"
+	"errors"
 	"flag"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -301,4 +303,136 @@ func TestStorageResumes(t *testing.T) {
 	assert.Zero(t, s.traces.SpanCount(), "the spans read before the restart are not read again")
 	assert.Len(t, s.metrics.AllMetrics(), 1, "only the batch written after")
 	assert.Equal(t, int64(3), point(t, s.metrics.AllMetrics()[0], "gym.rollout.completed_total", "nemo.gym.rollout.outcome", "failed").IntValue())
+}
+
+// The real SDK's stdout (testdata/real_sdk.py) through the receiver: five exports of one
+// process's cumulative state; the last holds the counter's total once, bounded.
+func TestRealSDKThroughReceiver(t *testing.T) {
+	dir := t.TempDir()
+	b, err := os.ReadFile("testdata/real-sdk-stdout.log")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "gym.log"), b, 0o600))
+	s, stop := start(t, filesConfig(filepath.Join(dir, "*.log")), receiver.Settings{ID: component.MustNewID("gym_console"), TelemetrySettings: componenttest.NewNopTelemetrySettings()})
+	require.Eventually(t, func() bool { return len(s.metrics.AllMetrics()) == 5 && s.logs.LogRecordCount() == 1 }, 10*time.Second, 10*time.Millisecond)
+	stop()
+	assert.Equal(t, 2, s.traces.SpanCount())
+	all := s.metrics.AllMetrics()
+	first := point(t, all[0], "gym.rollout.completed_total", "nemo.gym.rollout.outcome", "failed")
+	last := point(t, all[4], "gym.rollout.completed_total", "nemo.gym.rollout.outcome", "failed")
+	assert.Equal(t, int64(1), first.IntValue())
+	assert.Equal(t, int64(3), last.IntValue(), "1 then 2 more: the total, never the sum of the exports")
+	assert.Equal(t, first.StartTimestamp(), last.StartTimestamp())
+	_, ok := last.Attributes().Get("failure_reason")
+	assert.False(t, ok)
+}
+
+// A metrics line of many series: the gymattrs cardinality limit keeps cardinality_limit-1
+// series of an instrument and folds the rest into its overflow series, with the totals kept.
+func TestCardinalityLimit(t *testing.T) {
+	var pts []string
+	for i := range 6 {
+		pts = append(pts, fmt.Sprintf(`{"attributes": {"nemo.gym.rollout.outcome": "scored", "nemo.gym.rollout.dispatch.name": "d%d"}, "start_time_unix_nano": 1764615600000000000, "time_unix_nano": 1764615610000000000, "value": %d, "exemplars": []}`, i, i+1))
+	}
+	line := `{"resource_metrics": [{"resource": {"attributes": {"service.name": "nemo-gym/x", "service.instance.id": "x-0"}, "schema_url": ""}, "scope_metrics": [{"scope": {"name": "nemo.lens", "version": "0.3.0", "schema_url": "", "attributes": null}, "metrics": [{"name": "gym.rollout.completed_total", "description": "", "unit": "1", "data": {"data_points": [` +
+		strings.Join(pts, ", ") + `], "aggregation_temporality": 2, "is_monotonic": true}}], "schema_url": ""}], "schema_url": ""}]}` + "\n"
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "gym.log"), []byte(line), 0o600))
+	cfg := filesConfig(filepath.Join(dir, "*.log"))
+	cfg.Gymattrs.CardinalityLimit = 3
+	s, stop := start(t, cfg, receiver.Settings{ID: component.MustNewID("gym_console"), TelemetrySettings: componenttest.NewNopTelemetrySettings()})
+	require.Eventually(t, func() bool { return len(s.metrics.AllMetrics()) == 1 }, 10*time.Second, 10*time.Millisecond)
+	stop()
+	dps := find(t, s.metrics.AllMetrics()[0], "gym.rollout.completed_total").Sum().DataPoints()
+	require.Equal(t, 3, dps.Len(), "two admitted series and the overflow series")
+	var total, overflow int64
+	for i := 0; i < dps.Len(); i++ {
+		total += dps.At(i).IntValue()
+		if v, ok := dps.At(i).Attributes().Get("otel.metric.overflow"); ok && v.Bool() {
+			overflow = dps.At(i).IntValue()
+		}
+	}
+	assert.Equal(t, int64(1+2+3+4+5+6), total, "no count lost")
+	assert.Equal(t, int64(3+4+5+6), overflow)
+}
+
+// A line longer than max_line_bytes is rejected (too_long) without being buffered; the lines
+// after it are read.
+func TestTooLongLine(t *testing.T) {
+	dir := t.TempDir()
+	long := `{"body": "` + strings.Repeat("x", 5000) + `", "observed_timestamp": "2025-12-01T19:00:21.000050Z"}`
+	ok := `{"body": "after", "observed_timestamp": "2025-12-01T19:00:21.000050Z"}`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "gym.log"), []byte(long+"\n"+ok+"\n"), 0o600))
+	cfg := filesConfig(filepath.Join(dir, "*.log"))
+	cfg.MaxLineBytes = 4096
+	tt := componenttest.NewTelemetry()
+	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
+	s, stop := start(t, cfg, metadatatest.NewSettings(tt))
+	require.Eventually(t, func() bool { return s.logs.LogRecordCount() == 1 }, 10*time.Second, 10*time.Millisecond)
+	stop()
+	assert.Equal(t, "after", s.logs.AllLogs()[0].ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0).Body().Str())
+	metadatatest.AssertEqualReceiverGymConsoleRecordsRejected(t, tt, []metricdata.DataPoint[int64]{
+		{Value: 1, Attributes: attribute.NewSet(attribute.String("reason", "too_long"))},
+	}, metricdatatest.IgnoreTimestamp())
+}
+
+// Rotation by rename: the old file is read to its end, the new one from its start; no span
+// twice, none lost.
+func TestRotation(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "gym.log")
+	span := func(name, id string) string {
+		return `{"name": "` + name + `", "context": {"trace_id": "0x4bf92f3577b34da6a3ce929d0e0e4736", "span_id": "0x` + id + `", "trace_state": "[]"}, "kind": "SpanKind.INTERNAL", "parent_id": null, "start_time": "2025-12-01T19:00:12.000000Z", "end_time": "2025-12-01T19:00:13.000000Z", "status": {"status_code": "OK"}, "attributes": {}, "events": [], "links": [], "resource": {"attributes": {"service.name": "nemo-gym/x"}, "schema_url": ""}}` + "\n"
+	}
+	require.NoError(t, os.WriteFile(p, []byte(span("a", "00000000000000a1")), 0o600))
+	s, stop := start(t, filesConfig(filepath.Join(dir, "gym.log*")), receiver.Settings{ID: component.MustNewID("gym_console"), TelemetrySettings: componenttest.NewNopTelemetrySettings()})
+	defer stop()
+	require.Eventually(t, func() bool { return s.traces.SpanCount() == 1 }, 10*time.Second, 10*time.Millisecond)
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	require.NoError(t, os.Rename(p, p+".1"))
+	_, err = f.WriteString(span("b", "00000000000000b2")) // the writer still has the old file open
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	require.NoError(t, os.WriteFile(p, []byte(span("c", "00000000000000c3")), 0o600))
+	require.Eventually(t, func() bool { return s.traces.SpanCount() == 3 }, 10*time.Second, 10*time.Millisecond)
+	time.Sleep(200 * time.Millisecond)
+	names := map[string]int{}
+	for _, td := range s.traces.AllTraces() {
+		sp := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+		for i := 0; i < sp.Len(); i++ {
+			names[sp.At(i).Name()]++
+		}
+	}
+	assert.Equal(t, map[string]int{"a": 1, "b": 1, "c": 1}, names)
+}
+
+// A pipeline that refuses data: the spans are counted as refused by the receiver's standard
+// telemetry, and the other signals go on.
+func TestRefusedCounted(t *testing.T) {
+	dir := t.TempDir()
+	copySample(t, dir)
+	tt := componenttest.NewTelemetry()
+	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
+	set := metadatatest.NewSettings(tt)
+	cfg := filesConfig(filepath.Join(dir, "*.log"))
+	f := NewFactory()
+	ctx := context.Background()
+	logs := new(consumertest.LogsSink)
+	tr, err := f.CreateTraces(ctx, set, cfg, consumertest.NewErr(errors.New("queue is full")))
+	require.NoError(t, err)
+	l, err := f.CreateLogs(ctx, set, cfg, logs)
+	require.NoError(t, err)
+	require.NoError(t, tr.Start(ctx, componenttest.NewNopHost()))
+	require.NoError(t, l.Start(ctx, componenttest.NewNopHost()))
+	require.Eventually(t, func() bool { return logs.LogRecordCount() == 2 }, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, tr.Shutdown(ctx))
+	require.NoError(t, l.Shutdown(ctx))
+	m, err := tt.GetMetric("otelcol_receiver_refused_spans")
+	require.NoError(t, err)
+	sum := m.Data.(metricdata.Sum[int64])
+	var refused int64
+	for _, dp := range sum.DataPoints {
+		refused += dp.Value
+	}
+	assert.Equal(t, int64(2), refused)
 }

@@ -55,7 +55,8 @@ def batch(t, completed_failed, completed_scored, tasks, lag_counts, lag_sum, lag
         ], "Rollouts completed, by outcome and dispatch."),
         sum_("gym.server.requests.in_flight", "{request}", False, [num({}, t, 2)]),
         {"name": "gym.event_loop.tasks", "description": "", "unit": "{task}",
-         "data": {"data_points": [num({"nemo.gym.event_loop": "main"}, t, tasks)]}},
+         # A synchronous gauge's points have no start: the SDK writes None.
+         "data": {"data_points": [dict(num({"nemo.gym.event_loop": "main"}, t, tasks), start_time_unix_nano=None)]}},
         {"name": "gym.event_loop.lag_ms", "description": "", "unit": "ms",
          "data": {"data_points": [
              {"attributes": {"nemo.gym.event_loop": "main"}, "start_time_unix_nano": T0, "time_unix_nano": t,

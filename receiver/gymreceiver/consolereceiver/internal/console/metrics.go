@@ -231,10 +231,15 @@ func putNumberPoints(raws []json.RawMessage, out pmetric.NumberDataPointSlice) e
 	return nil
 }
 
+// putTimes sets a point's times. The start time may be null: the SDK writes None for the
+// points of a synchronous gauge, which have no start.
 func putTimes(start, ts number, setStart, setTS func(pcommon.Timestamp)) error {
-	s, err := start.uint("start_time_unix_nano")
-	if err != nil {
-		return err
+	var s uint64
+	if start.set {
+		var err error
+		if s, err = start.uint("start_time_unix_nano"); err != nil {
+			return err
+		}
 	}
 	t, err := ts.uint("time_unix_nano")
 	if err != nil {

@@ -36,6 +36,10 @@ type Sink interface {
 	Logs(ld plog.Logs)
 }
 
+// keepBuf is the largest scratch buffer a stream keeps between records: a larger one (a big
+// metrics batch, every few seconds) is given back to the GC rather than held per file.
+const keepBuf = 64 << 10
+
 // maxPending is how many spans or log records a stream holds before it hands them on
 // without waiting for the end of a read.
 const maxPending = 1024
@@ -142,11 +146,14 @@ func (s *Stream) blockLine(line []byte) (protocol.Outcome, bool, error) {
 // skipped (its lines counted) when it had not.
 func (s *Stream) abandonBlock(wasRecord bool) {
 	s.inBlock = false
+	if cap(s.block) > keepBuf {
+		s.block = nil
+	}
 	if !wasRecord {
 		s.stats.Unknown += s.blockLines
 		return
 	}
-	s.reject(ReasonPartialRecord, "block", s.blockFrom, errors.New("a pretty-printed record was cut by other output or is longer than max_line_bytes"))
+	_ = s.reject(ReasonPartialRecord, "block", s.blockFrom, errors.New("a pretty-printed record was cut by other output or is longer than max_line_bytes"))
 }
 
 func (s *Stream) record(k Kind, b []byte, at int64) (protocol.Outcome, error) {
@@ -175,6 +182,12 @@ func (s *Stream) record(k Kind, b []byte, at int64) (protocol.Outcome, error) {
 				s.flushLogs()
 			}
 		}
+	}
+	if cap(s.tok) > keepBuf {
+		s.tok = nil
+	}
+	if cap(s.block) > keepBuf {
+		s.block = nil // b is not used after this
 	}
 	if err != nil {
 		return protocol.Rejected, s.reject(reasonOf(err), k.String(), at, err)

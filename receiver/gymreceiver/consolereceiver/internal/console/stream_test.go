@@ -1,7 +1,10 @@
 package console
 
 import (
+	"bytes"
+	"encoding/json"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
 // The sample: 11 lines of ordinary output, 1 line of other JSON, 6 traceback lines; two
@@ -289,4 +293,79 @@ func zeroNaNs(md pmetric.Metrics) int {
 		}
 	}
 	return n
+}
+
+// The stdout of the real OpenTelemetry Python SDK (testdata/real_sdk.py, run against the
+// SDK's source at opentelemetry-python 0a5d76b), set up as nemo-lens sets it up for the
+// console exporter: compact metrics and spans, pretty-printed log records, every data kind.
+// Every record decodes; nothing is rejected.
+func TestRealSDKOutput(t *testing.T) {
+	b, err := os.ReadFile("../../testdata/real-sdk-stdout.log")
+	require.NoError(t, err)
+	c, tot, _ := feed(t, b, 1<<20)
+	assert.Empty(t, tot.rejected)
+	assert.Equal(t, int64(5+2+1), tot.accepted, "5 metrics batches, 2 spans, 1 log record")
+	assert.Equal(t, int64(2), tot.skipped, "the two uvicorn lines")
+	require.Len(t, c.metrics, 5)
+
+	spans := c.traces[0].ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	client, root := spans.At(0), spans.At(1)
+	assert.Equal(t, root.SpanID(), client.ParentSpanID())
+	assert.Equal(t, root.TraceID(), client.TraceID())
+	assert.Equal(t, ptrace.StatusCodeError, client.Status().Code())
+	assert.Equal(t, "exception", client.Events().At(0).Name(), "record_exception's event")
+	assert.Equal(t, "0af7651916cd43dd8448eb211c80319c", root.Links().At(0).TraceID().String())
+
+	rec := c.logs[0].ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0)
+	assert.Equal(t, "judge did not answer; rollout r-19 failed", rec.Body().Str())
+	assert.Equal(t, client.SpanID(), rec.SpanID(), "logged inside the client span")
+	assert.Equal(t, uint32(3), uint32(rec.Flags()), "sampled and random trace id")
+
+	// Every kind, over the batches (a synchronous gauge is only in the batch after it was set).
+	kinds := map[string]pmetric.MetricType{}
+	for _, md := range c.metrics {
+		sm := md.ResourceMetrics().At(0).ScopeMetrics().At(0)
+		assert.Equal(t, "nemo.lens", sm.Scope().Name())
+		for i := 0; i < sm.Metrics().Len(); i++ {
+			kinds[sm.Metrics().At(i).Name()] = sm.Metrics().At(i).Type()
+		}
+	}
+	assert.Equal(t, map[string]pmetric.MetricType{
+		"gym.rollout.completed_total":   pmetric.MetricTypeSum,
+		"gym.server.requests.in_flight": pmetric.MetricTypeSum,
+		"gym.event_loop.tasks":          pmetric.MetricTypeGauge,
+		"gym.event_loop.lag_ms":         pmetric.MetricTypeHistogram,
+		"http.server.request.duration":  pmetric.MetricTypeExponentialHistogram,
+	}, kinds)
+}
+
+// The SDK's default formatter (indent=4, what nemo-lens keeps for logs and a plain SDK set-up
+// uses for every signal) gives the same data as the compact one.
+func TestPrettyPrintedEqualsCompact(t *testing.T) {
+	var compact, pretty bytes.Buffer
+	small := `{"resource_metrics": [{"resource": {"attributes": {"service.name": "nemo-gym/x"}, "schema_url": ""}, "scope_metrics": [{"scope": {"name": "nemo.lens", "version": "0.3.0", "schema_url": "", "attributes": null}, "metrics": [{"name": "gym.server.requests.in_flight", "description": "", "unit": "{request}", "data": {"data_points": [{"attributes": {}, "start_time_unix_nano": 1, "time_unix_nano": 2, "value": 3, "exemplars": []}], "aggregation_temporality": 2, "is_monotonic": false}}], "schema_url": ""}], "schema_url": ""}]}`
+	lines := append(bytes.Split(readSample(t), []byte("\n")), []byte(small))
+	n := 0
+	for _, l := range lines {
+		if k := Classify(l); k == Text || k == BlockStart {
+			continue
+		}
+		var ind bytes.Buffer
+		if json.Indent(&ind, l, "", "    ") != nil {
+			continue // NaN tokens (not JSON to Go), or the cut line
+		}
+		compact.Write(append(l, '\n'))
+		pretty.Write(append(ind.Bytes(), '\n'))
+		n++
+	}
+	require.Equal(t, 4, n, "2 spans, the compact log record, the small metrics line")
+	c1, t1, _ := feed(t, compact.Bytes(), 1<<20)
+	c2, t2, _ := feed(t, pretty.Bytes(), 1<<20)
+	assert.Equal(t, t1.accepted, t2.accepted)
+	assert.Equal(t, int64(4), t2.accepted)
+	assert.Empty(t, t2.rejected)
+	assert.Zero(t, t2.skipped)
+	require.NoError(t, ptracetest.CompareTraces(c1.traces[0], c2.traces[0]))
+	require.NoError(t, plogtest.CompareLogs(c1.logs[0], c2.logs[0]))
+	require.NoError(t, pmetrictest.CompareMetrics(c1.metrics[0], c2.metrics[0]))
 }
