@@ -77,6 +77,7 @@ type RolloutTailer struct {
 	// checkpoints waiting for mu: a poll lets them in between two rows, so a checkpoint never
 	// waits for a long file to be read to its end.
 	checkpoints atomic.Int32
+	closed      bool // Shutdown let the files go: the last poll's saved offsets stand
 }
 
 // run is one rollout collection's files: the main output, its sidecar, and the health report
@@ -187,7 +188,9 @@ func (l checkpointLock) Lock() {
 	l.t.checkpoints.Add(1)
 	l.t.mu.Lock()
 	l.t.checkpoints.Add(-1)
-	l.t.save(context.Background())
+	if !l.t.closed {
+		l.t.save(context.Background())
+	}
 }
 
 func (l checkpointLock) Unlock() { l.t.mu.Unlock() }
@@ -234,6 +237,7 @@ func (t *RolloutTailer) Shutdown(ctx context.Context) error {
 	t.poll(ctx)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.closed = true
 	for key, r := range t.runs {
 		for _, f := range r.files {
 			if f != nil {
