@@ -274,3 +274,49 @@ func TestCheckpointTelemetry(t *testing.T) {
 		})
 	}
 }
+
+// The rollouts source joins the checkpoint: a crash at any instant while a Gym run writes its
+// main output neither loses nor repeats a row (its offsets are saved with the state they were
+// counted into).
+func TestCrashOnRolloutsLosesNothingAndRepeatsNothing(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "eval.jsonl")
+	require.NoError(t, os.WriteFile(path, nil, 0o600))
+	row := `{"responses_create_params":{"input":[{"role":"user","content":"` + strings.Repeat("x", 300) + `"}]},"reward":1.0,"_ng_environment_server":"math"}` + "\n"
+	newCfg := func() *Config {
+		cfg := rolloutsConfig(filepath.Join(dir, "*.jsonl"))
+		cfg.Storage = &storageID
+		cfg.CollectionInterval = 20 * time.Millisecond
+		rc := cfg.Rollouts.Get()
+		rc.StartAt = "beginning"
+		rc.PollInterval = 5 * time.Millisecond
+		return cfg
+	}
+	st := &memStorage{data: map[string][]byte{}}
+	written := 0
+	for life := range 4 {
+		sink, stop := runReceiver(t, newCfg(), storageHost(st))
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+		require.NoError(t, err)
+		done := make(chan int)
+		go func() {
+			n := 0
+			for i := range 40 {
+				_, _ = f.WriteString(strings.Repeat(row, 20+i))
+				n += 20 + i
+				time.Sleep(time.Millisecond)
+			}
+			done <- n
+		}()
+		time.Sleep(time.Duration(15+life*9) * time.Millisecond)
+		crashed := st.crashCopy() // kill -9 here, while rows are written, read and collected
+		written += <-done
+		require.NoError(t, f.Close())
+		stop()
+		st = crashed
+		t.Logf("life %d: %d rows written in all, %d exported", life, written, len(sink.AllMetrics()))
+	}
+	sink, stop := runReceiver(t, newCfg(), storageHost(st))
+	stop()
+	assert.Equal(t, int64(written), scoredTotal(lastMetrics(t, sink)), "every row once over every life")
+}
