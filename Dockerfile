@@ -3,7 +3,7 @@
 #
 #   make image                 # buildah (or podman) build; context: _build/image/
 #
-# The build context holds only the binary that `make image` compiles with CGO_ENABLED=0. The
+# The build context holds only the binary (ocb builds it with CGO_ENABLED=0: static). The
 # configuration is a mounted file (Kubernetes: a ConfigMap): /etc/otelcol-gym/config.yaml
 # unless the arguments name another (--config /etc/otelcol-gym/agent.yaml).
 FROM scratch

@@ -157,15 +157,6 @@ func (d *deployed) start(t *testing.T) error {
 	return d.waitReady(d.healthURL, 60*time.Second)
 }
 
-// restart stops the collector gracefully and starts it again with the same environment (the
-// same ports, the same storage directory).
-func (d *deployed) restart(t *testing.T) {
-	t.Helper()
-	require.NoError(t, d.stop(30*time.Second), "%s: graceful stop", d.name)
-	require.NoError(t, eventually(20*time.Second, 200*time.Millisecond, func() error { return d.start(t) }),
-		"%s: starting again", d.name)
-}
-
 // kill ends the collector at once (SIGKILL): nothing is flushed.
 func (d *deployed) kill() {
 	_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)

@@ -97,6 +97,7 @@ func measure(bin, cfg, rwURL string, procs, resources, sums, hists, requests, co
 			"OTELCOL_GYM_REMOTE_WRITE_URL=" + rwURL,
 		},
 		HealthURL: fmt.Sprintf("http://127.0.0.1:%d/", ports[2]),
+		Telemetry: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[3]),
 	})
 	if err != nil {
 		return err
