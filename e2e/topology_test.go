@@ -19,6 +19,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 	"golang.org/x/net/dns/dnsmessage"
 )
 
@@ -176,8 +178,10 @@ type gymProcess struct {
 	instance string
 	agent    int
 	file     string // "" for HTTP
+	otlp     string // Gym's SDK: the agent's OTLP/HTTP endpoint; its counter is its own
 	sent     int
 	seq      int
+	start    pcommon.Timestamp
 }
 
 func (g *gymProcess) resourceLine() string {
@@ -197,6 +201,33 @@ func (g *gymProcess) body(n int) string {
 // emit sends n rollouts.
 func (g *gymProcess) emit(t *testing.T, agents []*deployed, gymPorts []int, n int) {
 	t.Helper()
+	if g.otlp != "" {
+		// A cumulative counter kept by the process itself, as Gym's OTel SDK keeps it: it
+		// does not reset when the agent restarts.
+		g.sent += n
+		md := pmetric.NewMetrics()
+		rm := md.ResourceMetrics().AppendEmpty()
+		ra := rm.Resource().Attributes()
+		ra.PutStr("service.name", "nemo-gym/topology")
+		ra.PutStr("service.instance.id", g.instance)
+		ra.PutStr("nemo.run.id", "e2e-topology")
+		sm := rm.ScopeMetrics().AppendEmpty()
+		sm.Scope().SetName("nemo_gym.telemetry")
+		m := sm.Metrics().AppendEmpty()
+		m.SetName("gym.rollout.completed_total")
+		m.SetUnit("{rollout}")
+		sum := m.SetEmptySum()
+		sum.SetIsMonotonic(true)
+		sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+		dp := sum.DataPoints().AppendEmpty()
+		dp.SetStartTimestamp(g.start)
+		dp.SetTimestamp(pcommon.NewTimestampFromTime(time.Now()))
+		dp.SetIntValue(int64(g.sent))
+		dp.Attributes().PutStr("nemo.gym.rollout.outcome", "omitted")
+		dp.Attributes().PutStr("nemo.gym.rollout.dispatch.name", "math")
+		postOTLP(t, g.otlp, md)
+		return
+	}
 	if g.file != "" {
 		if g.seq == 0 {
 			appendFile(t, g.file, g.resourceLine())
@@ -327,14 +358,16 @@ func waitTotals(t *testing.T, prom, what string, procs []*gymProcess) map[string
 }
 
 // TestTopology runs the deployment of deploy/ on loopback: three agents (deploy/agent.yaml),
-// each fed by two Gym processes over HTTP and one writing an events file, export through two
+// each fed by two Gym processes over HTTP, one writing an events file and one Gym SDK sending
+// OTLP (through gymattrs), export through two
 // gateways (deploy/gateway.yaml), found by DNS like a Kubernetes headless Service and balanced
 // by the agents' gRPC client, into Debian's Prometheus by remote write. During the run one
 // gateway is killed (the other takes all the traffic), then the other is stopped too while the
 // agents keep collecting, and one agent is restarted during that outage: what it collected
 // before its restart exists only in its persistent queue on disk. At each step Prometheus'
 // raw samples must add up, for every process, exactly to what it sent: nothing lost, nothing
-// counted twice (a counter resets once, when the restarted agent's series start afresh).
+// counted twice, and no series resets (the restarted agent's receiver restores its checkpoint;
+// the SDK's counter is kept by its process).
 func TestTopology(t *testing.T) {
 	t.Parallel()
 	prom := startRemoteWritePrometheus(t)
@@ -372,6 +405,7 @@ func TestTopology(t *testing.T) {
 		logs := filepath.Join(node, "gym")
 		require.NoError(t, os.MkdirAll(logs, 0o700))
 		gymPorts[i] = freePort(t)
+		otlpHTTP := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 		agents[i] = startDeployed(t, fmt.Sprintf("agent-%d", i), "agent.yaml", []string{
 			fmt.Sprintf("OTELCOL_GYM_GATEWAY_ENDPOINT=dns://%s/%s:%d", dns, gatewayName, gwPort),
 			"OTELCOL_GYM_GATEWAY_INSECURE=true",
@@ -384,12 +418,15 @@ func TestTopology(t *testing.T) {
 			"OTELCOL_GYM_PROCESS_STATS=false",
 			fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", freePort(t)),
 			fmt.Sprintf("OTELCOL_GYM_NODE_NAME=node-%d", i),
+			"OTELCOL_GYM_OTLP_HTTP_ENDPOINT=" + otlpHTTP,
 		})
 		for j := range 2 {
 			procs = append(procs, &gymProcess{instance: fmt.Sprintf("node%d-http%d", i, j), agent: i})
 		}
 		procs = append(procs, &gymProcess{instance: fmt.Sprintf("node%d-file", i), agent: i,
 			file: filepath.Join(logs, "rollouts.events.jsonl")})
+		procs = append(procs, &gymProcess{instance: fmt.Sprintf("node%d-sdk", i), agent: i,
+			otlp: "http://" + otlpHTTP, start: pcommon.NewTimestampFromTime(time.Now())})
 	}
 	round := func(n int, only func(*gymProcess) bool) {
 		for _, g := range procs {
@@ -451,7 +488,7 @@ func TestTopology(t *testing.T) {
 	nodes, err := promQuery(prom, `count by (host_name) (gym_rollout_completed_total{nemo_run_id="e2e-topology"})`)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]float64{
-		`{host_name="node-0"}`: 3, `{host_name="node-1"}`: 3, `{host_name="node-2"}`: 3,
+		`{host_name="node-0"}`: 4, `{host_name="node-1"}`: 4, `{host_name="node-2"}`: 4,
 	}, nodes, "series by host.name")
 	for _, a := range agents {
 		assert.Zero(t, telemetryValue(t, a.ports, "otelcol_exporter_send_failed_metric_points_total")+
