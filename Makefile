@@ -180,6 +180,7 @@ soak: $(BIN) $(GYMEVENTS)
 # measured cost of checkpoint_before_answer through the real binary (docs/performance.md).
 reliability:
 	GYM_RELIABILITY=1 $(GO) test ./e2e/ -count 1 -v -run 'TestMeasureCheckpointBeforeAnswer|TestKill9MidFile|TestSIGTERMMidFileExporterDown|TestProcessRestartInOneCollectionPrometheus'
+
 # Not in CI (about 5 minutes): the real binary on config/otelcol-gym.yaml's pipeline; the
 # figures of docs/performance.md, "Memory of the default pipeline". MEMORY_FLAGS=--collector-b
 # OTHER measures a second build side by side.
