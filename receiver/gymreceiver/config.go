@@ -3,19 +3,16 @@ package gymreceiver
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"net"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/confighttp"
-	"go.opentelemetry.io/collector/config/confignet"
 	"go.opentelemetry.io/collector/config/configoptional"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/procstats"
+	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/transport"
 )
 
 // Config is the gym receiver's configuration: exactly the keys of docs/receiver.md.
@@ -63,53 +60,7 @@ type Config struct {
 }
 
 // StreamConfig is the `stream:` block: a TCP or Unix-domain socket server.
-type StreamConfig struct {
-	// Transport is tcp (tcp4, tcp6) or unix.
-	Transport confignet.TransportType `mapstructure:"transport"`
-	// Endpoint is host:port for tcp, the socket's path for unix.
-	Endpoint string `mapstructure:"endpoint"`
-	// SocketMode is the Unix socket file's permission bits, in octal (default "0600": only the
-	// collector's user may connect).
-	SocketMode string `mapstructure:"socket_mode"`
-	// MaxConnections bounds the connections served at once; one more is closed at once and
-	// counted.
-	MaxConnections int `mapstructure:"max_connections"`
-	// IdleTimeout closes a connection that sends nothing for this long (0: never).
-	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
-}
-
-func (sc *StreamConfig) mode() (fs.FileMode, error) {
-	m, err := strconv.ParseUint(sc.SocketMode, 8, 32)
-	if err != nil || m > 0o777 {
-		return 0, fmt.Errorf("stream.socket_mode: %q is not an octal permission such as \"0600\"", sc.SocketMode)
-	}
-	return fs.FileMode(m), nil
-}
-
-func (sc *StreamConfig) validate() error {
-	switch sc.Transport {
-	case confignet.TransportTypeTCP, confignet.TransportTypeTCP4, confignet.TransportTypeTCP6:
-		if _, _, err := net.SplitHostPort(sc.Endpoint); err != nil {
-			return fmt.Errorf("stream.endpoint: %q is not host:port for transport %s: %w", sc.Endpoint, sc.Transport, err)
-		}
-	case confignet.TransportTypeUnix:
-		if sc.Endpoint == "" {
-			return errors.New("stream.endpoint: the socket's path is required for transport unix")
-		}
-		if _, err := sc.mode(); err != nil {
-			return err
-		}
-	default:
-		return fmt.Errorf("stream.transport: %q is not tcp, tcp4, tcp6 or unix", sc.Transport)
-	}
-	if sc.MaxConnections < 1 {
-		return fmt.Errorf("stream.max_connections: must be at least 1, got %d", sc.MaxConnections)
-	}
-	if sc.IdleTimeout < 0 {
-		return fmt.Errorf("stream.idle_timeout: must be 0 (never) or positive, got %s", sc.IdleTimeout)
-	}
-	return nil
-}
+type StreamConfig = transport.StreamConfig
 
 // FilesConfig is the `files:` block.
 type FilesConfig struct {
@@ -275,7 +226,7 @@ func (cfg *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("http.max_request_body_size: must be positive, got %d", h.MaxRequestBodySize))
 	}
 	if sc := cfg.Stream.Get(); sc != nil {
-		if err := sc.validate(); err != nil {
+		if err := sc.Check(); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -65,7 +65,7 @@ func TestStreamConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, cfg.Stream.HasValue())
 	assert.False(t, cfg.HTTP.HasValue())
-	mode, err := cfg.Stream.Get().mode()
+	mode, err := cfg.Stream.Get().Mode()
 	require.NoError(t, err)
 	assert.Equal(t, 0o660, int(mode))
 	assert.Equal(t, 16, cfg.Stream.Get().MaxConnections)

@@ -15,6 +15,7 @@ import (
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/metadata"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/procstats"
+	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/transport"
 )
 
 const (
@@ -28,11 +29,6 @@ const (
 	// A few seconds: enough for a sender to finish what it was sending, well inside the grace
 	// period an orchestrator gives before SIGKILL (Kubernetes: 30s).
 	defaultDrainTimeout = 5 * time.Second
-	// Gym's processes keep one connection each; the bound keeps a flood of connections from
-	// taking every file descriptor of the collector.
-	defaultMaxConnections = 1024
-	// A resource idle this long expires too (expire_after); a live emitter reconnects.
-	defaultStreamIdleTimeout = 5 * time.Minute
 )
 
 // NewFactory returns the gym receiver's factory.
@@ -53,7 +49,7 @@ func createDefaultConfig() component.Config {
 	httpCfg.ReadTimeout = defaultHTTPReadTimeout
 	return &Config{
 		HTTP:               configoptional.Default(httpCfg),
-		Stream:             configoptional.Default(StreamConfig{Transport: "unix", Endpoint: "/tmp/otelcol-gym.sock", SocketMode: "0600", MaxConnections: defaultMaxConnections, IdleTimeout: defaultStreamIdleTimeout}),
+		Stream:             configoptional.Default(transport.DefaultStreamConfig("/tmp/otelcol-gym.sock")),
 		Files:              configoptional.Default(FilesConfig{StartAt: "end", PollInterval: 200 * time.Millisecond, MaxFiles: 1024}),
 		Rollouts:           configoptional.Default(RolloutsConfig{StartAt: "beginning", PollInterval: 200 * time.Millisecond}),
 		CollectionInterval: defaultCollectionInterval,

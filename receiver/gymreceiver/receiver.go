@@ -140,7 +140,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 		}()
 	}
 	if sc := r.cfg.Stream.Get(); sc != nil {
-		mode, _ := sc.mode() // validated
+		mode, _ := sc.Mode() // validated
 		network := string(sc.Transport)
 		r.stream = transport.NewStreamServer(r.agg, transport.StreamOptions{
 			Network:        network,

@@ -3,17 +3,14 @@ package consolereceiver
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"net"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/config/confignet"
 	"go.opentelemetry.io/collector/config/configoptional"
 
 	"github.com/gym-telemetry/otelcol-gym/processor/gymattrs"
+	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/transport"
 )
 
 // Config is the gym_console receiver's configuration (README.md).
@@ -48,12 +45,8 @@ type FilesConfig struct {
 }
 
 // StreamConfig is the `stream:` block: a TCP or Unix-domain socket server, one stdout per
-// connection.
-type StreamConfig struct {
-	Transport  confignet.TransportType `mapstructure:"transport"`
-	Endpoint   string                  `mapstructure:"endpoint"`
-	SocketMode string                  `mapstructure:"socket_mode"`
-}
+// connection. The same block as the gym receiver's.
+type StreamConfig = transport.StreamConfig
 
 const (
 	minMaxLineBytes = 4 << 10
@@ -74,7 +67,7 @@ func (cfg *Config) Validate() error {
 		errs = append(errs, fc.validate())
 	}
 	if sc := cfg.Stream.Get(); sc != nil {
-		errs = append(errs, sc.validate())
+		errs = append(errs, sc.Check())
 	}
 	return errors.Join(errs...)
 }
@@ -99,31 +92,4 @@ func (fc *FilesConfig) validate() error {
 		errs = append(errs, fmt.Errorf("files.max_files: must be at least 1, got %d", fc.MaxFiles))
 	}
 	return errors.Join(errs...)
-}
-
-func (sc *StreamConfig) mode() (fs.FileMode, error) {
-	m, err := strconv.ParseUint(sc.SocketMode, 8, 32)
-	if err != nil || m > 0o777 {
-		return 0, fmt.Errorf("stream.socket_mode: %q is not an octal permission such as \"0600\"", sc.SocketMode)
-	}
-	return fs.FileMode(m), nil
-}
-
-func (sc *StreamConfig) validate() error {
-	switch sc.Transport {
-	case confignet.TransportTypeTCP, confignet.TransportTypeTCP4, confignet.TransportTypeTCP6:
-		if _, _, err := net.SplitHostPort(sc.Endpoint); err != nil {
-			return fmt.Errorf("stream.endpoint: %q is not host:port for transport %s: %w", sc.Endpoint, sc.Transport, err)
-		}
-	case confignet.TransportTypeUnix:
-		if sc.Endpoint == "" {
-			return errors.New("stream.endpoint: the socket's path is required for transport unix")
-		}
-		if _, err := sc.mode(); err != nil {
-			return err
-		}
-	default:
-		return fmt.Errorf("stream.transport: %q is not tcp, tcp4, tcp6 or unix", sc.Transport)
-	}
-	return nil
 }

@@ -71,6 +71,8 @@ func TestDefaultSocket(t *testing.T) {
 	assert.Equal(t, "unix", string(cfg.Stream.Get().Transport))
 	assert.Equal(t, defaultSocketPath, cfg.Stream.Get().Endpoint, "the stream's defaults, once the block is present")
 	assert.Equal(t, "0600", cfg.Stream.Get().SocketMode)
+	assert.Equal(t, 1024, cfg.Stream.Get().MaxConnections, "the stream is bounded like the gym receiver's")
+	assert.Equal(t, 5*time.Minute, cfg.Stream.Get().IdleTimeout)
 }
 
 func TestInvalidConfigs(t *testing.T) {
@@ -79,6 +81,7 @@ func TestInvalidConfigs(t *testing.T) {
 		"bad_line":     {"max_line_bytes: must be within 4096..67108864, got 10"},
 		"bad_files":    {`files: bad glob "[bad"`, `files.start_at: "middle" is not end or beginning`},
 		"bad_gymattrs": {"cardinality_limit: must be at least 2"},
+		"bad_stream":   {"stream.max_connections: must be at least 1, got 0"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := loadConfig(t, name)

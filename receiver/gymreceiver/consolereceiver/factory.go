@@ -19,6 +19,7 @@ import (
 
 	"github.com/gym-telemetry/otelcol-gym/processor/gymattrs"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/consolereceiver/internal/metadata"
+	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/transport"
 )
 
 const (
@@ -43,7 +44,7 @@ func NewFactory() receiver.Factory {
 func createDefaultConfig() component.Config {
 	return &Config{
 		Files:        configoptional.Default(FilesConfig{StartAt: "end", PollInterval: 200 * time.Millisecond, MaxFiles: 1024}),
-		Stream:       configoptional.Default(StreamConfig{Transport: "unix", Endpoint: defaultSocketPath, SocketMode: "0600"}),
+		Stream:       configoptional.Default(transport.DefaultStreamConfig(defaultSocketPath)),
 		MaxLineBytes: defaultMaxLineBytes,
 		Gymattrs:     *gymattrs.NewFactory().CreateDefaultConfig().(*gymattrs.Config),
 	}

@@ -33,8 +33,12 @@ const (
 	warnPeriod = 10 * time.Second
 )
 
-// streamDrainTimeout: at shutdown a connection is read until it is silent this long.
-const streamDrainTimeout = 250 * time.Millisecond
+// At shutdown a connection is read until it is silent for streamQuietTimeout, and for at most
+// streamDrainTimeout in all: a client that never stops writing cannot hold the shutdown.
+const (
+	streamQuietTimeout = 250 * time.Millisecond
+	streamDrainTimeout = 5 * time.Second
+)
 
 // consoleReceiver is the lifecycle: it owns the transports, and is the sink of the console
 // streams: metrics through the gymattrs processor, traces and logs to their pipelines.
@@ -102,13 +106,14 @@ func (r *consoleReceiver) start(ctx context.Context, host component.Host) error 
 	}
 	max := r.cfg.MaxLineBytes
 	if sc := r.cfg.Stream.Get(); sc != nil {
-		mode, _ := sc.mode() // validated
+		mode, _ := sc.Mode() // validated
 		network := string(sc.Transport)
 		r.stream = transport.NewLineStreamServer(func() transport.LineStream {
 			return console.NewStream(network, max, r, r.warn)
 		}, transport.StreamOptions{
 			Network: network, Endpoint: sc.Endpoint, SocketMode: mode,
-			MaxLineBytes: max, DrainTimeout: streamDrainTimeout,
+			MaxLineBytes: max, QuietTimeout: streamQuietTimeout, DrainTimeout: streamDrainTimeout,
+			MaxConnections: sc.MaxConnections, IdleTimeout: sc.IdleTimeout,
 		}, r.record, r.set.Logger)
 		if err := r.stream.Start(ctx); err != nil {
 			return err
