@@ -122,16 +122,20 @@ func (t *FileTailer) Start(ctx context.Context) error {
 	return nil
 }
 
-func (t *FileTailer) loop() {
-	defer close(t.done)
-	tick := time.NewTicker(t.opts.PollInterval)
+func (t *FileTailer) loop() { pollEvery(t.opts.PollInterval, t.stop, t.done, t.poll) }
+
+// pollEvery calls poll every interval until stop is closed, then closes done: the loop of a
+// source that follows files (events, rollouts, console lines).
+func pollEvery(interval time.Duration, stop <-chan struct{}, done chan<- struct{}, poll func(context.Context)) {
+	defer close(done)
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		select {
-		case <-t.stop:
+		case <-stop:
 			return
 		case <-tick.C:
-			t.poll(context.Background())
+			poll(context.Background())
 		}
 	}
 }

@@ -206,19 +206,7 @@ func (t *RolloutTailer) yield() {
 	}
 }
 
-func (t *RolloutTailer) loop() {
-	defer close(t.done)
-	tick := time.NewTicker(t.opts.PollInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-t.stop:
-			return
-		case <-tick.C:
-			t.poll(context.Background())
-		}
-	}
-}
+func (t *RolloutTailer) loop() { pollEvery(t.opts.PollInterval, t.stop, t.done, t.poll) }
 
 // Shutdown stops polling, reads the complete rows the files hold once more, keeps the offsets
 // and closes the files. A row still being written stays unread: a restart with storage reads
