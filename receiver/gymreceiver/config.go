@@ -80,30 +80,7 @@ type FilesConfig struct {
 }
 
 func (fc *FilesConfig) validate() error {
-	var errs []error
-	if len(fc.Include) == 0 {
-		errs = append(errs, errors.New("files.include: at least one glob is required"))
-	}
-	for _, p := range fc.Include {
-		if _, err := filepath.Match(p, ""); err != nil {
-			errs = append(errs, fmt.Errorf("files.include: bad glob %q: %w", p, err))
-		}
-	}
-	for _, p := range fc.Exclude {
-		if _, err := filepath.Match(p, ""); err != nil {
-			errs = append(errs, fmt.Errorf("files.exclude: bad glob %q: %w", p, err))
-		}
-	}
-	if fc.StartAt != "end" && fc.StartAt != "beginning" {
-		errs = append(errs, fmt.Errorf("files.start_at: %q is not end or beginning", fc.StartAt))
-	}
-	if fc.PollInterval <= 0 {
-		errs = append(errs, fmt.Errorf("files.poll_interval: must be positive, got %s", fc.PollInterval))
-	}
-	if fc.MaxFiles < 1 {
-		errs = append(errs, fmt.Errorf("files.max_files: must be at least 1, got %d", fc.MaxFiles))
-	}
-	return errors.Join(errs...)
+	return transport.CheckFiles(fc.Include, fc.Exclude, fc.StartAt, fc.PollInterval, fc.MaxFiles)
 }
 
 // RolloutsConfig is the `rollouts:` block: the main outputs of Gym rollout collections

@@ -3,7 +3,6 @@ package consolereceiver
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -73,23 +72,5 @@ func (cfg *Config) Validate() error {
 }
 
 func (fc *FilesConfig) validate() error {
-	var errs []error
-	if len(fc.Include) == 0 {
-		errs = append(errs, errors.New("files.include: at least one glob is required"))
-	}
-	for _, p := range append(append([]string{}, fc.Include...), fc.Exclude...) {
-		if _, err := filepath.Match(p, ""); err != nil {
-			errs = append(errs, fmt.Errorf("files: bad glob %q: %w", p, err))
-		}
-	}
-	if fc.StartAt != "end" && fc.StartAt != "beginning" {
-		errs = append(errs, fmt.Errorf("files.start_at: %q is not end or beginning", fc.StartAt))
-	}
-	if fc.PollInterval <= 0 {
-		errs = append(errs, fmt.Errorf("files.poll_interval: must be positive, got %s", fc.PollInterval))
-	}
-	if fc.MaxFiles < 1 {
-		errs = append(errs, fmt.Errorf("files.max_files: must be at least 1, got %d", fc.MaxFiles))
-	}
-	return errors.Join(errs...)
+	return transport.CheckFiles(fc.Include, fc.Exclude, fc.StartAt, fc.PollInterval, fc.MaxFiles)
 }

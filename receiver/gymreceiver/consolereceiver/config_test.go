@@ -79,7 +79,7 @@ func TestInvalidConfigs(t *testing.T) {
 	for name, want := range map[string][]string{
 		"no_source":    {"no source: configure files, stream or both"},
 		"bad_line":     {"max_line_bytes: must be within 4096..67108864, got 10"},
-		"bad_files":    {`files: bad glob "[bad"`, `files.start_at: "middle" is not end or beginning`},
+		"bad_files":    {`files.include: bad glob "[bad"`, `files.start_at: "middle" is not end or beginning`},
 		"bad_gymattrs": {"cardinality_limit: must be at least 2"},
 		"bad_stream":   {"stream.max_connections: must be at least 1, got 0"},
 	} {
