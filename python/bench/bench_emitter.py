@@ -2,7 +2,8 @@
 
 1. The cost on the caller's thread, per call, measured with ``timeit`` (median of repeats):
    ``record_rollout_completed`` with failure fields, ``record_sandbox_exec_duration``,
-   ``RequestCounts.count_response``, side by side with the floors of a bare ``deque.append``
+   ``RequestCounts.count_response`` (with the emitter's thread folding its buffer meanwhile,
+   and the fold's own cost per response on that thread), side by side with the floors of a bare ``deque.append``
    of a tuple and an ``int +=`` on an attribute, and a recorder with ``OTELCOL_GYM_ENABLED``
    false. The emitter runs and sends to a Unix socket read by another process meanwhile
    (each repeat starts with an empty queue), so its thread's share of the GIL is in the
@@ -68,6 +69,7 @@ from otelcol_gym import _emitter
 E = _emitter.EMITTER
 rc = ob.RequestCounts()
 rc.count_response(200)
+E.wake_hooks.append(rc.fold)  # folded by the emitter's thread meanwhile, as the observer's are
 
 class C:
     n = 0
@@ -89,6 +91,16 @@ for label, stmt in cases.items():
     out[label] = {"median_ns": statistics.median(per), "min_ns": per[0], "p90_ns": per[int(len(per) * 0.9)]}
 if mode != "idle":
     otelcol_gym.flush(10)
+# The emitter thread's side of count_response: folding buffered responses into the dict.
+E.wake_hooks.remove(rc.fold)
+folds = []
+for _ in range(21):
+    for i in range(100_000):
+        rc.count_response(200 if i % 10 else 503)
+    t0 = time.perf_counter()
+    rc.fold()
+    folds.append((time.perf_counter() - t0) / 100_000 * 1e9)
+out["_fold_ns"] = statistics.median(folds)
 s = otelcol_gym.stats()
 out["_stats"] = {k: s[k] for k in ("sent", "dropped", "invalid", "lost")}
 print(json.dumps(out))
@@ -181,6 +193,7 @@ def main() -> None:
             continue
         print("| %s | %.0f ns | %.0f ns | %.0f ns |" % (label, v["median_ns"], idle[label]["median_ns"], caller[label]["median_ns"]))
     print("| record_sandbox_exec_duration, OTELCOL_GYM_ENABLED=false | | %.0f ns | |" % disabled["median_ns"])
+    print("| (emitter thread) folding one buffered response into `responses` | | %.0f ns | %.0f ns |" % (idle["_fold_ns"], caller["_fold_ns"]))
     print()
     print("emitter thread to a Unix socket, %d lines, 3 runs: %s lines per CPU-second; %s lines per wall-second" % (
         thr[0]["lines"],

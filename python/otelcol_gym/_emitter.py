@@ -476,6 +476,8 @@ class Emitter:
     def __init__(self) -> None:
         self.settings = Settings()
         self.snapshot_sources: list[SnapshotSource] = []
+        # Called every time the thread wakes: cheap work that bounds a caller-side buffer.
+        self.wake_hooks: list[Callable[[], None]] = []
         self._reset()
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=self._after_fork_child)
@@ -710,6 +712,11 @@ class Emitter:
                     logger.error("otelcol_gym: %s; nothing is sent", e)
                     transport = None
                 resource = resource_line(build_resource(self.settings.resource, self.instance_id))
+            for hook in self.wake_hooks:
+                try:
+                    hook()
+                except Exception as e:  # pragma: no cover - a bug; never stop the thread
+                    logger.debug("otelcol_gym: wake hook failed: %s", e)
             now = time.monotonic()
             flush_want = self.flush_requested
             stopping = self.stopping

@@ -7,7 +7,8 @@ constants. Each kind of work runs where it costs the least, as in Gym:
 - the event loop runs one sampler coroutine per interval, which measures lag (and counts
   tasks when that is on) and sends the GC pauses stored since the last sample;
 - the GC callback only stores pause times and totals (it runs inside a collection);
-- request and driver totals are plain integers the server and driver update with ``+=``;
+- request and driver totals are plain integers the server and driver update with ``+=``
+  (responses: a bounded buffer the emitter's thread folds into ``responses`` as it wakes);
   the emitter's thread reads them every interval (``server.requests``, ``driver.counts``,
   ``gc.stats``), as the SDK's observable instruments would.
 
@@ -25,6 +26,7 @@ import logging
 import threading
 import time
 import weakref
+from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any, Callable, Optional
 
@@ -117,7 +119,17 @@ class RequestCounts:
 
     Each update is a single ``+=`` on an attribute, which CPython with the GIL does not
     interleave with another thread's, so no update is lost.
+
+    ``count_response`` is called once per response, so it is the C ``append`` of a bounded
+    buffer rather than a Python method (a Python call alone costs about as much as the whole
+    budget). The emitter's thread folds the buffer into ``responses`` every time it wakes (at
+    least every 50 ms while it is not sending), and reading ``responses`` folds it first. If
+    the buffer is ever found full (``RESPONSE_BUFFER`` responses between two folds) some
+    responses may have been left uncounted; ``response_buffer_overflows`` counts those folds.
     """
+
+    RESPONSE_BUFFER = 1 << 20
+    """Responses held between two folds, at most: about 8 MiB of references when full."""
 
     cancelled = 0
     in_flight = 0
@@ -130,17 +142,42 @@ class RequestCounts:
         """Cumulative cancellations by registered route template and response-start phase."""
         self.in_flight = 0
         self.outbound_in_flight = 0
-        self.responses: dict[int, int] = {}
-        """Responses by HTTP status code, updated only by the serving event loop."""
+        self._responses: dict[int, int] = {}
+        self._pending: deque[Any] = deque(maxlen=self.RESPONSE_BUFFER)
+        self._fold_lock = threading.Lock()
+        self.response_buffer_overflows = 0
         self.unhandled_exceptions = 0
+        # The instance attribute shadows the method below: one C call per response.
+        self.count_response = self._pending.append  # type: ignore[method-assign]
 
-    def count_response(self, status: int) -> None:
-        try:
-            self.responses[status] += 1
-        except KeyError:
-            self.responses[status] = 1
-        except TypeError:  # an unhashable status: never raise into the server
-            pass
+    def count_response(self, status: int) -> None:  # type: ignore[no-redef]
+        """Count one response by its HTTP status code (never raises, never blocks)."""
+        self._pending.append(status)
+
+    @property
+    def responses(self) -> dict[int, int]:
+        """Responses by HTTP status code, cumulative. HTTP bounds the set of codes."""
+        self.fold()
+        return self._responses
+
+    def fold(self) -> None:
+        """Move the buffered responses into ``responses``. Any thread may call it."""
+        pending = self._pending
+        if not pending:
+            return
+        with self._fold_lock:
+            n = len(pending)
+            if n >= self.RESPONSE_BUFFER:
+                self.response_buffer_overflows += 1
+                logger.warning("otelcol_gym: %d responses between two folds; some may be uncounted", n)
+            popleft = pending.popleft
+            counts = self._responses
+            for _ in range(n):  # appends go on the right meanwhile: only these n leave
+                status = popleft()
+                try:
+                    counts[status] = counts.get(status, 0) + 1
+                except TypeError:  # an unhashable status: counted as invalid, never raised
+                    _E.count_invalid()
 
     def count_cancellation(self, route: str, response_started: bool) -> None:
         """Count one disconnect; ``route`` must be a registered template or the unmatched sentinel."""
@@ -470,7 +507,14 @@ def _observer_snapshot() -> dict[str, str]:
     return _readings(state) if state is not None else {}
 
 
+def _fold_responses() -> None:
+    state = _PROCESS_OBSERVER
+    if state is not None:
+        state.requests.fold()
+
+
 _E.snapshot_sources.append(_observer_snapshot)
+_E.wake_hooks.append(_fold_responses)
 
 
 def _after_fork_child() -> None:

@@ -262,6 +262,20 @@ class TestObserver(LineTest):
         ])
         self.assertEqual((got["in_flight"], got["unhandled_exceptions"], got["outbound_in_flight"]), (2, 1, 3))
 
+    def test_request_counts_folded_by_the_emitter_thread(self) -> None:
+        # Nobody reads responses: the emitter's thread still empties the buffer, so it stays
+        # bounded between snapshots.
+        async def body() -> None:
+            rc = ob.request_counts()
+            assert rc is not None
+            for _ in range(1000):
+                rc.count_response(204)
+            self.assertTrue(wait_for(lambda: not rc._pending, 5), len(rc._pending))
+            self.assertEqual(rc._responses.get(204), 1000)
+
+        self.run_loop(body, interval=60)  # no snapshot meanwhile: only the thread's wake folds
+        self.assertEqual(self.sent("server.requests")[-1]["responses"], {"204": 1000})
+
     def test_driver(self) -> None:
         async def rollout(i: int) -> int:
             await asyncio.sleep(0.01)
@@ -392,3 +406,62 @@ class TestAPI(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TestRequestCountsBuffer(unittest.TestCase):
+    """``count_response`` is a bounded buffer's append, folded into ``responses``."""
+
+    def test_fold_is_exact_under_a_concurrent_caller(self) -> None:
+        import threading
+
+        rc = ob.RequestCounts()
+        n = 200_000
+        done = threading.Event()
+
+        def serve() -> None:
+            for i in range(n):
+                rc.count_response(200 if i % 4 else 503)
+            done.set()
+
+        t = threading.Thread(target=serve)
+        t.start()
+        folds = 0
+        while not done.is_set():
+            rc.fold()
+            folds += 1
+        t.join()
+        self.assertEqual(rc.responses, {200: n * 3 // 4, 503: n // 4})
+        self.assertGreater(folds, 1)
+        self.assertEqual(rc.response_buffer_overflows, 0)
+
+    def test_a_full_buffer_is_counted_and_stays_bounded(self) -> None:
+        class Small(ob.RequestCounts):
+            RESPONSE_BUFFER = 8
+
+        rc = Small()
+        for _ in range(20):
+            rc.count_response(200)
+        self.assertEqual(len(rc._pending), 8)  # bounded: the oldest 12 went
+        with self.assertLogs("otelcol_gym.observer", "WARNING"):
+            self.assertEqual(rc.responses, {200: 8})
+        self.assertEqual(rc.response_buffer_overflows, 1)
+        rc.count_response(200)
+        self.assertEqual(rc.responses, {200: 9})
+        self.assertEqual(rc.response_buffer_overflows, 1)
+
+    def test_bad_statuses_never_raise(self) -> None:
+        from http import HTTPStatus
+
+        rc = ob.RequestCounts()
+        before = otelcol_gym.stats()["invalid"]
+        rc.count_response(HTTPStatus.OK)  # an IntEnum is its code
+        rc.count_response(200)
+        rc.count_response([200])  # type: ignore[arg-type]  # unhashable: counted as invalid
+        rc.count_response(404)
+        self.assertEqual(rc.responses, {200: 2, 404: 1})
+        self.assertEqual(otelcol_gym.stats()["invalid"], before + 1)
+
+    def test_the_class_method_counts_too(self) -> None:
+        rc = ob.RequestCounts()
+        ob.RequestCounts.count_response(rc, 201)
+        self.assertEqual(rc.responses, {201: 1})
