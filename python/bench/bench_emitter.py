@@ -113,6 +113,56 @@ times = timeit.repeat('gm.record_sandbox_exec_duration(88.125, "docker")', numbe
 print(json.dumps({"median_ns": statistics.median(t / 2000 * 1e9 for t in times)}))
 """
 
+# The same two recorders as Gym writes them on the in-process OpenTelemetry SDK: an attribute
+# dict per call and the instrument's add/record (an in-memory reader: no export during timing).
+# Needs the SDK importable (OTEL_PYTHON_SDK_PATH, a PYTHONPATH of its source trees); skipped
+# when it is not, since PyPI may not be reachable.
+SDK = r"""
+import json, statistics, sys, time, timeit
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry import version
+
+meter = MeterProvider(metric_readers=[InMemoryMetricReader()]).get_meter("nemo-gym")
+completed = meter.create_counter("gym.rollout.completed_total", unit="1")
+exec_ms = meter.create_histogram("gym.sandbox.exec_duration_ms", unit="ms",
+    explicit_bucket_boundaries_advisory=[1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000])
+ON = True
+
+def record_rollout_completed(outcome, dispatch_name, failure_class=None, failure_kind=None, failure_type=None):
+    if not ON:
+        return
+    try:
+        attrs = {"nemo.gym.rollout.outcome": outcome, "nemo.gym.rollout.dispatch.name": dispatch_name}
+        if failure_class:
+            attrs["nemo.gym.failure_class"] = failure_class
+        if failure_kind:
+            attrs["nemo.gym.failure_kind"] = failure_kind
+        if failure_type:
+            attrs["nemo.gym.failure_type"] = failure_type
+        completed.add(1, attrs)
+    except Exception:
+        pass
+
+def record_sandbox_exec_duration(duration_ms, provider):
+    if not ON:
+        return
+    try:
+        exec_ms.record(duration_ms, {"nemo.gym.sandbox.provider": provider})
+    except Exception:
+        pass
+
+timer = time.thread_time if sys.argv[1] == "cpu" else time.perf_counter
+out = {"_version": version.__version__}
+for label, stmt in {
+    "record_rollout_completed (failure fields)": 'record_rollout_completed("failed", "math", "agent_request_failed", "transport_timeout", "TimeoutError")',
+    "record_sandbox_exec_duration": 'record_sandbox_exec_duration(88.125, "docker")',
+}.items():
+    times = timeit.repeat(stmt, number=2000, repeat=301, timer=timer, globals=globals())
+    out[label] = {"median_ns": statistics.median(t / 2000 * 1e9 for t in times)}
+print(json.dumps(out))
+"""
+
 THROUGHPUT = r"""
 import json, sys, time
 import otelcol_gym
@@ -178,6 +228,8 @@ def main() -> None:
         idle = run(CALLER, path, "idle", "wall")
         caller = run(CALLER, path, "draining", "wall")
         disabled = run(DISABLED, env={"OTELCOL_GYM_ENABLED": "false"})
+        sdk_path = os.environ.get("OTEL_PYTHON_SDK_PATH", "")
+        sdk = {m: run(SDK, m, env={"PYTHONPATH": sdk_path}) for m in ("cpu", "wall")} if sdk_path else {}
         n = int(os.environ.get("BENCH_LINES", "500000"))
         thr = [run(THROUGHPUT, path, str(n)) for _ in range(3)]
     finally:
@@ -194,13 +246,20 @@ def main() -> None:
         print("| %s | %.0f ns | %.0f ns | %.0f ns |" % (label, v["median_ns"], idle[label]["median_ns"], caller[label]["median_ns"]))
     print("| record_sandbox_exec_duration, OTELCOL_GYM_ENABLED=false | | %.0f ns | |" % disabled["median_ns"])
     print("| (emitter thread) folding one buffered response into `responses` | | %.0f ns | %.0f ns |" % (idle["_fold_ns"], caller["_fold_ns"]))
+    if sdk:
+        print("| the same recorder on the in-process OpenTelemetry SDK %s: record_rollout_completed (failure fields) | %.0f ns | %.0f ns | |" % (
+            sdk["cpu"]["_version"], sdk["cpu"]["record_rollout_completed (failure fields)"]["median_ns"], sdk["wall"]["record_rollout_completed (failure fields)"]["median_ns"]))
+        print("| the same recorder on the in-process OpenTelemetry SDK %s: record_sandbox_exec_duration | %.0f ns | %.0f ns | |" % (
+            sdk["cpu"]["_version"], sdk["cpu"]["record_sandbox_exec_duration"]["median_ns"], sdk["wall"]["record_sandbox_exec_duration"]["median_ns"]))
+    else:
+        print("(the OpenTelemetry SDK comparison is skipped: set OTEL_PYTHON_SDK_PATH to a PYTHONPATH that imports opentelemetry.sdk)")
     print()
     print("emitter thread to a Unix socket, %d lines, 3 runs: %s lines per CPU-second; %s lines per wall-second" % (
         thr[0]["lines"],
         " / ".join(format(int(t["lines_per_cpu_s"]), ",") for t in thr),
         " / ".join(format(int(t["lines_per_s"]), ",") for t in thr),
     ))
-    print(json.dumps({"machine": machine, "caller_cpu_emitter_waiting": cpu, "caller_emitter_waiting": idle, "caller_emitter_draining": caller, "disabled": disabled, "throughput": thr}))
+    print(json.dumps({"machine": machine, "caller_cpu_emitter_waiting": cpu, "caller_emitter_waiting": idle, "caller_emitter_draining": caller, "disabled": disabled, "sdk": sdk, "throughput": thr}))
 
 
 if __name__ == "__main__":
