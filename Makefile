@@ -143,10 +143,10 @@ image: $(IMAGE_BIN)
 	elif command -v podman >/dev/null 2>&1; then set -x; podman build -t $(IMAGE) -f Dockerfile $(BUILD)/image; \
 	else echo "make image: needs buildah or podman (apt-get install buildah)"; exit 1; fi
 
-# Checks the image without running a container (which needs setrlimit, refused on some
-# machines): its config (user, entry point), its root holds the one static binary, and that
-# binary, run from the mounted root, lists its components and validates deploy/. Skipped
-# where buildah is missing.
+# Checks the image: its config (user, entry point), its root holds the one static binary, and
+# that binary, run from the mounted root, lists its components and validates deploy/; then it
+# runs the image as a container (buildah run with runc) and reads what the collector in it
+# serves. Skipped where buildah is missing.
 test-image:
 	@if ! command -v buildah >/dev/null 2>&1; then echo "test-image: skipped (no buildah)"; exit 0; fi; \
 	$(MAKE) --no-print-directory image && bash deploy/image-check.sh $(IMAGE)
