@@ -18,7 +18,7 @@ import (
 // Config is the gym receiver's configuration: exactly the keys of docs/receiver.md.
 type Config struct {
 	// HTTP serves POST /v1/events; on only when the block is present.
-	HTTP configoptional.Optional[confighttp.ServerConfig] `mapstructure:"http"`
+	HTTP configoptional.Optional[HTTPConfig] `mapstructure:"http"`
 	// Stream reads lines from TCP or Unix-domain socket connections.
 	Stream configoptional.Optional[StreamConfig] `mapstructure:"stream"`
 	// Files tails files of events.
@@ -57,6 +57,14 @@ type Config struct {
 
 	// prevent unkeyed literal initialization
 	_ struct{}
+}
+
+// HTTPConfig is the `http:` block: confighttp's server settings and a bound on connections.
+type HTTPConfig struct {
+	confighttp.ServerConfig `mapstructure:",squash"`
+	// MaxConnections bounds the connections served at once; the ones over it wait in the
+	// listen backlog until one closes, and are counted.
+	MaxConnections int `mapstructure:"max_connections"`
 }
 
 // StreamConfig is the `stream:` block: a TCP or Unix-domain socket server.
@@ -199,8 +207,13 @@ func (cfg *Config) Validate() error {
 	if _, err := normalize.NewRegistry(cfg.FailureKinds, cfg.HealthChecks, cfg.IgnoredHealthChecks); err != nil {
 		errs = append(errs, err)
 	}
-	if h := cfg.HTTP.Get(); h != nil && h.MaxRequestBodySize <= 0 {
-		errs = append(errs, fmt.Errorf("http.max_request_body_size: must be positive, got %d", h.MaxRequestBodySize))
+	if h := cfg.HTTP.Get(); h != nil {
+		if h.MaxRequestBodySize <= 0 {
+			errs = append(errs, fmt.Errorf("http.max_request_body_size: must be positive, got %d", h.MaxRequestBodySize))
+		}
+		if h.MaxConnections < 1 {
+			errs = append(errs, fmt.Errorf("http.max_connections: must be at least 1, got %d", h.MaxConnections))
+		}
 	}
 	if sc := cfg.Stream.Get(); sc != nil {
 		if err := sc.Check(); err != nil {

@@ -33,6 +33,7 @@ func TestDefaultConfig(t *testing.T) {
 	require.True(t, cfg.HTTP.HasValue())
 	assert.Equal(t, "127.0.0.1:4390", cfg.HTTP.Get().NetAddr.Endpoint, "loopback by default")
 	assert.Equal(t, int64(16<<20), cfg.HTTP.Get().MaxRequestBodySize)
+	assert.Equal(t, 1024, cfg.HTTP.Get().MaxConnections)
 	assert.False(t, cfg.Stream.HasValue(), "a transport is on only when its block is present")
 	assert.False(t, cfg.Files.HasValue())
 	assert.Equal(t, 10*time.Second, cfg.CollectionInterval)
@@ -49,6 +50,7 @@ func TestCustomConfig(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "127.0.0.1:4999", cfg.HTTP.Get().NetAddr.Endpoint)
 	assert.Equal(t, int64(1<<20), cfg.HTTP.Get().MaxRequestBodySize)
+	assert.Equal(t, 64, cfg.HTTP.Get().MaxConnections)
 	assert.Equal(t, 30*time.Second, cfg.CollectionInterval)
 	assert.Equal(t, 10*time.Minute, cfg.ExpireAfter)
 	assert.Equal(t, 4096, cfg.MaxLineBytes)
@@ -127,6 +129,7 @@ func TestInvalidConfig(t *testing.T) {
 		"bad_stream_endpoint":          "stream.endpoint",
 		"bad_socket_mode":              "stream.socket_mode",
 		"bad_max_connections":          "stream.max_connections",
+		"bad_http_max_connections":     "http.max_connections",
 		"bad_drain_timeout":            "drain_timeout",
 		"bad_files":                    "files.start_at",
 		"bad_max_resources":            "max_resources",

@@ -48,7 +48,7 @@ func createDefaultConfig() component.Config {
 	// must not hold it forever (confighttp's default is no limit).
 	httpCfg.ReadTimeout = defaultHTTPReadTimeout
 	return &Config{
-		HTTP:               configoptional.Default(httpCfg),
+		HTTP:               configoptional.Default(HTTPConfig{ServerConfig: httpCfg, MaxConnections: transport.DefaultMaxConnections}),
 		Stream:             configoptional.Default(transport.DefaultStreamConfig("/tmp/otelcol-gym.sock")),
 		Files:              configoptional.Default(FilesConfig{StartAt: "end", PollInterval: 200 * time.Millisecond, MaxFiles: 1024}),
 		Rollouts:           configoptional.Default(RolloutsConfig{StartAt: "beginning", PollInterval: 200 * time.Millisecond}),

@@ -133,6 +133,10 @@ func (s *ownTelemetry) httpBodyTooSlow(ctx context.Context) {
 	s.tb.ReceiverGymHTTPBodiesTooSlow.Add(ctx, 1, s.set)
 }
 
+func (s *ownTelemetry) httpMaxConnectionsReached(ctx context.Context) {
+	s.tb.ReceiverGymHTTPMaxConnectionsReached.Add(ctx, 1, s.set)
+}
+
 func (s *ownTelemetry) streamRefused(ctx context.Context) {
 	s.tb.ReceiverGymStreamConnectionsRefused.Add(ctx, 1, s.set)
 }

@@ -3,6 +3,7 @@ package gymreceiver
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -114,4 +115,52 @@ func TestTransportsOf(t *testing.T) {
 	cfg.Stream.GetOrInsertDefault().Transport = "tcp"
 	cfg.Files.GetOrInsertDefault()
 	require.Equal(t, "http,tcp,file", transportsOf(cfg))
+}
+
+// http.max_connections: a connection over it waits until one closes and is then served (never
+// refused), and reaching the limit is counted.
+func TestHTTPMaxConnections(t *testing.T) {
+	tt := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
+	cfg := createDefaultConfig().(*Config)
+	addr := freeAddr(t)
+	hc := cfg.HTTP.GetOrInsertDefault()
+	hc.NetAddr.Endpoint = addr
+	hc.MaxConnections = 1
+	cfg.CollectionInterval = time.Hour
+	cfg.Process.Enabled = false
+	sink := new(consumertest.MetricsSink)
+	r, err := NewFactory().CreateMetrics(context.Background(), metadatatest.NewSettings(tt), cfg, sink)
+	require.NoError(t, err)
+	require.NoError(t, r.Start(context.Background(), componenttest.NewNopHost()))
+
+	held, err := net.Dial("tcp", addr) // takes the one slot and sends nothing
+	require.NoError(t, err)
+	res := `{"event":"resource","attributes":{"service.name":"nemo-gym/math","service.instance.id":"i0"}}` + "\n"
+	lag := `{"event":"event_loop.lag","loop":"main","lag_ms":1.5}` + "\n"
+	done := make(chan int, 1)
+	go func() {
+		status, _, _ := post(t, "http://"+addr+transport.EventsPath, []byte(res+lag), nil)
+		done <- status
+	}()
+	require.Eventually(t, func() bool {
+		m, err := tt.GetMetric("otelcol_receiver_gym_http_max_connections_reached")
+		return err == nil && m.Data.(metricdata.Sum[int64]).DataPoints[0].Value >= 1
+	}, 10*time.Second, 10*time.Millisecond, "the limit is reached and counted")
+	select {
+	case status := <-done:
+		t.Fatalf("answered %d while the one slot was held", status)
+	case <-time.After(200 * time.Millisecond):
+	}
+	require.NoError(t, held.Close())
+	select {
+	case status := <-done:
+		require.Equal(t, http.StatusOK, status)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting connection was not served after the slot came back")
+	}
+	require.NoError(t, r.Shutdown(context.Background()))
+	require.Equal(t, map[string]int64{"gym": 2}, sumsBy(t, tt, "otelcol_receiver_gym_lines_accepted", "receiver"))
+	// Reached with the held connection, and again with the one that waited.
+	require.Equal(t, map[string]int64{"gym": 2}, sumsBy(t, tt, "otelcol_receiver_gym_http_max_connections_reached", "receiver"))
 }

@@ -128,6 +128,9 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 			_ = ln.Close()
 			return err
 		}
+		limit := transport.NewConnLimit(hc.MaxConnections, func() { r.self.httpMaxConnectionsReached(context.Background()) })
+		ln = limit.Listener(ln)
+		srv.ConnState = limit.ConnState(srv.ConnState)
 		r.server = srv
 		r.handler = h
 		r.set.Logger.Info("gym receiver listening", zap.String("transport", "http"), zap.String("endpoint", ln.Addr().String()+transport.EventsPath))

@@ -29,6 +29,7 @@ type TelemetryBuilder struct {
 	ReceiverGymCheckpointFailures          metric.Int64Counter
 	ReceiverGymCheckpointSize              metric.Int64Gauge
 	ReceiverGymHTTPBodiesTooSlow           metric.Int64Counter
+	ReceiverGymHTTPMaxConnectionsReached   metric.Int64Counter
 	ReceiverGymLinesAccepted               metric.Int64Counter
 	ReceiverGymLinesRejected               metric.Int64Counter
 	ReceiverGymLinesUnknown                metric.Int64Counter
@@ -87,6 +88,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_receiver_gym_http_bodies_too_slow",
 		metric.WithDescription("HTTP requests cut off because their body arrived too slowly (under the minimum body rate); nothing of them is applied. [Development]"),
 		metric.WithUnit("{request}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverGymHTTPMaxConnectionsReached, err = builder.meter.Int64Counter(
+		"otelcol_receiver_gym_http_max_connections_reached",
+		metric.WithDescription("Times every one of http.max_connections was open, so that new connections waited in the listen backlog until one closed. [Development]"),
+		metric.WithUnit("{event}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ReceiverGymLinesAccepted, err = builder.meter.Int64Counter(

@@ -22,6 +22,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ReceiverGymCheckpointFailures.Add(context.Background(), 1)
 	tb.ReceiverGymCheckpointSize.Record(context.Background(), 1)
 	tb.ReceiverGymHTTPBodiesTooSlow.Add(context.Background(), 1)
+	tb.ReceiverGymHTTPMaxConnectionsReached.Add(context.Background(), 1)
 	tb.ReceiverGymLinesAccepted.Add(context.Background(), 1)
 	tb.ReceiverGymLinesRejected.Add(context.Background(), 1)
 	tb.ReceiverGymLinesUnknown.Add(context.Background(), 1)
@@ -40,6 +41,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverGymHTTPBodiesTooSlow(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverGymHTTPMaxConnectionsReached(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverGymLinesAccepted(t, testTel,
