@@ -3,6 +3,7 @@ package deploy
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
@@ -33,6 +35,9 @@ type manifests struct {
 	autoscalers  map[string]*autoscalingv2.HorizontalPodAutoscaler
 	namespaced   []metav1.ObjectMeta
 	renderedYAML []byte
+	// configSources maps "ConfigMap/key" to the file of deploy/ it is created from, where the
+	// key is not that file's name (the Helm chart mounts the key relay).
+	configSources map[string]string
 }
 
 // render runs kustomize (the library kubectl embeds) on kubernetes/.
@@ -329,6 +334,8 @@ func checkPod(t *testing.T, m *manifests, name string, spec corev1.PodSpec) {
 	for i, a := range c.Args {
 		if a == "--config" && i+1 < len(c.Args) {
 			configFile = c.Args[i+1]
+		} else if f, ok := strings.CutPrefix(a, "--config="); ok {
+			configFile = f
 		}
 	}
 	var configText string
@@ -345,11 +352,15 @@ func checkPod(t *testing.T, m *manifests, name string, spec corev1.PodSpec) {
 		for _, it := range v.ConfigMap.Items {
 			if filepath.Join(vm.MountPath, it.Path) == configFile {
 				configText = m.configMaps[v.ConfigMap.Name].Data[it.Key]
-				want, err := os.ReadFile(it.Key) // deploy/agent.yaml, deploy/gateway.yaml
+				src := it.Key // deploy/agent.yaml, deploy/gateway.yaml
+				if f, ok := m.configSources[v.ConfigMap.Name+"/"+it.Key]; ok {
+					src = f
+				}
+				want, err := os.ReadFile(src)
 				if err != nil {
-					t.Errorf("%s: the ConfigMap key %s is no file of deploy/: %v", name, it.Key, err)
+					t.Errorf("%s: the ConfigMap key %s is no file of deploy/: %v", name, src, err)
 				} else if string(want) != configText {
-					t.Errorf("%s: ConfigMap %s key %s differs from deploy/%s: copy it to kubernetes/config/", name, v.ConfigMap.Name, it.Key, it.Key)
+					t.Errorf("%s: ConfigMap %s key %s differs from deploy/%s: copy it to kubernetes/config/", name, v.ConfigMap.Name, it.Key, src)
 				}
 			}
 		}
@@ -362,10 +373,19 @@ func checkPod(t *testing.T, m *manifests, name string, spec corev1.PodSpec) {
 	if configText == "" {
 		t.Fatalf("%s: --config %q is no file of a mounted ConfigMap", name, configFile)
 	}
+	// A probe reaches the health check on the pod's IP: by a named container port, or by the
+	// port number the health check listens on (OTELCOL_GYM_HEALTH_ENDPOINT), which the kubelet
+	// probes whether or not a container port declares it.
+	_, healthPort, _ := net.SplitHostPort(envOf(c)["OTELCOL_GYM_HEALTH_ENDPOINT"])
 	for _, p := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe} {
-		if p == nil || p.HTTPGet == nil {
+		switch {
+		case p == nil || p.HTTPGet == nil:
 			t.Errorf("%s: readiness and liveness probes on the health check are required", name)
-		} else if !podHasPort(spec, p.HTTPGet.Port.String()) {
+		case p.HTTPGet.Port.Type == intstr.Int && healthPort != "":
+			if p.HTTPGet.Port.String() != healthPort {
+				t.Errorf("%s: probe port %s, but the health check listens on %s (OTELCOL_GYM_HEALTH_ENDPOINT)", name, p.HTTPGet.Port.String(), healthPort)
+			}
+		case !podHasPort(spec, p.HTTPGet.Port.String()):
 			t.Errorf("%s: probe port %s is not a container port", name, p.HTTPGet.Port.String())
 		}
 	}
