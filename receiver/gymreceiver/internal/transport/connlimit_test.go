@@ -2,8 +2,15 @@ package transport
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"strings"
@@ -99,4 +106,50 @@ func TestConnLimitShutdownWhileFull(t *testing.T) {
 		t.Fatal("Serve did not return while Accept waited for a slot")
 	}
 	require.NoError(t, srv.Close())
+}
+
+// Behind TLS, the server still sees its *tls.Conn (the limit wraps no connection), so a
+// request knows it came over TLS, and closed TLS connections give their slots back.
+func TestConnLimitKeepsTLS(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	cert := tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	leaf, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	pool.AddCert(leaf)
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	limit := NewConnLimit(1, nil)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS == nil {
+			http.Error(w, "not TLS", http.StatusInternalServerError)
+			return
+		}
+		_, _ = io.WriteString(w, "tls")
+	})}
+	srv.ConnState = limit.ConnState(nil)
+	go func() {
+		_ = srv.Serve(limit.Listener(tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})))
+	}()
+	defer srv.Close()
+
+	for range 3 { // one slot: each request's connection must give it back for the next
+		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+			DisableKeepAlives: true, TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+		}}
+		resp, err := client.Get("https://" + ln.Addr().String() + "/")
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+		require.Equal(t, "tls", string(b))
+	}
 }
