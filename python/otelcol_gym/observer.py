@@ -160,6 +160,12 @@ class RequestCounts:
         self.fold()
         return self._responses
 
+    @responses.setter
+    def responses(self, value: dict[int, int]) -> None:
+        # Gym's attribute can be replaced; what is still buffered goes to the old dict.
+        self.fold()
+        self._responses = value
+
     def fold(self) -> None:
         """Move the buffered responses into ``responses``. Any thread may call it."""
         pending = self._pending

@@ -465,3 +465,13 @@ class TestRequestCountsBuffer(unittest.TestCase):
         rc = ob.RequestCounts()
         ob.RequestCounts.count_response(rc, 201)
         self.assertEqual(rc.responses, {201: 1})
+
+    def test_responses_can_be_replaced(self) -> None:
+        rc = ob.RequestCounts()
+        rc.count_response(200)
+        old = rc.responses
+        rc.count_response(200)
+        rc.responses = {500: 7}
+        rc.count_response(500)
+        self.assertEqual(old, {200: 2})
+        self.assertEqual(rc.responses, {500: 8})
