@@ -290,16 +290,7 @@ type gymRun struct {
 // startGymRun feeds the run in three parts a few scrapes apart, so rates see it grow.
 func startGymRun(t *testing.T) *gymRun {
 	t.Helper()
-	storage := t.TempDir()
-	col, ports := startCollector(t, func(p collectorPorts) []string {
-		return []string{
-			filepath.Join(repoRoot, "config", "otelcol-gym.yaml"),
-			fmt.Sprintf(defaultConfigOverride, p.Health, p.Gym, p.Prometheus, p.Telemetry, p.OTLPGRPC, p.OTLPHTTP),
-			dashboardsOverride,
-			// A checkpoint of its own: the default's _build/storage would restore an earlier run.
-			"extensions:\n  file_storage:\n    directory: " + storage + "\n",
-		}
-	})
+	col, ports := startDefaultCollector(t, dashboardsOverride)
 	rules, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "prometheus", "gym.rules.yaml"))
 	require.NoError(t, err)
 	cfg := fmt.Sprintf(`global:

@@ -45,6 +45,11 @@ BACKOFF_MIN = 0.1
 BACKOFF_MAX = 5.0
 RETRY_AFTER_MAX = 60.0
 IO_TIMEOUT = 5.0
+# The receiver's resource-line limits (the schema's limits.resource_max_attributes and
+# resource_max_key_bytes): a line over them is rejected whole, so the emitter leaves out what
+# does not fit instead, with a warning.
+RESOURCE_MAX_ATTRIBUTES = 32
+RESOURCE_MAX_KEY_BYTES = 128
 # Formatted lines kept by their queued tuple (cleared when full).
 LINE_CACHE_SIZE = 8192
 
@@ -235,7 +240,8 @@ class Settings:
 def build_resource(extra: dict[str, Any], instance_id: str) -> dict[str, Any]:
     """The resource attributes: defaults, then OTEL_RESOURCE_ATTRIBUTES, OTEL_SERVICE_NAME and
     configure(resource=...); ``process.pid`` is always this process's."""
-    attrs: dict[str, Any] = {"service.name": "nemo-gym", "service.instance.id": instance_id}
+    # process.pid early: the attributes past the limit are the ones left out.
+    attrs: dict[str, Any] = {"service.name": "nemo-gym", "service.instance.id": instance_id, "process.pid": os.getpid()}
     run_id = os.environ.get("NEMO_GYM_OTEL_RUN_ID") or os.environ.get("SLURM_JOB_ID")
     if run_id:
         attrs["nemo.run.id"] = run_id
@@ -254,14 +260,15 @@ def build_resource(extra: dict[str, Any], instance_id: str) -> dict[str, Any]:
     attrs["process.pid"] = os.getpid()
     out: dict[str, Any] = {}
     for k, v in attrs.items():
-        if not isinstance(k, str) or not k or len(k.encode("utf-8", "surrogatepass")) > 128:
-            logger.warning("otelcol_gym: resource attribute key %r left out (1..128 bytes)", k)
+        if not isinstance(k, str) or not k or len(k.encode("utf-8", "surrogatepass")) > RESOURCE_MAX_KEY_BYTES:
+            logger.warning("otelcol_gym: resource attribute key %r left out (1..%d bytes)", k, RESOURCE_MAX_KEY_BYTES)
             continue
+        if len(out) == RESOURCE_MAX_ATTRIBUTES:
+            logger.warning("otelcol_gym: more than %d resource attributes; %r and the ones after it left out", RESOURCE_MAX_ATTRIBUTES, k)
+            break
         if not isinstance(v, (str, bool, int)):
             v = str(v)
         out[k] = v
-        if len(out) == 32:
-            break
     return out
 
 
@@ -527,9 +534,9 @@ class Emitter:
             else:
                 self.dropped += 1
 
-    def count_invalid(self) -> None:
+    def count_invalid(self, n: int = 1) -> None:
         with self.lock:
-            self.invalid += 1
+            self.invalid += n
 
     def ensure_started(self) -> None:
         if self.on and self.thread is None:
@@ -682,8 +689,7 @@ class Emitter:
             out.append(line)
             n += len(line)
         if bad:
-            with self.lock:
-                self.invalid += bad
+            self.count_invalid(bad)
         return n
 
     def _run(self) -> None:

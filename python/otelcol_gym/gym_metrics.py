@@ -79,19 +79,6 @@ _QUEUE_OUTCOMES = frozenset(("ok", "abandoned"))
 _CONNECT_OUTCOMES = frozenset(("ok", "failed"))
 
 
-def _reward_range(reward: float) -> str:
-    """The ``nemo.gym.rollout.reward.range`` the collector gives ``reward`` (not NaN)."""
-    if reward < 0:
-        return "negative"
-    if reward == 0:
-        return "zero"
-    if reward < 1:
-        return "partial"
-    if reward == 1:
-        return "full"
-    return "above_one"
-
-
 # ---- formatters (the emitter's thread): one queued tuple -> one events-v1 line ----
 
 
@@ -344,8 +331,7 @@ def _connects_line() -> dict:
         except (ValueError, TypeError, AttributeError):
             bad += 1  # an entry the receiver would reject, with the whole line
     if bad:
-        with _E.lock:
-            _E.invalid += bad
+        _E.count_invalid(bad)
     if not parts:
         return {}
     return {"http.pool.connects": '{"event":"http.pool.connects","counts":{%s}}\n' % ",".join(parts)}

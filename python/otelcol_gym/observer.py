@@ -468,7 +468,7 @@ def _readings(state: _ProcessObserver) -> dict[str, str]:
                 raise ValueError(code)
             parts.append('"%d":%s' % (c, integer(n)))
         except (ValueError, TypeError, AttributeError):
-            bad += 1  # the receiver would reject the whole line for it
+            bad += 1  # left out: the receiver would reject the whole line for it
     cparts = []
     for key, n in cancelled.items():
         try:
@@ -477,7 +477,7 @@ def _readings(state: _ProcessObserver) -> dict[str, str]:
         except (ValueError, TypeError, AttributeError):
             bad += 1
     if bad:
-        _E.count_invalid()
+        _E.count_invalid(bad)
     try:
         out["server.requests"] = '{"event":"server.requests","in_flight":%s,"unhandled_exceptions":%s,"responses":{%s},"cancelled":[%s],"outbound_in_flight":%s}\n' % (
             integer(max(0, rc.in_flight)),
