@@ -1,5 +1,5 @@
 // Command memory measures what the collector's default pipeline (config/otelcol-gym.yaml: the
-// gym receiver, memory_limiter, gymattrs, batch, the Prometheus and debug exporters) costs in
+// gym receiver, memory_limiter, gymattrs, batch, the Prometheus exporter) costs in
 // memory: per minimal resource, per series, after churned resources have expired everywhere,
 // and under concurrent gzip bombs (peak RSS). It runs the real binary on loopback and prints
 // Markdown tables (docs/performance.md, SECURITY.md).
@@ -108,24 +108,37 @@ func run(ctx context.Context, o options) error {
 	return nil
 }
 
-// pipelineConfig is the default configuration on free loopback ports, with the pprof
-// extension (for the live heap) and, for the churn run, the expiry times scaled down.
-func pipelineConfig(base string, p harness.GymPorts, promPort int, expire time.Duration) string {
+// pipelineConfig is the default configuration on free loopback ports, with a checkpoint
+// directory of its own (the default's _build/storage would restore an earlier run), the pprof
+// extension (for the live heap) and, for the churn run, the expiry times scaled down. Every
+// edit must match the default exactly once, so that a changed default fails here instead of
+// measuring something else.
+func pipelineConfig(base string, p harness.GymPorts, promPort int, otlp [2]int, storage string, expire time.Duration) (string, error) {
 	c := base
-	c = strings.ReplaceAll(c, "127.0.0.1:4390", fmt.Sprintf("127.0.0.1:%d", p.HTTP))
-	c = strings.ReplaceAll(c, "127.0.0.1:13133", fmt.Sprintf("127.0.0.1:%d", p.Health))
-	c = strings.ReplaceAll(c, "127.0.0.1:9464", fmt.Sprintf("127.0.0.1:%d", promPort))
-	c = strings.Replace(c, "port: 8888", fmt.Sprintf("port: %d", p.Telemetry), 1)
-	c = strings.Replace(c, "\nextensions:\n", fmt.Sprintf("\nextensions:\n  pprof:\n    endpoint: 127.0.0.1:%d\n", p.Pprof), 1)
-	c = strings.Replace(c, "extensions: [health_check]", "extensions: [health_check, pprof]", 1)
-	c = strings.Replace(c, "      level: info", "      level: warn", 1)
-	c = strings.Replace(c, "  debug:\n    verbosity: basic\n", "  debug:\n    verbosity: basic\n    sampling_initial: 1\n    sampling_thereafter: 1000\n", 1)
-	if expire > 0 {
-		c = strings.Replace(c, "    collection_interval: 5s\n", fmt.Sprintf("    collection_interval: 5s\n    expire_after: %s\n", expire), 1)
-		c = strings.Replace(c, "  gymattrs: {}", fmt.Sprintf("  gymattrs:\n    series_idle_timeout: %s", 2*expire), 1)
-		c = strings.Replace(c, "    endpoint: "+fmt.Sprintf("127.0.0.1:%d", promPort), fmt.Sprintf("    endpoint: 127.0.0.1:%d\n    metric_expiration: %s", promPort, expire), 1)
+	var errs []error
+	edit := func(old, repl string) {
+		if n := strings.Count(c, old); n != 1 {
+			errs = append(errs, fmt.Errorf("config/otelcol-gym.yaml: %q found %d times, want once", old, n))
+			return
+		}
+		c = strings.Replace(c, old, repl, 1)
 	}
-	return c
+	edit("endpoint: 127.0.0.1:4390", fmt.Sprintf("endpoint: 127.0.0.1:%d", p.HTTP))
+	edit("endpoint: 127.0.0.1:4317", fmt.Sprintf("endpoint: 127.0.0.1:%d", otlp[0]))
+	edit("endpoint: 127.0.0.1:4318", fmt.Sprintf("endpoint: 127.0.0.1:%d", otlp[1]))
+	edit("endpoint: 127.0.0.1:13133", fmt.Sprintf("endpoint: 127.0.0.1:%d", p.Health))
+	edit("endpoint: 127.0.0.1:9464", fmt.Sprintf("endpoint: 127.0.0.1:%d", promPort))
+	edit("port: 8888", fmt.Sprintf("port: %d", p.Telemetry))
+	edit("directory: _build/storage", "directory: "+storage)
+	edit("\nextensions:\n", fmt.Sprintf("\nextensions:\n  pprof:\n    endpoint: 127.0.0.1:%d\n", p.Pprof))
+	edit("extensions: [health_check, file_storage]", "extensions: [health_check, file_storage, pprof]")
+	edit("      level: info", "      level: warn")
+	if expire > 0 {
+		edit("    collection_interval: 5s\n", fmt.Sprintf("    collection_interval: 5s\n    expire_after: %s\n", expire))
+		edit("  gymattrs: {}", fmt.Sprintf("  gymattrs:\n    series_idle_timeout: %s", 2*expire))
+		edit("    endpoint: "+fmt.Sprintf("127.0.0.1:%d", promPort), fmt.Sprintf("    endpoint: 127.0.0.1:%d\n    metric_expiration: %s", promPort, expire))
+	}
+	return c, errors.Join(errs...)
 }
 
 func start(ctx context.Context, o options, base, bin, name string, expire time.Duration) (*harness.Collector, harness.GymPorts, int, error) {
@@ -133,18 +146,27 @@ func start(ctx context.Context, o options, base, bin, name string, expire time.D
 	if err != nil {
 		return nil, p, 0, err
 	}
-	prom, err := harness.FreePort()
+	ports, err := harness.FreePorts(3)
+	if err != nil {
+		return nil, p, 0, err
+	}
+	dir := filepath.Join(o.outDir, name)
+	storage, err := filepath.Abs(filepath.Join(dir, "storage"))
+	if err != nil {
+		return nil, p, 0, err
+	}
+	config, err := pipelineConfig(base, p, ports[0], [2]int{ports[1], ports[2]}, storage, expire)
 	if err != nil {
 		return nil, p, 0, err
 	}
 	c, err := harness.Start(ctx, harness.StartOptions{
-		Name: name, Bin: bin, Config: pipelineConfig(base, p, prom, expire),
-		Env: []string{"GOMAXPROCS=2"}, Dir: filepath.Join(o.outDir, name),
+		Name: name, Bin: bin, Config: config,
+		Env: []string{"GOMAXPROCS=2"}, Dir: dir,
 		HealthURL: fmt.Sprintf("http://127.0.0.1:%d/", p.Health),
 		PprofAddr: fmt.Sprintf("127.0.0.1:%d", p.Pprof),
 		Telemetry: fmt.Sprintf("http://127.0.0.1:%d/metrics", p.Telemetry),
 	})
-	return c, p, prom, err
+	return c, p, ports[0], err
 }
 
 type snapshot struct{ heap, rss int64 }
