@@ -331,17 +331,18 @@ func minTime(a, b time.Time) time.Time {
 	return b
 }
 
-// maxPooledBuf keeps one huge body from pinning its buffer in the pool.
-const maxPooledBuf = 1 << 20
-
+// putBuf pools a buffer by what it may be used for. The small pool takes only buffers of at
+// most SmallBody: a body reads into its small buffer up to that buffer's capacity before it
+// takes a body slot, so a larger one there would let a body past SmallBody in without a slot.
+// A buffer of the whole limit goes back to the large pool; any other is left to the GC.
 func (h *HTTPHandler) putBuf(b *[]byte) {
 	switch {
-	case cap(*b) <= maxPooledBuf:
-		*b = (*b)[:0]
-		h.bufs.Put(b)
-	case h.opts.MaxBodyBytes > 0 && int64(cap(*b)) == h.opts.MaxBodyBytes:
+	case h.opts.MaxBodyBytes > 0 && int64(cap(*b)) == h.opts.MaxBodyBytes && cap(*b) > h.opts.SmallBody:
 		*b = (*b)[:0]
 		h.bigBufs.Put(b)
+	case cap(*b) <= h.opts.SmallBody:
+		*b = (*b)[:0]
+		h.bufs.Put(b)
 	}
 }
 

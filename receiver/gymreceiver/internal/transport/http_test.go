@@ -159,3 +159,21 @@ func TestHTTPLargeBodiesInPooledBuffers(t *testing.T) {
 	assert.Len(t, h.bodySlots, 0)
 	assert.Len(t, h.slots, 0)
 }
+
+// A buffer of the whole limit never goes back to the small pool, even when the limit is under
+// 1 MiB: a body reads into its small buffer up to its capacity before it takes a body slot.
+func TestHTTPLimitBufferNotInSmallPool(t *testing.T) {
+	for _, limit := range []int64{256 << 10, 1 << 20, 4 << 20} {
+		agg := newTestAggregator(t)
+		h := NewHTTPHandler(agg, HTTPOptions{MaxLineBytes: 1 << 16, MaxConcurrent: 1, Wait: time.Second, MaxBodyBytes: limit}, nil)
+		b := make([]byte, 0, limit)
+		h.putBuf(&b)
+		small := make([]byte, 0, h.opts.SmallBody)
+		h.putBuf(&small)
+		for range 4 {
+			if p, _ := h.bufs.Get().(*[]byte); p != nil {
+				require.LessOrEqual(t, cap(*p), h.opts.SmallBody, "limit %d: a buffer of %d bytes in the small pool", limit, cap(*p))
+			}
+		}
+	}
+}
