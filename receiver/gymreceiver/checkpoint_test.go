@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/metadatatest"
@@ -265,12 +266,16 @@ func TestCheckpointTelemetry(t *testing.T) {
 			if failing {
 				m, err := tt.GetMetric("otelcol_receiver_gym_checkpoint_failures")
 				require.NoError(t, err)
-				assert.Equal(t, int64(1), m.Data.(metricdata.Sum[int64]).DataPoints[0].Value)
+				dp := m.Data.(metricdata.Sum[int64]).DataPoints[0]
+				assert.Equal(t, int64(1), dp.Value)
+				assertReceiverAttr(t, dp.Attributes)
 				return
 			}
 			m, err := tt.GetMetric("otelcol_receiver_gym_checkpoint_size")
 			require.NoError(t, err)
-			assert.Positive(t, m.Data.(metricdata.Gauge[int64]).DataPoints[0].Value)
+			dp := m.Data.(metricdata.Gauge[int64]).DataPoints[0]
+			assert.Positive(t, dp.Value)
+			assertReceiverAttr(t, dp.Attributes)
 		})
 	}
 }
@@ -319,4 +324,13 @@ func TestCrashOnRolloutsLosesNothingAndRepeatsNothing(t *testing.T) {
 	sink, stop := runReceiver(t, newCfg(), storageHost(st))
 	stop()
 	assert.Equal(t, int64(written), scoredTotal(lastMetrics(t, sink)), "every row once over every life")
+}
+
+// assertReceiverAttr: the receiver's own measurements name it (receiver=gym), as the
+// collector's standard receiver metrics do.
+func assertReceiverAttr(t *testing.T, attrs attribute.Set) {
+	t.Helper()
+	v, ok := attrs.Value("receiver")
+	assert.True(t, ok, "no receiver attribute: %v", attrs.ToSlice())
+	assert.Equal(t, "gym", v.AsString())
 }

@@ -251,14 +251,20 @@ func (cfg *Config) Validate() error {
 // storageID is the storage extension of the checkpoints: storage, or its block spellings
 // files.storage and rollouts.storage; nil for none.
 func (cfg *Config) storageID() *component.ID {
+	id, _ := cfg.storageKey()
+	return id
+}
+
+// storageKey is storageID and the key that names it, for errors.
+func (cfg *Config) storageKey() (*component.ID, string) {
 	if cfg.Storage != nil {
-		return cfg.Storage
+		return cfg.Storage, "storage"
 	}
 	if fc := cfg.Files.Get(); fc != nil && fc.Storage != nil {
-		return fc.Storage
+		return fc.Storage, "files.storage"
 	}
-	if rc := cfg.Rollouts.Get(); rc != nil {
-		return rc.Storage
+	if rc := cfg.Rollouts.Get(); rc != nil && rc.Storage != nil {
+		return rc.Storage, "rollouts.storage"
 	}
-	return nil
+	return nil, ""
 }

@@ -133,6 +133,14 @@ func (s *ownTelemetry) httpBodyTooSlow(ctx context.Context) {
 	s.tb.ReceiverGymHTTPBodiesTooSlow.Add(ctx, 1, s.set)
 }
 
+func (s *ownTelemetry) checkpointFailed(ctx context.Context) {
+	s.tb.ReceiverGymCheckpointFailures.Add(ctx, 1, s.set)
+}
+
+func (s *ownTelemetry) checkpointSize(ctx context.Context, bytes int) {
+	s.tb.ReceiverGymCheckpointSize.Record(ctx, int64(bytes), s.set)
+}
+
 func (s *ownTelemetry) httpMaxConnectionsReached(ctx context.Context) {
 	s.tb.ReceiverGymHTTPMaxConnectionsReached.Add(ctx, 1, s.set)
 }

@@ -304,13 +304,9 @@ const (
 // startCheckpoints opens the storage and restores the last checkpoint, before any transport
 // runs.
 func (r *gymReceiver) startCheckpoints(ctx context.Context, host component.Host) error {
-	id := r.cfg.storageID()
+	id, key := r.cfg.storageKey()
 	if id == nil {
 		return nil
-	}
-	key := "storage"
-	if r.cfg.Storage == nil {
-		key = "files.storage"
 	}
 	client, err := storageClient(ctx, host, key, *id, r.set.ID, "")
 	if err != nil {
@@ -344,7 +340,7 @@ func (r *gymReceiver) startCheckpoints(ctx context.Context, host component.Host)
 // syncCheckpoint is the HTTP transport's per-request durability (checkpoint_before_answer).
 func (r *gymReceiver) syncCheckpoint(ctx context.Context) {
 	if err := r.ckpt.Sync(ctx); err != nil {
-		r.telemetry.ReceiverGymCheckpointFailures.Add(context.Background(), 1)
+		r.self.checkpointFailed(context.Background())
 		r.set.Logger.Warn("gym receiver: saving the checkpoint before answering failed; the body is applied but may not survive a crash", zap.Error(err))
 	}
 }
@@ -380,10 +376,10 @@ func (r *gymReceiver) collect(ctx context.Context) {
 		start := time.Now()
 		md, size, err = r.ckpt.Collect(ctx, r.scope)
 		if err != nil {
-			r.telemetry.ReceiverGymCheckpointFailures.Add(ctx, 1)
+			r.self.checkpointFailed(ctx)
 			r.set.Logger.Warn("gym receiver: saving the checkpoint failed; exporting anyway, a crash before the next checkpoint loses what was accepted since the last one", zap.Error(err))
 		} else {
-			r.telemetry.ReceiverGymCheckpointSize.Record(ctx, int64(size))
+			r.self.checkpointSize(ctx, size)
 			r.set.Logger.Debug("gym receiver: checkpoint saved", zap.Int("bytes", size), zap.Duration("took", time.Since(start)))
 		}
 	} else {

@@ -158,6 +158,19 @@ func TestFilesStorageAcrossRestart(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `files.storage: no extension "nope"`)
 	require.NoError(t, r.Shutdown(context.Background()))
+
+	// Named in the rollouts block alone, the error names that key.
+	cfg = createDefaultConfig().(*Config)
+	rc := cfg.Rollouts.GetOrInsertDefault()
+	rc.Include = []string{filepath.Join(t.TempDir(), "*.jsonl")}
+	rc.Storage = &missing
+	cfg.Process.Enabled = false
+	r, err = NewFactory().CreateMetrics(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, new(consumertest.MetricsSink))
+	require.NoError(t, err)
+	err = r.Start(context.Background(), host)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `rollouts.storage: no extension "nope"`)
+	require.NoError(t, r.Shutdown(context.Background()))
 }
 
 func lastMetricsOrEmpty(sink *consumertest.MetricsSink) pmetric.Metrics {

@@ -93,7 +93,13 @@ func (c *Checkpointer) Section(name string) *Section {
 }
 
 // GuardedBy names the lock the source holds while it applies lines and Saves their offsets.
-func (s *Section) GuardedBy(l sync.Locker) { s.guard = l }
+// It takes the checkpointer's lock: a checkpoint may be under way (an HTTP answer's, when the
+// HTTP transport started first).
+func (s *Section) GuardedBy(l sync.Locker) {
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	s.guard = l
+}
 
 // Load returns the source's offsets from the restored checkpoint (nil: none).
 func (s *Section) Load(context.Context) ([]byte, error) {
