@@ -92,7 +92,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ReceiverGymHTTPMaxConnectionsReached, err = builder.meter.Int64Counter(
 		"otelcol_receiver_gym_http_max_connections_reached",
-		metric.WithDescription("Times every one of http.max_connections was open, so that new connections waited in the listen backlog until one closed. [Development]"),
+		metric.WithDescription("Times every one of http.max_connections was taken, so that the next connection waits in the listen backlog until one closes (counted whether or not one is waiting). [Development]"),
 		metric.WithUnit("{event}"),
 	)
 	errs = errors.Join(errs, err)

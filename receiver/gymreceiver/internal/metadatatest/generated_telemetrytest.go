@@ -70,7 +70,7 @@ func AssertEqualReceiverGymHTTPBodiesTooSlow(t *testing.T, tt *componenttest.Tel
 func AssertEqualReceiverGymHTTPMaxConnectionsReached(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_gym_http_max_connections_reached",
-		Description: "Times every one of http.max_connections was open, so that new connections waited in the listen backlog until one closed. [Development]",
+		Description: "Times every one of http.max_connections was taken, so that the next connection waits in the listen backlog until one closes (counted whether or not one is waiting). [Development]",
 		Unit:        "{event}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
