@@ -85,8 +85,13 @@ while True:
         sys.exit("no gym_rollout_completed_total 3 on :%s:\n%s" % (prom_port, text[-2000:]))
     time.sleep(0.2)
 PY
-pid=$(pgrep -f "^/otelcol-gym --config /etc/otelcol-gym/config.yaml" | while read -r p; do
-	grep -q "127.0.0.1:$http_port" "/proc/$p/root/etc/otelcol-gym/config.yaml" 2>/dev/null && echo "$p"; done | head -1)
+# The container's collector: the process whose root holds this run's config (no pgrep: procps
+# is not on every machine).
+pid=""
+for d in /proc/[0-9]*; do
+	[ "$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null)" = "/otelcol-gym --config /etc/otelcol-gym/config.yaml " ] || continue
+	grep -q "127.0.0.1:$http_port" "$d/root/etc/otelcol-gym/config.yaml" 2>/dev/null && { pid=${d#/proc/}; break; }
+done
 [ -n "$pid" ] || fail "cannot find the container's collector process"
 uid=$(awk '/^Uid:/ {print $2}' "/proc/$pid/status")
 [ "$uid" = 10001 ] || fail "the container's collector runs as uid $uid, want 10001"

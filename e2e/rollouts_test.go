@@ -133,10 +133,15 @@ func TestRolloutFilesLiveAndRestart(t *testing.T) {
 
 	// A row appended in pieces, exported only once it is whole.
 	row := gymRow(20, "1.0")
+	// Two collections (300 ms) after each piece, several polls (100 ms) have seen it.
+	twoExports := func() {
+		n := sink1.count()
+		waitFor(t, "two more exports", func() bool { return sink1.count() >= n+2 })
+	}
 	write(row[:len(row)/3])
-	time.Sleep(400 * time.Millisecond)
+	twoExports()
 	write(row[len(row)/3 : 2*len(row)/3])
-	time.Sleep(400 * time.Millisecond)
+	twoExports()
 	assert.Equal(t, 20.0, latestPoints(sink1.exports(), run, completedTotal, outcomeIs("scored")), "a row being written is not read half")
 	write(row[2*len(row)/3:])
 	waitPoints(t, sink1, "the row written in pieces", run, completedTotal, outcomeIs("scored"), 21)
