@@ -194,7 +194,7 @@ func agentCollection(agent, resources, sums, hists int) pmetric.Metrics {
 		sm.Scope().SetName("github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver")
 		c := sm.Metrics().AppendEmpty()
 		c.SetName("gym.rollout.completed_total")
-		c.SetUnit("{rollout}")
+		c.SetUnit("1")
 		sum := c.SetEmptySum()
 		sum.SetIsMonotonic(true)
 		sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
@@ -203,11 +203,11 @@ func agentCollection(agent, resources, sums, hists int) pmetric.Metrics {
 			dp.SetStartTimestamp(start)
 			dp.SetTimestamp(now)
 			dp.SetIntValue(int64(1000 + i))
-			dp.Attributes().PutStr("dispatch_name", fmt.Sprintf("dispatch-%d", i/3))
+			dp.Attributes().PutStr("nemo.gym.rollout.dispatch.name", fmt.Sprintf("dispatch-%d", i/3))
 			dp.Attributes().PutStr("nemo.gym.rollout.outcome", []string{"scored", "failed", "omitted"}[i%3])
 		}
 		h := sm.Metrics().AppendEmpty()
-		h.SetName("gym.sandbox.exec.duration")
+		h.SetName("gym.sandbox.exec_duration_ms")
 		h.SetUnit("ms")
 		hist := h.SetEmptyHistogram()
 		hist.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
@@ -225,7 +225,7 @@ func agentCollection(agent, resources, sums, hists int) pmetric.Metrics {
 			dp.BucketCounts().FromRaw(counts)
 			dp.SetCount(total)
 			dp.SetSum(float64(total) * 42)
-			dp.Attributes().PutStr("provider", fmt.Sprintf("provider-%d", i))
+			dp.Attributes().PutStr("nemo.gym.sandbox.provider", fmt.Sprintf("provider-%d", i))
 		}
 	}
 	return md
