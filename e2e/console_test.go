@@ -281,7 +281,7 @@ func TestConsoleStream(t *testing.T) {
 	})
 	conn, err := net.Dial("unix", filepath.Join(dir, "console.sock"))
 	require.NoError(t, err)
-	py := exec.Command("python3", filepath.Join(filepath.Dir(consoleSample), "gym_stdout.py"))
+	py := exec.Command(pythonOrSkip(t), filepath.Join(filepath.Dir(consoleSample), "gym_stdout.py"))
 	var stderr strings.Builder
 	py.Stdout, py.Stderr = conn, &stderr
 	require.NoError(t, py.Run(), "%s", stderr.String())

@@ -417,18 +417,7 @@ func TestDashboardsAndRulesOnRealData(t *testing.T) {
 	// A few panels against what the run implies.
 	want := func(query string, wantVec map[string]float64) {
 		t.Helper()
-		var got map[string]float64
-		err := eventually(30*time.Second, time.Second, func() error {
-			var err error
-			if got, err = promQuery(run.prom, query); err != nil {
-				return err
-			}
-			if !equalVectors(got, wantVec) {
-				return errNotYet
-			}
-			return nil
-		})
-		require.NoError(t, err, "%s\n got:  %v\n want: %v", query, got, wantVec)
+		waitVector(t, run.prom, query, wantVec)
 	}
 	panelQuery := func(uid, title string) string {
 		for _, d := range dashboards {

@@ -3,14 +3,11 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -221,43 +218,18 @@ func TestSIGTERMMidFileExporterDown(t *testing.T) {
 
 // promSamples returns the raw samples of a range selector, per series, oldest first.
 func promSamples(base, selector string) (map[string][]float64, error) {
-	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(selector))
+	series, err := promMatrix(base, selector)
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	var ans struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			ResultType string `json:"resultType"`
-			Result     []struct {
-				Metric map[string]string `json:"metric"`
-				Values [][2]any          `json:"values"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
-		return nil, err
-	}
-	if ans.Status != "success" || ans.Data.ResultType != "matrix" {
-		return nil, fmt.Errorf("query %s: %s %s", selector, ans.Status, ans.Error)
-	}
 	out := map[string][]float64{}
-	for _, r := range ans.Data.Result {
-		keys := make([]string, 0, len(r.Metric))
-		for k, v := range r.Metric {
+	for _, s := range series {
+		keys := make([]string, 0, len(s.labels))
+		for k, v := range s.labels {
 			keys = append(keys, k+"="+v)
 		}
 		sort.Strings(keys)
-		for _, v := range r.Values {
-			s, _ := v[1].(string)
-			f, err := strconv.ParseFloat(s, 64)
-			if err != nil {
-				return nil, err
-			}
-			out[strings.Join(keys, ",")] = append(out[strings.Join(keys, ",")], f)
-		}
+		out[strings.Join(keys, ",")] = append(out[strings.Join(keys, ",")], s.samples...)
 	}
 	return out, nil
 }
@@ -282,18 +254,8 @@ func TestProcessRestartInOneCollectionPrometheus(t *testing.T) {
 	query := fmt.Sprintf(`gym_rollout_completed_total{instance=%q}`, instance)
 	wait := func(what string, want float64) {
 		t.Helper()
-		var got map[string]float64
-		err := eventually(30*time.Second, 200*time.Millisecond, func() error {
-			var err error
-			if got, err = promQuery(prom, "sum("+query+")"); err != nil {
-				return err
-			}
-			if !equalVectors(got, map[string]float64{"{}": want}) {
-				return errNotYet
-			}
-			return nil
-		})
-		require.NoError(t, err, "%s: Prometheus has %v, want %v", what, got, want)
+		t.Logf("waiting for %s", what)
+		waitVector(t, prom, "sum("+query+")", map[string]float64{"{}": want})
 	}
 	post(restartBody(instance, 1001, 10, 4))
 	wait("the old process's first report", 4)

@@ -250,19 +250,7 @@ func TestPrometheus(t *testing.T) {
 		},
 	}
 	for _, c := range cases {
-		var got map[string]float64
-		err := eventually(60*time.Second, 500*time.Millisecond, func() error {
-			var err error
-			got, err = promQuery(prom, c.query)
-			if err != nil {
-				return err
-			}
-			if !equalVectors(got, c.want) {
-				return errNotYet
-			}
-			return nil
-		})
-		require.NoError(t, err, "PromQL %s\n got:  %v\n want: %v", c.query, got, c.want)
+		waitVector(t, prom, c.query, c.want)
 	}
 }
 

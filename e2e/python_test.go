@@ -137,13 +137,7 @@ func latestOf(exports []pmetric.Metrics, svc string) pmetric.Metrics {
 
 func TestPythonEmitter(t *testing.T) {
 	t.Parallel()
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("python3 is needed")
-		}
-		t.Skip("no python3")
-	}
+	python := pythonOrSkip(t)
 	sink := newCtlSink(t)
 	sock := filepath.Join(t.TempDir(), "gym.sock")
 	var tcpAddr string

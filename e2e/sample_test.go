@@ -177,10 +177,7 @@ func parseSample(s string) (map[string]string, string) {
 // against a collector, with a recorder call after it; skipped where python3 is missing.
 func TestREADMEPython(t *testing.T) {
 	t.Parallel()
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 is not installed")
-	}
+	python := pythonOrSkip(t)
 	data, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
 	require.NoError(t, err)
 	_, rest, ok := strings.Cut(string(data), "```python\n")

@@ -237,7 +237,7 @@ func (g *gymProcess) emit(t *testing.T, agents []*deployed, gymPorts []int, n in
 		return
 	}
 	url := fmt.Sprintf("http://127.0.0.1:%d/v1/events", gymPorts[g.agent])
-	status, answer := post(t, http.DefaultClient, url, g.resourceLine()+g.body(n), map[string]string{"Content-Type": "application/x-ndjson"})
+	status, answer := post(t, http.DefaultClient, url, g.resourceLine()+g.body(n), nil)
 	require.Equal(t, http.StatusOK, status, "%s: %s", g.instance, answer)
 	var ans gymAnswer
 	require.NoError(t, json.Unmarshal([]byte(answer), &ans))
@@ -252,8 +252,11 @@ type promSeries struct {
 }
 
 // promRaw returns every raw sample of metric in the last 30 minutes, by series.
-func promRaw(base, metric string) ([]promSeries, error) {
-	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(metric+"[30m]"))
+func promRaw(base, metric string) ([]promSeries, error) { return promMatrix(base, metric+"[30m]") }
+
+// promMatrix runs a range-vector query (SELECTOR[RANGE]) and returns its raw samples by series.
+func promMatrix(base, query string) ([]promSeries, error) {
+	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(query))
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +276,7 @@ func promRaw(base, metric string) ([]promSeries, error) {
 		return nil, err
 	}
 	if ans.Status != "success" || ans.Data.ResultType != "matrix" {
-		return nil, fmt.Errorf("query %s[30m]: %s %s %s", metric, ans.Status, ans.Data.ResultType, ans.Error)
+		return nil, fmt.Errorf("query %s: %s %s %s", query, ans.Status, ans.Data.ResultType, ans.Error)
 	}
 	var out []promSeries
 	for _, r := range ans.Data.Result {
