@@ -436,3 +436,67 @@ func TestRefusedCounted(t *testing.T) {
 	}
 	assert.Equal(t, int64(2), refused)
 }
+
+// A pretty-printed log record with one attribute line longer than max_line_bytes, through the
+// file transport's line reader: the record is rejected once as partial_record, never passed on
+// without that attribute, and the rest of it is skipped.
+func TestTooLongLineInPrettyRecord(t *testing.T) {
+	lines := []string{
+		"{",
+		`    "body": "step done",`,
+		`    "severity_number": 9,`,
+		`    "severity_text": "INFO",`,
+		`    "attributes": {`,
+		`        "nemo.gym.step": 3,`,
+		`        "payload": "` + strings.Repeat("x", 5000) + `",`,
+		`        "code.lineno": 12`,
+		`    },`,
+		`    "dropped_attributes": 0,`,
+		`    "timestamp": "2025-12-01T19:00:21.000050Z",`,
+		`    "observed_timestamp": "2025-12-01T19:00:21.000050Z",`,
+		`    "trace_id": "",`,
+		`    "span_id": "",`,
+		`    "trace_flags": 0,`,
+		`    "resource": {`,
+		`        "attributes": {`,
+		`            "service.name": "nemo-gym/x"`,
+		`        },`,
+		`        "schema_url": ""`,
+		`    },`,
+		`    "event_name": ""`,
+		"}",
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "gym.log"), []byte(strings.Join(lines, "\n")+"\n"), 0o600))
+	cfg := filesConfig(filepath.Join(dir, "*.log"))
+	cfg.MaxLineBytes = 4096
+	tt := componenttest.NewTelemetry()
+	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
+	s, stop := start(t, cfg, metadatatest.NewSettings(tt))
+	after := int64(len(lines) - 7) // the lines after the long one
+	require.Eventually(t, func() bool {
+		read := counter(tt, "otelcol_receiver_gym_console_lines_skipped") >= after || s.logs.LogRecordCount() > 0
+		return read && counter(tt, "otelcol_receiver_gym_console_records_rejected") > 0
+	}, 10*time.Second, 10*time.Millisecond)
+	stop()
+	assert.Zero(t, s.logs.LogRecordCount(), "no record without its attribute")
+	assert.Equal(t, after, counter(tt, "otelcol_receiver_gym_console_lines_skipped"))
+	metadatatest.AssertEqualReceiverGymConsoleRecordsRejected(t, tt, []metricdata.DataPoint[int64]{
+		{Value: 1, Attributes: attribute.NewSet(attribute.String("reason", "partial_record"))},
+	}, metricdatatest.IgnoreTimestamp())
+	_, err := tt.GetMetric("otelcol_receiver_gym_console_records_accepted")
+	assert.ErrorContains(t, err, "not found", "records_accepted=0")
+}
+
+// counter is the total of a receiver metric's points (0 before it has any).
+func counter(tt *componenttest.Telemetry, name string) int64 {
+	m, err := tt.GetMetric(name)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+		n += dp.Value
+	}
+	return n
+}

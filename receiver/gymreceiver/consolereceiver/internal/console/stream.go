@@ -153,7 +153,7 @@ func (s *Stream) abandonBlock(wasRecord bool) {
 		s.stats.Unknown += s.blockLines
 		return
 	}
-	_ = s.reject(ReasonPartialRecord, "block", s.blockFrom, errors.New("a pretty-printed record was cut by other output or is longer than max_line_bytes"))
+	_ = s.reject(ReasonPartialRecord, "block", s.blockFrom, errors.New("a pretty-printed record was cut by other output or by a refused line, or is longer than max_line_bytes"))
 }
 
 func (s *Stream) record(k Kind, b []byte, at int64) (protocol.Outcome, error) {
@@ -213,9 +213,20 @@ func (s *Stream) reject(reason, kind string, at int64, err error) error {
 }
 
 // Reject counts a line the transport refused (too long, cut short at the end of a file).
+// The line is gone, so a pretty-printed record it was part of cannot be whole: the record is
+// abandoned, never completed from the lines after it.
 func (s *Stream) Reject(reason string) {
+	s.line++
+	if s.inBlock {
+		if s.blockLines > 1 {
+			// One record, one rejection: the refused line is counted as part of it.
+			s.abandonBlock(true)
+			return
+		}
+		s.abandonBlock(false) // a "{" alone was text; the refused line counts on its own
+	}
 	s.stats.Rejected[reason]++
-	s.warn.Warn("gym_console: rejected a line", zap.String("source", s.source), zap.Int64("line", s.line+1), zap.String("reason", reason))
+	s.warn.Warn("gym_console: rejected a line", zap.String("source", s.source), zap.Int64("line", s.line), zap.String("reason", reason))
 }
 
 // Flush hands on the spans and log records gathered, and returns the counts since the last

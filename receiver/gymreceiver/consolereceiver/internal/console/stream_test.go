@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/protocol"
 )
 
 // The sample: 11 lines of ordinary output, 1 line of other JSON, 6 traceback lines; two
@@ -368,4 +370,44 @@ func TestPrettyPrintedEqualsCompact(t *testing.T) {
 	require.NoError(t, ptracetest.CompareTraces(c1.traces[0], c2.traces[0]))
 	require.NoError(t, plogtest.CompareLogs(c1.logs[0], c2.logs[0]))
 	require.NoError(t, pmetrictest.CompareMetrics(c1.metrics[0], c2.metrics[0]))
+}
+
+// A line the transport refuses (too long, cut short) inside a pretty-printed record: the
+// record is abandoned as one partial_record (the refused line is not counted again), the
+// rest of it is skipped, and the refused line still counts for the line numbers. In a block
+// of only "{", the "{" is text and the refused line counts with its own reason.
+func TestRejectedLineInBlock(t *testing.T) {
+	core, logs := newObserver()
+	c := &capture{}
+	s := NewStream("f", 1<<20, c, NewLimiter(core, 1000, 1<<62))
+	for _, l := range []string{"{", `    "body": "a",`, "    \"attributes\": {"} {
+		_, _ = s.Line([]byte(l))
+	}
+	s.Reject(protocol.ReasonTooLong) // line 4
+	for _, l := range []string{`        "b": 2`, "    },", `    "observed_timestamp": "2025-12-01T19:00:21.000050Z"`, "}", `{"body": 1`} {
+		_, _ = s.Line([]byte(l))
+	}
+	st := s.Flush()
+	assert.Equal(t, map[string]int64{ReasonPartialRecord: 1, ReasonInvalidJSON: 1}, st.Rejected, "one record, one rejection")
+	assert.Zero(t, st.Accepted, "the lines after the refused one are not glued on")
+	assert.Empty(t, c.logs)
+	assert.Equal(t, int64(4), st.Unknown, "the rest of the abandoned record")
+	require.Equal(t, 2, logs.Len())
+	assert.Equal(t, ReasonPartialRecord, logs.All()[0].ContextMap()["reason"])
+	assert.Equal(t, int64(1), logs.All()[0].ContextMap()["line"], "where the record began")
+	assert.Equal(t, int64(9), logs.All()[1].ContextMap()["line"], "the refused line counts")
+
+	core, logs = newObserver()
+	s = NewStream("f", 1<<20, c, NewLimiter(core, 1000, 1<<62))
+	_, _ = s.Line([]byte("{"))
+	s.Reject(protocol.ReasonTooLong)
+	_, _ = s.Line([]byte(`{"body": "ok", "observed_timestamp": "2025-12-01T19:00:21.000050Z"}`))
+	_, _ = s.Line([]byte(`{"body": 1`))
+	st = s.Flush()
+	assert.Equal(t, map[string]int64{protocol.ReasonTooLong: 1, ReasonInvalidJSON: 1}, st.Rejected)
+	assert.Equal(t, int64(1), st.Unknown, `the "{" alone`)
+	assert.Equal(t, int64(1), st.Accepted)
+	require.Equal(t, 2, logs.Len())
+	assert.Equal(t, int64(2), logs.All()[0].ContextMap()["line"])
+	assert.Equal(t, int64(4), logs.All()[1].ContextMap()["line"])
 }
