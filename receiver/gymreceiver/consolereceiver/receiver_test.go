@@ -500,3 +500,26 @@ func counter(tt *componenttest.Telemetry, name string) int64 {
 	}
 	return n
 }
+
+// A receiver that only a traces pipeline uses: the metrics batches and log records (the
+// malformed metrics line too) are dropped before they are decoded and counted nowhere; only
+// the spans are accepted.
+func TestOnlyTracesPipeline(t *testing.T) {
+	dir := t.TempDir()
+	copySample(t, dir)
+	tt := componenttest.NewTelemetry()
+	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
+	ctx := context.Background()
+	traces := new(consumertest.TracesSink)
+	tr, err := NewFactory().CreateTraces(ctx, metadatatest.NewSettings(tt), filesConfig(filepath.Join(dir, "*.log")), traces)
+	require.NoError(t, err)
+	require.NoError(t, tr.Start(ctx, componenttest.NewNopHost()))
+	require.Eventually(t, func() bool {
+		return traces.SpanCount() == 2 && counter(tt, "otelcol_receiver_gym_console_lines_skipped") == 14
+	}, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, tr.Shutdown(ctx))
+	metadatatest.AssertEqualReceiverGymConsoleRecordsAccepted(t, tt, []metricdata.DataPoint[int64]{{Value: 2}}, metricdatatest.IgnoreTimestamp())
+	_, err = tt.GetMetric("otelcol_receiver_gym_console_records_rejected")
+	assert.ErrorContains(t, err, "not found", "the malformed metrics line is not a rejection: metrics are not taken")
+	assert.Equal(t, int64(2), counter(tt, "otelcol_receiver_accepted_spans"))
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.uber.org/zap"
 
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/protocol"
 )
@@ -410,4 +411,23 @@ func TestRejectedLineInBlock(t *testing.T) {
 	require.Equal(t, 2, logs.Len())
 	assert.Equal(t, int64(2), logs.All()[0].ContextMap()["line"])
 	assert.Equal(t, int64(4), logs.All()[1].ContextMap()["line"])
+}
+
+// A sink that takes only spans: the other records, whole, malformed or pretty-printed, are
+// dropped before decoding and counted nowhere; the text around them is still counted.
+func TestSinkTakesOnlySpans(t *testing.T) {
+	c := &capture{only: map[Kind]bool{Span: true}}
+	s := NewStream("gym.log", 1<<20, c, NewLimiter(zap.NewNop(), 1000, 1<<62))
+	in := string(readSample(t)) + "{\n    \"body\": \"cut\",\nINFO: interleaved\n"
+	for _, l := range strings.Split(strings.TrimSuffix(in, "\n"), "\n") {
+		_, _ = s.Line([]byte(l))
+	}
+	st := s.Flush()
+	assert.Equal(t, int64(2), st.Accepted)
+	assert.Empty(t, st.Rejected, "neither the malformed metrics line nor the cut log record")
+	assert.Equal(t, int64(14+1), st.Unknown)
+	assert.Empty(t, c.metrics)
+	assert.Empty(t, c.logs)
+	require.Len(t, c.traces, 1)
+	assert.Equal(t, 2, c.traces[0].SpanCount())
 }
