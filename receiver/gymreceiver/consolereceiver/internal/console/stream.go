@@ -67,10 +67,10 @@ type Stream struct {
 	blockKind  Kind // the record the block's first key announces
 
 	traces  ptrace.Traces
-	spanRes []byte
+	spanRes resourceGroup
 	nSpans  int
 	logs    plog.Logs
-	logRes  []byte
+	logRes  resourceGroup
 	nLogs   int
 	tok     []byte
 }
@@ -262,7 +262,8 @@ func (s *Stream) flushTraces() {
 		return
 	}
 	td := s.traces
-	s.traces, s.nSpans, s.spanRes = ptrace.NewTraces(), 0, s.spanRes[:0]
+	s.traces, s.nSpans = ptrace.NewTraces(), 0
+	s.spanRes.reset()
 	s.sink.Traces(td)
 }
 
@@ -271,7 +272,8 @@ func (s *Stream) flushLogs() {
 		return
 	}
 	ld := s.logs
-	s.logs, s.nLogs, s.logRes = plog.NewLogs(), 0, s.logRes[:0]
+	s.logs, s.nLogs = plog.NewLogs(), 0
+	s.logRes.reset()
 	s.sink.Logs(ld)
 }
 

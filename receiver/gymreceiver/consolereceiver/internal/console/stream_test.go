@@ -431,3 +431,40 @@ func TestSinkTakesOnlySpans(t *testing.T) {
 	require.Len(t, c.traces, 1)
 	assert.Equal(t, 2, c.traces[0].SpanCount())
 }
+
+// Resources that differ only in a value's type are two resources: each span keeps its own,
+// never the first one's (a series' identity). The same goes for log records, and for a
+// nested value; the same resource twice still shares one ResourceSpans.
+func TestResourceValueTypes(t *testing.T) {
+	span := func(name, pid string) string {
+		return `{"name": "` + name + `", "context": {"trace_id": "0x4bf92f3577b34da6a3ce929d0e0e4736", "span_id": "0x00f067aa0ba902b7", "trace_state": "[]"}, "kind": "SpanKind.INTERNAL", "parent_id": null, "start_time": "2025-12-01T19:00:12.000000Z", "end_time": "2025-12-01T19:00:13.000000Z", "status": {"status_code": "OK"}, "attributes": {}, "events": [], "links": [], "resource": {"attributes": {"service.name": "nemo-gym/x", "process.pid": ` + pid + `}, "schema_url": ""}}`
+	}
+	log := func(pid string) string {
+		return `{"body": "b", "observed_timestamp": "2025-12-01T19:00:21.000050Z", "resource": {"attributes": {"process.pid": ` + pid + `}, "schema_url": ""}}`
+	}
+	in := strings.Join([]string{
+		span("int", "42"), span("str", `"42"`), span("str2", `"42"`), span("list", `[42]`), span("liststr", `["42"]`),
+		log("42"), log(`"42"`),
+	}, "\n") + "\n"
+	c, tot, _ := feed(t, []byte(in), 1<<20)
+	require.Equal(t, int64(7), tot.accepted)
+
+	rs := c.traces[0].ResourceSpans()
+	require.Equal(t, 4, rs.Len(), "42, then \"42\" twice, [42], [\"42\"]")
+	pid := func(r ptrace.ResourceSpans) any {
+		v, _ := r.Resource().Attributes().Get("process.pid")
+		return v.AsRaw()
+	}
+	assert.Equal(t, int64(42), pid(rs.At(0)))
+	assert.Equal(t, "42", pid(rs.At(1)))
+	assert.Equal(t, 2, rs.At(1).ScopeSpans().At(0).Spans().Len(), "the same resource twice shares one")
+	assert.Equal(t, []any{int64(42)}, pid(rs.At(2)))
+	assert.Equal(t, []any{"42"}, pid(rs.At(3)))
+
+	rl := c.logs[0].ResourceLogs()
+	require.Equal(t, 2, rl.Len())
+	v, _ := rl.At(0).Resource().Attributes().Get("process.pid")
+	assert.Equal(t, int64(42), v.Int())
+	v, _ = rl.At(1).Resource().Attributes().Get("process.pid")
+	assert.Equal(t, "42", v.Str())
+}
