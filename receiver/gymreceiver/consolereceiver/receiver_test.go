@@ -523,3 +523,36 @@ func TestOnlyTracesPipeline(t *testing.T) {
 	assert.ErrorContains(t, err, "not found", "the malformed metrics line is not a rejection: metrics are not taken")
 	assert.Equal(t, int64(2), counter(tt, "otelcol_receiver_accepted_spans"))
 }
+
+// A metrics pipeline whose gymattrs rules cannot be built: the receiver made for it is not
+// left registered, so a later signal of the configuration gets a fresh receiver, and a
+// receiver that already served another signal is kept for it, without a metrics pipeline.
+func TestFailedCreateNotRegistered(t *testing.T) {
+	ctx := context.Background()
+	set := receiver.Settings{ID: component.MustNewID("gym_console"), TelemetrySettings: componenttest.NewNopTelemetrySettings()}
+	f := NewFactory()
+	registered := func(cfg *Config) bool {
+		shared.Lock()
+		defer shared.Unlock()
+		_, ok := shared.m[cfg]
+		return ok
+	}
+
+	cfg := filesConfig(filepath.Join(t.TempDir(), "*.log"))
+	cfg.Gymattrs.FailureKinds = []string{""}
+	m, err := f.CreateMetrics(ctx, set, cfg, new(consumertest.MetricsSink))
+	require.ErrorContains(t, err, "gymattrs")
+	assert.Nil(t, m)
+	assert.False(t, registered(cfg), "a receiver whose creation failed is not registered")
+	tr, err := f.CreateTraces(ctx, set, cfg, new(consumertest.TracesSink))
+	require.NoError(t, err)
+	assert.Nil(t, tr.(*consoleReceiver).metrics, "a fresh receiver, not the failed one")
+	assert.True(t, registered(cfg))
+
+	_, err = f.CreateMetrics(ctx, set, cfg, new(consumertest.MetricsSink))
+	require.Error(t, err)
+	assert.True(t, registered(cfg), "the receiver of the traces pipeline stays")
+	require.NoError(t, tr.Start(ctx, componenttest.NewNopHost()))
+	require.NoError(t, tr.Shutdown(ctx))
+	assert.False(t, registered(cfg), "released at shutdown")
+}
