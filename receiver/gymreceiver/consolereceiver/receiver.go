@@ -114,6 +114,12 @@ func (r *consoleReceiver) start(ctx context.Context, host component.Host) error 
 			Network: network, Endpoint: sc.Endpoint, SocketMode: mode,
 			MaxLineBytes: max, QuietTimeout: streamQuietTimeout, DrainTimeout: streamDrainTimeout,
 			MaxConnections: sc.MaxConnections, IdleTimeout: sc.IdleTimeout,
+			OnRefused: func() {
+				r.telemetry.ReceiverGymConsoleStreamConnectionsRefused.Add(context.Background(), 1)
+			},
+			OnIdleClosed: func() {
+				r.telemetry.ReceiverGymConsoleStreamConnectionsIdleClosed.Add(context.Background(), 1)
+			},
 		}, r.record, r.set.Logger)
 		if err := r.stream.Start(ctx); err != nil {
 			return err

@@ -556,3 +556,35 @@ func TestFailedCreateNotRegistered(t *testing.T) {
 	require.NoError(t, tr.Shutdown(ctx))
 	assert.False(t, registered(cfg), "released at shutdown")
 }
+
+// stream.max_connections: 1. A second connection is refused and counted; the first, once it
+// has sent nothing for stream.idle_timeout, is closed and counted.
+func TestStreamConnectionsCounted(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.Stream = configoptional.Some(StreamConfig{Transport: "tcp", Endpoint: "127.0.0.1:0", MaxConnections: 1, IdleTimeout: 2 * time.Second})
+	tt := componenttest.NewTelemetry()
+	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
+	_, stop := start(t, cfg, metadatatest.NewSettings(tt))
+	defer stop()
+	r := shared.m[cfg]
+	require.NotNil(t, r)
+
+	first, err := net.Dial("tcp", r.stream.Addr().String())
+	require.NoError(t, err)
+	defer first.Close()
+	require.Eventually(t, func() bool { return r.stream.Open() == 1 }, 10*time.Second, 5*time.Millisecond)
+	second, err := net.Dial("tcp", r.stream.Addr().String())
+	require.NoError(t, err)
+	defer second.Close()
+	require.NoError(t, second.SetReadDeadline(time.Now().Add(10*time.Second)))
+	_, err = second.Read(make([]byte, 1))
+	require.Error(t, err, "closed as soon as accepted")
+	require.Eventually(t, func() bool { return counter(tt, "otelcol_receiver_gym_console_stream_connections_refused") == 1 }, 10*time.Second, 5*time.Millisecond)
+	metadatatest.AssertEqualReceiverGymConsoleStreamConnectionsRefused(t, tt, []metricdata.DataPoint[int64]{{Value: 1}}, metricdatatest.IgnoreTimestamp())
+
+	require.NoError(t, first.SetReadDeadline(time.Now().Add(10*time.Second)))
+	_, err = first.Read(make([]byte, 1))
+	require.Error(t, err, "closed once idle")
+	require.Eventually(t, func() bool { return counter(tt, "otelcol_receiver_gym_console_stream_connections_idle_closed") == 1 }, 10*time.Second, 5*time.Millisecond)
+	metadatatest.AssertEqualReceiverGymConsoleStreamConnectionsIdleClosed(t, tt, []metricdata.DataPoint[int64]{{Value: 1}}, metricdatatest.IgnoreTimestamp())
+}
