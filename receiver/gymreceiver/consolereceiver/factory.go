@@ -56,11 +56,14 @@ var shared = struct {
 	m map[*Config]*consoleReceiver
 }{m: map[*Config]*consoleReceiver{}}
 
-func get(set receiver.Settings, cfg *Config) (*consoleReceiver, error) {
+// get returns the configuration's receiver with attach applied to it (a signal's pipeline
+// set). A receiver made for this call is registered only once attach succeeded: one that
+// failed is not left in the map for the next configuration to pick up, and holds nothing.
+func get(set receiver.Settings, cfg *Config, attach func(*consoleReceiver) error) (*consoleReceiver, error) {
 	shared.Lock()
 	defer shared.Unlock()
 	if r, ok := shared.m[cfg]; ok {
-		return r, nil
+		return r, attach(r)
 	}
 	r, err := newReceiver(set, cfg, func() {
 		shared.Lock()
@@ -70,32 +73,34 @@ func get(set receiver.Settings, cfg *Config) (*consoleReceiver, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := attach(r); err != nil {
+		r.telemetry.Shutdown()
+		return nil, err
+	}
 	shared.m[cfg] = r
 	return r, nil
 }
 
 func createMetrics(ctx context.Context, set receiver.Settings, cfg component.Config, next consumer.Metrics) (receiver.Metrics, error) {
-	r, err := get(set, cfg.(*Config))
+	r, err := get(set, cfg.(*Config), func(r *consoleReceiver) error { return r.setMetrics(ctx, next) })
 	if err != nil {
-		return nil, err
+		return nil, err // never a nil *consoleReceiver in a non-nil interface
 	}
-	return r, r.setMetrics(ctx, next)
+	return r, nil
 }
 
 func createTraces(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Traces) (receiver.Traces, error) {
-	r, err := get(set, cfg.(*Config))
+	r, err := get(set, cfg.(*Config), func(r *consoleReceiver) error { r.traces = next; return nil })
 	if err != nil {
 		return nil, err
 	}
-	r.traces = next
 	return r, nil
 }
 
 func createLogs(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {
-	r, err := get(set, cfg.(*Config))
+	r, err := get(set, cfg.(*Config), func(r *consoleReceiver) error { r.logs = next; return nil })
 	if err != nil {
 		return nil, err
 	}
-	r.logs = next
 	return r, nil
 }

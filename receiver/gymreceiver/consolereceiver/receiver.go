@@ -114,6 +114,12 @@ func (r *consoleReceiver) start(ctx context.Context, host component.Host) error 
 			Network: network, Endpoint: sc.Endpoint, SocketMode: mode,
 			MaxLineBytes: max, QuietTimeout: streamQuietTimeout, DrainTimeout: streamDrainTimeout,
 			MaxConnections: sc.MaxConnections, IdleTimeout: sc.IdleTimeout,
+			OnRefused: func() {
+				r.telemetry.ReceiverGymConsoleStreamConnectionsRefused.Add(context.Background(), 1)
+			},
+			OnIdleClosed: func() {
+				r.telemetry.ReceiverGymConsoleStreamConnectionsIdleClosed.Add(context.Background(), 1)
+			},
 		}, r.record, r.set.Logger)
 		if err := r.stream.Start(ctx); err != nil {
 			return err
@@ -169,8 +175,21 @@ func (r *consoleReceiver) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// Metrics, Traces and Logs are the console streams' sink. A pipeline that refuses data
+// Takes, Metrics, Traces and Logs are the console streams' sink: a signal that no pipeline
+// uses is dropped before it is decoded, and counted nowhere. A pipeline that refuses data
 // (memory_limiter, a full queue) loses it: a file is not read again.
+func (r *consoleReceiver) Takes(k console.Kind) bool {
+	switch k {
+	case console.Metrics:
+		return r.metrics != nil
+	case console.Span:
+		return r.traces != nil
+	case console.Log:
+		return r.logs != nil
+	}
+	return false
+}
+
 func (r *consoleReceiver) Metrics(md pmetric.Metrics) {
 	if r.metrics == nil {
 		return // no metrics pipeline uses this receiver

@@ -436,3 +436,155 @@ func TestRefusedCounted(t *testing.T) {
 	}
 	assert.Equal(t, int64(2), refused)
 }
+
+// A pretty-printed log record with one attribute line longer than max_line_bytes, through the
+// file transport's line reader: the record is rejected once as partial_record, never passed on
+// without that attribute, and the rest of it is skipped.
+func TestTooLongLineInPrettyRecord(t *testing.T) {
+	lines := []string{
+		"{",
+		`    "body": "step done",`,
+		`    "severity_number": 9,`,
+		`    "severity_text": "INFO",`,
+		`    "attributes": {`,
+		`        "nemo.gym.step": 3,`,
+		`        "payload": "` + strings.Repeat("x", 5000) + `",`,
+		`        "code.lineno": 12`,
+		`    },`,
+		`    "dropped_attributes": 0,`,
+		`    "timestamp": "2025-12-01T19:00:21.000050Z",`,
+		`    "observed_timestamp": "2025-12-01T19:00:21.000050Z",`,
+		`    "trace_id": "",`,
+		`    "span_id": "",`,
+		`    "trace_flags": 0,`,
+		`    "resource": {`,
+		`        "attributes": {`,
+		`            "service.name": "nemo-gym/x"`,
+		`        },`,
+		`        "schema_url": ""`,
+		`    },`,
+		`    "event_name": ""`,
+		"}",
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "gym.log"), []byte(strings.Join(lines, "\n")+"\n"), 0o600))
+	cfg := filesConfig(filepath.Join(dir, "*.log"))
+	cfg.MaxLineBytes = 4096
+	tt := componenttest.NewTelemetry()
+	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
+	s, stop := start(t, cfg, metadatatest.NewSettings(tt))
+	after := int64(len(lines) - 7) // the lines after the long one
+	require.Eventually(t, func() bool {
+		read := counter(tt, "otelcol_receiver_gym_console_lines_skipped") >= after || s.logs.LogRecordCount() > 0
+		return read && counter(tt, "otelcol_receiver_gym_console_records_rejected") > 0
+	}, 10*time.Second, 10*time.Millisecond)
+	stop()
+	assert.Zero(t, s.logs.LogRecordCount(), "no record without its attribute")
+	assert.Equal(t, after, counter(tt, "otelcol_receiver_gym_console_lines_skipped"))
+	metadatatest.AssertEqualReceiverGymConsoleRecordsRejected(t, tt, []metricdata.DataPoint[int64]{
+		{Value: 1, Attributes: attribute.NewSet(attribute.String("reason", "partial_record"))},
+	}, metricdatatest.IgnoreTimestamp())
+	_, err := tt.GetMetric("otelcol_receiver_gym_console_records_accepted")
+	assert.ErrorContains(t, err, "not found", "records_accepted=0")
+}
+
+// counter is the total of a receiver metric's points (0 before it has any).
+func counter(tt *componenttest.Telemetry, name string) int64 {
+	m, err := tt.GetMetric(name)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+		n += dp.Value
+	}
+	return n
+}
+
+// A receiver that only a traces pipeline uses: the metrics batches and log records (the
+// malformed metrics line too) are dropped before they are decoded and counted nowhere; only
+// the spans are accepted.
+func TestOnlyTracesPipeline(t *testing.T) {
+	dir := t.TempDir()
+	copySample(t, dir)
+	tt := componenttest.NewTelemetry()
+	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
+	ctx := context.Background()
+	traces := new(consumertest.TracesSink)
+	tr, err := NewFactory().CreateTraces(ctx, metadatatest.NewSettings(tt), filesConfig(filepath.Join(dir, "*.log")), traces)
+	require.NoError(t, err)
+	require.NoError(t, tr.Start(ctx, componenttest.NewNopHost()))
+	require.Eventually(t, func() bool {
+		return traces.SpanCount() == 2 && counter(tt, "otelcol_receiver_gym_console_lines_skipped") == 14
+	}, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, tr.Shutdown(ctx))
+	metadatatest.AssertEqualReceiverGymConsoleRecordsAccepted(t, tt, []metricdata.DataPoint[int64]{{Value: 2}}, metricdatatest.IgnoreTimestamp())
+	_, err = tt.GetMetric("otelcol_receiver_gym_console_records_rejected")
+	assert.ErrorContains(t, err, "not found", "the malformed metrics line is not a rejection: metrics are not taken")
+	assert.Equal(t, int64(2), counter(tt, "otelcol_receiver_accepted_spans"))
+}
+
+// A metrics pipeline whose gymattrs rules cannot be built: the receiver made for it is not
+// left registered, so a later signal of the configuration gets a fresh receiver, and a
+// receiver that already served another signal is kept for it, without a metrics pipeline.
+func TestFailedCreateNotRegistered(t *testing.T) {
+	ctx := context.Background()
+	set := receiver.Settings{ID: component.MustNewID("gym_console"), TelemetrySettings: componenttest.NewNopTelemetrySettings()}
+	f := NewFactory()
+	registered := func(cfg *Config) bool {
+		shared.Lock()
+		defer shared.Unlock()
+		_, ok := shared.m[cfg]
+		return ok
+	}
+
+	cfg := filesConfig(filepath.Join(t.TempDir(), "*.log"))
+	cfg.Gymattrs.FailureKinds = []string{""}
+	m, err := f.CreateMetrics(ctx, set, cfg, new(consumertest.MetricsSink))
+	require.ErrorContains(t, err, "gymattrs")
+	assert.Nil(t, m)
+	assert.False(t, registered(cfg), "a receiver whose creation failed is not registered")
+	tr, err := f.CreateTraces(ctx, set, cfg, new(consumertest.TracesSink))
+	require.NoError(t, err)
+	assert.Nil(t, tr.(*consoleReceiver).metrics, "a fresh receiver, not the failed one")
+	assert.True(t, registered(cfg))
+
+	_, err = f.CreateMetrics(ctx, set, cfg, new(consumertest.MetricsSink))
+	require.Error(t, err)
+	assert.True(t, registered(cfg), "the receiver of the traces pipeline stays")
+	require.NoError(t, tr.Start(ctx, componenttest.NewNopHost()))
+	require.NoError(t, tr.Shutdown(ctx))
+	assert.False(t, registered(cfg), "released at shutdown")
+}
+
+// stream.max_connections: 1. A second connection is refused and counted; the first, once it
+// has sent nothing for stream.idle_timeout, is closed and counted.
+func TestStreamConnectionsCounted(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.Stream = configoptional.Some(StreamConfig{Transport: "tcp", Endpoint: "127.0.0.1:0", MaxConnections: 1, IdleTimeout: 2 * time.Second})
+	tt := componenttest.NewTelemetry()
+	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
+	_, stop := start(t, cfg, metadatatest.NewSettings(tt))
+	defer stop()
+	r := shared.m[cfg]
+	require.NotNil(t, r)
+
+	first, err := net.Dial("tcp", r.stream.Addr().String())
+	require.NoError(t, err)
+	defer first.Close()
+	require.Eventually(t, func() bool { return r.stream.Open() == 1 }, 10*time.Second, 5*time.Millisecond)
+	second, err := net.Dial("tcp", r.stream.Addr().String())
+	require.NoError(t, err)
+	defer second.Close()
+	require.NoError(t, second.SetReadDeadline(time.Now().Add(10*time.Second)))
+	_, err = second.Read(make([]byte, 1))
+	require.Error(t, err, "closed as soon as accepted")
+	require.Eventually(t, func() bool { return counter(tt, "otelcol_receiver_gym_console_stream_connections_refused") == 1 }, 10*time.Second, 5*time.Millisecond)
+	metadatatest.AssertEqualReceiverGymConsoleStreamConnectionsRefused(t, tt, []metricdata.DataPoint[int64]{{Value: 1}}, metricdatatest.IgnoreTimestamp())
+
+	require.NoError(t, first.SetReadDeadline(time.Now().Add(10*time.Second)))
+	_, err = first.Read(make([]byte, 1))
+	require.Error(t, err, "closed once idle")
+	require.Eventually(t, func() bool { return counter(tt, "otelcol_receiver_gym_console_stream_connections_idle_closed") == 1 }, 10*time.Second, 5*time.Millisecond)
+	metadatatest.AssertEqualReceiverGymConsoleStreamConnectionsIdleClosed(t, tt, []metricdata.DataPoint[int64]{{Value: 1}}, metricdatatest.IgnoreTimestamp())
+}

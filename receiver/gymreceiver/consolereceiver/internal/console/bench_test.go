@@ -15,6 +15,7 @@ import (
 
 type nopSink struct{}
 
+func (nopSink) Takes(Kind) bool         { return true }
 func (nopSink) Metrics(pmetric.Metrics) {}
 func (nopSink) Traces(ptrace.Traces)    {}
 func (nopSink) Logs(plog.Logs)          {}

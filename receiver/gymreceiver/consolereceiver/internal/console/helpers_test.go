@@ -22,13 +22,15 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 // The hand-written Gym stdout sample (testdata/gym_stdout.py says how it was made).
 const samplePath = "../../testdata/gym-server-stdout.log"
 
-// capture is a Sink that keeps everything.
+// capture is a Sink that keeps everything (of the kinds in only, when it is set).
 type capture struct {
+	only    map[Kind]bool
 	metrics []pmetric.Metrics
 	traces  []ptrace.Traces
 	logs    []plog.Logs
 }
 
+func (c *capture) Takes(k Kind) bool          { return c.only == nil || c.only[k] }
 func (c *capture) Metrics(md pmetric.Metrics) { c.metrics = append(c.metrics, md) }
 func (c *capture) Traces(td ptrace.Traces)    { c.traces = append(c.traces, td) }
 func (c *capture) Logs(ld plog.Logs)          { c.logs = append(c.logs, ld) }

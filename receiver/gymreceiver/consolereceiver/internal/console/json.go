@@ -282,3 +282,63 @@ func (r *resource) put(res pcommon.Resource) error {
 	}
 	return nil
 }
+
+// resourceGroup groups consecutive spans (or log records) of one resource under one
+// ResourceSpans (ResourceLogs): key is the resource of the last group, next the one last
+// looked at. The traces and logs decoders share it.
+type resourceGroup struct{ key, next []byte }
+
+// joins reports whether r is the resource of the last of the groups.
+func (g *resourceGroup) joins(groups int, r *resource) bool {
+	g.next = appendResourceKey(g.next[:0], r)
+	return groups > 0 && bytes.Equal(g.key, g.next)
+}
+
+// started records that a group was appended for the resource that joins looked at last.
+func (g *resourceGroup) started() { g.key, g.next = g.next, g.key }
+
+// reset forgets the last group (a new batch has none).
+func (g *resourceGroup) reset() { g.key = g.key[:0] }
+
+// appendResourceKey appends a resource's identity: its attributes in key order, each value
+// with its type (so "process.pid": 42 and "42" are two resources, never merged under the
+// first one's attributes), and its schema URL. The same resource, compact or pretty-printed,
+// gives the same key.
+func appendResourceKey(b []byte, r *resource) []byte {
+	b = appendValueKey(b, r.Attributes)
+	return strconv.AppendQuote(b, r.SchemaURL)
+}
+
+func appendValueKey(b []byte, v any) []byte {
+	switch v := v.(type) {
+	case nil:
+		return append(b, 'z')
+	case bool:
+		if v {
+			return append(b, 't')
+		}
+		return append(b, 'f')
+	case json.Number:
+		return append(append(append(b, 'n'), v...), ';') // the literal: 42 and 42.0 differ in pdata too
+	case string:
+		return strconv.AppendQuote(append(b, 's'), v)
+	case []any:
+		b = append(b, '[')
+		for _, e := range v {
+			b = appendValueKey(b, e)
+		}
+		return append(b, ']')
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b = append(b, '{')
+		for _, k := range keys {
+			b = appendValueKey(strconv.AppendQuote(b, k), v[k])
+		}
+		return append(b, '}')
+	}
+	return fmt.Appendf(b, "?%T%v", v, v) // not produced by decodeJSON
+}

@@ -28,7 +28,7 @@ type logRecord struct {
 
 // DecodeLog turns one log record (a line, or a pretty-printed block) into a record of ld,
 // under the last ResourceLogs when its resource is the same.
-func DecodeLog(line []byte, ld plog.Logs, last *[]byte) error {
+func DecodeLog(line []byte, ld plog.Logs, last *resourceGroup) error {
 	var r logRecord
 	if err := decodeJSON(line, &r); err != nil {
 		return err
@@ -41,10 +41,9 @@ func DecodeLog(line []byte, ld plog.Logs, last *[]byte) error {
 	if res == nil {
 		res = &resource{}
 	}
-	key := resourceKey(res)
 	rls := ld.ResourceLogs()
 	var sl plog.ScopeLogs
-	if rls.Len() > 0 && string(*last) == key {
+	if last.joins(rls.Len(), res) {
 		sl = rls.At(rls.Len() - 1).ScopeLogs().At(0)
 	} else {
 		rl := plog.NewResourceLogs()
@@ -55,7 +54,7 @@ func DecodeLog(line []byte, ld plog.Logs, last *[]byte) error {
 		rl.ScopeLogs().AppendEmpty()
 		rl.MoveTo(rls.AppendEmpty())
 		sl = rls.At(rls.Len() - 1).ScopeLogs().At(0)
-		*last = append((*last)[:0], key...)
+		last.started()
 	}
 	out.MoveTo(sl.LogRecords().AppendEmpty())
 	return nil

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -341,7 +342,13 @@ func (p *histogramPoint) putExp(out pmetric.ExponentialHistogramDataPoint) error
 		return err
 	}
 	out.SetZeroCount(z)
-	f, _ := p.Flags.uint("flags")
+	f, err := p.Flags.uint("flags")
+	if err != nil {
+		return err
+	}
+	if f > math.MaxUint32 {
+		return fmt.Errorf("flags: %d is not a 32-bit value", f)
+	}
 	out.SetFlags(pmetric.DataPointFlags(uint32(f)))
 	for _, b := range []struct {
 		in   *buckets

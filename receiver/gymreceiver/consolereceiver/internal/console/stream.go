@@ -30,7 +30,10 @@ const (
 )
 
 // Sink takes what the streams decode. Each call hands over the data (the sink owns it).
+// Takes says which signals it has a pipeline for: the records of the others are dropped
+// before they are decoded, and counted nowhere (the operator chose not to take them).
 type Sink interface {
+	Takes(k Kind) bool
 	Metrics(md pmetric.Metrics)
 	Traces(td ptrace.Traces)
 	Logs(ld plog.Logs)
@@ -61,12 +64,13 @@ type Stream struct {
 	inBlock    bool
 	blockLines int64
 	blockFrom  int64
+	blockKind  Kind // the record the block's first key announces
 
 	traces  ptrace.Traces
-	spanRes []byte
+	spanRes resourceGroup
 	nSpans  int
 	logs    plog.Logs
-	logRes  []byte
+	logRes  resourceGroup
 	nLogs   int
 	tok     []byte
 }
@@ -111,7 +115,14 @@ func (s *Stream) blockLine(line []byte) (protocol.Outcome, bool, error) {
 	if s.blockLines == 1 && inner {
 		// The second line tells a record from any other text that starts with "{".
 		key, _, ok := firstKey(t)
-		if !ok || (string(key) != "resource_metrics" && string(key) != "body" && string(key) != "name") {
+		switch {
+		case ok && string(key) == "resource_metrics":
+			s.blockKind = Metrics
+		case ok && string(key) == "body":
+			s.blockKind = Log
+		case ok && string(key) == "name":
+			s.blockKind = Span
+		default:
 			s.abandonBlock(false)
 			return 0, false, nil
 		}
@@ -142,8 +153,8 @@ func (s *Stream) blockLine(line []byte) (protocol.Outcome, bool, error) {
 	return 0, false, nil
 }
 
-// abandonBlock ends a block that is not a whole record: rejected when it had begun as one,
-// skipped (its lines counted) when it had not.
+// abandonBlock ends a block that is not a whole record: rejected when it had begun as one
+// (unless of a signal the sink does not take), skipped (its lines counted) when it had not.
 func (s *Stream) abandonBlock(wasRecord bool) {
 	s.inBlock = false
 	if cap(s.block) > keepBuf {
@@ -153,10 +164,19 @@ func (s *Stream) abandonBlock(wasRecord bool) {
 		s.stats.Unknown += s.blockLines
 		return
 	}
-	_ = s.reject(ReasonPartialRecord, "block", s.blockFrom, errors.New("a pretty-printed record was cut by other output or is longer than max_line_bytes"))
+	if !s.sink.Takes(s.blockKind) {
+		return
+	}
+	_ = s.reject(ReasonPartialRecord, "block", s.blockFrom, errors.New("a pretty-printed record was cut by other output or by a refused line, or is longer than max_line_bytes"))
 }
 
 func (s *Stream) record(k Kind, b []byte, at int64) (protocol.Outcome, error) {
+	if !s.sink.Takes(k) {
+		if cap(s.block) > keepBuf {
+			s.block = nil
+		}
+		return protocol.Blank, nil
+	}
 	if len(b) > s.max {
 		return protocol.Rejected, s.reject(protocol.ReasonTooLong, k.String(), at, errors.New("record longer than max_line_bytes"))
 	}
@@ -213,9 +233,20 @@ func (s *Stream) reject(reason, kind string, at int64, err error) error {
 }
 
 // Reject counts a line the transport refused (too long, cut short at the end of a file).
+// The line is gone, so a pretty-printed record it was part of cannot be whole: the record is
+// abandoned, never completed from the lines after it.
 func (s *Stream) Reject(reason string) {
+	s.line++
+	if s.inBlock {
+		if s.blockLines > 1 {
+			// One record, one rejection: the refused line is counted as part of it.
+			s.abandonBlock(true)
+			return
+		}
+		s.abandonBlock(false) // a "{" alone was text; the refused line counts on its own
+	}
 	s.stats.Rejected[reason]++
-	s.warn.Warn("gym_console: rejected a line", zap.String("source", s.source), zap.Int64("line", s.line+1), zap.String("reason", reason))
+	s.warn.Warn("gym_console: rejected a line", zap.String("source", s.source), zap.Int64("line", s.line), zap.String("reason", reason))
 }
 
 // Flush hands on the spans and log records gathered, and returns the counts since the last
@@ -231,7 +262,8 @@ func (s *Stream) flushTraces() {
 		return
 	}
 	td := s.traces
-	s.traces, s.nSpans, s.spanRes = ptrace.NewTraces(), 0, s.spanRes[:0]
+	s.traces, s.nSpans = ptrace.NewTraces(), 0
+	s.spanRes.reset()
 	s.sink.Traces(td)
 }
 
@@ -240,7 +272,8 @@ func (s *Stream) flushLogs() {
 		return
 	}
 	ld := s.logs
-	s.logs, s.nLogs, s.logRes = plog.NewLogs(), 0, s.logRes[:0]
+	s.logs, s.nLogs = plog.NewLogs(), 0
+	s.logRes.reset()
 	s.sink.Logs(ld)
 }
 

@@ -17,6 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.uber.org/zap"
+
+	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/protocol"
 )
 
 // The sample: 11 lines of ordinary output, 1 line of other JSON, 6 traceback lines; two
@@ -208,6 +211,11 @@ func TestMalformed(t *testing.T) {
 		{`{"resource_metrics": [{"resource": {"attributes": {}, "schema_url": ""}, "scope_metrics": [{"scope": null, "metrics": [{"name": "m", "description": "", "unit": "", "data": {"data_points": [{"attributes": {}, "start_time_unix_nano": -1, "time_unix_nano": 1, "value": 1, "exemplars": []}]}}], "schema_url": ""}], "schema_url": ""}]}`, ReasonInvalidRecord},
 		{`{"resource_metrics": [{"resource": {"attributes": {}, "schema_url": ""}, "scope_metrics": [{"scope": null, "metrics": [{"name": "m", "description": "", "unit": "", "data": {"data_points": [], "aggregation_temporality": 7, "is_monotonic": true}}], "schema_url": ""}], "schema_url": ""}]}`, ReasonInvalidRecord},
 		{`{"resource_metrics": 12}`, ReasonInvalidRecord},
+		// an exponential histogram's flags: not a count, out of range, missing
+		{`{"resource_metrics": [{"resource": {"attributes": {}, "schema_url": ""}, "scope_metrics": [{"scope": null, "metrics": [{"name": "d", "description": "", "unit": "s", "data": {"data_points": [{"attributes": {}, "start_time_unix_nano": 1764615600000000000, "time_unix_nano": 1764615620000000000, "count": 4, "sum": 1.25, "scale": 3, "zero_count": 0, "positive": {"offset": -9, "bucket_counts": [1, 0, 2, 1]}, "negative": {"offset": 0, "bucket_counts": []}, "flags": -1, "min": 0.125, "max": 0.5, "exemplars": []}], "aggregation_temporality": 2}}], "schema_url": ""}], "schema_url": ""}]}`, ReasonInvalidRecord},
+		{`{"resource_metrics": [{"resource": {"attributes": {}, "schema_url": ""}, "scope_metrics": [{"scope": null, "metrics": [{"name": "d", "description": "", "unit": "s", "data": {"data_points": [{"attributes": {}, "start_time_unix_nano": 1764615600000000000, "time_unix_nano": 1764615620000000000, "count": 4, "sum": 1.25, "scale": 3, "zero_count": 0, "positive": {"offset": -9, "bucket_counts": [1, 0, 2, 1]}, "negative": {"offset": 0, "bucket_counts": []}, "flags": 1.5, "min": 0.125, "max": 0.5, "exemplars": []}], "aggregation_temporality": 2}}], "schema_url": ""}], "schema_url": ""}]}`, ReasonInvalidRecord},
+		{`{"resource_metrics": [{"resource": {"attributes": {}, "schema_url": ""}, "scope_metrics": [{"scope": null, "metrics": [{"name": "d", "description": "", "unit": "s", "data": {"data_points": [{"attributes": {}, "start_time_unix_nano": 1764615600000000000, "time_unix_nano": 1764615620000000000, "count": 4, "sum": 1.25, "scale": 3, "zero_count": 0, "positive": {"offset": -9, "bucket_counts": [1, 0, 2, 1]}, "negative": {"offset": 0, "bucket_counts": []}, "flags": 4294967296, "min": 0.125, "max": 0.5, "exemplars": []}], "aggregation_temporality": 2}}], "schema_url": ""}], "schema_url": ""}]}`, ReasonInvalidRecord},
+		{`{"resource_metrics": [{"resource": {"attributes": {}, "schema_url": ""}, "scope_metrics": [{"scope": null, "metrics": [{"name": "d", "description": "", "unit": "s", "data": {"data_points": [{"attributes": {}, "start_time_unix_nano": 1764615600000000000, "time_unix_nano": 1764615620000000000, "count": 4, "sum": 1.25, "scale": 3, "zero_count": 0, "positive": {"offset": -9, "bucket_counts": [1, 0, 2, 1]}, "negative": {"offset": 0, "bucket_counts": []}, "min": 0.125, "max": 0.5, "exemplars": []}], "aggregation_temporality": 2}}], "schema_url": ""}], "schema_url": ""}]}`, ReasonInvalidRecord},
 		{`{"name": "s", "context": {"trace_id": "0x4bf92f3577b34da6a3ce929d0e0e4736", "span_id": "0x00f067aa0ba902b7", "trace_state": "[]"}, "kind": "SpanKind.SIDEWAYS", "parent_id": null, "start_time": null, "end_time": null, "status": {"status_code": "UNSET"}, "attributes": {}, "events": [], "links": [], "resource": {"attributes": {}, "schema_url": ""}}`, ReasonInvalidRecord},
 		{`{"name": "s", "context": {"trace_id": "4bf92f3577b34da6a3ce929d0e0e4736", "span_id": "0x00f067aa0ba902b7", "trace_state": "[]"}, "kind": "SpanKind.INTERNAL", "parent_id": null, "start_time": null, "end_time": null, "status": {"status_code": "UNSET"}, "attributes": {}, "events": [], "links": [], "resource": {"attributes": {}, "schema_url": ""}}`, ReasonInvalidRecord},
 		{`{"name": "s", "context": {"trace_id": "0x4bf92f3577b34da6a3ce929d0e0e4736", "span_id": "0x00f067aa0ba902b7", "trace_state": "[]"}, "kind": "SpanKind.INTERNAL", "parent_id": null, "start_time": "yesterday", "end_time": null, "status": {"status_code": "UNSET"}, "attributes": {}, "events": [], "links": [], "resource": {"attributes": {}, "schema_url": ""}}`, ReasonInvalidRecord},
@@ -368,4 +376,100 @@ func TestPrettyPrintedEqualsCompact(t *testing.T) {
 	require.NoError(t, ptracetest.CompareTraces(c1.traces[0], c2.traces[0]))
 	require.NoError(t, plogtest.CompareLogs(c1.logs[0], c2.logs[0]))
 	require.NoError(t, pmetrictest.CompareMetrics(c1.metrics[0], c2.metrics[0]))
+}
+
+// A line the transport refuses (too long, cut short) inside a pretty-printed record: the
+// record is abandoned as one partial_record (the refused line is not counted again), the
+// rest of it is skipped, and the refused line still counts for the line numbers. In a block
+// of only "{", the "{" is text and the refused line counts with its own reason.
+func TestRejectedLineInBlock(t *testing.T) {
+	core, logs := newObserver()
+	c := &capture{}
+	s := NewStream("f", 1<<20, c, NewLimiter(core, 1000, 1<<62))
+	for _, l := range []string{"{", `    "body": "a",`, "    \"attributes\": {"} {
+		_, _ = s.Line([]byte(l))
+	}
+	s.Reject(protocol.ReasonTooLong) // line 4
+	for _, l := range []string{`        "b": 2`, "    },", `    "observed_timestamp": "2025-12-01T19:00:21.000050Z"`, "}", `{"body": 1`} {
+		_, _ = s.Line([]byte(l))
+	}
+	st := s.Flush()
+	assert.Equal(t, map[string]int64{ReasonPartialRecord: 1, ReasonInvalidJSON: 1}, st.Rejected, "one record, one rejection")
+	assert.Zero(t, st.Accepted, "the lines after the refused one are not glued on")
+	assert.Empty(t, c.logs)
+	assert.Equal(t, int64(4), st.Unknown, "the rest of the abandoned record")
+	require.Equal(t, 2, logs.Len())
+	assert.Equal(t, ReasonPartialRecord, logs.All()[0].ContextMap()["reason"])
+	assert.Equal(t, int64(1), logs.All()[0].ContextMap()["line"], "where the record began")
+	assert.Equal(t, int64(9), logs.All()[1].ContextMap()["line"], "the refused line counts")
+
+	core, logs = newObserver()
+	s = NewStream("f", 1<<20, c, NewLimiter(core, 1000, 1<<62))
+	_, _ = s.Line([]byte("{"))
+	s.Reject(protocol.ReasonTooLong)
+	_, _ = s.Line([]byte(`{"body": "ok", "observed_timestamp": "2025-12-01T19:00:21.000050Z"}`))
+	_, _ = s.Line([]byte(`{"body": 1`))
+	st = s.Flush()
+	assert.Equal(t, map[string]int64{protocol.ReasonTooLong: 1, ReasonInvalidJSON: 1}, st.Rejected)
+	assert.Equal(t, int64(1), st.Unknown, `the "{" alone`)
+	assert.Equal(t, int64(1), st.Accepted)
+	require.Equal(t, 2, logs.Len())
+	assert.Equal(t, int64(2), logs.All()[0].ContextMap()["line"])
+	assert.Equal(t, int64(4), logs.All()[1].ContextMap()["line"])
+}
+
+// A sink that takes only spans: the other records, whole, malformed or pretty-printed, are
+// dropped before decoding and counted nowhere; the text around them is still counted.
+func TestSinkTakesOnlySpans(t *testing.T) {
+	c := &capture{only: map[Kind]bool{Span: true}}
+	s := NewStream("gym.log", 1<<20, c, NewLimiter(zap.NewNop(), 1000, 1<<62))
+	in := string(readSample(t)) + "{\n    \"body\": \"cut\",\nINFO: interleaved\n"
+	for _, l := range strings.Split(strings.TrimSuffix(in, "\n"), "\n") {
+		_, _ = s.Line([]byte(l))
+	}
+	st := s.Flush()
+	assert.Equal(t, int64(2), st.Accepted)
+	assert.Empty(t, st.Rejected, "neither the malformed metrics line nor the cut log record")
+	assert.Equal(t, int64(14+1), st.Unknown)
+	assert.Empty(t, c.metrics)
+	assert.Empty(t, c.logs)
+	require.Len(t, c.traces, 1)
+	assert.Equal(t, 2, c.traces[0].SpanCount())
+}
+
+// Resources that differ only in a value's type are two resources: each span keeps its own,
+// never the first one's (a series' identity). The same goes for log records, and for a
+// nested value; the same resource twice still shares one ResourceSpans.
+func TestResourceValueTypes(t *testing.T) {
+	span := func(name, pid string) string {
+		return `{"name": "` + name + `", "context": {"trace_id": "0x4bf92f3577b34da6a3ce929d0e0e4736", "span_id": "0x00f067aa0ba902b7", "trace_state": "[]"}, "kind": "SpanKind.INTERNAL", "parent_id": null, "start_time": "2025-12-01T19:00:12.000000Z", "end_time": "2025-12-01T19:00:13.000000Z", "status": {"status_code": "OK"}, "attributes": {}, "events": [], "links": [], "resource": {"attributes": {"service.name": "nemo-gym/x", "process.pid": ` + pid + `}, "schema_url": ""}}`
+	}
+	log := func(pid string) string {
+		return `{"body": "b", "observed_timestamp": "2025-12-01T19:00:21.000050Z", "resource": {"attributes": {"process.pid": ` + pid + `}, "schema_url": ""}}`
+	}
+	in := strings.Join([]string{
+		span("int", "42"), span("str", `"42"`), span("str2", `"42"`), span("list", `[42]`), span("liststr", `["42"]`),
+		log("42"), log(`"42"`),
+	}, "\n") + "\n"
+	c, tot, _ := feed(t, []byte(in), 1<<20)
+	require.Equal(t, int64(7), tot.accepted)
+
+	rs := c.traces[0].ResourceSpans()
+	require.Equal(t, 4, rs.Len(), "42, then \"42\" twice, [42], [\"42\"]")
+	pid := func(r ptrace.ResourceSpans) any {
+		v, _ := r.Resource().Attributes().Get("process.pid")
+		return v.AsRaw()
+	}
+	assert.Equal(t, int64(42), pid(rs.At(0)))
+	assert.Equal(t, "42", pid(rs.At(1)))
+	assert.Equal(t, 2, rs.At(1).ScopeSpans().At(0).Spans().Len(), "the same resource twice shares one")
+	assert.Equal(t, []any{int64(42)}, pid(rs.At(2)))
+	assert.Equal(t, []any{"42"}, pid(rs.At(3)))
+
+	rl := c.logs[0].ResourceLogs()
+	require.Equal(t, 2, rl.Len())
+	v, _ := rl.At(0).Resource().Attributes().Get("process.pid")
+	assert.Equal(t, int64(42), v.Int())
+	v, _ = rl.At(1).Resource().Attributes().Get("process.pid")
+	assert.Equal(t, "42", v.Str())
 }

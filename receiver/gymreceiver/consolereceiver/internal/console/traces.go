@@ -3,7 +3,6 @@ package console
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -66,7 +65,7 @@ var statusCodes = map[string]ptrace.StatusCode{
 // DecodeSpan turns one span line into a span of td, under a ResourceSpans of its own, or
 // under the last one when the line's resource is the same (consecutive spans of one process
 // share it).
-func DecodeSpan(line []byte, td ptrace.Traces, last *[]byte) error {
+func DecodeSpan(line []byte, td ptrace.Traces, last *resourceGroup) error {
 	var s span
 	if err := decodeJSON(line, &s); err != nil {
 		return err
@@ -84,10 +83,9 @@ func DecodeSpan(line []byte, td ptrace.Traces, last *[]byte) error {
 	if err := s.put(out); err != nil {
 		return err
 	}
-	key := resourceKey(s.Resource)
 	rss := td.ResourceSpans()
 	var ss ptrace.ScopeSpans
-	if rss.Len() > 0 && string(*last) == key {
+	if last.joins(rss.Len(), s.Resource) {
 		ss = rss.At(rss.Len() - 1).ScopeSpans().At(0)
 	} else {
 		rs := ptrace.NewResourceSpans()
@@ -98,7 +96,7 @@ func DecodeSpan(line []byte, td ptrace.Traces, last *[]byte) error {
 		rs.ScopeSpans().AppendEmpty()
 		rs.MoveTo(rss.AppendEmpty())
 		ss = rss.At(rss.Len() - 1).ScopeSpans().At(0)
-		*last = append((*last)[:0], key...)
+		last.started()
 	}
 	out.MoveTo(ss.Spans().AppendEmpty())
 	return nil
@@ -235,20 +233,4 @@ func traceState(r string) (string, error) {
 		b.WriteString(v)
 	}
 	return b.String(), nil
-}
-
-// resourceKey identifies a resource by its attributes and schema URL, as decoded (map keys
-// sorted by encoding/json's marshaller, so the same resource gives the same key).
-func resourceKey(r *resource) string {
-	var b strings.Builder
-	keys := make([]string, 0, len(r.Attributes))
-	for k := range r.Attributes {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(&b, "%q=%#v;", k, r.Attributes[k])
-	}
-	b.WriteString(r.SchemaURL)
-	return b.String()
 }

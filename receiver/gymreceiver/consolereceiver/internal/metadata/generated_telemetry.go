@@ -23,12 +23,14 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                             metric.Meter
-	mu                                sync.Mutex
-	registrations                     []metric.Registration
-	ReceiverGymConsoleLinesSkipped    metric.Int64Counter
-	ReceiverGymConsoleRecordsAccepted metric.Int64Counter
-	ReceiverGymConsoleRecordsRejected metric.Int64Counter
+	meter                                         metric.Meter
+	mu                                            sync.Mutex
+	registrations                                 []metric.Registration
+	ReceiverGymConsoleLinesSkipped                metric.Int64Counter
+	ReceiverGymConsoleRecordsAccepted             metric.Int64Counter
+	ReceiverGymConsoleRecordsRejected             metric.Int64Counter
+	ReceiverGymConsoleStreamConnectionsIdleClosed metric.Int64Counter
+	ReceiverGymConsoleStreamConnectionsRefused    metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -76,6 +78,18 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_receiver_gym_console_records_rejected",
 		metric.WithDescription("Telemetry records that start as one of the three shapes but do not decode, by reason; also lines over max_line_bytes and lines cut short at the end of a file. [Development]"),
 		metric.WithUnit("{record}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverGymConsoleStreamConnectionsIdleClosed, err = builder.meter.Int64Counter(
+		"otelcol_receiver_gym_console_stream_connections_idle_closed",
+		metric.WithDescription("Stream connections closed because they sent nothing for stream.idle_timeout. [Development]"),
+		metric.WithUnit("{connection}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverGymConsoleStreamConnectionsRefused, err = builder.meter.Int64Counter(
+		"otelcol_receiver_gym_console_stream_connections_refused",
+		metric.WithDescription("Stream connections closed as soon as accepted because stream.max_connections were open. [Development]"),
+		metric.WithUnit("{connection}"),
 	)
 	errs = errors.Join(errs, err)
 	return &builder, errs

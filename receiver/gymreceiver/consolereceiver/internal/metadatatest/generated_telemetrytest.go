@@ -68,3 +68,35 @@ func AssertEqualReceiverGymConsoleRecordsRejected(t *testing.T, tt *componenttes
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
+
+func AssertEqualReceiverGymConsoleStreamConnectionsIdleClosed(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_receiver_gym_console_stream_connections_idle_closed",
+		Description: "Stream connections closed because they sent nothing for stream.idle_timeout. [Development]",
+		Unit:        "{connection}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_receiver_gym_console_stream_connections_idle_closed")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualReceiverGymConsoleStreamConnectionsRefused(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_receiver_gym_console_stream_connections_refused",
+		Description: "Stream connections closed as soon as accepted because stream.max_connections were open. [Development]",
+		Unit:        "{connection}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_receiver_gym_console_stream_connections_refused")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}

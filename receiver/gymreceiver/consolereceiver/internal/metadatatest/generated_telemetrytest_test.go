@@ -22,6 +22,8 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ReceiverGymConsoleLinesSkipped.Add(context.Background(), 1)
 	tb.ReceiverGymConsoleRecordsAccepted.Add(context.Background(), 1)
 	tb.ReceiverGymConsoleRecordsRejected.Add(context.Background(), 1)
+	tb.ReceiverGymConsoleStreamConnectionsIdleClosed.Add(context.Background(), 1)
+	tb.ReceiverGymConsoleStreamConnectionsRefused.Add(context.Background(), 1)
 	AssertEqualReceiverGymConsoleLinesSkipped(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
@@ -29,6 +31,12 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverGymConsoleRecordsRejected(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverGymConsoleStreamConnectionsIdleClosed(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverGymConsoleStreamConnectionsRefused(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 
