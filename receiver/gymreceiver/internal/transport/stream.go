@@ -203,7 +203,7 @@ func (s *StreamServer) accept() {
 			s.mu.Unlock()
 			_ = c.Close()
 			if s.refused.Add(1) == 1 {
-				s.logger.Warn("stream: connection refused: stream.max_connections are open (counted in otelcol_receiver_gym_stream_connections_refused; further refusals are not logged)",
+				s.logger.Warn("stream: connection refused: stream.max_connections are open (counted in the receiver's stream_connections_refused metric; further refusals are not logged)",
 					zap.Int("max_connections", s.opts.MaxConnections))
 			}
 			if s.opts.OnRefused != nil {
