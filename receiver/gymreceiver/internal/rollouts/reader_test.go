@@ -354,3 +354,48 @@ func TestSyntheticRowsShape(t *testing.T) {
 	assert.Equal(t, result{Dispatch: "math", RunID: "run-1", Reward: "0.75", Turns: 4, ToolCalls: 3, HasTurns: true, HasToolCalls: true, Line: 1}, got[0])
 	assert.False(t, math.IsNaN(0))
 }
+
+// A row's decoded strings are bounded whatever the row repeats: a finding it has already, one
+// past MaxFindings, and every earlier value of a repeated mapped key leave nothing behind.
+func TestScratchBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"verdict":"unhealthy","findings":[`)
+	for i := range MaxFindings + 20000 { // distinct ids, the ones past MaxFindings dropped
+		fmt.Fprintf(&b, `"c%d",`, i)
+	}
+	for range 100000 { // the same ids again, as strings and as objects with repeated keys
+		b.WriteString(`"c1",{"check_id":"c2","check":"c3","check":"c4"},`)
+	}
+	b.WriteString(`null]`)
+	for range 50000 {
+		b.WriteString(`,"_ng_run_id":"run-1","verdict":"healthy"`)
+	}
+	b.WriteString("}\n")
+	b.WriteString("{")
+	for range 20000 {
+		b.WriteString(`"_ng_failure_class":"timeout","failure_kind":"k","_ng_failure_kind":"k2","_ng_failure_type":"T","_ng_environment_server":"env",`)
+	}
+	b.WriteString(`"agent_ref":{"name":"a","name":"b"},"_ng_failure_record":{"failure":{"failure_kind":"x","failure_kind":"y"}}}` + "\n")
+	require.Greater(t, b.Len(), 2<<20)
+
+	r := NewReader(0)
+	r.Reset(strings.NewReader(b.String()), 0, 0, 0)
+	var row Row
+	require.NoError(t, r.Next(Verdicts, &row))
+	assert.Len(t, row.Findings, MaxFindings)
+	assert.Equal(t, "c0", string(row.Findings[0]))
+	assert.Equal(t, fmt.Sprintf("c%d", MaxFindings-1), string(row.Findings[MaxFindings-1]))
+	assert.Equal(t, "healthy", string(row.Verdict))
+	assert.Equal(t, "run-1", string(row.RunID))
+	// The kept findings and one string being decoded: 1024 ids of at most 5 bytes here.
+	assert.LessOrEqual(t, cap(r.scratch), 16<<10, "scratch grew with the row")
+
+	require.NoError(t, r.Next(Failures, &row))
+	assert.Equal(t, "env", string(row.DispatchName()))
+	assert.Equal(t, "k", string(row.FailureKind()))
+	assert.Equal(t, "timeout", string(row.FailureClass))
+	assert.LessOrEqual(t, cap(r.scratch), 16<<10, "scratch grew with the row")
+	for i, s := range r.slots {
+		assert.Equal(t, MaxValueBytes, cap(s), "slot %d", i)
+	}
+}

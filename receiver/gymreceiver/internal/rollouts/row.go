@@ -44,7 +44,7 @@ const (
 )
 
 // Row is what a row says, for the mapping. Every []byte is valid UTF-8 and points into the
-// Reader's scratch space: valid until the next call of Next.
+// Reader's buffers: valid until the next call of Next.
 type Row struct {
 	// Main and failures rows.
 	EnvironmentServer []byte // _ng_environment_server
@@ -101,16 +101,18 @@ func (r *Row) reset() {
 	*r = Row{Findings: findings}
 }
 
-// addFinding adds a check id unless the row has it already.
-func (r *Row) addFinding(id []byte) {
+// keeps tells whether a check id is added to Findings: the row has room and has it not yet.
+// One past MaxFindings is dropped without a count (the row is good; nothing counts it).
+func (r *Row) keeps(id []byte) bool {
+	if len(r.Findings) >= MaxFindings {
+		return false
+	}
 	for _, f := range r.Findings {
 		if bytes.Equal(f, id) {
-			return
+			return false
 		}
 	}
-	if len(r.Findings) < MaxFindings {
-		r.Findings = append(r.Findings, id)
-	}
+	return true
 }
 
 // Verdict values of the health report.
