@@ -442,8 +442,10 @@ func kindOf(c byte) string {
 	return fmt.Sprintf("%q", c)
 }
 
-// nested reads an object (or null) whose members are of ctx.
+// nested reads an object (or null) whose members are of ctx. What an earlier value of the same
+// key set is cleared first: a duplicate key's last value wins, objects included.
 func (r *Reader) nested(name string, ctx context, row *Row) bool {
+	row.clear(ctx)
 	switch c := r.buf[r.pos]; c {
 	case '{':
 		r.pos++
@@ -644,9 +646,12 @@ func (r *Reader) verdict(row *Row) bool {
 }
 
 // findings reads the findings array: each element a check id, or an object whose check (else
-// check_id) is the check id; null elements and objects without either are left out. A check
-// id the row has already, or one past MaxFindings, is cut off scratch at once.
+// check_id) is the check id; null elements and objects without either are left out. An
+// earlier findings key of the row is forgotten (the last wins); a check id the row has
+// already, or one past MaxFindings, is cut off scratch at once.
 func (r *Reader) findings(row *Row) bool {
+	row.Findings = row.Findings[:0]
+	r.scratch = r.scratch[:0] // it held only the findings forgotten
 	switch c := r.buf[r.pos]; c {
 	case '[':
 		r.pos++

@@ -399,3 +399,50 @@ func TestScratchBounded(t *testing.T) {
 		assert.Equal(t, MaxValueBytes, cap(s), "slot %d", i)
 	}
 }
+
+// A duplicate key's last value wins, for objects and arrays too: nothing of the earlier value
+// is kept or merged.
+func TestDuplicateKeysLastWins(t *testing.T) {
+	main := strings.Join([]string{
+		`{"agent_ref":{"name":"a"},"agent_ref":{}}`,
+		`{"agent_ref":{"name":"a"},"agent_ref":null}`,
+		`{"agent_ref":{"name":"a"},"agent_ref":{"name":"b"}}`,
+		`{"ng_perf":{"num_turns":3},"ng_perf":{"num_tool_calls":2}}`,
+		`{"ng_perf":{"num_turns":3},"ng_perf":null}`,
+		"",
+	}, "\n")
+	got, _, _ := collect(t, Main, strings.NewReader(main), 0, 0)
+	assert.Equal(t, []result{
+		{Dispatch: "unknown", Line: 1},
+		{Dispatch: "unknown", Line: 2},
+		{Dispatch: "b", Line: 3},
+		{Dispatch: "unknown", ToolCalls: 2, HasToolCalls: true, Line: 4},
+		{Dispatch: "unknown", Line: 5},
+	}, got)
+
+	failures := strings.Join([]string{
+		`{"_ng_failure_record":{"failure":{"failure_kind":"x"}},"_ng_failure_record":{}}`,
+		`{"_ng_failure_record":{"failure":{"failure_kind":"x"},"failure":{}}}`,
+		`{"_ng_failure_record":{"failure":{"failure_kind":"x"}},"_ng_failure_record":{"failure":{"failure_kind":"y"}}}`,
+		"",
+	}, "\n")
+	got, _, _ = collect(t, Failures, strings.NewReader(failures), 0, 0)
+	assert.Equal(t, []result{
+		{Dispatch: "unknown", Line: 1},
+		{Dispatch: "unknown", Line: 2},
+		{Dispatch: "unknown", Kind: "y", Line: 3},
+	}, got)
+
+	verdicts := strings.Join([]string{
+		`{"verdict":"unhealthy","findings":["a"],"findings":["b"]}`,
+		`{"verdict":"unhealthy","findings":["a",{"check":"c"}],"findings":null}`,
+		`{"verdict":"unhealthy","findings":["a"],"findings":[],"findings":["b","a"]}`,
+		"",
+	}, "\n")
+	got, _, _ = collect(t, Verdicts, strings.NewReader(verdicts), 0, 0)
+	assert.Equal(t, []result{
+		{Dispatch: "unknown", Verdict: "unhealthy", Findings: "b", Line: 1},
+		{Dispatch: "unknown", Verdict: "unhealthy", Line: 2},
+		{Dispatch: "unknown", Verdict: "unhealthy", Findings: "b,a", Line: 3},
+	}, got)
+}

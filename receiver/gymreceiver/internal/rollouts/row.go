@@ -115,5 +115,17 @@ func (r *Row) keeps(id []byte) bool {
 	return true
 }
 
+// clear forgets what the members of an object of ctx set, before the object is read again.
+func (r *Row) clear(ctx context) {
+	switch ctx {
+	case ctxAgentRef:
+		r.AgentName = nil
+	case ctxPerf:
+		r.Turns, r.ToolCalls, r.HasTurns, r.HasToolCalls = 0, 0, false, false
+	case ctxFailureRecord, ctxFailure:
+		r.kinds[2] = nil
+	}
+}
+
 // Verdict values of the health report.
 var verdicts = [][]byte{[]byte("healthy"), []byte("unhealthy"), []byte("unobserved")}
