@@ -546,8 +546,9 @@ func (t *RolloutTailer) read(r *run, f *rowFile, last bool) {
 				}
 				break
 			}
-			var re *rollouts.RowError
-			if errors.As(err, &re) {
+			// Next returns its *RowError unwrapped; errors.As would move a variable to the heap
+			// for every row.
+			if re, ok := err.(*rollouts.RowError); ok { //nolint:errorlint // see above
 				t.reject(f, t.rd.Lines(), re)
 			} else if err == nil {
 				t.apply(r, f)

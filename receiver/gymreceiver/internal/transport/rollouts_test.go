@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -368,4 +369,27 @@ func TestRolloutsRejectLogs(t *testing.T) {
 	require.Len(t, entries, 11)
 	assert.Equal(t, int64(5), entries[10].ContextMap()["not_logged_before"])
 	assert.Equal(t, int64(17), entries[10].ContextMap()["line"])
+}
+
+// A poll allocates nothing per row in steady state: a poll of 2000 rows allocates what a poll
+// of 10 does, give or take the fixed cost of a poll.
+func TestRolloutsPollAllocatesNothingPerRow(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "r.jsonl")
+	row := mainRow("m", "1", `,"ng_perf":{"num_turns":3}`)
+	appendFile(t, out, row)
+	rt, got := rolloutTailer(t, newTestAggregator(t), filepath.Join(dir, "*.jsonl"), true, nil, 0)
+	mallocs := func(rows int) uint64 {
+		appendFile(t, out, strings.Repeat(row, rows))
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		rt.poll(context.Background())
+		runtime.ReadMemStats(&after)
+		return after.Mallocs - before.Mallocs
+	}
+	mallocs(10)
+	few, many := mallocs(10), mallocs(2000)
+	t.Logf("allocations: %d for a poll of 10 rows, %d for 2000 rows", few, many)
+	assert.Less(t, many, few+200, "a poll allocates per row")
+	assert.Equal(t, int64(2021), got.accepted)
 }
