@@ -61,7 +61,8 @@ type RolloutTailer struct {
 
 	runs    map[string]*run // by the run's path (log.file.path)
 	owner   map[string]string
-	stored  *rolloutState // from the store, consumed as files are opened
+	stored  *rolloutState // from the store, each entry consumed as its file or run is opened
+	loaded  bool          // Start has read the store: encode's offsets stand for the source
 	polls   int
 	skipped int64
 
@@ -139,15 +140,20 @@ func (t *RolloutTailer) Start(ctx context.Context) error {
 			return fmt.Errorf("rollouts: bad glob %q: %w", p, err)
 		}
 	}
+	var data []byte
 	if t.opts.Store != nil {
-		data, err := t.opts.Store.Load(ctx)
-		if err != nil {
+		var err error
+		// Not under t.mu: a checkpoint holds the store's lock while it waits for t.mu.
+		if data, err = t.opts.Store.Load(ctx); err != nil {
 			return fmt.Errorf("rollouts: reading stored offsets: %w", err)
 		}
-		if err := t.restore(data); err != nil {
-			t.logger.Warn("rollouts: stored offsets are unreadable; starting without them", zap.Error(err))
-		}
 	}
+	t.mu.Lock()
+	if err := t.restore(data); err != nil {
+		t.logger.Warn("rollouts: stored offsets are unreadable; starting without them", zap.Error(err))
+	}
+	t.loaded = true
+	t.mu.Unlock()
 	t.stop, t.done = make(chan struct{}), make(chan struct{})
 	t.poll(ctx)
 	go t.loop()
@@ -188,7 +194,8 @@ func (l checkpointLock) Lock() {
 	l.t.checkpoints.Add(1)
 	l.t.mu.Lock()
 	l.t.checkpoints.Add(-1)
-	if !l.t.closed {
+	// Before Start has read the store, the checkpoint keeps the offsets it restored.
+	if l.t.loaded && !l.t.closed {
 		l.t.save(context.Background())
 	}
 }
@@ -313,8 +320,30 @@ func (t *RolloutTailer) poll(ctx context.Context) {
 			}
 		}
 	}
+	if first {
+		t.dropGone()
+	}
 	t.flush()
 	t.save(ctx)
+}
+
+// dropGone forgets the stored offsets and runs whose files are gone at the first poll (deleted
+// while the collector was down), so that the offsets carried over for files not opened yet
+// (runs waiting past MaxRuns, or not matched now) cannot pile up across restarts.
+func (t *RolloutTailer) dropGone() {
+	if t.stored == nil {
+		return
+	}
+	for p := range t.stored.Files {
+		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+			delete(t.stored.Files, p)
+		}
+	}
+	for p := range t.stored.Runs {
+		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+			delete(t.stored.Runs, p)
+		}
+	}
 }
 
 func sortedKeys(m map[string]*run) []string {
@@ -390,6 +419,7 @@ func (t *RolloutTailer) restoreRun(r *run) {
 		return
 	}
 	if sr, ok := t.stored.Runs[r.path]; ok {
+		delete(t.stored.Runs, r.path) // used once, as a file's offset
 		r.fixed, r.runID = true, sr.RunID
 	}
 }
@@ -656,6 +686,19 @@ func (t *RolloutTailer) encode() []byte {
 					sf.Lines = -1
 				}
 				st.Files[f.path] = sf
+			}
+		}
+	}
+	// The stored entries of files and runs not opened yet stand until they are.
+	if t.stored != nil {
+		for p, sf := range t.stored.Files {
+			if _, ok := st.Files[p]; !ok {
+				st.Files[p] = sf
+			}
+		}
+		for p, sr := range t.stored.Runs {
+			if _, ok := st.Runs[p]; !ok {
+				st.Runs[p] = sr
 			}
 		}
 	}

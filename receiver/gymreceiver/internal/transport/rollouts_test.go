@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/checkpoint"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/protocol"
 )
 
@@ -392,4 +394,137 @@ func TestRolloutsPollAllocatesNothingPerRow(t *testing.T) {
 	t.Logf("allocations: %d for a poll of 10 rows, %d for 2000 rows", few, many)
 	assert.Less(t, many, few+200, "a poll allocates per row")
 	assert.Equal(t, int64(2021), got.accepted)
+}
+
+// ckptStore is a storage extension's client in memory.
+type ckptStore struct {
+	mu sync.Mutex
+	kv map[string][]byte
+}
+
+func (s *ckptStore) Get(_ context.Context, k string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.kv[k], nil
+}
+
+func (s *ckptStore) Set(_ context.Context, k string, v []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.kv == nil {
+		s.kv = map[string][]byte{}
+	}
+	s.kv[k] = append([]byte(nil), v...)
+	return nil
+}
+
+// ckptTailer is a rollouts tailer joined to a checkpointer as the receiver joins them: the
+// checkpoint restored, the section guarded by the tailer's Locker before it starts.
+func ckptTailer(t *testing.T, store *ckptStore, include string) (*RolloutTailer, *checkpoint.Checkpointer, *protocol.Aggregator, *collected) {
+	t.Helper()
+	agg := newTestAggregator(t)
+	c := checkpoint.New(store, agg)
+	_, err := c.Restore(context.Background())
+	require.NoError(t, err)
+	section := c.Section("rollouts")
+	got := &collected{rejected: map[string]int64{}}
+	rt := NewRolloutTailer(agg, RolloutsOptions{
+		Include: []string{include}, StartAtBeginning: true, PollInterval: time.Hour, Store: section,
+	}, got.record, zap.NewNop())
+	section.GuardedBy(rt.Locker())
+	return rt, c, agg, got
+}
+
+// savedOffsets reads the rollouts offsets of the stored checkpoint.
+func savedOffsets(t *testing.T, store *ckptStore) rolloutState {
+	t.Helper()
+	c := checkpoint.New(store, newTestAggregator(t))
+	_, err := c.Restore(context.Background())
+	require.NoError(t, err)
+	data, err := c.Section("rollouts").Load(context.Background())
+	require.NoError(t, err)
+	var st rolloutState
+	require.NoError(t, json.Unmarshal(data, &st))
+	return st
+}
+
+// A checkpoint taken before the tailer has opened a file the store knows (before it starts,
+// or while the file's run is not followed) keeps that file's stored offset: a crash then
+// resumes at the offset, and the restored totals are not counted again.
+func TestRolloutsCheckpointKeepsOffsetsNotYetUsed(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "r.jsonl")
+	appendFile(t, out, mainRow("m", "1", `,"_ng_run_id":"r1"`)+mainRow("m", "1", ""))
+	appendFile(t, filepath.Join(dir, "r_failures.jsonl"), failureRow("timeout", "agent_timeout"))
+	store := &ckptStore{}
+	ctx := context.Background()
+	rt, c, _, got := ckptTailer(t, store, filepath.Join(dir, "*.jsonl"))
+	require.NoError(t, rt.Start(ctx))
+	require.NoError(t, rt.Shutdown(ctx))
+	_, err := c.Save(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), got.accepted)
+	want := savedOffsets(t, store)
+	require.Len(t, want.Files, 2)
+	require.Equal(t, map[string]storedRun{out: {RunID: "r1"}}, want.Runs)
+
+	// Restarted with a glob that does not match the run (as a run waits past MaxRuns): a
+	// checkpoint before Start, and one after its first poll, keep the stored offsets.
+	rt, c, _, got = ckptTailer(t, store, filepath.Join(dir, "none", "*.jsonl"))
+	_, err = c.Save(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, want, savedOffsets(t, store), "a checkpoint before Start")
+	require.NoError(t, rt.Start(ctx))
+	_, err = c.Save(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, want, savedOffsets(t, store), "a checkpoint before the run is followed")
+	require.NoError(t, rt.Shutdown(ctx))
+	_, err = c.Save(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, got.accepted)
+
+	// Restarted with the run matched again: only the row written since is read, on top of the
+	// restored totals.
+	appendFile(t, out, mainRow("m", "0", ""))
+	rt, c, agg, got := ckptTailer(t, store, filepath.Join(dir, "*.jsonl"))
+	require.NoError(t, rt.Start(ctx))
+	t.Cleanup(func() { _ = rt.Shutdown(ctx) })
+	assert.Equal(t, int64(1), got.accepted)
+	counts := rolloutCounts(agg.Collect(protocol.Scope{}))
+	assert.Equal(t, int64(3), counts["r.jsonl|r1|completed_total|dispatch.name=m,outcome=scored"], "%v", counts)
+	assert.Equal(t, int64(1), counts["r.jsonl|r1|completed_total|dispatch.name=math,failure_class=timeout,failure_kind=agent_timeout,failure_type=TimeoutError,outcome=failed"], "%v", counts)
+	_ = c
+}
+
+// The stored offsets of a file gone at the first poll after a start are dropped, not carried
+// over from checkpoint to checkpoint.
+func TestRolloutsStoredOffsetsOfGoneFilesDropped(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "r.jsonl")
+	failures := filepath.Join(dir, "r_failures.jsonl")
+	appendFile(t, out, mainRow("m", "1", `,"_ng_run_id":"r1"`))
+	appendFile(t, failures, failureRow("timeout", "agent_timeout"))
+	other := filepath.Join(dir, "gone", "g.jsonl")
+	require.NoError(t, os.MkdirAll(filepath.Dir(other), 0o700))
+	appendFile(t, other, mainRow("m", "1", `,"_ng_run_id":"g1"`))
+	store := &memStore{}
+	rt, _ := rolloutTailer(t, newTestAggregator(t), filepath.Join(dir, "*", "*.jsonl"), true, store, 0)
+	require.NoError(t, rt.Shutdown(context.Background()))
+	// The store knows both runs.
+	var a rolloutState
+	require.NoError(t, json.Unmarshal(store.data, &a))
+	require.Contains(t, a.Files, other)
+	require.Contains(t, a.Runs, other)
+	a.Files[out] = storedRowFile{Head: "7b", Offset: 1, Lines: 1}
+	a.Files[failures] = storedRowFile{Head: "7b", Offset: 1, Lines: 1}
+	a.Runs[out] = storedRun{RunID: "r1"}
+	store.data, _ = json.Marshal(a)
+
+	require.NoError(t, os.RemoveAll(filepath.Dir(other)))
+	require.NoError(t, os.Remove(failures))
+	rolloutTailer(t, newTestAggregator(t), filepath.Join(dir, "none", "*.jsonl"), true, store, 0)
+	var st rolloutState
+	require.NoError(t, json.Unmarshal(store.data, &st))
+	assert.Equal(t, map[string]storedRowFile{out: {Head: "7b", Offset: 1, Lines: 1}}, st.Files)
+	assert.Equal(t, map[string]storedRun{out: {RunID: "r1"}}, st.Runs)
 }
