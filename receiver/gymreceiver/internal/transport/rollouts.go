@@ -259,10 +259,7 @@ func (t *RolloutTailer) poll(ctx context.Context) {
 		r := t.runs[p]
 		if r == nil {
 			if len(t.runs) >= MaxRuns {
-				t.skipped++
-				if t.skipped == 1 || t.skipped%1000 == 0 {
-					t.logger.Warn("rollouts: more runs than the receiver follows at once; the rest wait", zap.Int("max_runs", MaxRuns), zap.String("path", p))
-				}
+				t.skipRun(p)
 				continue
 			}
 			r = &run{path: p}
@@ -292,7 +289,10 @@ func (t *RolloutTailer) poll(ctx context.Context) {
 		}
 		if owner == vp {
 			r := t.runs[vp]
-			if r == nil && len(t.runs) < MaxRuns {
+			switch {
+			case r == nil && len(t.runs) >= MaxRuns:
+				t.skipRun(vp)
+			case r == nil:
 				r = &run{path: vp, report: true}
 				t.restoreRun(r)
 				t.runs[vp] = r
@@ -343,6 +343,14 @@ func (t *RolloutTailer) dropGone() {
 		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
 			delete(t.stored.Runs, p)
 		}
+	}
+}
+
+// skipRun counts a run (a main output or a report of its own) left waiting past MaxRuns.
+func (t *RolloutTailer) skipRun(path string) {
+	t.skipped++
+	if t.skipped == 1 || t.skipped%1000 == 0 {
+		t.logger.Warn("rollouts: more runs than the receiver follows at once; the rest wait", zap.Int("max_runs", MaxRuns), zap.String("path", path), zap.Int64("waiting_so_far", t.skipped))
 	}
 }
 

@@ -528,3 +528,32 @@ func TestRolloutsStoredOffsetsOfGoneFilesDropped(t *testing.T) {
 	assert.Equal(t, map[string]storedRowFile{out: {Head: "7b", Offset: 1, Lines: 1}}, st.Files)
 	assert.Equal(t, map[string]storedRun{out: {RunID: "r1"}}, st.Runs)
 }
+
+// A health report of its own past MaxRuns waits as a main output does: counted and logged.
+func TestRolloutsReportPastMaxRuns(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	require.NoError(t, os.MkdirAll(a, 0o700))
+	require.NoError(t, os.MkdirAll(b, 0o700))
+	// a: two main outputs and their report (a run of its own); b: the rest of MaxRuns.
+	for _, n := range []string{"x.jsonl", "y.jsonl"} {
+		require.NoError(t, os.WriteFile(filepath.Join(a, n), nil, 0o600))
+	}
+	report := filepath.Join(a, verdictsName)
+	require.NoError(t, os.WriteFile(report, []byte(`{"verdict":"healthy"}`+"\n"), 0o600))
+	for i := range MaxRuns - 2 {
+		require.NoError(t, os.WriteFile(filepath.Join(b, fmt.Sprintf("m%04d.jsonl", i)), nil, 0o600))
+	}
+	core, logs := observer.New(zap.WarnLevel)
+	rt := NewRolloutTailer(newTestAggregator(t), RolloutsOptions{
+		Include: []string{filepath.Join(dir, "*", "*.jsonl")}, StartAtBeginning: true, PollInterval: time.Hour,
+	}, nil, zap.New(core))
+	require.NoError(t, rt.Start(context.Background()))
+	t.Cleanup(func() { _ = rt.Shutdown(context.Background()) })
+	assert.Len(t, rt.runs, MaxRuns)
+	assert.NotContains(t, rt.runs, report)
+	assert.Equal(t, int64(1), rt.skipped)
+	entries := logs.FilterMessage("rollouts: more runs than the receiver follows at once; the rest wait").All()
+	require.Len(t, entries, 1)
+	assert.Equal(t, report, entries[0].ContextMap()["path"])
+}
