@@ -172,17 +172,6 @@ func (t *RolloutTailer) restore(data []byte) error {
 	return nil
 }
 
-// Checkpoint holds the source between two rows and returns its offsets: exactly the rows it
-// has applied to the aggregator so far, nothing read ahead. Nothing is read until release is
-// called, so a checkpoint of the aggregator taken meanwhile matches the offsets. The offsets
-// are what OffsetStore.Load gives back at Start to resume from them.
-func (t *RolloutTailer) Checkpoint() (offsets []byte, release func()) {
-	t.checkpoints.Add(1)
-	t.mu.Lock()
-	t.checkpoints.Add(-1)
-	return t.encode(), t.mu.Unlock
-}
-
 // Locker is the lock the receiver's checkpoint holds while it takes a checkpoint. It waits for
 // the tailer between two rows (yield lets it in mid-poll), then records the offsets of exactly
 // the rows applied so far, so the checkpoint's state and offsets agree.

@@ -222,16 +222,28 @@ func TestRolloutsRestartWithStore(t *testing.T) {
 	assert.Equal(t, int64(3), got.accepted)
 }
 
+// lockOffsets takes the tailer's Locker as the receiver's checkpoint does and returns the
+// offsets it saved for the checkpoint; release lets the tailer go on.
+func lockOffsets(rt *RolloutTailer, store *memStore) (offsets []byte, release func()) {
+	l := rt.Locker()
+	l.Lock()
+	store.mu.Lock()
+	offsets = store.data
+	store.mu.Unlock()
+	return offsets, l.Unlock
+}
+
 func TestRolloutsCheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "r.jsonl")
 	appendFile(t, out, mainRow("m", "1", ""))
 	agg := newTestAggregator(t)
-	rt, got := rolloutTailer(t, agg, filepath.Join(dir, "*.jsonl"), true, nil, 0)
+	store := &memStore{}
+	rt, got := rolloutTailer(t, agg, filepath.Join(dir, "*.jsonl"), true, store, 0)
 
 	half := mainRow("m", "1", "")
 	appendFile(t, out, mainRow("m", "1", "")+half[:50])
-	offsets, release := rt.Checkpoint()
+	offsets, release := lockOffsets(rt, store)
 	polled := make(chan struct{})
 	go func() { rt.poll(context.Background()); close(polled) }()
 	select {
@@ -245,7 +257,7 @@ func TestRolloutsCheckpoint(t *testing.T) {
 	assert.Equal(t, int64(1), got.accepted)
 	release()
 	<-polled
-	offsets, release = rt.Checkpoint()
+	offsets, release = lockOffsets(rt, store)
 	release()
 	require.NoError(t, json.Unmarshal(offsets, &st))
 	assert.Equal(t, int64(2*len(half)), st.Files[out].Offset, "before the partial row")
@@ -325,18 +337,26 @@ func TestRolloutsCheckpointDuringLongPoll(t *testing.T) {
 	const rows = 20000
 	appendFile(t, out, strings.Repeat(row, rows))
 	agg := newTestAggregator(t)
-	rt, _ := rolloutTailer(t, agg, filepath.Join(dir, "none", "*.jsonl"), true, nil, 0)
+	store := &memStore{}
+	rt, _ := rolloutTailer(t, agg, filepath.Join(dir, "none", "*.jsonl"), true, store, 0)
 	rt.opts.Include = []string{filepath.Join(dir, "*.jsonl")}
+	count := func() int64 {
+		return rolloutCounts(agg.Collect(protocol.Scope{}))["r.jsonl||completed_total|dispatch.name=m,outcome=scored"]
+	}
 	polled := make(chan struct{})
 	go func() { rt.poll(context.Background()); close(polled) }()
-	time.Sleep(20 * time.Millisecond)
-	offsets, release := rt.Checkpoint()
-	scored := rolloutCounts(agg.Collect(protocol.Scope{}))["r.jsonl||completed_total|dispatch.name=m,outcome=scored"]
+	for count() == 0 { // the poll is reading the file
+		time.Sleep(100 * time.Microsecond)
+	}
+	offsets, release := lockOffsets(rt, store)
+	scored := count()
 	release()
 	<-polled
 	var st rolloutState
 	require.NoError(t, json.Unmarshal(offsets, &st))
 	t.Logf("checkpoint at row %d of %d", scored, rows)
+	assert.Less(t, scored, int64(rows), "the checkpoint waited for the poll to end")
+	assert.Positive(t, scored)
 	assert.Equal(t, scored*int64(len(row)), st.Files[out].Offset, "the offsets are the rows applied")
 	assert.Equal(t, scored, st.Files[out].Lines)
 	assert.Equal(t, int64(rows), rolloutCounts(agg.Collect(protocol.Scope{}))["r.jsonl||completed_total|dispatch.name=m,outcome=scored"])
