@@ -30,7 +30,9 @@ type RolloutsOptions struct {
 	PollInterval     time.Duration
 	// MaxLineBytes is the longest row, without its newline (0: no limit).
 	MaxLineBytes int64
-	Store        OffsetStore // nil: offsets are not kept across restarts
+	// Store keeps the offsets (nil: not kept across restarts). They are saved when a
+	// checkpoint takes Locker and once more at Shutdown, not at every poll.
+	Store OffsetStore
 }
 
 // Names of a run's files beside its main output DIR/STEM.jsonl.
@@ -78,7 +80,7 @@ type RolloutTailer struct {
 	// checkpoints waiting for mu: a poll lets them in between two rows, so a checkpoint never
 	// waits for a long file to be read to its end.
 	checkpoints atomic.Int32
-	closed      bool // Shutdown let the files go: the last poll's saved offsets stand
+	closed      bool // Shutdown let the files go: the offsets it saved stand
 }
 
 // run is one rollout collection's files: the main output, its sidecar, and the health report
@@ -221,6 +223,7 @@ func (t *RolloutTailer) Shutdown(ctx context.Context) error {
 	t.poll(ctx)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.save(ctx) // for the final checkpoint: the offsets of the last read
 	t.closed = true
 	for key, r := range t.runs {
 		for _, f := range r.files {
@@ -233,7 +236,8 @@ func (t *RolloutTailer) Shutdown(ctx context.Context) error {
 	return nil
 }
 
-// poll finds the runs, reads their files, forgets the runs that are gone, and saves the offsets.
+// poll finds the runs, reads their files and forgets the runs that are gone. It does not save
+// the offsets: a checkpoint's Locker saves them, with the state they are the offsets of.
 func (t *RolloutTailer) poll(ctx context.Context) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -313,7 +317,6 @@ func (t *RolloutTailer) poll(ctx context.Context) {
 		t.dropGone()
 	}
 	t.flush()
-	t.save(ctx)
 }
 
 // dropGone forgets the stored offsets and runs whose files are gone at the first poll (deleted

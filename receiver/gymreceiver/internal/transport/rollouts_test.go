@@ -293,8 +293,10 @@ func TestRolloutsTruncateAndForget(t *testing.T) {
 	require.NoError(t, os.RemoveAll(run))
 	rt.poll(context.Background())
 	assert.Empty(t, rt.runs)
+	offsets, release := lockOffsets(rt, store)
+	release()
 	var st rolloutState
-	require.NoError(t, json.Unmarshal(store.data, &st))
+	require.NoError(t, json.Unmarshal(offsets, &st))
 	assert.Empty(t, st.Files)
 	assert.Empty(t, st.Runs)
 }
@@ -542,9 +544,11 @@ func TestRolloutsStoredOffsetsOfGoneFilesDropped(t *testing.T) {
 
 	require.NoError(t, os.RemoveAll(filepath.Dir(other)))
 	require.NoError(t, os.Remove(failures))
-	rolloutTailer(t, newTestAggregator(t), filepath.Join(dir, "none", "*.jsonl"), true, store, 0)
+	rt, _ = rolloutTailer(t, newTestAggregator(t), filepath.Join(dir, "none", "*.jsonl"), true, store, 0)
+	offsets, release := lockOffsets(rt, store)
+	release()
 	var st rolloutState
-	require.NoError(t, json.Unmarshal(store.data, &st))
+	require.NoError(t, json.Unmarshal(offsets, &st))
 	assert.Equal(t, map[string]storedRowFile{out: {Head: "7b", Offset: 1, Lines: 1}}, st.Files)
 	assert.Equal(t, map[string]storedRun{out: {RunID: "r1"}}, st.Runs)
 }
@@ -576,4 +580,46 @@ func TestRolloutsReportPastMaxRuns(t *testing.T) {
 	entries := logs.FilterMessage("rollouts: more runs than the receiver follows at once; the rest wait").All()
 	require.Len(t, entries, 1)
 	assert.Equal(t, report, entries[0].ContextMap()["path"])
+}
+
+// The offsets are saved when a checkpoint takes the Locker and once more at Shutdown, not at
+// every poll: every checkpoint still has the offsets of exactly the rows applied, the final
+// one (after Shutdown's last read) included.
+func TestRolloutsOffsetsSavedForEveryCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "r.jsonl")
+	row := mainRow("m", "1", "")
+	appendFile(t, out, row+row)
+	store := &ckptStore{}
+	ctx := context.Background()
+	rt, c, _, _ := ckptTailer(t, store, filepath.Join(dir, "*.jsonl"))
+	require.NoError(t, rt.Start(ctx))
+	t.Cleanup(func() { _ = rt.Shutdown(ctx) })
+	offset := func() int64 {
+		t.Helper()
+		_, err := c.Save(ctx)
+		require.NoError(t, err)
+		return savedOffsets(t, store).Files[out].Offset
+	}
+	assert.Equal(t, int64(2*len(row)), offset())
+	appendFile(t, out, row)
+	rt.poll(ctx)
+	assert.Equal(t, int64(3*len(row)), offset())
+	assert.Equal(t, int64(3*len(row)), offset(), "a checkpoint with no poll between")
+	appendFile(t, out, row+row[:10])
+	require.NoError(t, rt.Shutdown(ctx)) // reads the fourth row
+	assert.Equal(t, int64(4*len(row)), offset(), "the final checkpoint, after Shutdown")
+	assert.Equal(t, int64(4*len(row)), offset())
+
+	// A poll alone saves nothing.
+	mem := &memStore{}
+	rt2, _ := rolloutTailer(t, newTestAggregator(t), filepath.Join(dir, "*.jsonl"), true, mem, 0)
+	appendFile(t, out, row[10:])
+	rt2.poll(ctx)
+	assert.Zero(t, len(mem.data), "a poll saved the offsets")
+	offsets, release := lockOffsets(rt2, mem)
+	release()
+	var st rolloutState
+	require.NoError(t, json.Unmarshal(offsets, &st))
+	assert.Equal(t, int64(5*len(row)), st.Files[out].Offset)
 }
