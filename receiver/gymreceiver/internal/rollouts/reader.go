@@ -641,7 +641,7 @@ func (r *Reader) verdict(row *Row) bool {
 			return true
 		}
 	}
-	r.failf(ReasonInvalidValue, "key \"verdict\": %q is not healthy, unhealthy or unobserved", v)
+	r.failf(ReasonInvalidValue, "key \"verdict\": %q is not one of %s", v, verdictNames)
 	return false
 }
 

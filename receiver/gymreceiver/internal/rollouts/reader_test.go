@@ -446,3 +446,18 @@ func TestDuplicateKeysLastWins(t *testing.T) {
 		{Dispatch: "unknown", Verdict: "unhealthy", Findings: "b,a", Line: 3},
 	}, got)
 }
+
+// The outcomes and verdicts the rows give are the schema's.
+func TestSchemaValues(t *testing.T) {
+	assert.Equal(t, []string{"scored", "failed"}, []string{string(scored), string(failed)})
+	var v []string
+	for _, x := range verdicts {
+		v = append(v, string(x))
+	}
+	assert.Equal(t, []string{"healthy", "unhealthy", "unobserved"}, v)
+	got, _, _ := collect(t, Verdicts, strings.NewReader(`{"verdict":"sick"}`+"\n"), 0, 0)
+	assert.Equal(t, []result{{Err: ReasonInvalidValue, Line: 1}}, got)
+	attrs := Resource("/r/"+strings.Repeat("p", 300), strings.Repeat("i", 300))
+	assert.Len(t, attrs[2].Str, 256)
+	assert.Len(t, attrs[3].Str, 256)
+}

@@ -5,7 +5,12 @@
 // hundreds of MiB costs the same bounded buffer as a row of 2 KiB.
 package rollouts
 
-import "bytes"
+import (
+	"bytes"
+	"strings"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/schema"
+)
 
 // Kind is which of a run's files a row comes from: it decides the keys that are mapped.
 type Kind uint8
@@ -127,5 +132,12 @@ func (r *Row) clear(ctx context) {
 	}
 }
 
-// Verdict values of the health report.
-var verdicts = [][]byte{[]byte("healthy"), []byte("unhealthy"), []byte("unobserved")}
+// Verdict values of the health report: the schema's nemo.gym.health.verdict.
+var verdicts = func() (out [][]byte) {
+	for _, v := range schema.Attr(schema.AttrNemoGymHealthVerdict).Values {
+		out = append(out, []byte(v))
+	}
+	return out
+}()
+
+var verdictNames = strings.Join(schema.Attr(schema.AttrNemoGymHealthVerdict).Values, ", ")
