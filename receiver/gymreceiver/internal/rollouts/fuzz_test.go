@@ -162,7 +162,7 @@ func checkAgainstJSON(t *testing.T, kind Kind, line []byte, res fuzzResult) {
 		return
 	}
 	var top map[string]json.RawMessage
-	if json.Unmarshal(line, &top) != nil {
+	if json.Unmarshal(line, &top) != nil || top == nil { // null unmarshals into a nil map
 		if res.reason != ReasonNotObject {
 			t.Fatalf("%q is JSON but not an object: reason %q", line, res.reason)
 		}

@@ -15,7 +15,7 @@ const (
 	runIDKey    = "nemo.run.id"
 	serviceKey  = "service.name"
 	// maxResourceValueBytes: resource string values are cut at a rune boundary past it.
-	maxResourceValueBytes = 256
+	maxResourceValueBytes = schema.DefaultStringMaxBytes
 )
 
 // Resource returns the attributes of a run's resource: service.name, gym.source, log.file.path
@@ -32,9 +32,11 @@ func Resource(mainPath, runID string) []protocol.ResourceAttr {
 	return attrs
 }
 
+// The outcomes of the schema's nemo.gym.rollout.outcome (scored, failed, omitted) the rows give.
 var (
-	scored = []byte("scored")
-	failed = []byte("failed")
+	outcomes = schema.Attr(schema.AttrNemoGymRolloutOutcome).Values
+	scored   = []byte(outcomes[0])
+	failed   = []byte(outcomes[1])
 )
 
 // Events maps a row of a file of kind to the events the aggregator applies (the same events

@@ -63,22 +63,47 @@ type Reader struct {
 	key     []byte // the member key being read (decoded, bounded)
 	keyLong bool   // the key was longer than the buffer: matches nothing
 	num     []byte // a scalar token
-	scratch []byte // decoded strings of the row
+	// scratch holds the row's kept findings and the one string being decoded: a string that is
+	// not kept is cut off again, so it never holds more than MaxFindings values and one more.
+	scratch []byte
+	// slots: one fixed buffer per mapped string, reused when its key comes again in the row.
+	slots   [numSlots][]byte
 	check   []byte // a finding object's check
 	checkID []byte // ... and check_id
 }
+
+// Slots of the mapped strings.
+const (
+	slotEnvironmentServer = iota
+	slotAgentName
+	slotRunID
+	slotFailureClass
+	slotFailureType
+	slotKind0
+	slotKind1
+	slotKind2
+	slotVerdict
+	slotCheck
+	slotCheckID
+	numSlots
+)
 
 // NewReader returns a Reader with a read buffer of bufBytes (0: DefaultBufferBytes).
 func NewReader(bufBytes int) *Reader {
 	if bufBytes <= 0 {
 		bufBytes = DefaultBufferBytes
 	}
-	return &Reader{
+	r := &Reader{
 		buf:     make([]byte, bufBytes),
 		key:     make([]byte, 0, maxKeyBytes),
 		num:     make([]byte, 0, maxNumberBytes),
 		scratch: make([]byte, 0, 4*MaxValueBytes),
 	}
+	slots := make([]byte, numSlots*MaxValueBytes)
+	for i := range r.slots {
+		r.slots[i] = slots[i*MaxValueBytes : i*MaxValueBytes : (i+1)*MaxValueBytes]
+	}
+	return r
 }
 
 const maxKeyBytes = 64
@@ -330,13 +355,13 @@ func (r *Reader) member(ctx context, row *Row) bool {
 	case ctxFailures:
 		switch string(k) {
 		case "_ng_failure_class":
-			return r.str("_ng_failure_class", &row.FailureClass)
+			return r.str("_ng_failure_class", slotFailureClass, &row.FailureClass)
 		case "_ng_failure_type":
-			return r.str("_ng_failure_type", &row.FailureType)
+			return r.str("_ng_failure_type", slotFailureType, &row.FailureType)
 		case "failure_kind":
-			return r.str("failure_kind", &row.kinds[0])
+			return r.str("failure_kind", slotKind0, &row.kinds[0])
 		case "_ng_failure_kind":
-			return r.str("_ng_failure_kind", &row.kinds[1])
+			return r.str("_ng_failure_kind", slotKind1, &row.kinds[1])
 		case "_ng_failure_record":
 			return r.nested("_ng_failure_record", ctxFailureRecord, row)
 		}
@@ -348,11 +373,11 @@ func (r *Reader) member(ctx context, row *Row) bool {
 		case "findings":
 			return r.findings(row)
 		case "_ng_run_id":
-			return r.str("_ng_run_id", &row.RunID)
+			return r.str("_ng_run_id", slotRunID, &row.RunID)
 		}
 	case ctxAgentRef:
 		if string(k) == "name" {
-			return r.str("agent_ref.name", &row.AgentName)
+			return r.str("agent_ref.name", slotAgentName, &row.AgentName)
 		}
 	case ctxPerf:
 		switch string(k) {
@@ -367,14 +392,14 @@ func (r *Reader) member(ctx context, row *Row) bool {
 		}
 	case ctxFailure:
 		if string(k) == "failure_kind" {
-			return r.str("_ng_failure_record.failure.failure_kind", &row.kinds[2])
+			return r.str("_ng_failure_record.failure.failure_kind", slotKind2, &row.kinds[2])
 		}
 	case ctxFinding:
 		switch string(k) {
 		case "check":
-			return r.str("findings[].check", &r.check)
+			return r.str("findings[].check", slotCheck, &r.check)
 		case "check_id":
-			return r.str("findings[].check_id", &r.checkID)
+			return r.str("findings[].check_id", slotCheckID, &r.checkID)
 		}
 	}
 	return r.skipValue()
@@ -384,11 +409,11 @@ func (r *Reader) member(ctx context, row *Row) bool {
 func (r *Reader) identity(k []byte, row *Row) bool {
 	switch string(k) {
 	case "_ng_environment_server":
-		return r.str("_ng_environment_server", &row.EnvironmentServer)
+		return r.str("_ng_environment_server", slotEnvironmentServer, &row.EnvironmentServer)
 	case "agent_ref":
 		return r.nested("agent_ref", ctxAgentRef, row)
 	case "_ng_run_id":
-		return r.str("_ng_run_id", &row.RunID)
+		return r.str("_ng_run_id", slotRunID, &row.RunID)
 	}
 	return r.skipValue()
 }
@@ -417,8 +442,10 @@ func kindOf(c byte) string {
 	return fmt.Sprintf("%q", c)
 }
 
-// nested reads an object (or null) whose members are of ctx.
+// nested reads an object (or null) whose members are of ctx. What an earlier value of the same
+// key set is cleared first: a duplicate key's last value wins, objects included.
 func (r *Reader) nested(name string, ctx context, row *Row) bool {
+	row.clear(ctx)
 	switch c := r.buf[r.pos]; c {
 	case '{':
 		r.pos++
@@ -442,13 +469,18 @@ func (r *Reader) null(name, want string) bool {
 	return true
 }
 
-// str reads a string (or null: absent) into *dst.
-func (r *Reader) str(name string, dst *[]byte) bool {
+// str reads a string (or null: absent) into *dst, which points into its slot: the string is
+// decoded at the end of scratch, copied into the slot and cut off scratch again.
+func (r *Reader) str(name string, slot int, dst *[]byte) bool {
 	switch c := r.buf[r.pos]; c {
 	case '"':
 		r.pos++
+		start := len(r.scratch)
 		v, ok := r.readString(name, MaxValueBytes)
-		*dst = v
+		if ok {
+			*dst = append(r.slots[slot][:0], v...)
+		}
+		r.scratch = r.scratch[:start]
 		return ok
 	case 'n':
 		*dst = nil
@@ -596,7 +628,7 @@ func isTokenByte(c byte) bool {
 // verdict reads the required verdict: healthy, unhealthy or unobserved.
 func (r *Reader) verdict(row *Row) bool {
 	var v []byte
-	if !r.str("verdict", &v) {
+	if !r.str("verdict", slotVerdict, &v) {
 		return false
 	}
 	if v == nil {
@@ -609,13 +641,17 @@ func (r *Reader) verdict(row *Row) bool {
 			return true
 		}
 	}
-	r.failf(ReasonInvalidValue, "key \"verdict\": %q is not healthy, unhealthy or unobserved", v)
+	r.failf(ReasonInvalidValue, "key \"verdict\": %q is not one of %s", v, verdictNames)
 	return false
 }
 
 // findings reads the findings array: each element a check id, or an object whose check (else
-// check_id) is the check id; null elements and objects without either are left out.
+// check_id) is the check id; null elements and objects without either are left out. An
+// earlier findings key of the row is forgotten (the last wins); a check id the row has
+// already, or one past MaxFindings, is cut off scratch at once.
 func (r *Reader) findings(row *Row) bool {
+	row.Findings = row.Findings[:0]
+	r.scratch = r.scratch[:0] // it held only the findings forgotten
 	switch c := r.buf[r.pos]; c {
 	case '[':
 		r.pos++
@@ -636,22 +672,30 @@ func (r *Reader) findings(row *Row) bool {
 		switch c {
 		case '"':
 			r.pos++
+			start := len(r.scratch)
 			v, ok := r.readString("findings[]", MaxValueBytes)
 			if !ok {
 				return false
 			}
-			row.addFinding(v)
+			if row.keeps(v) {
+				row.Findings = append(row.Findings, v)
+			} else {
+				r.scratch = r.scratch[:start]
+			}
 		case '{':
 			r.pos++
 			r.check, r.checkID = nil, nil
 			if !r.object(ctxFinding, row) {
 				return false
 			}
-			switch {
-			case r.check != nil:
-				row.addFinding(r.check)
-			case r.checkID != nil:
-				row.addFinding(r.checkID)
+			v := r.check
+			if v == nil {
+				v = r.checkID
+			}
+			if v != nil && row.keeps(v) {
+				start := len(r.scratch)
+				r.scratch = append(r.scratch, v...)
+				row.Findings = append(row.Findings, r.scratch[start:])
 			}
 		case 'n':
 			if !r.null("findings[]", "a string or an object") {

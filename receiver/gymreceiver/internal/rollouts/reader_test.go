@@ -354,3 +354,110 @@ func TestSyntheticRowsShape(t *testing.T) {
 	assert.Equal(t, result{Dispatch: "math", RunID: "run-1", Reward: "0.75", Turns: 4, ToolCalls: 3, HasTurns: true, HasToolCalls: true, Line: 1}, got[0])
 	assert.False(t, math.IsNaN(0))
 }
+
+// A row's decoded strings are bounded whatever the row repeats: a finding it has already, one
+// past MaxFindings, and every earlier value of a repeated mapped key leave nothing behind.
+func TestScratchBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"verdict":"unhealthy","findings":[`)
+	for i := range MaxFindings + 20000 { // distinct ids, the ones past MaxFindings dropped
+		fmt.Fprintf(&b, `"c%d",`, i)
+	}
+	for range 100000 { // the same ids again, as strings and as objects with repeated keys
+		b.WriteString(`"c1",{"check_id":"c2","check":"c3","check":"c4"},`)
+	}
+	b.WriteString(`null]`)
+	for range 50000 {
+		b.WriteString(`,"_ng_run_id":"run-1","verdict":"healthy"`)
+	}
+	b.WriteString("}\n")
+	b.WriteString("{")
+	for range 20000 {
+		b.WriteString(`"_ng_failure_class":"timeout","failure_kind":"k","_ng_failure_kind":"k2","_ng_failure_type":"T","_ng_environment_server":"env",`)
+	}
+	b.WriteString(`"agent_ref":{"name":"a","name":"b"},"_ng_failure_record":{"failure":{"failure_kind":"x","failure_kind":"y"}}}` + "\n")
+	require.Greater(t, b.Len(), 2<<20)
+
+	r := NewReader(0)
+	r.Reset(strings.NewReader(b.String()), 0, 0, 0)
+	var row Row
+	require.NoError(t, r.Next(Verdicts, &row))
+	assert.Len(t, row.Findings, MaxFindings)
+	assert.Equal(t, "c0", string(row.Findings[0]))
+	assert.Equal(t, fmt.Sprintf("c%d", MaxFindings-1), string(row.Findings[MaxFindings-1]))
+	assert.Equal(t, "healthy", string(row.Verdict))
+	assert.Equal(t, "run-1", string(row.RunID))
+	// The kept findings and one string being decoded: 1024 ids of at most 5 bytes here.
+	assert.LessOrEqual(t, cap(r.scratch), 16<<10, "scratch grew with the row")
+
+	require.NoError(t, r.Next(Failures, &row))
+	assert.Equal(t, "env", string(row.DispatchName()))
+	assert.Equal(t, "k", string(row.FailureKind()))
+	assert.Equal(t, "timeout", string(row.FailureClass))
+	assert.LessOrEqual(t, cap(r.scratch), 16<<10, "scratch grew with the row")
+	for i, s := range r.slots {
+		assert.Equal(t, MaxValueBytes, cap(s), "slot %d", i)
+	}
+}
+
+// A duplicate key's last value wins, for objects and arrays too: nothing of the earlier value
+// is kept or merged.
+func TestDuplicateKeysLastWins(t *testing.T) {
+	main := strings.Join([]string{
+		`{"agent_ref":{"name":"a"},"agent_ref":{}}`,
+		`{"agent_ref":{"name":"a"},"agent_ref":null}`,
+		`{"agent_ref":{"name":"a"},"agent_ref":{"name":"b"}}`,
+		`{"ng_perf":{"num_turns":3},"ng_perf":{"num_tool_calls":2}}`,
+		`{"ng_perf":{"num_turns":3},"ng_perf":null}`,
+		"",
+	}, "\n")
+	got, _, _ := collect(t, Main, strings.NewReader(main), 0, 0)
+	assert.Equal(t, []result{
+		{Dispatch: "unknown", Line: 1},
+		{Dispatch: "unknown", Line: 2},
+		{Dispatch: "b", Line: 3},
+		{Dispatch: "unknown", ToolCalls: 2, HasToolCalls: true, Line: 4},
+		{Dispatch: "unknown", Line: 5},
+	}, got)
+
+	failures := strings.Join([]string{
+		`{"_ng_failure_record":{"failure":{"failure_kind":"x"}},"_ng_failure_record":{}}`,
+		`{"_ng_failure_record":{"failure":{"failure_kind":"x"},"failure":{}}}`,
+		`{"_ng_failure_record":{"failure":{"failure_kind":"x"}},"_ng_failure_record":{"failure":{"failure_kind":"y"}}}`,
+		"",
+	}, "\n")
+	got, _, _ = collect(t, Failures, strings.NewReader(failures), 0, 0)
+	assert.Equal(t, []result{
+		{Dispatch: "unknown", Line: 1},
+		{Dispatch: "unknown", Line: 2},
+		{Dispatch: "unknown", Kind: "y", Line: 3},
+	}, got)
+
+	verdicts := strings.Join([]string{
+		`{"verdict":"unhealthy","findings":["a"],"findings":["b"]}`,
+		`{"verdict":"unhealthy","findings":["a",{"check":"c"}],"findings":null}`,
+		`{"verdict":"unhealthy","findings":["a"],"findings":[],"findings":["b","a"]}`,
+		"",
+	}, "\n")
+	got, _, _ = collect(t, Verdicts, strings.NewReader(verdicts), 0, 0)
+	assert.Equal(t, []result{
+		{Dispatch: "unknown", Verdict: "unhealthy", Findings: "b", Line: 1},
+		{Dispatch: "unknown", Verdict: "unhealthy", Line: 2},
+		{Dispatch: "unknown", Verdict: "unhealthy", Findings: "b,a", Line: 3},
+	}, got)
+}
+
+// The outcomes and verdicts the rows give are the schema's.
+func TestSchemaValues(t *testing.T) {
+	assert.Equal(t, []string{"scored", "failed"}, []string{string(scored), string(failed)})
+	var v []string
+	for _, x := range verdicts {
+		v = append(v, string(x))
+	}
+	assert.Equal(t, []string{"healthy", "unhealthy", "unobserved"}, v)
+	got, _, _ := collect(t, Verdicts, strings.NewReader(`{"verdict":"sick"}`+"\n"), 0, 0)
+	assert.Equal(t, []result{{Err: ReasonInvalidValue, Line: 1}}, got)
+	attrs := Resource("/r/"+strings.Repeat("p", 300), strings.Repeat("i", 300))
+	assert.Len(t, attrs[2].Str, 256)
+	assert.Len(t, attrs[3].Str, 256)
+}

@@ -5,7 +5,12 @@
 // hundreds of MiB costs the same bounded buffer as a row of 2 KiB.
 package rollouts
 
-import "bytes"
+import (
+	"bytes"
+	"strings"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/schema"
+)
 
 // Kind is which of a run's files a row comes from: it decides the keys that are mapped.
 type Kind uint8
@@ -44,7 +49,7 @@ const (
 )
 
 // Row is what a row says, for the mapping. Every []byte is valid UTF-8 and points into the
-// Reader's scratch space: valid until the next call of Next.
+// Reader's buffers: valid until the next call of Next.
 type Row struct {
 	// Main and failures rows.
 	EnvironmentServer []byte // _ng_environment_server
@@ -101,17 +106,38 @@ func (r *Row) reset() {
 	*r = Row{Findings: findings}
 }
 
-// addFinding adds a check id unless the row has it already.
-func (r *Row) addFinding(id []byte) {
+// keeps tells whether a check id is added to Findings: the row has room and has it not yet.
+// One past MaxFindings is dropped without a count (the row is good; nothing counts it).
+func (r *Row) keeps(id []byte) bool {
+	if len(r.Findings) >= MaxFindings {
+		return false
+	}
 	for _, f := range r.Findings {
 		if bytes.Equal(f, id) {
-			return
+			return false
 		}
 	}
-	if len(r.Findings) < MaxFindings {
-		r.Findings = append(r.Findings, id)
+	return true
+}
+
+// clear forgets what the members of an object of ctx set, before the object is read again.
+func (r *Row) clear(ctx context) {
+	switch ctx {
+	case ctxAgentRef:
+		r.AgentName = nil
+	case ctxPerf:
+		r.Turns, r.ToolCalls, r.HasTurns, r.HasToolCalls = 0, 0, false, false
+	case ctxFailureRecord, ctxFailure:
+		r.kinds[2] = nil
 	}
 }
 
-// Verdict values of the health report.
-var verdicts = [][]byte{[]byte("healthy"), []byte("unhealthy"), []byte("unobserved")}
+// Verdict values of the health report: the schema's nemo.gym.health.verdict.
+var verdicts = func() (out [][]byte) {
+	for _, v := range schema.Attr(schema.AttrNemoGymHealthVerdict).Values {
+		out = append(out, []byte(v))
+	}
+	return out
+}()
+
+var verdictNames = strings.Join(schema.Attr(schema.AttrNemoGymHealthVerdict).Values, ", ")

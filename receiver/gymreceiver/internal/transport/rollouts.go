@@ -30,7 +30,9 @@ type RolloutsOptions struct {
 	PollInterval     time.Duration
 	// MaxLineBytes is the longest row, without its newline (0: no limit).
 	MaxLineBytes int64
-	Store        OffsetStore // nil: offsets are not kept across restarts
+	// Store keeps the offsets (nil: not kept across restarts). They are saved when a
+	// checkpoint takes Locker and once more at Shutdown, not at every poll.
+	Store OffsetStore
 }
 
 // Names of a run's files beside its main output DIR/STEM.jsonl.
@@ -61,7 +63,8 @@ type RolloutTailer struct {
 
 	runs    map[string]*run // by the run's path (log.file.path)
 	owner   map[string]string
-	stored  *rolloutState // from the store, consumed as files are opened
+	stored  *rolloutState // from the store, each entry consumed as its file or run is opened
+	loaded  bool          // Start has read the store: encode's offsets stand for the source
 	polls   int
 	skipped int64
 
@@ -77,7 +80,7 @@ type RolloutTailer struct {
 	// checkpoints waiting for mu: a poll lets them in between two rows, so a checkpoint never
 	// waits for a long file to be read to its end.
 	checkpoints atomic.Int32
-	closed      bool // Shutdown let the files go: the last poll's saved offsets stand
+	closed      bool // Shutdown let the files go: the offsets it saved stand
 }
 
 // run is one rollout collection's files: the main output, its sidecar, and the health report
@@ -139,15 +142,20 @@ func (t *RolloutTailer) Start(ctx context.Context) error {
 			return fmt.Errorf("rollouts: bad glob %q: %w", p, err)
 		}
 	}
+	var data []byte
 	if t.opts.Store != nil {
-		data, err := t.opts.Store.Load(ctx)
-		if err != nil {
+		var err error
+		// Not under t.mu: a checkpoint holds the store's lock while it waits for t.mu.
+		if data, err = t.opts.Store.Load(ctx); err != nil {
 			return fmt.Errorf("rollouts: reading stored offsets: %w", err)
 		}
-		if err := t.restore(data); err != nil {
-			t.logger.Warn("rollouts: stored offsets are unreadable; starting without them", zap.Error(err))
-		}
 	}
+	t.mu.Lock()
+	if err := t.restore(data); err != nil {
+		t.logger.Warn("rollouts: stored offsets are unreadable; starting without them", zap.Error(err))
+	}
+	t.loaded = true
+	t.mu.Unlock()
 	t.stop, t.done = make(chan struct{}), make(chan struct{})
 	t.poll(ctx)
 	go t.loop()
@@ -166,17 +174,6 @@ func (t *RolloutTailer) restore(data []byte) error {
 	return nil
 }
 
-// Checkpoint holds the source between two rows and returns its offsets: exactly the rows it
-// has applied to the aggregator so far, nothing read ahead. Nothing is read until release is
-// called, so a checkpoint of the aggregator taken meanwhile matches the offsets. The offsets
-// are what OffsetStore.Load gives back at Start to resume from them.
-func (t *RolloutTailer) Checkpoint() (offsets []byte, release func()) {
-	t.checkpoints.Add(1)
-	t.mu.Lock()
-	t.checkpoints.Add(-1)
-	return t.encode(), t.mu.Unlock
-}
-
 // Locker is the lock the receiver's checkpoint holds while it takes a checkpoint. It waits for
 // the tailer between two rows (yield lets it in mid-poll), then records the offsets of exactly
 // the rows applied so far, so the checkpoint's state and offsets agree.
@@ -188,7 +185,8 @@ func (l checkpointLock) Lock() {
 	l.t.checkpoints.Add(1)
 	l.t.mu.Lock()
 	l.t.checkpoints.Add(-1)
-	if !l.t.closed {
+	// Before Start has read the store, the checkpoint keeps the offsets it restored.
+	if l.t.loaded && !l.t.closed {
 		l.t.save(context.Background())
 	}
 }
@@ -225,6 +223,7 @@ func (t *RolloutTailer) Shutdown(ctx context.Context) error {
 	t.poll(ctx)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.save(ctx) // for the final checkpoint: the offsets of the last read
 	t.closed = true
 	for key, r := range t.runs {
 		for _, f := range r.files {
@@ -237,7 +236,8 @@ func (t *RolloutTailer) Shutdown(ctx context.Context) error {
 	return nil
 }
 
-// poll finds the runs, reads their files, forgets the runs that are gone, and saves the offsets.
+// poll finds the runs, reads their files and forgets the runs that are gone. It does not save
+// the offsets: a checkpoint's Locker saves them, with the state they are the offsets of.
 func (t *RolloutTailer) poll(ctx context.Context) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -252,10 +252,7 @@ func (t *RolloutTailer) poll(ctx context.Context) {
 		r := t.runs[p]
 		if r == nil {
 			if len(t.runs) >= MaxRuns {
-				t.skipped++
-				if t.skipped == 1 || t.skipped%1000 == 0 {
-					t.logger.Warn("rollouts: more runs than the receiver follows at once; the rest wait", zap.Int("max_runs", MaxRuns), zap.String("path", p))
-				}
+				t.skipRun(p)
 				continue
 			}
 			r = &run{path: p}
@@ -285,7 +282,10 @@ func (t *RolloutTailer) poll(ctx context.Context) {
 		}
 		if owner == vp {
 			r := t.runs[vp]
-			if r == nil && len(t.runs) < MaxRuns {
+			switch {
+			case r == nil && len(t.runs) >= MaxRuns:
+				t.skipRun(vp)
+			case r == nil:
 				r = &run{path: vp, report: true}
 				t.restoreRun(r)
 				t.runs[vp] = r
@@ -313,8 +313,37 @@ func (t *RolloutTailer) poll(ctx context.Context) {
 			}
 		}
 	}
+	if first {
+		t.dropGone()
+	}
 	t.flush()
-	t.save(ctx)
+}
+
+// dropGone forgets the stored offsets and runs whose files are gone at the first poll (deleted
+// while the collector was down), so that the offsets carried over for files not opened yet
+// (runs waiting past MaxRuns, or not matched now) cannot pile up across restarts.
+func (t *RolloutTailer) dropGone() {
+	if t.stored == nil {
+		return
+	}
+	for p := range t.stored.Files {
+		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+			delete(t.stored.Files, p)
+		}
+	}
+	for p := range t.stored.Runs {
+		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+			delete(t.stored.Runs, p)
+		}
+	}
+}
+
+// skipRun counts a run (a main output or a report of its own) left waiting past MaxRuns.
+func (t *RolloutTailer) skipRun(path string) {
+	t.skipped++
+	if t.skipped == 1 || t.skipped%1000 == 0 {
+		t.logger.Warn("rollouts: more runs than the receiver follows at once; the rest wait", zap.Int("max_runs", MaxRuns), zap.String("path", path), zap.Int64("waiting_so_far", t.skipped))
+	}
 }
 
 func sortedKeys(m map[string]*run) []string {
@@ -390,6 +419,7 @@ func (t *RolloutTailer) restoreRun(r *run) {
 		return
 	}
 	if sr, ok := t.stored.Runs[r.path]; ok {
+		delete(t.stored.Runs, r.path) // used once, as a file's offset
 		r.fixed, r.runID = true, sr.RunID
 	}
 }
@@ -546,8 +576,9 @@ func (t *RolloutTailer) read(r *run, f *rowFile, last bool) {
 				}
 				break
 			}
-			var re *rollouts.RowError
-			if errors.As(err, &re) {
+			// Next returns its *RowError unwrapped; errors.As would move a variable to the heap
+			// for every row.
+			if re, ok := err.(*rollouts.RowError); ok { //nolint:errorlint // see above
 				t.reject(f, t.rd.Lines(), re)
 			} else if err == nil {
 				t.apply(r, f)
@@ -655,6 +686,19 @@ func (t *RolloutTailer) encode() []byte {
 					sf.Lines = -1
 				}
 				st.Files[f.path] = sf
+			}
+		}
+	}
+	// The stored entries of files and runs not opened yet stand until they are.
+	if t.stored != nil {
+		for p, sf := range t.stored.Files {
+			if _, ok := st.Files[p]; !ok {
+				st.Files[p] = sf
+			}
+		}
+		for p, sr := range t.stored.Runs {
+			if _, ok := st.Runs[p]; !ok {
+				st.Runs[p] = sr
 			}
 		}
 	}

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/checkpoint"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/protocol"
 )
 
@@ -219,16 +222,28 @@ func TestRolloutsRestartWithStore(t *testing.T) {
 	assert.Equal(t, int64(3), got.accepted)
 }
 
+// lockOffsets takes the tailer's Locker as the receiver's checkpoint does and returns the
+// offsets it saved for the checkpoint; release lets the tailer go on.
+func lockOffsets(rt *RolloutTailer, store *memStore) (offsets []byte, release func()) {
+	l := rt.Locker()
+	l.Lock()
+	store.mu.Lock()
+	offsets = store.data
+	store.mu.Unlock()
+	return offsets, l.Unlock
+}
+
 func TestRolloutsCheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "r.jsonl")
 	appendFile(t, out, mainRow("m", "1", ""))
 	agg := newTestAggregator(t)
-	rt, got := rolloutTailer(t, agg, filepath.Join(dir, "*.jsonl"), true, nil, 0)
+	store := &memStore{}
+	rt, got := rolloutTailer(t, agg, filepath.Join(dir, "*.jsonl"), true, store, 0)
 
 	half := mainRow("m", "1", "")
 	appendFile(t, out, mainRow("m", "1", "")+half[:50])
-	offsets, release := rt.Checkpoint()
+	offsets, release := lockOffsets(rt, store)
 	polled := make(chan struct{})
 	go func() { rt.poll(context.Background()); close(polled) }()
 	select {
@@ -242,7 +257,7 @@ func TestRolloutsCheckpoint(t *testing.T) {
 	assert.Equal(t, int64(1), got.accepted)
 	release()
 	<-polled
-	offsets, release = rt.Checkpoint()
+	offsets, release = lockOffsets(rt, store)
 	release()
 	require.NoError(t, json.Unmarshal(offsets, &st))
 	assert.Equal(t, int64(2*len(half)), st.Files[out].Offset, "before the partial row")
@@ -278,8 +293,10 @@ func TestRolloutsTruncateAndForget(t *testing.T) {
 	require.NoError(t, os.RemoveAll(run))
 	rt.poll(context.Background())
 	assert.Empty(t, rt.runs)
+	offsets, release := lockOffsets(rt, store)
+	release()
 	var st rolloutState
-	require.NoError(t, json.Unmarshal(store.data, &st))
+	require.NoError(t, json.Unmarshal(offsets, &st))
 	assert.Empty(t, st.Files)
 	assert.Empty(t, st.Runs)
 }
@@ -322,18 +339,26 @@ func TestRolloutsCheckpointDuringLongPoll(t *testing.T) {
 	const rows = 20000
 	appendFile(t, out, strings.Repeat(row, rows))
 	agg := newTestAggregator(t)
-	rt, _ := rolloutTailer(t, agg, filepath.Join(dir, "none", "*.jsonl"), true, nil, 0)
+	store := &memStore{}
+	rt, _ := rolloutTailer(t, agg, filepath.Join(dir, "none", "*.jsonl"), true, store, 0)
 	rt.opts.Include = []string{filepath.Join(dir, "*.jsonl")}
+	count := func() int64 {
+		return rolloutCounts(agg.Collect(protocol.Scope{}))["r.jsonl||completed_total|dispatch.name=m,outcome=scored"]
+	}
 	polled := make(chan struct{})
 	go func() { rt.poll(context.Background()); close(polled) }()
-	time.Sleep(20 * time.Millisecond)
-	offsets, release := rt.Checkpoint()
-	scored := rolloutCounts(agg.Collect(protocol.Scope{}))["r.jsonl||completed_total|dispatch.name=m,outcome=scored"]
+	for count() == 0 { // the poll is reading the file
+		time.Sleep(100 * time.Microsecond)
+	}
+	offsets, release := lockOffsets(rt, store)
+	scored := count()
 	release()
 	<-polled
 	var st rolloutState
 	require.NoError(t, json.Unmarshal(offsets, &st))
 	t.Logf("checkpoint at row %d of %d", scored, rows)
+	assert.Less(t, scored, int64(rows), "the checkpoint waited for the poll to end")
+	assert.Positive(t, scored)
 	assert.Equal(t, scored*int64(len(row)), st.Files[out].Offset, "the offsets are the rows applied")
 	assert.Equal(t, scored, st.Files[out].Lines)
 	assert.Equal(t, int64(rows), rolloutCounts(agg.Collect(protocol.Scope{}))["r.jsonl||completed_total|dispatch.name=m,outcome=scored"])
@@ -368,4 +393,233 @@ func TestRolloutsRejectLogs(t *testing.T) {
 	require.Len(t, entries, 11)
 	assert.Equal(t, int64(5), entries[10].ContextMap()["not_logged_before"])
 	assert.Equal(t, int64(17), entries[10].ContextMap()["line"])
+}
+
+// A poll allocates nothing per row in steady state: a poll of 2000 rows allocates what a poll
+// of 10 does, give or take the fixed cost of a poll.
+func TestRolloutsPollAllocatesNothingPerRow(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "r.jsonl")
+	row := mainRow("m", "1", `,"ng_perf":{"num_turns":3}`)
+	appendFile(t, out, row)
+	rt, got := rolloutTailer(t, newTestAggregator(t), filepath.Join(dir, "*.jsonl"), true, nil, 0)
+	mallocs := func(rows int) uint64 {
+		appendFile(t, out, strings.Repeat(row, rows))
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		rt.poll(context.Background())
+		runtime.ReadMemStats(&after)
+		return after.Mallocs - before.Mallocs
+	}
+	mallocs(10)
+	few, many := mallocs(10), mallocs(2000)
+	t.Logf("allocations: %d for a poll of 10 rows, %d for 2000 rows", few, many)
+	assert.Less(t, many, few+200, "a poll allocates per row")
+	assert.Equal(t, int64(2021), got.accepted)
+}
+
+// ckptStore is a storage extension's client in memory.
+type ckptStore struct {
+	mu sync.Mutex
+	kv map[string][]byte
+}
+
+func (s *ckptStore) Get(_ context.Context, k string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.kv[k], nil
+}
+
+func (s *ckptStore) Set(_ context.Context, k string, v []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.kv == nil {
+		s.kv = map[string][]byte{}
+	}
+	s.kv[k] = append([]byte(nil), v...)
+	return nil
+}
+
+// ckptTailer is a rollouts tailer joined to a checkpointer as the receiver joins them: the
+// checkpoint restored, the section guarded by the tailer's Locker before it starts.
+func ckptTailer(t *testing.T, store *ckptStore, include string) (*RolloutTailer, *checkpoint.Checkpointer, *protocol.Aggregator, *collected) {
+	t.Helper()
+	agg := newTestAggregator(t)
+	c := checkpoint.New(store, agg)
+	_, err := c.Restore(context.Background())
+	require.NoError(t, err)
+	section := c.Section("rollouts")
+	got := &collected{rejected: map[string]int64{}}
+	rt := NewRolloutTailer(agg, RolloutsOptions{
+		Include: []string{include}, StartAtBeginning: true, PollInterval: time.Hour, Store: section,
+	}, got.record, zap.NewNop())
+	section.GuardedBy(rt.Locker())
+	return rt, c, agg, got
+}
+
+// savedOffsets reads the rollouts offsets of the stored checkpoint.
+func savedOffsets(t *testing.T, store *ckptStore) rolloutState {
+	t.Helper()
+	c := checkpoint.New(store, newTestAggregator(t))
+	_, err := c.Restore(context.Background())
+	require.NoError(t, err)
+	data, err := c.Section("rollouts").Load(context.Background())
+	require.NoError(t, err)
+	var st rolloutState
+	require.NoError(t, json.Unmarshal(data, &st))
+	return st
+}
+
+// A checkpoint taken before the tailer has opened a file the store knows (before it starts,
+// or while the file's run is not followed) keeps that file's stored offset: a crash then
+// resumes at the offset, and the restored totals are not counted again.
+func TestRolloutsCheckpointKeepsOffsetsNotYetUsed(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "r.jsonl")
+	appendFile(t, out, mainRow("m", "1", `,"_ng_run_id":"r1"`)+mainRow("m", "1", ""))
+	appendFile(t, filepath.Join(dir, "r_failures.jsonl"), failureRow("timeout", "agent_timeout"))
+	store := &ckptStore{}
+	ctx := context.Background()
+	rt, c, _, got := ckptTailer(t, store, filepath.Join(dir, "*.jsonl"))
+	require.NoError(t, rt.Start(ctx))
+	require.NoError(t, rt.Shutdown(ctx))
+	_, err := c.Save(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), got.accepted)
+	want := savedOffsets(t, store)
+	require.Len(t, want.Files, 2)
+	require.Equal(t, map[string]storedRun{out: {RunID: "r1"}}, want.Runs)
+
+	// Restarted with a glob that does not match the run (as a run waits past MaxRuns): a
+	// checkpoint before Start, and one after its first poll, keep the stored offsets.
+	rt, c, _, got = ckptTailer(t, store, filepath.Join(dir, "none", "*.jsonl"))
+	_, err = c.Save(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, want, savedOffsets(t, store), "a checkpoint before Start")
+	require.NoError(t, rt.Start(ctx))
+	_, err = c.Save(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, want, savedOffsets(t, store), "a checkpoint before the run is followed")
+	require.NoError(t, rt.Shutdown(ctx))
+	_, err = c.Save(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, got.accepted)
+
+	// Restarted with the run matched again: only the row written since is read, on top of the
+	// restored totals.
+	appendFile(t, out, mainRow("m", "0", ""))
+	rt, c, agg, got := ckptTailer(t, store, filepath.Join(dir, "*.jsonl"))
+	require.NoError(t, rt.Start(ctx))
+	t.Cleanup(func() { _ = rt.Shutdown(ctx) })
+	assert.Equal(t, int64(1), got.accepted)
+	counts := rolloutCounts(agg.Collect(protocol.Scope{}))
+	assert.Equal(t, int64(3), counts["r.jsonl|r1|completed_total|dispatch.name=m,outcome=scored"], "%v", counts)
+	assert.Equal(t, int64(1), counts["r.jsonl|r1|completed_total|dispatch.name=math,failure_class=timeout,failure_kind=agent_timeout,failure_type=TimeoutError,outcome=failed"], "%v", counts)
+	_ = c
+}
+
+// The stored offsets of a file gone at the first poll after a start are dropped, not carried
+// over from checkpoint to checkpoint.
+func TestRolloutsStoredOffsetsOfGoneFilesDropped(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "r.jsonl")
+	failures := filepath.Join(dir, "r_failures.jsonl")
+	appendFile(t, out, mainRow("m", "1", `,"_ng_run_id":"r1"`))
+	appendFile(t, failures, failureRow("timeout", "agent_timeout"))
+	other := filepath.Join(dir, "gone", "g.jsonl")
+	require.NoError(t, os.MkdirAll(filepath.Dir(other), 0o700))
+	appendFile(t, other, mainRow("m", "1", `,"_ng_run_id":"g1"`))
+	store := &memStore{}
+	rt, _ := rolloutTailer(t, newTestAggregator(t), filepath.Join(dir, "*", "*.jsonl"), true, store, 0)
+	require.NoError(t, rt.Shutdown(context.Background()))
+	// The store knows both runs.
+	var a rolloutState
+	require.NoError(t, json.Unmarshal(store.data, &a))
+	require.Contains(t, a.Files, other)
+	require.Contains(t, a.Runs, other)
+	a.Files[out] = storedRowFile{Head: "7b", Offset: 1, Lines: 1}
+	a.Files[failures] = storedRowFile{Head: "7b", Offset: 1, Lines: 1}
+	a.Runs[out] = storedRun{RunID: "r1"}
+	store.data, _ = json.Marshal(a)
+
+	require.NoError(t, os.RemoveAll(filepath.Dir(other)))
+	require.NoError(t, os.Remove(failures))
+	rt, _ = rolloutTailer(t, newTestAggregator(t), filepath.Join(dir, "none", "*.jsonl"), true, store, 0)
+	offsets, release := lockOffsets(rt, store)
+	release()
+	var st rolloutState
+	require.NoError(t, json.Unmarshal(offsets, &st))
+	assert.Equal(t, map[string]storedRowFile{out: {Head: "7b", Offset: 1, Lines: 1}}, st.Files)
+	assert.Equal(t, map[string]storedRun{out: {RunID: "r1"}}, st.Runs)
+}
+
+// A health report of its own past MaxRuns waits as a main output does: counted and logged.
+func TestRolloutsReportPastMaxRuns(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	require.NoError(t, os.MkdirAll(a, 0o700))
+	require.NoError(t, os.MkdirAll(b, 0o700))
+	// a: two main outputs and their report (a run of its own); b: the rest of MaxRuns.
+	for _, n := range []string{"x.jsonl", "y.jsonl"} {
+		require.NoError(t, os.WriteFile(filepath.Join(a, n), nil, 0o600))
+	}
+	report := filepath.Join(a, verdictsName)
+	require.NoError(t, os.WriteFile(report, []byte(`{"verdict":"healthy"}`+"\n"), 0o600))
+	for i := range MaxRuns - 2 {
+		require.NoError(t, os.WriteFile(filepath.Join(b, fmt.Sprintf("m%04d.jsonl", i)), nil, 0o600))
+	}
+	core, logs := observer.New(zap.WarnLevel)
+	rt := NewRolloutTailer(newTestAggregator(t), RolloutsOptions{
+		Include: []string{filepath.Join(dir, "*", "*.jsonl")}, StartAtBeginning: true, PollInterval: time.Hour,
+	}, nil, zap.New(core))
+	require.NoError(t, rt.Start(context.Background()))
+	t.Cleanup(func() { _ = rt.Shutdown(context.Background()) })
+	assert.Len(t, rt.runs, MaxRuns)
+	assert.NotContains(t, rt.runs, report)
+	assert.Equal(t, int64(1), rt.skipped)
+	entries := logs.FilterMessage("rollouts: more runs than the receiver follows at once; the rest wait").All()
+	require.Len(t, entries, 1)
+	assert.Equal(t, report, entries[0].ContextMap()["path"])
+}
+
+// The offsets are saved when a checkpoint takes the Locker and once more at Shutdown, not at
+// every poll: every checkpoint still has the offsets of exactly the rows applied, the final
+// one (after Shutdown's last read) included.
+func TestRolloutsOffsetsSavedForEveryCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "r.jsonl")
+	row := mainRow("m", "1", "")
+	appendFile(t, out, row+row)
+	store := &ckptStore{}
+	ctx := context.Background()
+	rt, c, _, _ := ckptTailer(t, store, filepath.Join(dir, "*.jsonl"))
+	require.NoError(t, rt.Start(ctx))
+	t.Cleanup(func() { _ = rt.Shutdown(ctx) })
+	offset := func() int64 {
+		t.Helper()
+		_, err := c.Save(ctx)
+		require.NoError(t, err)
+		return savedOffsets(t, store).Files[out].Offset
+	}
+	assert.Equal(t, int64(2*len(row)), offset())
+	appendFile(t, out, row)
+	rt.poll(ctx)
+	assert.Equal(t, int64(3*len(row)), offset())
+	assert.Equal(t, int64(3*len(row)), offset(), "a checkpoint with no poll between")
+	appendFile(t, out, row+row[:10])
+	require.NoError(t, rt.Shutdown(ctx)) // reads the fourth row
+	assert.Equal(t, int64(4*len(row)), offset(), "the final checkpoint, after Shutdown")
+	assert.Equal(t, int64(4*len(row)), offset())
+
+	// A poll alone saves nothing.
+	mem := &memStore{}
+	rt2, _ := rolloutTailer(t, newTestAggregator(t), filepath.Join(dir, "*.jsonl"), true, mem, 0)
+	appendFile(t, out, row[10:])
+	rt2.poll(ctx)
+	assert.Zero(t, len(mem.data), "a poll saved the offsets")
+	offsets, release := lockOffsets(rt2, mem)
+	release()
+	var st rolloutState
+	require.NoError(t, json.Unmarshal(offsets, &st))
+	assert.Equal(t, int64(5*len(row)), st.Files[out].Offset)
 }
