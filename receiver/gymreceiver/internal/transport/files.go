@@ -174,6 +174,7 @@ func (t *FileTailer) poll(ctx context.Context) {
 	defer t.mu.Unlock()
 	t.polls++
 	first := t.polls == 1
+	waiting := false
 	for _, path := range t.match() {
 		fi, err := os.Stat(path)
 		if err != nil || !fi.Mode().IsRegular() {
@@ -185,6 +186,7 @@ func (t *FileTailer) poll(ctx context.Context) {
 			continue
 		}
 		if len(t.files) >= t.opts.MaxFiles {
+			waiting = true
 			t.skipped++
 			if t.skipped == 1 || t.skipped%1000 == 0 {
 				t.logger.Warn("files: more matching files than max_files; the rest wait", zap.Int("max_files", t.opts.MaxFiles), zap.String("path", path))
@@ -205,7 +207,7 @@ func (t *FileTailer) poll(ctx context.Context) {
 			delete(t.files, id)
 		}
 	}
-	t.save(ctx)
+	t.save(ctx, waiting)
 }
 
 func (t *FileTailer) match() []string {
@@ -259,8 +261,9 @@ func (t *FileTailer) open(path string, id fileID, first bool) error {
 	}
 	var offset int64
 	var resource string
-	if sf, ok := t.lookupStored(fp); ok && sf.Offset <= fi.Size() {
+	if key, sf, ok := t.lookupStored(fp); ok && sf.Offset <= fi.Size() {
 		offset, resource = sf.Offset, sf.Resource
+		delete(t.stored, key) // used once: from now on the open file's own entry stands for it
 	} else if first && t.stored == nil && !t.opts.StartAtBeginning {
 		offset, err = afterLastNewline(f, fi.Size(), t.opts.MaxLineBytes)
 		if err != nil {
@@ -292,17 +295,17 @@ func head(f *os.File) ([]byte, error) {
 
 // lookupStored finds the stored offset of a file by its head: the stored head is a prefix of
 // the file's head (the file may have grown since).
-func (t *FileTailer) lookupStored(fp []byte) (storedFile, bool) {
+func (t *FileTailer) lookupStored(fp []byte) (string, storedFile, bool) {
 	if len(fp) == 0 {
-		return storedFile{}, false
+		return "", storedFile{}, false
 	}
 	for key, sf := range t.stored {
 		k, err := hex.DecodeString(key)
 		if err == nil && len(k) > 0 && bytes.HasPrefix(fp, k) {
-			return sf, true
+			return key, sf, true
 		}
 	}
-	return storedFile{}, false
+	return "", storedFile{}, false
 }
 
 // afterLastNewline returns the offset just after the last newline of the file's last
@@ -368,11 +371,19 @@ func sameHead(f *os.File, fp []byte) bool {
 }
 
 // save keeps, for each followed file, its head and the offset through its last complete line.
-func (t *FileTailer) save(ctx context.Context) {
+// While files wait past max_files (waiting), the stored entries not in use are kept too: a
+// waiting file known to the store resumes at its offset when its turn comes, instead of being
+// read again from its start. Once no file waits, an entry not in use is a file gone, and goes.
+func (t *FileTailer) save(ctx context.Context, waiting bool) {
 	if t.opts.Store == nil {
 		return
 	}
 	m := make(map[string]storedFile, len(t.files))
+	if waiting {
+		for key, sf := range t.stored {
+			m[key] = sf
+		}
+	}
 	for _, f := range t.files {
 		if len(f.fp) > 0 {
 			m[hex.EncodeToString(f.fp)] = storedFile{Offset: f.committed(), Resource: string(f.lr.st.ResourceLine())}

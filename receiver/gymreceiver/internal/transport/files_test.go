@@ -185,3 +185,36 @@ func TestFilesResumeKeepsResource(t *testing.T) {
 	assert.Equal(t, map[string]int64{"s": 3}, providers(md))
 	assert.Equal(t, int64(3), got.accepted, "the restored resource line is not counted again")
 }
+
+// A file known to the store that waits past max_files keeps its stored offset: when its turn
+// comes it resumes there, not from its start (which would count its lines again).
+func TestFilesWaitingFileKeepsStoredOffset(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.events.jsonl"), filepath.Join(dir, "b.events.jsonl")
+	appendFile(t, a, lines("a", 3))
+	appendFile(t, b, lines("b", 3))
+	store := &memStore{}
+	agg := newTestAggregator(t)
+	ft, _ := tailer(t, agg, dir, true, store)
+	require.NoError(t, ft.Shutdown(context.Background()))
+	require.Equal(t, map[string]int64{"a": 3, "b": 3}, providers(agg.Collect(protocol.Scope{})))
+
+	appendFile(t, a, lines("a", 1)) // written while the collector is down
+	appendFile(t, b, lines("b", 1))
+	agg2 := newTestAggregator(t)
+	got := &collected{rejected: map[string]int64{}}
+	ft2 := NewFileTailer(agg2, FilesOptions{
+		Include: []string{filepath.Join(dir, "*.events.jsonl")}, PollInterval: time.Hour,
+		MaxLineBytes: 1 << 16, MaxFiles: 1, Store: store,
+	}, got.record, zap.NewNop())
+	require.NoError(t, ft2.Start(context.Background())) // polls once: a is followed, b waits
+	ft2.poll(context.Background())
+	require.Equal(t, map[string]int64{"a": 1}, providers(agg2.Collect(protocol.Scope{})))
+
+	require.NoError(t, os.Remove(a)) // a's turn ends; b's comes
+	for range 3 {
+		ft2.poll(context.Background())
+	}
+	assert.Equal(t, map[string]int64{"a": 1, "b": 1}, providers(agg2.Collect(protocol.Scope{})), "b resumes at its stored offset")
+	require.NoError(t, ft2.Shutdown(context.Background()))
+}
