@@ -30,7 +30,7 @@ import (
 // consoleSample is a Gym server's stdout with console telemetry (ordinary output, spans, two
 // metrics batches, log records, a traceback and a cut line), written by hand from the
 // Python SDK's to_json methods.
-var consoleSample = filepath.Join("..", "receiver", "gymreceiver", "consolereceiver", "testdata", "gym-server-stdout.log")
+var consoleSample = filepath.Join("..", "testdata", "console", "gym-server-stdout.log")
 
 // otlpSignalSink is an OTLP/HTTP endpoint for traces and logs (protobuf) that keeps what it
 // receives.

@@ -4,6 +4,7 @@
 package gymgen
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -79,6 +80,18 @@ func (g *Generator) Resource(i int) string { return g.procs[i%len(g.procs)].reso
 
 // Processes returns the number of processes.
 func (g *Generator) Processes() int { return len(g.procs) }
+
+// Lines returns one batch of n lines (Batch) of each of processes processes, generated from
+// seed, as separate lines without their newlines: the realistic mix that tests and benchmarks
+// feed line by line.
+func Lines(seed uint64, processes, n int) [][]byte {
+	g := New(Options{Seed: seed, Processes: processes})
+	var out [][]byte
+	for range processes {
+		out = append(out, bytes.Split(bytes.TrimSuffix(g.Batch(nil, n), []byte("\n")), []byte("\n"))...)
+	}
+	return out
+}
 
 // Batch appends n lines to b: a resource line for one process, then n-1 of its events. Each
 // batch is one process's, as one HTTP request body or one connection's stretch would be.

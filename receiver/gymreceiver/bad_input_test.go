@@ -26,8 +26,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/transport"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/metadatatest"
-	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/transport"
 )
 
 // The bad-input corpus (testdata/bad/, described in testdata/bad/expected.yaml): each case is

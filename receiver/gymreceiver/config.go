@@ -11,8 +11,8 @@ import (
 	"go.opentelemetry.io/collector/config/configoptional"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
-	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/procstats"
-	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/transport"
+	"github.com/gym-telemetry/otelcol-gym/internal/procstats"
+	"github.com/gym-telemetry/otelcol-gym/internal/transport"
 )
 
 // Config is the gym receiver's configuration: exactly the keys of docs/receiver.md.

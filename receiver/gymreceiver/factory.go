@@ -12,10 +12,10 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/receiver"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/procstats"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
+	"github.com/gym-telemetry/otelcol-gym/internal/transport"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/metadata"
-	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/procstats"
-	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/transport"
 )
 
 const (

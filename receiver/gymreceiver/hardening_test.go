@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/transport"
+	"github.com/gym-telemetry/otelcol-gym/internal/transport"
 )
 
 // slowPost opens a connection, sends the headers of a POST and then its body one byte per

@@ -11,10 +11,10 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
+	"github.com/gym-telemetry/otelcol-gym/internal/procstats"
+	"github.com/gym-telemetry/otelcol-gym/internal/procstats/procstatstest"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/metadata"
-	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/procstats"
-	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/procstats/procstatstest"
-	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/protocol"
 )
 
 // procReceiver builds a receiver whose process stats come from a fake host "node7".
@@ -36,11 +36,11 @@ func procReceiver(t *testing.T, src *procstatstest.Source, mod func(*Config)) *g
 
 func send(t *testing.T, r *gymReceiver, lines ...string) {
 	t.Helper()
-	st := r.agg.NewStream(r.cfg.MaxLineBytes, protocol.DefaultResource("http", ""))
+	st := r.agg.NewStream(r.cfg.MaxLineBytes, aggregate.DefaultResource("http", ""))
 	for _, l := range lines {
 		out, err := st.Line([]byte(l))
 		require.NoError(t, err)
-		require.Equal(t, protocol.Accepted, out)
+		require.Equal(t, aggregate.Accepted, out)
 	}
 }
 

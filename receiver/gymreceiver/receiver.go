@@ -19,12 +19,12 @@ import (
 	"go.opentelemetry.io/collector/receiver"
 	"go.uber.org/zap"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
+	"github.com/gym-telemetry/otelcol-gym/internal/checkpoint"
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
-	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/checkpoint"
+	"github.com/gym-telemetry/otelcol-gym/internal/procstats"
+	"github.com/gym-telemetry/otelcol-gym/internal/transport"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/metadata"
-	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/procstats"
-	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/protocol"
-	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/transport"
 )
 
 // gymReceiver is the lifecycle: it owns the aggregator, the transports and the collection loop.
@@ -32,10 +32,10 @@ type gymReceiver struct {
 	cfg       *Config
 	set       receiver.Settings
 	next      consumer.Metrics
-	agg       *protocol.Aggregator
+	agg       *aggregate.Aggregator
 	telemetry *metadata.TelemetryBuilder
 	self      *ownTelemetry // the receiver's own metrics, with its identity (owntelemetry.go)
-	scope     protocol.Scope
+	scope     aggregate.Scope
 
 	procs      *procstats.Scraper
 	procWarned map[procstats.ErrorKind]bool
@@ -87,8 +87,8 @@ func newGymReceiver(set receiver.Settings, cfg *Config, next consumer.Metrics) (
 		next:       next,
 		telemetry:  tb,
 		self:       self,
-		scope:      protocol.Scope{Name: metadata.ScopeName, Version: set.BuildInfo.Version},
-		agg: protocol.NewAggregator(protocol.AggregatorConfig{
+		scope:      aggregate.Scope{Name: metadata.ScopeName, Version: set.BuildInfo.Version},
+		agg: aggregate.NewAggregator(aggregate.AggregatorConfig{
 			CardinalityLimit: cfg.CardinalityLimit,
 			ExpireAfter:      cfg.ExpireAfter,
 			Registry:         reg,
@@ -394,12 +394,12 @@ func (r *gymReceiver) collect(ctx context.Context) {
 	}
 }
 
-func (r *gymReceiver) recordStream(st *protocol.StreamStats) {
+func (r *gymReceiver) recordStream(st *aggregate.StreamStats) {
 	r.self.recordStream(context.Background(), st)
 }
 
 // recordRows counts the rows of Gym's run files.
-func (r *gymReceiver) recordRows(st *protocol.StreamStats) {
+func (r *gymReceiver) recordRows(st *aggregate.StreamStats) {
 	r.self.recordRows(context.Background(), st)
 }
 

@@ -28,8 +28,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/transport"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/metadata"
-	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/transport"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files (then check them by hand against the spec)")

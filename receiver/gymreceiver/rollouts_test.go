@@ -34,7 +34,7 @@ func rolloutsConfig(include ...string) *Config {
 	return cfg
 }
 
-// TestRolloutsGolden reads the sample runs of testdata/rollouts (written by make_samples.py in
+// TestRolloutsGolden reads the sample runs of the top-level testdata/rollouts (written by make_samples.py in
 // the shape Gym writes them) and compares the export with testdata/rollouts/<run>.expected.yaml.
 // run1: a current Gym (manifest, _ng_* keys, ng_perf, sidecar with the failure kind in each of
 // its three places, health report with string and object findings, masked and NaN rewards);
@@ -43,10 +43,10 @@ func rolloutsConfig(include ...string) *Config {
 func TestRolloutsGolden(t *testing.T) {
 	for _, name := range []string{"run1", "run2"} {
 		t.Run(name, func(t *testing.T) {
-			sink, stop := runReceiver(t, rolloutsConfig(filepath.Join("testdata", "rollouts", name, "*.jsonl")), componenttest.NewNopHost())
+			sink, stop := runReceiver(t, rolloutsConfig(filepath.Join("..", "..", "testdata", "rollouts", name, "*.jsonl")), componenttest.NewNopHost())
 			stop()
 			got := lastMetrics(t, sink)
-			expected := filepath.Join("testdata", "rollouts", name+".expected.yaml")
+			expected := filepath.Join("..", "..", "testdata", "rollouts", name+".expected.yaml")
 			if *update {
 				require.NoError(t, golden.WriteMetrics(t, expected, got))
 				return

@@ -1,0 +1,463 @@
+package aggregate
+
+import (
+	"github.com/gym-telemetry/otelcol-gym/internal/events"
+	"hash/maphash"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
+	"github.com/gym-telemetry/otelcol-gym/internal/schema"
+)
+
+// AggregatorConfig are the settings of an Aggregator.
+type AggregatorConfig struct {
+	// CardinalityLimit is the most series an instrument keeps per resource, the overflow
+	// series included.
+	CardinalityLimit int
+	// ExpireAfter: a resource that receives nothing for this long is exported once more, then
+	// dropped.
+	ExpireAfter time.Duration
+	// Registry holds the failure kinds and health checks, Gym's and configured.
+	Registry *normalize.Registry
+	// TrackPIDs records the process.pid of resource lines naming this host (Hostname), for
+	// the process stats.
+	TrackPIDs bool
+	Hostname  string
+	// MaxResources bounds the resources held at once (0: no bound): a resource line that
+	// would create one more is rejected, and its stream goes on on its default resource.
+	MaxResources int
+}
+
+const numShards = 64
+
+// Aggregator holds the cumulative state of every resource. Ingest from many streams runs in
+// parallel: resources are found through sharded maps and each resource has its own lock, so
+// streams of different processes never wait on each other.
+type Aggregator struct {
+	cfg    AggregatorConfig
+	seed   maphash.Seed
+	shards [numShards]shard
+	now    func() time.Time
+	procs  processes
+	insts  instances
+	live   atomic.Int64 // resources held
+}
+
+type shard struct {
+	mu sync.Mutex
+	m  map[string]*Resource
+}
+
+// NewAggregator returns an empty aggregator.
+func NewAggregator(cfg AggregatorConfig) *Aggregator {
+	a := &Aggregator{cfg: cfg, seed: maphash.MakeSeed(), now: time.Now}
+	a.procs.pids = map[int32]*Resource{}
+	for i := range a.shards {
+		a.shards[i].m = map[string]*Resource{}
+	}
+	return a
+}
+
+// Resource is the state of one Gym process (one resource attribute set).
+type Resource struct {
+	mu       sync.Mutex
+	key      string
+	attrs    []ResourceAttrValue
+	insts    [schema.NumInstruments]*instrument
+	touched  bool // received something since the last collection
+	lastSeen time.Time
+	dropped  bool
+	retired  bool   // a newer resource of its service instance took over: export once more, drop
+	seq      uint64 // snapshot lines applied
+	inst     string // its service instance (instanceKey), "" for none; fixed
+	claim    uint64 // creation order (a.insts.claims), fixed: the oldest of an instance goes first
+
+	// process stats
+	pid      int32 // the pid this resource announced (0: none)
+	procDrop bool  // the process ended: export once more, then drop its series
+}
+
+// ResourceAttrValue is an owned resource attribute.
+type ResourceAttrValue struct {
+	Key  string
+	Kind events.ValueKind
+	Str  string
+	Int  int64
+	Bool bool
+}
+
+// resource returns the resource with the given canonical key, creating it from attrs.
+func (a *Aggregator) resource(key []byte, attrs func() []ResourceAttrValue) *Resource {
+	r, _ := a.resourceWithin(key, attrs, 0)
+	return r
+}
+
+// resourceWithin is resource, but when room > 0 it creates a resource only while room more
+// fit within MaxResources (nil, false): a resource line asks room for itself and, while its
+// stream's default resource does not exist yet, for that one too, which its stream falls back
+// to when the line is refused. So the refused line never takes the count past MaxResources.
+func (a *Aggregator) resourceWithin(key []byte, attrs func() []ResourceAttrValue, room int64) (*Resource, bool) {
+	sh := &a.shards[maphash.Bytes(a.seed, key)%numShards]
+	r, ok, created := a.lookupOrCreate(sh, key, attrs, room)
+	if !ok {
+		return nil, false
+	}
+	if created {
+		a.claimInstance(r)
+	}
+	return r, true
+}
+
+func (a *Aggregator) shardOf(key string) uint64 { return maphash.String(a.seed, key) % numShards }
+
+func (a *Aggregator) lookupOrCreate(sh *shard, key []byte, attrs func() []ResourceAttrValue, room int64) (*Resource, bool, bool) {
+	sh.mu.Lock()
+	r, ok := sh.m[string(key)]
+	if !ok {
+		bounded := room > 0
+		if bounded && !a.reserve(room) {
+			sh.mu.Unlock()
+			return nil, false, false
+		} else if !bounded {
+			a.live.Add(1)
+		}
+		r = &Resource{key: string(key), attrs: attrs(), lastSeen: a.now(), claim: a.insts.claims.Add(1)}
+		r.inst, _ = instanceKey(r.attrs)
+		sh.m[r.key] = r
+	}
+	sh.mu.Unlock()
+	return r, true, !ok
+}
+
+// reserve counts one more resource if room more fit within MaxResources.
+func (a *Aggregator) reserve(room int64) bool {
+	for {
+		n := a.live.Load()
+		if a.cfg.MaxResources > 0 && n+room > int64(a.cfg.MaxResources) {
+			return false
+		}
+		if a.live.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// holds reports whether the resource of the canonical key exists.
+func (a *Aggregator) holds(key []byte) bool {
+	sh := &a.shards[maphash.Bytes(a.seed, key)%numShards]
+	sh.mu.Lock()
+	_, ok := sh.m[string(key)]
+	sh.mu.Unlock()
+	return ok
+}
+
+// revive returns the live resource for r, which a collection may have expired and dropped.
+func (a *Aggregator) revive(r *Resource) *Resource {
+	return a.resource([]byte(r.key), func() []ResourceAttrValue { return r.attrs })
+}
+
+func (a *Aggregator) forget(r *Resource) {
+	sh := &a.shards[a.shardOf(r.key)]
+	sh.mu.Lock()
+	if sh.m[r.key] == r {
+		delete(sh.m, r.key)
+		a.live.Add(-1)
+	}
+	sh.mu.Unlock()
+}
+
+// resources returns every live resource in a stable order (by key).
+func (a *Aggregator) resources() []*Resource {
+	var out []*Resource
+	for i := range a.shards {
+		sh := &a.shards[i]
+		sh.mu.Lock()
+		for _, r := range sh.m {
+			out = append(out, r)
+		}
+		sh.mu.Unlock()
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
+	return out
+}
+
+// series finds or admits the series of the key in k, or the overflow series when the
+// instrument is at its cardinality limit.
+func (r *Resource) series(a *Aggregator, st *Stream, k *keyBuilder) *series {
+	in := r.insts[k.id]
+	if in == nil {
+		in = newInstrument(k.id)
+		r.insts[k.id] = in
+	}
+	key := k.key()
+	// A stream sends few series of an instrument over and over (the same loop, provider,
+	// server; the three GC generations of each gc.stats line): its recent series of the
+	// instrument are checked first, a byte compare instead of a map lookup.
+	rc := &st.recent[k.id]
+	if rc.in != in {
+		*rc = recentSeries{in: in}
+	}
+	recent := &rc.s[recentSlot(key)]
+	if s := *recent; s != nil && s.key == string(key) {
+		return s
+	}
+	s, ok := in.series[string(key)]
+	if !ok {
+		if len(in.order) >= a.cfg.CardinalityLimit-1 {
+			return r.overflow(a, st, k, in)
+		}
+		s = newSeries(k.in, k.ownedAttrs(), pcommon.NewTimestampFromTime(a.now()))
+		s.key = string(key)
+		in.series[s.key] = s
+		in.order = append(in.order, s)
+	}
+	*recent = s
+	return s
+}
+
+// overflow returns the overflow series of an instrument at its cardinality limit (never
+// remembered as a recent series: each measurement folded into it is counted).
+func (r *Resource) overflow(a *Aggregator, st *Stream, k *keyBuilder, in *instrument) *series {
+	now := pcommon.NewTimestampFromTime(a.now())
+	st.Stats.Overflowed++
+	if in.overflow == nil {
+		in.overflow = newSeries(k.in, nil, now)
+		in.overflow.overflow = true
+	}
+	return in.overflow
+}
+
+// Snapshot bookkeeping: the entries of one snapshot line that normalise to one series are
+// summed; at the end of the line each touched series takes the sum as its latest value.
+
+func (r *Resource) snapshot(a *Aggregator, st *Stream, k *keyBuilder, v int64) {
+	s := r.series(a, st, k)
+	if s.overflow {
+		r.foldSnapshot(st, k, s, v)
+		return
+	}
+	r.stage(st, s, v)
+}
+
+func (r *Resource) stage(st *Stream, s *series, v int64) {
+	if s.seq != r.seq {
+		s.seq = r.seq
+		s.pending = v
+		st.touched = append(st.touched, touchedSeries{s, schema.Get(st.kb.id).Kind})
+		return
+	}
+	s.pending += v
+}
+
+// foldSnapshot keeps the overflow series of a snapshot total at the sum of the latest values
+// of the series folded into it.
+func (r *Resource) foldSnapshot(st *Stream, k *keyBuilder, ov *series, v int64) {
+	in := r.insts[k.id]
+	if in.folded == nil {
+		in.folded = map[uint64]foldedSnapshot{}
+		in.foldSalt = rand.Uint64()
+	}
+	h := foldHash(in.foldSalt, k.buf)
+	// The overflow series' pending value starts from its current total.
+	if ov.seq != r.seq {
+		ov.seq = r.seq
+		ov.pending = ov.val
+		st.touched = append(st.touched, touchedSeries{ov, schema.Get(k.id).Kind})
+	}
+	f, known := in.folded[h]
+	switch {
+	case known && f.seq == r.seq: // a second entry of this line for the same folded series
+		f.val += v
+		ov.pending += v
+	case known:
+		ov.pending += v - f.val
+		f = foldedSnapshot{seq: r.seq, val: v}
+	default:
+		ov.pending += v
+		f = foldedSnapshot{seq: r.seq, val: v}
+		if len(in.folded) >= maxFoldedSnapshots {
+			return
+		}
+	}
+	in.folded[h] = f
+}
+
+type touchedSeries struct {
+	s    *series
+	kind schema.Kind
+}
+
+// commitSnapshots ends a snapshot line: each touched series takes its new value; a total that
+// went down means the process restarted, and the series starts again.
+func (r *Resource) commitSnapshots(a *Aggregator, st *Stream) {
+	for _, t := range st.touched {
+		s := t.s
+		if t.kind == schema.KindCounter && s.hasVal && s.pending < s.val {
+			s.start = pcommon.NewTimestampFromTime(a.now())
+		}
+		s.val, s.hasVal = s.pending, true
+	}
+	clear(st.touched)
+	st.touched = st.touched[:0]
+}
+
+// rewarded counts the reward of a scored rollout.completed or of a rollout.reward: +1 in its
+// range, nothing for NaN (unscored).
+func (r *Resource) rewarded(a *Aggregator, st *Stream, ev *events.Event) {
+	if rng, scored := normalize.RewardRange(ev.Reward); scored {
+		k := &st.kb
+		k.begin(schema.GymRolloutRewardedTotal).str(rng).str(ev.DispatchName).bool(ev.Masked)
+		r.series(a, st, k).val++
+	}
+}
+
+// apply records one decoded event. The caller holds r.mu.
+func (r *Resource) apply(a *Aggregator, st *Stream, ev *events.Event) {
+	k := &st.kb
+	r.touched = true
+	switch ev.Type {
+	case events.EventRolloutCompleted:
+		k.begin(schema.GymRolloutCompletedTotal).str(ev.Outcome).str(ev.DispatchName)
+		if string(ev.Outcome) == scoredOutcome {
+			k.absent().absent().absent()
+		} else {
+			k.str(ev.FailureClass).str(ev.FailureKind).str(ev.FailureType)
+		}
+		r.series(a, st, k).val++
+		if string(ev.Outcome) == scoredOutcome && ev.HasReward {
+			r.rewarded(a, st, ev)
+		}
+	case events.EventRolloutReward:
+		r.rewarded(a, st, ev)
+	case events.EventRolloutHealth:
+		k.begin(schema.GymRolloutHealthVerdictTotal).str(ev.Verdict).str(ev.Outcome)
+		r.series(a, st, k).val++
+		r.flagged(a, st, ev)
+	case events.EventRolloutSize:
+		r.sizeSample(a, st, ev.SizeFields&events.HasInputItems != 0, schema.GymDriverRolloutInputItems, ev.InputItems)
+		r.sizeSample(a, st, ev.SizeFields&events.HasOutputItems != 0, schema.GymDriverRolloutOutputItems, ev.OutputItems)
+		r.sizeSample(a, st, ev.SizeFields&events.HasTurns != 0, schema.GymDriverRolloutTurns, ev.Turns)
+		r.sizeSample(a, st, ev.SizeFields&events.HasToolCalls != 0, schema.GymDriverRolloutToolCalls, ev.ToolCalls)
+	case events.EventSandboxActive:
+		k.begin(schema.GymSandboxActive).str(ev.Provider)
+		r.series(a, st, k).val += ev.Delta
+	case events.EventSandboxStartup:
+		r.histogram(a, st, k.begin(schema.GymSandboxStartupDurationMs).str(ev.Provider), ev.DurationMS)
+	case events.EventSandboxExec:
+		r.histogram(a, st, k.begin(schema.GymSandboxExecDurationMs).str(ev.Provider), ev.DurationMS)
+	case events.EventSandboxCreateRetry:
+		k.begin(schema.GymSandboxCreateRetryTotal).str(ev.Provider)
+		r.series(a, st, k).val++
+	case events.EventServerStartupStage:
+		k.begin(schema.GymServerStartupStageDurationMs).str(ev.Stage).str(ev.ServerName).str(ev.ServerType).bool(ev.Worker)
+		r.histogram(a, st, k, ev.DurationMS)
+	case events.EventHTTPPoolQueue:
+		k.begin(schema.GymHttpConnectionPoolQueueDurationMs).str(ev.QueueConstraint).str(ev.QueueOutcome).str(ev.ServerName)
+		r.histogram(a, st, k, ev.DurationMS)
+	case events.EventHTTPPoolConnect:
+		k.begin(schema.GymHttpConnectionPoolConnectDurationMs).str(ev.ConnectOutcome).str(ev.ServerName)
+		r.histogram(a, st, k, ev.DurationMS)
+	case events.EventHTTPPoolConnects:
+		r.seq++
+		for i := range ev.Counts {
+			r.snapshot(a, st, k.begin(schema.GymHttpConnectionPoolConnectTotal).str(ev.Counts[i].Name), ev.Counts[i].Count)
+		}
+		r.commitSnapshots(a, st)
+	case events.EventEventLoopLag:
+		r.histogram(a, st, k.begin(schema.GymEventLoopLagMs).str(ev.Loop), ev.DurationMS)
+	case events.EventEventLoopTasks:
+		r.gauge(a, st, k.begin(schema.GymEventLoopTasks).str(ev.Loop), ev.Tasks)
+	case events.EventGCPause:
+		r.histogram(a, st, k.begin(schema.GymGcPauseDurationMs).int(ev.Generation), ev.DurationMS)
+	case events.EventGCStats:
+		r.seq++
+		for g := range int64(3) {
+			r.snapshot(a, st, k.begin(schema.GymGcCollectionsTotal).int(g), ev.GCCollections[g])
+			r.snapshot(a, st, k.begin(schema.GymGcCollectedTotal).int(g), ev.GCCollected[g])
+			r.snapshot(a, st, k.begin(schema.GymGcUncollectableTotal).int(g), ev.GCUncollectable[g])
+			r.gauge(a, st, k.begin(schema.GymGcCount).int(g), ev.GCCount[g])
+		}
+		r.commitSnapshots(a, st)
+	case events.EventServerRequests:
+		r.seq++
+		r.snapshot(a, st, k.begin(schema.GymServerRequestsInFlight), ev.InFlight)
+		r.snapshot(a, st, k.begin(schema.GymServerRequestsUnhandledExceptionsTotal), ev.UnhandledExceptions)
+		for i := range ev.Responses {
+			r.snapshot(a, st, k.begin(schema.GymServerResponsesTotal).int(ev.Responses[i].Code), ev.Responses[i].Count)
+		}
+		for i := range ev.Cancelled {
+			c := &ev.Cancelled[i]
+			k.begin(schema.GymServerRequestsCancelledTotal).str(c.Route).str(normalize.Phase(c.ResponseStarted))
+			r.snapshot(a, st, k, c.Count)
+		}
+		if ev.HasOutboundInFlight {
+			r.snapshot(a, st, k.begin(schema.GymHttpClientRequestsInFlight), ev.OutboundInFlight)
+		}
+		r.commitSnapshots(a, st)
+	case events.EventDriverCounts:
+		if ev.Offered == 0 {
+			return
+		}
+		r.seq++
+		r.snapshot(a, st, k.begin(schema.GymDriverRolloutsOfferedTotal), ev.Offered)
+		r.snapshot(a, st, k.begin(schema.GymDriverRolloutsResident), ev.Resident)
+		r.snapshot(a, st, k.begin(schema.GymDriverRolloutsActive), ev.Active)
+		r.commitSnapshots(a, st)
+	case events.EventDriverAdmission:
+		r.histogram(a, st, k.begin(schema.GymDriverAdmissionDurationMs), ev.DurationMS)
+	case events.EventDriverOutputWrite:
+		r.histogram(a, st, k.begin(schema.GymDriverOutputWriteDurationMs), ev.DurationMS)
+		r.histogram(a, st, k.begin(schema.GymDriverOutputWriteBytes), float64(ev.Bytes))
+	case events.EventDriverMaterialize:
+		r.histogram(a, st, k.begin(schema.GymDriverMaterializeDurationMs), ev.DurationMS)
+	}
+}
+
+// scoredOutcome is the outcome under which failure fields are not attributes and rewards count.
+var scoredOutcome = schema.Attr(schema.AttrNemoGymRolloutOutcome).Values[0]
+
+func (r *Resource) histogram(a *Aggregator, st *Stream, k *keyBuilder, v float64) {
+	r.series(a, st, k).record(k.id, v)
+}
+
+func (r *Resource) gauge(a *Aggregator, st *Stream, k *keyBuilder, v int64) {
+	s := r.series(a, st, k)
+	s.val, s.hasVal = v, true
+}
+
+func (r *Resource) sizeSample(a *Aggregator, st *Stream, present bool, id schema.InstrumentID, v int64) {
+	if present {
+		r.histogram(a, st, st.kb.begin(id), float64(v))
+	}
+}
+
+// flagged counts each distinct check a rollout.health line flags, after normalisation;
+// ignored checks are matched on the raw id.
+func (r *Resource) flagged(a *Aggregator, st *Stream, ev *events.Event) {
+	distinct := st.checks[:0]
+outer:
+	for _, raw := range ev.Flagged {
+		if a.cfg.Registry.IgnoredHealthCheck(raw) {
+			continue
+		}
+		c := a.cfg.Registry.HealthCheck(raw)
+		for _, d := range distinct {
+			if string(d) == string(c) {
+				continue outer
+			}
+		}
+		distinct = append(distinct, c)
+	}
+	for _, c := range distinct {
+		st.kb.begin(schema.GymRolloutHealthFlaggedTotal).str(c).str(ev.Outcome)
+		r.series(a, st, &st.kb).val++
+	}
+	clear(distinct)
+	st.checks = distinct[:0]
+}

@@ -1,0 +1,286 @@
+// Package checkpoint keeps the gym receiver's aggregation state and its sources' read offsets
+// in one record of a storage extension, so that a restarted collector goes on where it
+// stopped: series keep their values and start times, and every source resumes at exactly the
+// lines whose effect is in the restored state.
+//
+// A checkpoint is one value under one key (one atomic Set): the aggregator's state and, per
+// source, one named opaque offsets section. A source joins with a Section: it reads its
+// offsets from the section's Load at start, and Saves its new offsets in the same critical
+// section (its lock, given with GuardedBy) as it applies the lines they cover. The
+// checkpointer takes a checkpoint with every source's lock held, so a line is either in both
+// the state and the offsets or in neither, while sources without offsets (HTTP bodies, stream
+// connections) ingest on, each resource caught under its own lock.
+package checkpoint
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
+)
+
+// Store is where checkpoints are kept: a storage extension's client.
+type Store interface {
+	Get(ctx context.Context, key string) ([]byte, error)
+	Set(ctx context.Context, key string, value []byte) error
+}
+
+// Key is the storage key of the checkpoint.
+const Key = "checkpoint"
+
+// magic and version open an encoded checkpoint.
+const (
+	magic   = "gymckpt"
+	version = 1
+)
+
+// Checkpointer takes, saves and restores checkpoints.
+type Checkpointer struct {
+	store Store
+	agg   *aggregate.Aggregator
+
+	mu       sync.Mutex // one checkpoint at a time, so a stale one never overwrites a newer
+	sections []*Section
+	restored map[string][]byte // offsets sections of the restored checkpoint, by name
+	buf      []byte            // the state, reused
+	out      []byte            // the encoded checkpoint, reused
+
+	// Sync's group commit.
+	smu      sync.Mutex
+	cond     *sync.Cond
+	running  bool
+	begun    uint64
+	finished uint64
+	lastErr  error
+}
+
+// New returns a checkpointer of agg's state into store.
+func New(store Store, agg *aggregate.Aggregator) *Checkpointer {
+	c := &Checkpointer{store: store, agg: agg, restored: map[string][]byte{}}
+	c.cond = sync.NewCond(&c.smu)
+	return c
+}
+
+// Section is one source's offsets in the checkpoint. It is a transport.OffsetStore: Load
+// returns the offsets of the restored checkpoint, Save hands over the offsets the next
+// checkpoint writes.
+type Section struct {
+	c     *Checkpointer
+	name  string
+	guard sync.Locker
+	saved []byte
+	has   bool
+}
+
+// Section returns the offsets section of the named source, registering it. Call GuardedBy
+// before the source starts.
+func (c *Checkpointer) Section(name string) *Section {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.sections {
+		if s.name == name {
+			return s
+		}
+	}
+	s := &Section{c: c, name: name}
+	c.sections = append(c.sections, s)
+	return s
+}
+
+// GuardedBy names the lock the source holds while it applies lines and Saves their offsets.
+// It takes the checkpointer's lock: a checkpoint may be under way (an HTTP answer's, when the
+// HTTP transport started first).
+func (s *Section) GuardedBy(l sync.Locker) {
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	s.guard = l
+}
+
+// Load returns the source's offsets from the restored checkpoint (nil: none).
+func (s *Section) Load(context.Context) ([]byte, error) {
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	return s.c.restored[s.name], nil
+}
+
+// Save records the source's offsets: those of exactly the lines it has applied so far. It is
+// called under the guard; the next checkpoint writes them.
+func (s *Section) Save(_ context.Context, data []byte) error {
+	s.saved = append(s.saved[:0], data...)
+	s.has = true
+	return nil
+}
+
+// SetLegacy makes Load of a section return data when the restored checkpoint has none (the
+// offsets of an older version, kept under another key).
+func (c *Checkpointer) SetLegacy(name string, data []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.restored[name]; !ok && len(data) > 0 {
+		c.restored[name] = data
+	}
+}
+
+// Restore reads the stored checkpoint into the (empty) aggregator and keeps its offsets
+// sections for the sources' Load. It reports whether there was one. A checkpoint that cannot
+// be read is an error: starting without it would count the files' lines again.
+func (c *Checkpointer) Restore(ctx context.Context) (bool, error) {
+	data, err := c.store.Get(ctx, Key)
+	if err != nil {
+		return false, fmt.Errorf("reading the checkpoint: %w", err)
+	}
+	if len(data) == 0 {
+		return false, nil
+	}
+	state, sections, err := decode(data)
+	if err != nil {
+		return false, fmt.Errorf("the stored checkpoint is unreadable: %w", err)
+	}
+	if err := c.agg.RestoreState(state); err != nil {
+		return false, err
+	}
+	c.mu.Lock()
+	for name, b := range sections {
+		c.restored[name] = b
+	}
+	c.mu.Unlock()
+	return true, nil
+}
+
+// Collect takes a checkpoint of the state a collection exports, saves it, and returns the
+// metrics to export: the export of a collection never carries more than its saved checkpoint.
+// A checkpoint that cannot be saved is returned as an error beside the metrics.
+func (c *Checkpointer) Collect(ctx context.Context, scope aggregate.Scope) (pmetric.Metrics, int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var md pmetric.Metrics
+	c.take(func() { md = c.agg.CollectWithState(scope, &c.buf) })
+	err := c.store.Set(ctx, Key, c.out)
+	return md, len(c.out), err
+}
+
+// Save takes and saves a checkpoint without a collection (at shutdown after the last one, or
+// for Sync).
+func (c *Checkpointer) Save(ctx context.Context) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.take(func() { c.buf = c.agg.AppendState(c.buf[:0]) })
+	return len(c.out), c.store.Set(ctx, Key, c.out)
+}
+
+// take runs snapshot (which fills c.buf) with every source paused, then encodes the
+// checkpoint into c.out. The caller holds c.mu.
+func (c *Checkpointer) take(snapshot func()) {
+	for _, s := range c.sections {
+		if s.guard != nil {
+			s.guard.Lock()
+		}
+	}
+	snapshot()
+	out := append(c.out[:0], magic...)
+	out = binary.AppendUvarint(out, version)
+	// A source that has not saved yet (it has not started) keeps its restored offsets.
+	offsets := func(s *Section) ([]byte, bool) {
+		if s.has {
+			return s.saved, true
+		}
+		b, ok := c.restored[s.name]
+		return b, ok
+	}
+	n := 0
+	for _, s := range c.sections {
+		if _, ok := offsets(s); ok {
+			n++
+		}
+	}
+	out = binary.AppendUvarint(out, uint64(n))
+	for _, s := range c.sections {
+		if b, ok := offsets(s); ok {
+			out = appendBytes(out, []byte(s.name))
+			out = appendBytes(out, b)
+		}
+	}
+	for i := len(c.sections) - 1; i >= 0; i-- {
+		if g := c.sections[i].guard; g != nil {
+			g.Unlock()
+		}
+	}
+	c.out = appendBytes(out, c.buf)
+}
+
+// Sync returns once a checkpoint taken after the call has been saved: what was applied before
+// the call survives a crash. Concurrent callers share checkpoints (group commit): one
+// checkpoint serves every caller that was waiting when it began.
+func (c *Checkpointer) Sync(ctx context.Context) error {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	target := c.begun + 1 // a checkpoint that begins after now
+	for c.finished < target {
+		if c.running {
+			c.cond.Wait()
+			continue
+		}
+		c.running = true
+		c.begun++
+		gen := c.begun
+		c.smu.Unlock()
+		_, err := c.Save(ctx)
+		c.smu.Lock()
+		c.running = false
+		c.finished, c.lastErr = gen, err
+		c.cond.Broadcast()
+	}
+	return c.lastErr
+}
+
+func appendBytes(b, v []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(v)))
+	return append(b, v...)
+}
+
+func decode(data []byte) (state []byte, sections map[string][]byte, err error) {
+	if len(data) < len(magic) || string(data[:len(magic)]) != magic {
+		return nil, nil, errors.New("not a checkpoint")
+	}
+	b := data[len(magic):]
+	next := func() uint64 {
+		v, n := binary.Uvarint(b)
+		if n <= 0 {
+			err = errors.New("truncated")
+			b = nil
+			return 0
+		}
+		b = b[n:]
+		return v
+	}
+	bytesOf := func() []byte {
+		n := next()
+		if err != nil || n > uint64(len(b)) {
+			err = errors.New("truncated")
+			b = nil
+			return nil
+		}
+		v := b[:n]
+		b = b[n:]
+		return v
+	}
+	if v := next(); err == nil && v != version {
+		return nil, nil, fmt.Errorf("version %d is not %d", v, version)
+	}
+	n := next()
+	sections = map[string][]byte{}
+	for i := uint64(0); i < n && err == nil; i++ {
+		name := string(bytesOf())
+		sections[name] = append([]byte(nil), bytesOf()...)
+	}
+	state = bytesOf()
+	if err == nil && len(b) != 0 {
+		err = errors.New("trailing bytes")
+	}
+	return state, sections, err
+}

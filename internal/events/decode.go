@@ -1,0 +1,1123 @@
+package events
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"math"
+	"math/bits"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/schema"
+)
+
+// This file is the line decoder of the event stream (docs/receiver.md). Decode makes one validating pass over the
+// top-level object (the UTF-8 of strings included), recording the span of the last occurrence
+// of every field name any event uses (unknown fields are validated and skipped), then resolves
+// `event` and converts the fields of that event. The pass reads a word at a time where it can:
+// keys and short plain strings are looked up as words, plain numbers are converted as they
+// are scanned. Strings without escapes are sub-slices of the line, escaped ones are
+// decoded into the Decoder's scratch buffer: in steady state a line allocates nothing.
+//
+// Decisions where the event format is silent:
+//   - Whitespace is JSON's (space, tab, CR, LF); a line of only whitespace is blank.
+//   - A top-level value that is valid JSON but not an object is wrong_type.
+//   - `event` absent or null is missing_field; `event` not a string is wrong_type.
+//   - A rejected non-integral integer (3.5, NaN) is wrong_type; an integral value outside
+//     int64 (1e30, Infinity) and a negative count are out_of_range.
+//   - A value outside an enumeration, an empty name, a bad status-code key, an empty or too
+//     long resource attribute key are invalid_value; a wrong number of gc.stats elements is
+//     wrong_type.
+//   - Inside objects the decoder reads (attributes, counts, responses, cancelled entries),
+//     a duplicate key is also last-wins: the entry keeps the place of the key's first
+//     occurrence, with the value of its last; only that value is checked. Every key is
+//     checked (a bad status-code key rejects the line even when repeated later).
+//   - `cancelled` entries require `route` (any string: the aggregator normalises it),
+//     `response_started` (boolean) and `count` (integer >= 0); unknown keys in an entry are
+//     ignored; an entry that is not an object is wrong_type.
+//   - `flagged_checks` elements must be strings (null is wrong_type); any string, even
+//     empty, is passed on for the aggregator to normalise.
+//   - Failure fields, `server_type` and `flagged_checks` strings may be empty (the
+//     aggregator treats an empty value as absent).
+//   - A resource attribute key must be non-empty (OpenTelemetry forbids empty keys).
+//   - `in_flight`, `unhandled_exceptions`, `outbound_in_flight`, `tasks`, `bytes` and the
+//     driver counts are counts (>= 0); only `delta` may be negative.
+//   - rollout.reward's `reward` is required (absent or null: missing_field) and may be any
+//     number, NaN and infinities included, as rollout.completed's optional one.
+//   - A duration of -0 is accepted and given as 0.
+//   - Nesting is counted with the top-level object as level 1: 64 levels pass, 65 are
+//     too_deep (checked while validating, so a deep line cannot exhaust the stack).
+//   - At most 32 distinct attribute keys (a repeated key counts once); the 33rd is
+//     too_many_attributes.
+//   - Enumerated values (Outcome, Verdict, QueueConstraint, QueueOutcome, ConnectOutcome)
+//     are the schema's own bytes, whatever escapes the line used.
+//   - After an error ev.Type still tells the line's event when `event` was read, so that a
+//     caller knows a rejected resource line (before parsing, too_long and invalid_utf8,
+//     it is EventUnknown).
+//   - Syntax error positions are 0-based byte offsets into the line.
+
+// Reasons: the categories of DecodeError, a fixed set for self-telemetry.
+const (
+	ReasonTooLong           = "too_long"
+	ReasonInvalidUTF8       = "invalid_utf8"
+	ReasonInvalidJSON       = "invalid_json"
+	ReasonWrongType         = "wrong_type"
+	ReasonMissingField      = "missing_field"
+	ReasonOutOfRange        = "out_of_range"
+	ReasonInvalidValue      = "invalid_value"
+	ReasonTooDeep           = "too_deep"
+	ReasonTooManyAttributes = "too_many_attributes"
+)
+
+// DecodeError is the error of a rejected line: a short reason naming the field, and its
+// category.
+type DecodeError struct {
+	reason string
+	msg    string
+}
+
+// NewDecodeError returns a rejection with one of the Reason constants (or another package's
+// reason, such as the aggregator's too_many_resources) and its message.
+func NewDecodeError(reason, msg string) *DecodeError { return &DecodeError{reason: reason, msg: msg} }
+
+func (e *DecodeError) Error() string { return e.msg }
+
+// Reason returns the category of the error (one of the Reason constants).
+func (e *DecodeError) Reason() string { return e.reason }
+
+// ErrBlank is returned for a blank line (only whitespace). It is not a rejection.
+var ErrBlank = errors.New("blank line")
+
+// Reason returns the category of an error returned by Decode: one of the Reason constants,
+// "" for nil and ErrBlank, and ReasonInvalidJSON for any other error.
+func Reason(err error) string {
+	if err == nil || errors.Is(err, ErrBlank) {
+		return ""
+	}
+	var de *DecodeError
+	if errors.As(err, &de) {
+		return de.reason
+	}
+	return ReasonInvalidJSON
+}
+
+// DefaultMaxLineBytes is max_line_bytes when NewDecoder is given 0 or less.
+const DefaultMaxLineBytes = 64 << 10
+
+// Decoder decodes one line at a time into a reused Event. Not safe for concurrent use; one
+// per stream.
+type Decoder struct {
+	max  int
+	line []byte
+	err  error // first error of the current line
+
+	gen   uint32
+	slots [decNumKeys]decSlot // last occurrence of each known top-level key
+
+	scratch []byte // unescaped strings of the current line
+
+	evType    EventType // the type named by `event`, when parseTop could read it on the way
+	evTypeSet bool
+
+	lastEv   *Event    // the Event of the previous call
+	lastType EventType // the type whose fields that call wrote into it
+
+	members []decMember // entries of the object being read (dedupe by key)
+	table   []int32     // open-addressing index into members (index+1), when large
+	mask    int
+	seed    maphash.Seed
+}
+
+// decMember is one key of an object the decoder reads, with the value of its last occurrence.
+type decMember struct {
+	key []byte
+	val decSlot
+}
+
+// NewDecoder returns a decoder that rejects lines over maxLineBytes bytes (newline not
+// counted); 0 or less means DefaultMaxLineBytes.
+func NewDecoder(maxLineBytes int) *Decoder {
+	if maxLineBytes <= 0 {
+		maxLineBytes = DefaultMaxLineBytes
+	}
+	if maxLineBytes > math.MaxInt32-1 {
+		maxLineBytes = math.MaxInt32 - 1 // spans are int32
+	}
+	return &Decoder{max: maxLineBytes, seed: maphash.MakeSeed()}
+}
+
+// Decode parses line (without its newline) into ev. It returns nil on success (ev.Type is
+// EventUnknown for an unknown or empty `event`, which the caller counts as unknown),
+// ErrBlank for a blank line, or a *DecodeError. Every []byte of ev is valid until the next
+// call. After an error, ev.Type is the event type of the line when the decoder got to read
+// its `event` (a rejected resource line has EventResource; a line too long or not UTF-8 has
+// EventUnknown), and the other fields of ev hold nothing meaningful.
+func (d *Decoder) Decode(line []byte, ev *Event) error {
+	if ev == d.lastEv {
+		decClearType(ev, d.lastType) // the only fields this decoder wrote
+	} else {
+		decResetEvent(ev)
+		d.lastEv = ev
+	}
+	d.lastType = EventUnknown
+	if len(line) > d.max {
+		return &DecodeError{reason: ReasonTooLong, msg: fmt.Sprintf("line is %d bytes, over max_line_bytes %d", len(line), d.max)}
+	}
+	// UTF-8 is validated while scanning (decScanString): a line that parses is valid UTF-8.
+	i := decSkipWS(line, 0)
+	if i == len(line) {
+		return ErrBlank
+	}
+	d.line = line
+	d.err = nil
+	d.evTypeSet = false
+	d.scratch = d.scratch[:0]
+	d.gen++
+	if d.gen == 0 {
+		d.slots = [decNumKeys]decSlot{}
+		d.gen = 1
+	}
+	err := d.parseTop(i)
+	if err != nil {
+		if !utf8.Valid(line) {
+			// A line that is not UTF-8 is invalid_utf8 whatever else is wrong with it, and
+			// its event is not read (the scan may have stopped at another error first).
+			err = decInvalidUTF8(line)
+		} else if s, ok := d.get(fkEvent); ok && s.kind == decString {
+			// Tell the caller what the line was meant to be when `event` came before the
+			// error, so that a broken resource line is known as one.
+			ev.Type = d.event(s)
+		}
+	} else {
+		err = d.decodeFields(ev)
+	}
+	d.lastType = ev.Type
+	d.line = nil
+	return err
+}
+
+func decInvalidUTF8(line []byte) error {
+	return &DecodeError{reason: ReasonInvalidUTF8, msg: fmt.Sprintf("not valid UTF-8 (at byte %d)", decFirstInvalidUTF8(line))}
+}
+
+// decResetEvent clears ev, keeping the backing arrays of its slices.
+func decResetEvent(ev *Event) {
+	flagged, counts, responses, cancelled, attrs := ev.Flagged[:0], ev.Counts[:0], ev.Responses[:0], ev.Cancelled[:0], ev.Attrs[:0]
+	*ev = Event{Flagged: flagged, Counts: counts, Responses: responses, Cancelled: cancelled, Attrs: attrs}
+}
+
+// decClearType clears the fields of ev that the decoding of an event of type t writes
+// (cheaper than clearing the whole Event; TestDecodeReuseLeaksNothing keeps it complete).
+func decClearType(ev *Event, t EventType) {
+	ev.Type = EventUnknown
+	switch t {
+	case EventResource:
+		ev.Attrs = ev.Attrs[:0]
+	case EventRolloutCompleted:
+		ev.Outcome, ev.DispatchName, ev.FailureClass, ev.FailureKind, ev.FailureType = nil, nil, nil, nil, nil
+		ev.Reward, ev.HasReward, ev.Masked = 0, false, false
+	case EventRolloutReward:
+		ev.DispatchName, ev.Reward, ev.HasReward, ev.Masked = nil, 0, false, false
+	case EventRolloutHealth:
+		ev.Verdict, ev.Outcome, ev.Flagged = nil, nil, ev.Flagged[:0]
+	case EventRolloutSize:
+		ev.SizeFields, ev.InputItems, ev.OutputItems, ev.Turns, ev.ToolCalls = 0, 0, 0, 0, 0
+	case EventSandboxActive:
+		ev.Provider, ev.Delta = nil, 0
+	case EventSandboxStartup, EventSandboxExec:
+		ev.Provider, ev.DurationMS = nil, 0
+	case EventSandboxCreateRetry:
+		ev.Provider = nil
+	case EventServerStartupStage:
+		ev.Stage, ev.ServerName, ev.ServerType, ev.Worker, ev.DurationMS = nil, nil, nil, false, 0
+	case EventHTTPPoolQueue:
+		ev.QueueConstraint, ev.QueueOutcome, ev.ServerName, ev.DurationMS = nil, nil, nil, 0
+	case EventHTTPPoolConnect:
+		ev.ConnectOutcome, ev.ServerName, ev.DurationMS = nil, nil, 0
+	case EventHTTPPoolConnects:
+		ev.Counts = ev.Counts[:0]
+	case EventEventLoopLag:
+		ev.Loop, ev.DurationMS = nil, 0
+	case EventEventLoopTasks:
+		ev.Loop, ev.Tasks = nil, 0
+	case EventGCPause:
+		ev.Generation, ev.DurationMS = 0, 0
+	case EventGCStats:
+		ev.GCCollections, ev.GCCollected, ev.GCUncollectable, ev.GCCount = [3]int64{}, [3]int64{}, [3]int64{}, [3]int64{}
+	case EventServerRequests:
+		ev.InFlight, ev.UnhandledExceptions, ev.OutboundInFlight, ev.HasOutboundInFlight = 0, 0, 0, false
+		ev.Responses, ev.Cancelled = ev.Responses[:0], ev.Cancelled[:0]
+	case EventDriverCounts:
+		ev.Offered, ev.Resident, ev.Active = 0, 0, 0
+	case EventDriverAdmission, EventDriverMaterialize:
+		ev.DurationMS = 0
+	case EventDriverOutputWrite:
+		ev.DurationMS, ev.Bytes = 0, 0
+	}
+}
+
+func decFirstInvalidUTF8(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
+}
+
+// parseTop validates the whole line, whose first non-blank byte is line[i], and records the
+// last occurrence of each known top-level key.
+func (d *Decoder) parseTop(i int) error {
+	b := d.line
+	if b[i] != '{' {
+		e, kind, _, err := decScanValue(b, i, 1)
+		if err != nil {
+			return err
+		}
+		if e = decSkipWS(b, e); e != len(b) {
+			return decSyntaxError(b, e, "want the end of the line after the value")
+		}
+		return &DecodeError{reason: ReasonWrongType, msg: "line is " + decKindNames[kind] + ", not a JSON object"}
+	}
+	i = decSkipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		i++
+	} else {
+		for {
+			if i >= len(b) || b[i] != '"' {
+				return decSyntaxError(b, i, "want a string key")
+			}
+			var (
+				id, ke int
+				err    error
+			)
+			if i+8 <= len(b) && binary.LittleEndian.Uint64(b[i:]) == decEventKeyWord {
+				id, ke = fkEvent, i+7 // `"event":`, the first member of nearly every line
+			} else if id, ke, err = d.topKey(b, i); err != nil {
+				return err
+			}
+			i = decSkipWS(b, ke)
+			if i >= len(b) || b[i] != ':' {
+				return decSyntaxError(b, i, "want ':' after an object key")
+			}
+			i = decSkipWS(b, i+1)
+			// Strings and numbers, nearly every value, without decScanValue's dispatch.
+			var (
+				ve        int
+				kind      uint8
+				vesc      bool
+				evType    EventType
+				evTypeSet bool
+				mant      uint64 // a number converted on the way (decNum)
+				num       decNum
+			)
+			if i < len(b) && b[i] == '"' {
+				kind = decString
+				var w0, w1, w2 uint64
+				if ve, w0, w1, w2 = decPlainString(b, i); ve < 0 {
+					ve, vesc, err = decScanString(b, i)
+				} else if id == fkEvent {
+					// The event type, from the words just scanned.
+					evType = EventType(max(0, decEventTable.findWords(w0, w1, w2, ve-i-2)))
+					evTypeSet = true
+				}
+			} else if i < len(b) && (b[i] >= '0' && b[i] <= '9' || b[i] == '-') {
+				kind = decNumber
+				if ve, mant, num = decScanPlainNumber(b, i); ve < 0 {
+					ve, err = decScanNumber(b, i)
+				}
+			} else {
+				ve, kind, vesc, err = decScanValue(b, i, 2)
+			}
+			if err != nil {
+				return err
+			}
+			if id >= 0 {
+				if id == fkEvent {
+					// The last `event` counts: its type, or that it is to be read from the slot.
+					d.evType, d.evTypeSet = evType, evTypeSet
+				}
+				// Field by field: a whole slot built on the stack and then copied showed up in
+				// profiles (a wide copy of narrowly written fields).
+				sl := &d.slots[id]
+				sl.start, sl.end = int32(i), int32(ve)
+				if kind == decString {
+					sl.start, sl.end = sl.start+1, sl.end-1 // the text between the quotes
+				}
+				sl.gen, sl.kind, sl.esc = d.gen, kind, vesc
+				sl.num, sl.mant = num, mant
+			}
+			i = decSkipWS(b, ve)
+			if i < len(b) {
+				if b[i] == ',' {
+					i = decSkipWS(b, i+1)
+					continue
+				}
+				if b[i] == '}' {
+					i++
+					break
+				}
+			}
+			return decSyntaxError(b, i, "want ',' or '}' after an object member")
+		}
+	}
+	if i = decSkipWS(b, i); i != len(b) {
+		return decSyntaxError(b, i, "want the end of the line after the object")
+	}
+	return nil
+}
+
+// decEventKeyWord is `"event":` as a little-endian word.
+var decEventKeyWord = binary.LittleEndian.Uint64([]byte(`"event":`))
+
+// topKey scans the top-level key whose opening quote is b[i]. It returns the key's field
+// (-1 for a name no event reads) and the index just past the closing quote.
+func (d *Decoder) topKey(b []byte, i int) (id, end int, err error) {
+	// Fast path: a plain key (no escape, control character or byte >= 0x80) of under 16
+	// bytes, scanned a word at a time and looked up in the words scanned, zero-padded. The
+	// answer is final, found or not (unknown keys such as "ts" are common).
+	ks := i + 1
+	if ks+8 <= len(b) {
+		w0 := binary.LittleEndian.Uint64(b[ks:])
+		if m := decStopBytes(w0); m != 0 {
+			if p := bits.TrailingZeros64(m) >> 3; b[ks+p] == '"' {
+				return decKeyTable.findWords(w0&decWordMasks[p&7], 0, 0, p), ks + p + 1, nil
+			}
+		} else if ks+16 <= len(b) {
+			w1 := binary.LittleEndian.Uint64(b[ks+8:])
+			if m := decStopBytes(w1); m != 0 {
+				if p := bits.TrailingZeros64(m) >> 3; b[ks+8+p] == '"' {
+					return decKeyTable.findWords(w0, w1&decWordMasks[p&7], 0, 8+p), ks + 8 + p + 1, nil
+				}
+			}
+		}
+	}
+	// Anything else (escapes, non-ASCII, a long key, the end of the line near): the general
+	// scanner.
+	end, esc, err := decScanString(b, i)
+	if err != nil {
+		return -1, end, err
+	}
+	if !esc {
+		return decKeyTable.find(b[ks : end-1]), end, nil
+	}
+	n := len(d.scratch)
+	d.scratch = decAppendUnescaped(d.scratch, b[ks:end-1])
+	id = decLookupKey(d.scratch[n:])
+	d.scratch = d.scratch[:n]
+	return id, end, nil
+}
+
+// decodeFields resolves `event` and converts the fields of that event.
+func (d *Decoder) decodeFields(ev *Event) error {
+	s, ok := d.get(fkEvent)
+	if !ok {
+		return &DecodeError{reason: ReasonMissingField, msg: `missing required field "event"`}
+	}
+	if s.kind != decString {
+		d.wrongType(fkEvent, "a string", s)
+		return d.err
+	}
+	ev.Type = d.event(s)
+	switch ev.Type {
+	case EventUnknown:
+	case EventResource:
+		d.decodeResource(ev)
+	case EventRolloutCompleted:
+		ev.Outcome = d.enum(fkOutcome, &decCompletedOutcomes)
+		ev.DispatchName = d.name(fkDispatchName)
+		ev.FailureClass = d.optString(fkFailureClass)
+		ev.FailureKind = d.optString(fkFailureKind)
+		ev.FailureType = d.optString(fkFailureType)
+		ev.Reward, ev.HasReward = d.optNumber(fkReward)
+		ev.Masked = d.optBool(fkMasked)
+	case EventRolloutReward:
+		ev.Reward, ev.HasReward = d.number(fkReward)
+		ev.DispatchName = d.name(fkDispatchName)
+		ev.Masked = d.optBool(fkMasked)
+	case EventRolloutHealth:
+		ev.Verdict = d.enum(fkVerdict, &decVerdicts)
+		ev.Outcome = d.enum(fkOutcome, &decHealthOutcomes)
+		d.decodeFlagged(ev)
+	case EventRolloutSize:
+		var has bool
+		if ev.InputItems, has = d.optCount(fkInputItems); has {
+			ev.SizeFields |= HasInputItems
+		}
+		if ev.OutputItems, has = d.optCount(fkOutputItems); has {
+			ev.SizeFields |= HasOutputItems
+		}
+		if ev.Turns, has = d.optCount(fkTurns); has {
+			ev.SizeFields |= HasTurns
+		}
+		if ev.ToolCalls, has = d.optCount(fkToolCalls); has {
+			ev.SizeFields |= HasToolCalls
+		}
+	case EventSandboxActive:
+		ev.Provider = d.name(fkProvider)
+		ev.Delta = d.integer(fkDelta, false)
+	case EventSandboxStartup, EventSandboxExec:
+		ev.Provider = d.name(fkProvider)
+		ev.DurationMS = d.duration(fkDurationMS)
+	case EventSandboxCreateRetry:
+		ev.Provider = d.name(fkProvider)
+	case EventServerStartupStage:
+		ev.Stage = d.name(fkStage)
+		ev.ServerName = d.name(fkServerName)
+		ev.ServerType = d.optString(fkServerType)
+		ev.Worker = d.optBool(fkWorker)
+		ev.DurationMS = d.duration(fkDurationMS)
+	case EventHTTPPoolQueue:
+		ev.QueueConstraint = d.enum(fkQueueConstraint, &decQueueConstraints)
+		ev.QueueOutcome = d.enum(fkQueueOutcome, &decQueueOutcomes)
+		ev.ServerName = d.name(fkServerName)
+		ev.DurationMS = d.duration(fkDurationMS)
+	case EventHTTPPoolConnect:
+		ev.ConnectOutcome = d.enum(fkOutcome, &decConnectOutcomes)
+		ev.ServerName = d.name(fkServerName)
+		ev.DurationMS = d.duration(fkDurationMS)
+	case EventHTTPPoolConnects:
+		d.decodeCounts(ev)
+	case EventEventLoopLag:
+		ev.Loop = d.name(fkLoop)
+		ev.DurationMS = d.duration(fkLagMS)
+	case EventEventLoopTasks:
+		ev.Loop = d.name(fkLoop)
+		ev.Tasks = d.integer(fkTasks, true)
+	case EventGCPause:
+		ev.Generation = d.generation(fkGeneration)
+		ev.DurationMS = d.duration(fkDurationMS)
+	case EventGCStats:
+		d.gcTriple(fkCollections, &ev.GCCollections)
+		d.gcTriple(fkCollected, &ev.GCCollected)
+		d.gcTriple(fkUncollectable, &ev.GCUncollectable)
+		d.gcTriple(fkCount, &ev.GCCount)
+	case EventServerRequests:
+		ev.InFlight = d.integer(fkInFlight, true)
+		ev.UnhandledExceptions = d.integer(fkUnhandledExceptions, true)
+		d.decodeResponses(ev)
+		d.decodeCancelled(ev)
+		ev.OutboundInFlight, ev.HasOutboundInFlight = d.optCount(fkOutboundInFlight)
+	case EventDriverCounts:
+		ev.Offered = d.integer(fkOffered, true)
+		ev.Resident = d.integer(fkResident, true)
+		ev.Active = d.integer(fkActive, true)
+	case EventDriverAdmission, EventDriverMaterialize:
+		ev.DurationMS = d.duration(fkDurationMS)
+	case EventDriverOutputWrite:
+		ev.DurationMS = d.duration(fkDurationMS)
+		ev.Bytes = d.integer(fkBytes, true)
+	}
+	return d.err
+}
+
+// ---- top-level fields ----
+
+// Field keys: every top-level field name some event reads.
+const (
+	fkEvent = iota
+	fkOutcome
+	fkDispatchName
+	fkFailureClass
+	fkFailureKind
+	fkFailureType
+	fkReward
+	fkMasked
+	fkVerdict
+	fkFlaggedChecks
+	fkInputItems
+	fkOutputItems
+	fkTurns
+	fkToolCalls
+	fkProvider
+	fkDelta
+	fkDurationMS
+	fkStage
+	fkServerName
+	fkServerType
+	fkWorker
+	fkQueueConstraint
+	fkQueueOutcome
+	fkCounts
+	fkLoop
+	fkLagMS
+	fkTasks
+	fkGeneration
+	fkCollections
+	fkCollected
+	fkUncollectable
+	fkCount
+	fkInFlight
+	fkUnhandledExceptions
+	fkResponses
+	fkCancelled
+	fkOutboundInFlight
+	fkOffered
+	fkResident
+	fkActive
+	fkBytes
+	fkAttributes
+	decNumKeys
+)
+
+// decKeyNames are the wire names of the field keys.
+var decKeyNames = [decNumKeys]string{
+	fkEvent:               "event",
+	fkOutcome:             "outcome",
+	fkDispatchName:        "dispatch_name",
+	fkFailureClass:        "failure_class",
+	fkFailureKind:         "failure_kind",
+	fkFailureType:         "failure_type",
+	fkReward:              "reward",
+	fkMasked:              "masked",
+	fkVerdict:             "verdict",
+	fkFlaggedChecks:       "flagged_checks",
+	fkInputItems:          "input_items",
+	fkOutputItems:         "output_items",
+	fkTurns:               "turns",
+	fkToolCalls:           "tool_calls",
+	fkProvider:            "provider",
+	fkDelta:               "delta",
+	fkDurationMS:          "duration_ms",
+	fkStage:               "stage",
+	fkServerName:          "server_name",
+	fkServerType:          "server_type",
+	fkWorker:              "worker",
+	fkQueueConstraint:     "queue_constraint",
+	fkQueueOutcome:        "queue_outcome",
+	fkCounts:              "counts",
+	fkLoop:                "loop",
+	fkLagMS:               "lag_ms",
+	fkTasks:               "tasks",
+	fkGeneration:          "generation",
+	fkCollections:         "collections",
+	fkCollected:           "collected",
+	fkUncollectable:       "uncollectable",
+	fkCount:               "count",
+	fkInFlight:            "in_flight",
+	fkUnhandledExceptions: "unhandled_exceptions",
+	fkResponses:           "responses",
+	fkCancelled:           "cancelled",
+	fkOutboundInFlight:    "outbound_in_flight",
+	fkOffered:             "offered",
+	fkResident:            "resident",
+	fkActive:              "active",
+	fkBytes:               "bytes",
+	fkAttributes:          "attributes",
+}
+
+// decNameTable finds a name among a fixed set (field keys, event names) with one multiply and
+// a compare of whole words, no byte loop: the name is read as three little-endian words,
+// zero-padded (decNameWords; parseTop gets them while scanning a key), the words are mixed
+// and multiplied by a constant chosen at init so that no two names of the set share a slot,
+// and the slot's entry is compared word for word.
+type decNameTable struct {
+	mul     uint64
+	lookup  [256]uint8 // index into entries; entries[0] is the empty name, found as -1
+	entries [64]decNameEntry
+}
+
+type decNameEntry struct {
+	w   [3]uint64
+	n   int
+	idx int
+}
+
+// decNameMax is the longest name a table can hold: three words.
+const decNameMax = 24
+
+// decWordMasks[n] keeps the first n bytes of a little-endian word.
+var decWordMasks = [9]uint64{0, 0xff, 0xffff, 0xffffff, 0xffffffff, 0xffffffffff, 0xffffffffffff, 0xffffffffffffff, ^uint64(0)}
+
+// decNameWords reads the name k (at most decNameMax bytes) as three zero-padded words.
+func decNameWords(k []byte) (w [3]uint64) {
+	var buf [decNameMax]byte
+	copy(buf[:], k)
+	w[0] = binary.LittleEndian.Uint64(buf[0:])
+	w[1] = binary.LittleEndian.Uint64(buf[8:])
+	w[2] = binary.LittleEndian.Uint64(buf[16:])
+	return w
+}
+
+func (t *decNameTable) slot(w0, w1, w2 uint64, n int) uint8 {
+	x := w0 ^ bits.RotateLeft64(w1, 31) ^ bits.RotateLeft64(w2, 17) ^ uint64(n)
+	return uint8((x * t.mul) >> 56)
+}
+
+func decMakeNameTable(names []string) *decNameTable {
+	t := &decNameTable{}
+	var entries []decNameEntry
+	for i, n := range names {
+		if n == "" {
+			continue
+		}
+		if len(n) > decNameMax {
+			panic("protocol: name " + n + " is too long for a name table")
+		}
+		entries = append(entries, decNameEntry{w: decNameWords([]byte(n)), n: len(n), idx: i})
+	}
+	if len(entries) >= len(t.entries) {
+		panic("protocol: too many names for a name table")
+	}
+	copy(t.entries[1:], entries)
+	t.entries[0].idx = -1 // the empty name (n == 0, all words zero) matches entries[0]: not found
+	// Multipliers from a fixed sequence (splitmix64), so that every run builds the same table.
+	state := uint64(0)
+	for range 1 << 16 {
+		state += 0x9e3779b97f4a7c15
+		z := state
+		z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+		z = (z ^ z>>27) * 0x94d049bb133111eb
+		t.mul = (z ^ z>>31) | 1
+		t.lookup = [256]uint8{}
+		ok := true
+		for i := 1; i <= len(entries) && ok; i++ {
+			e := &t.entries[i]
+			h := t.slot(e.w[0], e.w[1], e.w[2], e.n)
+			ok = t.lookup[h] == 0
+			t.lookup[h] = uint8(i)
+		}
+		if ok {
+			return t
+		}
+	}
+	panic("protocol: no collision-free hash for the name table")
+}
+
+// findWords returns the index (in the table's names) of the name of n bytes whose
+// zero-padded words are w0, w1, w2, or -1.
+func (t *decNameTable) findWords(w0, w1, w2 uint64, n int) int {
+	e := &t.entries[t.lookup[t.slot(w0, w1, w2, n)]%64]
+	// One branch, on the whole compare (a miss is rare, but a chain of branches is slower).
+	if (e.w[0]^w0)|(e.w[1]^w1)|(e.w[2]^w2)|uint64(e.n^n) == 0 {
+		return e.idx
+	}
+	return -1
+}
+
+// find returns the index (in the table's names) of k, or -1 (also for "").
+func (t *decNameTable) find(k []byte) int {
+	if len(k) == 0 || len(k) > decNameMax {
+		return -1
+	}
+	w := decNameWords(k)
+	return t.findWords(w[0], w[1], w[2], len(k))
+}
+
+// findIn returns the index of the name b[start:start+n], or -1, reading its words from b
+// without a copy when b has room for them.
+func (t *decNameTable) findIn(b []byte, start, n int) int {
+	if n > 0 && n <= 8 && start+8 <= len(b) {
+		return t.findWords(binary.LittleEndian.Uint64(b[start:])&decWordMasks[n], 0, 0, n)
+	}
+	if n > 8 && n <= 16 && start+16 <= len(b) {
+		return t.findWords(binary.LittleEndian.Uint64(b[start:]), binary.LittleEndian.Uint64(b[start+8:])&decWordMasks[n-8], 0, n)
+	}
+	return t.find(b[start : start+n])
+}
+
+var (
+	decKeyTable   = decMakeNameTable(decKeyNames[:])
+	decEventTable = decMakeNameTable(EventNames[:])
+)
+
+// decLookupKey returns the field key of a top-level name, or -1.
+func decLookupKey(k []byte) int { return decKeyTable.find(k) }
+
+// decLookupEvent returns the event type named v, or EventUnknown.
+func decLookupEvent(v []byte) EventType {
+	if i := decEventTable.find(v); i > 0 {
+		return EventType(i)
+	}
+	return EventUnknown
+}
+
+// event returns the event type named by string slot s (the slot of `event`), or
+// EventUnknown.
+func (d *Decoder) event(s *decSlot) EventType {
+	if d.evTypeSet {
+		return d.evType
+	}
+	if s.esc {
+		return decLookupEvent(d.str(s))
+	}
+	if i := decEventTable.findIn(d.line, int(s.start), int(s.end-s.start)); i > 0 {
+		return EventType(i)
+	}
+	return EventUnknown
+}
+
+// get returns the last occurrence of field k in the current line, unless absent or null. The
+// slot is the decoder's own, read in place: parseTop has just written it field by field, and
+// reading it back whole (a copy) would stall on those stores.
+func (d *Decoder) get(k int) (*decSlot, bool) {
+	s := &d.slots[k]
+	if s.gen != d.gen || s.kind == decNull {
+		return s, false
+	}
+	return s, true
+}
+
+// str returns the text of a string slot: a sub-slice of the line, or of the scratch buffer
+// when it holds escapes. The capacity is cut so that appending to it copies.
+func (d *Decoder) str(s *decSlot) []byte {
+	if !s.esc {
+		return d.line[s.start:s.end:s.end]
+	}
+	n := len(d.scratch)
+	d.scratch = decAppendUnescaped(d.scratch, d.line[s.start:s.end])
+	return d.scratch[n:len(d.scratch):len(d.scratch)]
+}
+
+// raw returns the JSON text of a slot, shortened for a message.
+func (d *Decoder) raw(s *decSlot) string {
+	switch s.kind {
+	case decObject, decArray:
+		return decKindNames[s.kind]
+	case decString:
+		return decQuote(d.str(s))
+	}
+	t := d.line[s.start:s.end]
+	if len(t) > 40 {
+		return string(t[:40]) + "..."
+	}
+	return string(t)
+}
+
+// decQuote quotes v for a message, cut to 64 bytes at a rune boundary.
+func decQuote(v []byte) string {
+	if len(v) > 64 {
+		return strconv.Quote(string(decCutRunes(v, 64))) + "..."
+	}
+	return strconv.Quote(string(v))
+}
+
+// decCutRunes cuts valid UTF-8 v to at most n bytes at a rune boundary.
+func decCutRunes(v []byte, n int) []byte {
+	if len(v) <= n {
+		return v
+	}
+	for n > 0 && !utf8.RuneStart(v[n]) {
+		n--
+	}
+	return v[:n:n]
+}
+
+// fail records the first error of the line.
+func (d *Decoder) fail(reason, format string, args ...any) {
+	if d.err == nil {
+		d.err = &DecodeError{reason: reason, msg: fmt.Sprintf(format, args...)}
+	}
+}
+
+func (d *Decoder) missing(field string) {
+	d.fail(ReasonMissingField, "missing required field %q", field)
+}
+
+func (d *Decoder) wrongType(k int, want string, s *decSlot) {
+	if d.err == nil {
+		d.wrongTypeAt(decField(decKeyNames[k]), want, s)
+	}
+}
+
+// wrongTypeAt records a wrong type; where names the place (`field "x"`).
+func (d *Decoder) wrongTypeAt(where, want string, s *decSlot) {
+	if d.err == nil {
+		d.fail(ReasonWrongType, "%s: want %s, got %s", where, want, d.raw(s))
+	}
+}
+
+// decField names a field in a message.
+func decField(name string) string { return "field " + strconv.Quote(name) }
+
+// name returns required non-empty string field k.
+func (d *Decoder) name(k int) []byte {
+	if d.err != nil {
+		return nil
+	}
+	s, ok := d.get(k)
+	if !ok {
+		d.missing(decKeyNames[k])
+		return nil
+	}
+	if s.kind != decString {
+		d.wrongType(k, "a non-empty string", s)
+		return nil
+	}
+	if s.start == s.end {
+		d.fail(ReasonInvalidValue, "field %q: want a non-empty string, got \"\"", decKeyNames[k])
+		return nil
+	}
+	return d.str(s)
+}
+
+// optString returns optional string field k, nil when absent or null.
+func (d *Decoder) optString(k int) []byte {
+	if d.err != nil {
+		return nil
+	}
+	s, ok := d.get(k)
+	if !ok {
+		return nil
+	}
+	if s.kind != decString {
+		d.wrongType(k, "a string", s)
+		return nil
+	}
+	return d.str(s)
+}
+
+// optBool returns optional boolean field k, false when absent or null.
+func (d *Decoder) optBool(k int) bool {
+	if d.err != nil {
+		return false
+	}
+	s, ok := d.get(k)
+	if !ok {
+		return false
+	}
+	if s.kind != decTrue && s.kind != decFalse {
+		d.wrongType(k, "a boolean", s)
+		return false
+	}
+	return s.kind == decTrue
+}
+
+// optNumber returns optional number field k, any number (NaN and infinities too).
+func (d *Decoder) optNumber(k int) (float64, bool) {
+	if d.err != nil {
+		return 0, false
+	}
+	s, ok := d.get(k)
+	if !ok {
+		return 0, false
+	}
+	if s.kind != decNumber {
+		d.wrongType(k, "a number", s)
+		return 0, false
+	}
+	return d.float(s), true
+}
+
+// number returns required number field k, any number (NaN and infinities too); the bool is
+// false when it is missing or not a number.
+func (d *Decoder) number(k int) (float64, bool) {
+	if d.err != nil {
+		return 0, false
+	}
+	if _, ok := d.get(k); !ok {
+		d.missing(decKeyNames[k])
+		return 0, false
+	}
+	return d.optNumber(k)
+}
+
+// duration returns required field k, a finite number >= 0.
+func (d *Decoder) duration(k int) float64 {
+	if d.err != nil {
+		return 0
+	}
+	s, ok := d.get(k)
+	if !ok {
+		d.missing(decKeyNames[k])
+		return 0
+	}
+	if s.kind != decNumber {
+		d.wrongType(k, "a finite number >= 0", s)
+		return 0
+	}
+	f := d.float(s)
+	if !(f >= 0 && f <= math.MaxFloat64) { // also NaN
+		d.fail(ReasonOutOfRange, "field %q: want a finite number >= 0, got %s", decKeyNames[k], d.raw(s))
+		return 0
+	}
+	return f + 0 // -0 becomes 0
+}
+
+// integer returns required integer field k (>= 0 when nonneg).
+func (d *Decoder) integer(k int, nonneg bool) int64 {
+	if d.err != nil {
+		return 0
+	}
+	s, ok := d.get(k)
+	if !ok {
+		d.missing(decKeyNames[k])
+		return 0
+	}
+	v, st := d.intOf(s, nonneg)
+	if st != decIntOK {
+		d.intFail(decField(decKeyNames[k]), s, nonneg, st)
+		return 0
+	}
+	return v
+}
+
+// optCount returns optional integer field k, >= 0.
+func (d *Decoder) optCount(k int) (int64, bool) {
+	if d.err != nil {
+		return 0, false
+	}
+	s, ok := d.get(k)
+	if !ok {
+		return 0, false
+	}
+	v, st := d.intOf(s, true)
+	if st != decIntOK {
+		d.intFail(decField(decKeyNames[k]), s, true, st)
+		return 0, false
+	}
+	return v, true
+}
+
+// float converts number slot s, as decParseFloat does its text.
+func (d *Decoder) float(s *decSlot) float64 {
+	if n := s.num.digits(); n > 0 && n <= 15 {
+		// Converted on the way (decNum), and exact in a double: decParseFloat's fast path.
+		f := float64(s.mant)
+		if fr := s.num.frac(); fr > 0 {
+			f /= decPow10[fr&15]
+		}
+		if s.num.neg() {
+			f = -f
+		}
+		return f
+	}
+	return decParseFloat(d.line[s.start:s.end])
+}
+
+// intOf converts s by the integer rule (>= 0 when nonneg).
+func (d *Decoder) intOf(s *decSlot, nonneg bool) (int64, decIntStatus) {
+	if s.kind != decNumber {
+		return 0, decIntNotNumber
+	}
+	var v int64
+	var st decIntStatus
+	if s.num.digits() > 0 && s.num.frac() == 0 { // converted on the way (decNum): within int64
+		v = int64(s.mant)
+		if s.num.neg() {
+			v = -v
+		}
+	} else {
+		v, st = decParseInt(d.line[s.start:s.end])
+	}
+	if st == decIntOK && nonneg && v < 0 {
+		return 0, decIntNegative
+	}
+	return v, st
+}
+
+// intFail records the error of a value s that intOf refused with st; where names the place
+// (`field "x"`).
+func (d *Decoder) intFail(where string, s *decSlot, nonneg bool, st decIntStatus) {
+	want := "an integer"
+	if nonneg {
+		want = "an integer >= 0"
+	}
+	switch st {
+	case decIntNotNumber:
+		d.wrongTypeAt(where, want, s)
+	case decIntNotIntegral:
+		d.fail(ReasonWrongType, "%s: want %s, got %s", where, want, d.raw(s))
+	case decIntOutOfRange:
+		d.fail(ReasonOutOfRange, "%s: want %s within int64, got %s", where, want, d.raw(s))
+	default:
+		d.fail(ReasonOutOfRange, "%s: want %s, got %s", where, want, d.raw(s))
+	}
+}
+
+// ---- enumerations ----
+
+// decEnum is an enumerated set of string values, from the schema.
+type decEnum struct {
+	vals [][]byte
+	list string // "a, b, c" for messages
+}
+
+func decMakeEnum(what string, vals []string) decEnum {
+	if len(vals) == 0 {
+		panic("protocol: the schema gives no values for " + what)
+	}
+	e := decEnum{list: strings.Join(vals, ", ")}
+	for _, v := range vals {
+		e.vals = append(e.vals, []byte(v))
+	}
+	return e
+}
+
+// The enumerations the decoder checks, built once from the schema.
+var (
+	decCompletedOutcomes = decMakeEnum("outcome", schema.Get(schema.GymRolloutCompletedTotal).AttrValues(schema.AttrNemoGymRolloutOutcome))
+	decHealthOutcomes    = decMakeEnum("health outcome", schema.Get(schema.GymRolloutHealthVerdictTotal).AttrValues(schema.AttrNemoGymRolloutOutcome))
+	decVerdicts          = decMakeEnum("verdict", schema.Attr(schema.AttrNemoGymHealthVerdict).Values)
+	decQueueConstraints  = decMakeEnum("queue_constraint", schema.Attr(schema.AttrNemoGymHttpConnectionPoolQueueConstraint).Values)
+	decQueueOutcomes     = decMakeEnum("queue_outcome", schema.Attr(schema.AttrNemoGymHttpConnectionPoolQueueOutcome).Values)
+	decConnectOutcomes   = decMakeEnum("connect outcome", schema.Get(schema.GymHttpConnectionPoolConnectDurationMs).AttrValues(schema.AttrNemoGymHttpConnectionPoolConnectOutcome))
+
+	decGenerations    = schema.Attr(schema.AttrNemoGymGcGeneration).IntValues
+	decGenerationList = func() string {
+		s := make([]string, len(decGenerations))
+		for i, g := range decGenerations {
+			s[i] = strconv.FormatInt(g, 10)
+		}
+		return strings.Join(s, ", ")
+	}()
+	decStatusMin = schema.Attr(schema.AttrHttpResponseStatusCode).Min
+	decStatusMax = schema.Attr(schema.AttrHttpResponseStatusCode).Max
+)
+
+// enum returns required string field k, one of e's values. The result is the schema's own
+// copy of the value.
+func (d *Decoder) enum(k int, e *decEnum) []byte {
+	if d.err != nil {
+		return nil
+	}
+	s, ok := d.get(k)
+	if !ok {
+		d.missing(decKeyNames[k])
+		return nil
+	}
+	if s.kind != decString {
+		d.wrongType(k, "one of "+e.list, s)
+		return nil
+	}
+	v := d.line[s.start:s.end]
+	if s.esc {
+		v = d.str(s)
+	}
+	for _, a := range e.vals {
+		if string(v) == string(a) {
+			return a[:len(a):len(a)]
+		}
+	}
+	d.fail(ReasonInvalidValue, "field %q: %s is not one of %s", decKeyNames[k], decQuote(v), e.list)
+	return nil
+}
+
+// generation returns required field k, one of the schema's GC generations.
+func (d *Decoder) generation(k int) int64 {
+	if d.err != nil {
+		return 0
+	}
+	s, ok := d.get(k)
+	if !ok {
+		d.missing(decKeyNames[k])
+		return 0
+	}
+	v, st := d.intOf(s, false)
+	if st != decIntOK {
+		d.intFail(decField(decKeyNames[k]), s, false, st)
+		return 0
+	}
+	for _, g := range decGenerations {
+		if v == g {
+			return v
+		}
+	}
+	d.fail(ReasonInvalidValue, "field %q: %d is not one of %s", decKeyNames[k], v, decGenerationList)
+	return 0
+}

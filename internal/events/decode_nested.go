@@ -1,0 +1,498 @@
+package events
+
+import (
+	"bytes"
+	"fmt"
+	"hash/maphash"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/schema"
+)
+
+// Objects and arrays inside a line: resource attributes, snapshots, flagged checks. The
+// line has been validated by parseTop, so the iterators below only walk it.
+
+// decIter walks the members of an object or the elements of an array.
+type decIter struct{ i int }
+
+// iter starts walking the object or array of s.
+func (d *Decoder) iter(s *decSlot) decIter { return decIter{i: int(s.start) + 1} }
+
+// nextMember returns the next member of the object being walked: its value, and its key in
+// *key (the slots travel in registers, two of them would not).
+func (d *Decoder) nextMember(it *decIter, key *decSlot) (val decSlot, ok bool) {
+	b := d.line
+	i := decSkipWS(b, it.i)
+	if i >= len(b) || b[i] != '"' {
+		return val, false
+	}
+	ke, _, _, _ := decPlainString(b, i)
+	kesc := false
+	if ke < 0 {
+		var err error
+		if ke, kesc, err = decScanString(b, i); err != nil {
+			d.invalid(err)
+			return val, false
+		}
+	}
+	*key = decMakeSlot(i, ke, decString, kesc)
+	i = decSkipWS(b, ke)
+	if i >= len(b) || b[i] != ':' {
+		d.invalid(decSyntaxError(b, i, "want ':'"))
+		return val, false
+	}
+	val, ve := d.scanSlot(b, decSkipWS(b, i+1))
+	if ve < 0 {
+		return val, false
+	}
+	i = decSkipWS(b, ve)
+	if i < len(b) && b[i] == ',' {
+		i++
+	}
+	it.i = i
+	return val, true
+}
+
+// nextElem returns the next element of the array being walked.
+func (d *Decoder) nextElem(it *decIter) (val decSlot, ok bool) {
+	b := d.line
+	i := decSkipWS(b, it.i)
+	if i >= len(b) || b[i] == ']' {
+		return val, false
+	}
+	val, ve := d.scanSlot(b, i)
+	if ve < 0 {
+		return val, false
+	}
+	i = decSkipWS(b, ve)
+	if i < len(b) && b[i] == ',' {
+		i++
+	}
+	it.i = i
+	return val, true
+}
+
+// scanSlot scans the value at b[i] of an object or array being walked (already validated:
+// its depth is not checked again) into a slot, plain strings and numbers by their fast paths.
+// It returns the slot and the index just past the value, or -1 after recording an error.
+func (d *Decoder) scanSlot(b []byte, i int) (decSlot, int) {
+	if i < len(b) {
+		switch c := b[i]; {
+		case c == '"':
+			if e, _, _, _ := decPlainString(b, i); e >= 0 {
+				return decMakeSlot(i, e, decString, false), e
+			}
+		case c == '-' || (c >= '0' && c <= '9'):
+			if e, mant, num := decScanPlainNumber(b, i); e >= 0 {
+				return decSlot{start: int32(i), end: int32(e), kind: decNumber, num: num, mant: mant}, e
+			}
+		}
+	}
+	e, kind, esc, err := decScanValue(b, i, 1)
+	if err != nil {
+		d.invalid(err)
+		return decSlot{}, -1
+	}
+	return decMakeSlot(i, e, kind, esc), e
+}
+
+// invalid records a syntax error found while walking (cannot happen on a validated line).
+func (d *Decoder) invalid(err error) {
+	if d.err == nil {
+		d.err = err
+	}
+}
+
+// ---- members deduplicated by key (last occurrence wins) ----
+
+// decLinearMembers is the member count up to which lookups scan linearly.
+const decLinearMembers = 8
+
+// resetMembers starts collecting the members of a new object.
+func (d *Decoder) resetMembers() {
+	d.members = d.members[:0]
+	d.mask = 0
+}
+
+// member returns the index of key in d.members, appending it when new.
+func (d *Decoder) member(key []byte) (idx int, found bool) {
+	n := len(d.members)
+	if n < decLinearMembers {
+		for i := range d.members {
+			if bytes.Equal(d.members[i].key, key) {
+				return i, true
+			}
+		}
+		d.members = append(d.members, decMember{key: key})
+		return n, false
+	}
+	if d.mask == 0 || 2*(n+1) > d.mask+1 {
+		d.rehash(n + 1)
+	}
+	h := int(maphash.Bytes(d.seed, key)) & d.mask
+	for {
+		j := d.table[h]
+		if j == 0 {
+			d.table[h] = int32(n + 1)
+			d.members = append(d.members, decMember{key: key})
+			return n, false
+		}
+		if bytes.Equal(d.members[j-1].key, key) {
+			return int(j - 1), true
+		}
+		h = (h + 1) & d.mask
+	}
+}
+
+// rehash indexes d.members in a table with room for at least n members at half load.
+func (d *Decoder) rehash(n int) {
+	size := 32
+	for size < 4*n {
+		size *= 2
+	}
+	if cap(d.table) < size {
+		d.table = make([]int32, size)
+	} else {
+		d.table = d.table[:size]
+		clear(d.table)
+	}
+	d.mask = size - 1
+	for i := range d.members {
+		h := int(maphash.Bytes(d.seed, d.members[i].key)) & d.mask
+		for d.table[h] != 0 {
+			h = (h + 1) & d.mask
+		}
+		d.table[h] = int32(i + 1)
+	}
+}
+
+// ---- resource ----
+
+func (d *Decoder) decodeResource(ev *Event) {
+	s, ok := d.get(fkAttributes)
+	if !ok {
+		d.missing("attributes")
+		return
+	}
+	if s.kind != decObject {
+		d.wrongType(fkAttributes, "an object", s)
+		return
+	}
+	d.resetMembers()
+	it := d.iter(s)
+	var k decSlot
+	for {
+		v, ok := d.nextMember(&it, &k)
+		if !ok || d.err != nil {
+			break
+		}
+		key := d.str(&k)
+		if len(key) == 0 {
+			d.fail(ReasonInvalidValue, `field "attributes": empty key`)
+			return
+		}
+		if len(key) > schema.ResourceMaxKeyBytes {
+			d.fail(ReasonInvalidValue, `field "attributes": key %s is %d bytes, over %d`, decQuote(key), len(key), schema.ResourceMaxKeyBytes)
+			return
+		}
+		idx, found := d.member(key)
+		d.members[idx].val = v
+		if !found && len(d.members) > schema.ResourceMaxAttributes {
+			d.fail(ReasonTooManyAttributes, `field "attributes": more than %d attributes`, schema.ResourceMaxAttributes)
+			return
+		}
+	}
+	if d.err != nil {
+		return
+	}
+	for i := range d.members {
+		m := &d.members[i]
+		a := ResourceAttr{Key: m.key}
+		switch m.val.kind {
+		case decString:
+			a.Kind = ValueString
+			a.Str = decCutRunes(d.str(&m.val), schema.DefaultStringMaxBytes)
+		case decTrue, decFalse:
+			a.Kind = ValueBool
+			a.Bool = m.val.kind == decTrue
+		case decNumber:
+			a.Kind = ValueInt
+			v, st := d.intOf(&m.val, false)
+			if st != decIntOK {
+				d.intFail(`field "attributes": key `+decQuote(m.key), &m.val, false, st)
+				return
+			}
+			a.Int = v
+		default:
+			d.wrongTypeAt(`field "attributes": key `+decQuote(m.key), "a string, an integer or a boolean", &m.val)
+			return
+		}
+		ev.Attrs = append(ev.Attrs, a)
+	}
+}
+
+// ---- rollout.health ----
+
+func (d *Decoder) decodeFlagged(ev *Event) {
+	if d.err != nil {
+		return
+	}
+	s, ok := d.get(fkFlaggedChecks)
+	if !ok {
+		return
+	}
+	if s.kind != decArray {
+		d.wrongType(fkFlaggedChecks, "an array of strings", s)
+		return
+	}
+	it := d.iter(s)
+	for j := 0; ; j++ {
+		v, ok := d.nextElem(&it)
+		if !ok || d.err != nil {
+			return
+		}
+		if v.kind != decString {
+			d.wrongTypeAt(decField(fmt.Sprintf("flagged_checks[%d]", j)), "a string", &v)
+			return
+		}
+		ev.Flagged = append(ev.Flagged, d.str(&v))
+	}
+}
+
+// ---- http.pool.connects ----
+
+func (d *Decoder) decodeCounts(ev *Event) {
+	s, ok := d.get(fkCounts)
+	if !ok {
+		d.missing("counts")
+		return
+	}
+	if s.kind != decObject {
+		d.wrongType(fkCounts, "an object of server name to count", s)
+		return
+	}
+	d.resetMembers()
+	it := d.iter(s)
+	var k decSlot
+	for {
+		v, ok := d.nextMember(&it, &k)
+		if !ok || d.err != nil {
+			break
+		}
+		if k.start == k.end {
+			d.fail(ReasonInvalidValue, `field "counts": empty server name`)
+			return
+		}
+		idx, _ := d.member(d.str(&k))
+		d.members[idx].val = v
+	}
+	if d.err != nil {
+		return
+	}
+	for i := range d.members {
+		m := &d.members[i]
+		n, ok := d.memberCount("counts", m)
+		if !ok {
+			return
+		}
+		ev.Counts = append(ev.Counts, NamedCount{Name: m.key, Count: n})
+	}
+}
+
+// memberCount converts the value of a snapshot entry, an integer >= 0.
+func (d *Decoder) memberCount(field string, m *decMember) (int64, bool) {
+	v, st := d.intOf(&m.val, true)
+	if st != decIntOK {
+		d.intFail(decField(field)+": key "+decQuote(m.key), &m.val, true, st)
+		return 0, false
+	}
+	return v, true
+}
+
+// ---- server.requests ----
+
+func (d *Decoder) decodeResponses(ev *Event) {
+	if d.err != nil {
+		return
+	}
+	s, ok := d.get(fkResponses)
+	if !ok {
+		d.missing("responses")
+		return
+	}
+	if s.kind != decObject {
+		d.wrongType(fkResponses, "an object of status code to count", s)
+		return
+	}
+	d.resetMembers()
+	it := d.iter(s)
+	var k decSlot
+	for {
+		v, ok := d.nextMember(&it, &k)
+		if !ok || d.err != nil {
+			break
+		}
+		key := d.str(&k)
+		if _, ok := d.statusCode(key); !ok {
+			return
+		}
+		idx, _ := d.member(key)
+		d.members[idx].val = v
+	}
+	if d.err != nil {
+		return
+	}
+	for i := range d.members {
+		m := &d.members[i]
+		code, _ := d.statusCode(m.key)
+		n, ok := d.memberCount("responses", m)
+		if !ok {
+			return
+		}
+		ev.Responses = append(ev.Responses, StatusCount{Code: code, Count: n})
+	}
+}
+
+// statusCode converts a status-code key: ASCII digits (leading zeros allowed) with a value
+// within the schema's range.
+func (d *Decoder) statusCode(key []byte) (int64, bool) {
+	if len(key) == 0 {
+		d.fail(ReasonInvalidValue, `field "responses": key "" is not a status code`)
+		return 0, false
+	}
+	var v int64
+	for _, c := range key {
+		if c < '0' || c > '9' {
+			d.fail(ReasonInvalidValue, `field "responses": key %s is not a status code (want ASCII digits)`, decQuote(key))
+			return 0, false
+		}
+		if v <= decStatusMax { // saturate
+			v = v*10 + int64(c-'0')
+		}
+	}
+	if v < decStatusMin || v > decStatusMax {
+		d.fail(ReasonOutOfRange, `field "responses": status code %s is outside %d..%d`, decQuote(key), decStatusMin, decStatusMax)
+		return 0, false
+	}
+	return v, true
+}
+
+// decodeCancelled reads the optional `cancelled` array. Each entry is an object with
+// `route` (string, required), `response_started` (boolean, required) and `count` (integer
+// >= 0, required); other keys are ignored, a duplicate key is last-wins and null is absent.
+func (d *Decoder) decodeCancelled(ev *Event) {
+	if d.err != nil {
+		return
+	}
+	s, ok := d.get(fkCancelled)
+	if !ok {
+		return
+	}
+	if s.kind != decArray {
+		d.wrongType(fkCancelled, "an array of {route, response_started, count}", s)
+		return
+	}
+	it := d.iter(s)
+	for j := 0; ; j++ {
+		e, ok := d.nextElem(&it)
+		if !ok || d.err != nil {
+			return
+		}
+		if e.kind != decObject {
+			d.wrongTypeAt(decField(fmt.Sprintf("cancelled[%d]", j)), "an object", &e)
+			return
+		}
+		var route, started, count, k decSlot
+		mit := d.iter(&e)
+		for {
+			v, ok := d.nextMember(&mit, &k)
+			if !ok {
+				break
+			}
+			key := d.line[k.start:k.end]
+			if k.esc {
+				key = d.str(&k)
+			}
+			switch string(key) {
+			case "route":
+				route = v
+			case "response_started":
+				started = v
+			case "count":
+				count = v
+			}
+		}
+		if d.err != nil {
+			return
+		}
+		var c CancelledCount
+		switch route.kind {
+		case decNone, decNull:
+			d.missing(fmt.Sprintf("cancelled[%d].route", j))
+			return
+		case decString:
+			c.Route = d.str(&route)
+		default:
+			d.wrongTypeAt(decField(fmt.Sprintf("cancelled[%d].route", j)), "a string", &route)
+			return
+		}
+		switch started.kind {
+		case decNone, decNull:
+			d.missing(fmt.Sprintf("cancelled[%d].response_started", j))
+			return
+		case decTrue, decFalse:
+			c.ResponseStarted = started.kind == decTrue
+		default:
+			d.wrongTypeAt(decField(fmt.Sprintf("cancelled[%d].response_started", j)), "a boolean", &started)
+			return
+		}
+		if count.kind == decNone || count.kind == decNull {
+			d.missing(fmt.Sprintf("cancelled[%d].count", j))
+			return
+		}
+		n, st := d.intOf(&count, true)
+		if st != decIntOK {
+			d.intFail(decField(fmt.Sprintf("cancelled[%d].count", j)), &count, true, st)
+			return
+		}
+		c.Count = n
+		ev.Cancelled = append(ev.Cancelled, c)
+	}
+}
+
+// ---- gc.stats ----
+
+// gcTriple reads required field k, an array of exactly 3 integers >= 0 (one per generation).
+func (d *Decoder) gcTriple(k int, out *[3]int64) {
+	if d.err != nil {
+		return
+	}
+	s, ok := d.get(k)
+	if !ok {
+		d.missing(decKeyNames[k])
+		return
+	}
+	if s.kind != decArray {
+		d.wrongType(k, "an array of 3 integers >= 0", s)
+		return
+	}
+	it := d.iter(s)
+	n := 0
+	for {
+		v, ok := d.nextElem(&it)
+		if !ok || d.err != nil {
+			break
+		}
+		if n < 3 {
+			x, st := d.intOf(&v, true)
+			if st != decIntOK {
+				d.intFail(decField(fmt.Sprintf("%s[%d]", decKeyNames[k], n)), &v, true, st)
+				return
+			}
+			out[n] = x
+		}
+		n++
+	}
+	if d.err == nil && n != 3 {
+		d.fail(ReasonWrongType, "field %q: want an array of 3 integers >= 0, got %d elements", decKeyNames[k], n)
+	}
+}

@@ -1,0 +1,155 @@
+package layout
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/gym-telemetry/otelcol-gym/"
+
+// componentKinds are the folders whose children are collector components.
+var componentKinds = []string{"receiver", "processor", "exporter", "extension", "connector"}
+
+// engine are the packages of the engine that the rules below name.
+var engine = []string{
+	"internal/events", "internal/aggregate", "internal/rollouts", "internal/console",
+	"internal/bound", "internal/transport", "internal/follow", "internal/procstats",
+	"internal/checkpoint",
+}
+
+// forbidden lists, for a package (and the packages under it), the packages (and those under
+// them) that its non-test code must not import, with the reason.
+var forbidden = []struct {
+	pkg, reason string
+	not         []string
+}{
+	{"internal/transport", "transports move lines: the decoder behind them is injected", []string{"internal/events", "internal/aggregate", "internal/rollouts", "internal/console"}},
+	{"internal/follow", "the follower moves lines and rows: the consumer is injected", []string{"internal/events", "internal/aggregate", "internal/rollouts", "internal/console", "internal/transport"}},
+	{"internal/checkpoint", "the checkpoint owns the record; each source registers its own state", without(engine, "internal/checkpoint")},
+	{"internal/events", "the events decoder knows nothing of what applies its events", without(engine, "internal/events")},
+	{"internal/bound", "the bounding rules are pdata in, pdata out", without(engine, "internal/bound")},
+	{"internal/schema", "the schema is the leaf everything derives from", append([]string{"internal/normalize"}, engine...)},
+}
+
+func without(list []string, drop string) []string {
+	return slices.DeleteFunc(slices.Clone(list), func(s string) bool { return s == drop })
+}
+
+type pkg struct {
+	ImportPath   string
+	Imports      []string
+	TestImports  []string
+	XTestImports []string
+}
+
+// packages lists the module's packages with their imports (go list: the go command the test
+// runs with).
+func packages(t *testing.T) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json=ImportPath,Imports,TestImports,XTestImports", module+"...")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		p.ImportPath = strings.TrimPrefix(p.ImportPath, module)
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) < 10 {
+		t.Fatalf("go list found %d packages of the module: not the module's tree", len(pkgs))
+	}
+	return pkgs
+}
+
+// component returns the component a package belongs to ("receiver/gymreceiver"), or "".
+func component(path string) string {
+	parts := strings.SplitN(path, "/", 3)
+	if len(parts) >= 2 && slices.Contains(componentKinds, parts[0]) {
+		return parts[0] + "/" + parts[1]
+	}
+	return ""
+}
+
+// under reports whether path is pkg or a package under it.
+func under(path, pkg string) bool { return path == pkg || strings.HasPrefix(path, pkg+"/") }
+
+// own returns the module's packages that imports name, without the module prefix.
+func own(imports []string) []string {
+	var out []string
+	for _, imp := range imports {
+		if rel, ok := strings.CutPrefix(imp, module); ok {
+			out = append(out, rel)
+		}
+	}
+	return out
+}
+
+func violations(pkgs []pkg) []string {
+	var bad []string
+	for _, p := range pkgs {
+		all := own(slices.Concat(p.Imports, p.TestImports, p.XTestImports))
+		for _, imp := range all {
+			c := component(imp)
+			switch {
+			case c == "":
+			case under(p.ImportPath, "internal"):
+				bad = append(bad, p.ImportPath+" imports the component package "+imp+": internal/ imports no component")
+			case component(p.ImportPath) != "" && component(p.ImportPath) != c:
+				bad = append(bad, p.ImportPath+" imports "+imp+": no component imports another component; share through internal/")
+			}
+		}
+		for _, rule := range forbidden {
+			if !under(p.ImportPath, rule.pkg) {
+				continue
+			}
+			for _, imp := range own(p.Imports) {
+				for _, not := range rule.not {
+					if under(imp, not) {
+						bad = append(bad, p.ImportPath+" imports "+imp+": "+rule.reason)
+					}
+				}
+			}
+		}
+	}
+	return bad
+}
+
+// TestImportRules keeps the house's walls: docs/architecture.md draws them.
+func TestImportRules(t *testing.T) {
+	for _, v := range violations(packages(t)) {
+		t.Error(v)
+	}
+}
+
+// TestImportRulesCatch: each kind of forbidden import is found (the rules are not vacuous).
+func TestImportRulesCatch(t *testing.T) {
+	pkgs := []pkg{
+		{ImportPath: "internal/aggregate", Imports: []string{module + "processor/gymattrs"}},
+		{ImportPath: "receiver/gymconsolereceiver", Imports: []string{module + "processor/gymattrs"}},
+		{ImportPath: "receiver/gymconsolereceiver/internal/x", TestImports: []string{module + "receiver/gymreceiver"}},
+		{ImportPath: "internal/transport", Imports: []string{module + "internal/aggregate"}},
+		{ImportPath: "internal/checkpoint", Imports: []string{module + "internal/events"}},
+		{ImportPath: "receiver/gymreceiver", Imports: []string{module + "receiver/gymreceiver/internal/metadata", module + "internal/aggregate"}},
+		{ImportPath: "internal/transport", TestImports: []string{module + "internal/aggregate"}},
+	}
+	got := violations(pkgs)
+	if len(got) != 5 {
+		t.Fatalf("want the 5 forbidden imports (a component's own and an engine's test imports are allowed), got %d:\n%s", len(got), strings.Join(got, "\n"))
+	}
+}

@@ -1,0 +1,212 @@
+package rollouts
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"testing/iotest"
+	"unicode/utf8"
+)
+
+// FuzzRowDecoder: any bytes, any kind. The reader never panics; it gives the same rows whatever
+// the read boundaries and its buffer size; it consumes exactly the complete lines; and on a
+// line that encoding/json accepts as an object it agrees with encoding/json on the mapped
+// values (and never calls it invalid JSON).
+//
+//	go test ./internal/rollouts -run '^$' -fuzz FuzzRowDecoder -fuzztime 60s
+func FuzzRowDecoder(f *testing.F) {
+	seeds := []string{
+		`{"reward":1.0,"_ng_environment_server":"math"}` + "\n",
+		`{"reward":NaN,"mask_sample":true,"agent_ref":{"name":"a"},"ng_perf":{"num_turns":3,"num_tool_calls":2.0}}` + "\n",
+		`{"_ng_failure_class":"timeout","_ng_failure_record":{"failure":{"failure_kind":"agent_timeout"}}}` + "\n",
+		`{"verdict":"unhealthy","findings":["a",{"check":"b"},{"check_id":"c"},null]}` + "\n",
+		`{"x":"\\\"}","y":[{"z":"]"}],"reward":-Infinity}` + "\n",
+		`{"_ng_run_id":"\ud83d\ude00\ud800"}` + "\n\n  \n",
+		"[1]\n{\"reward\":\"1\"}\n{\"reward\":1e400}\n",
+		"{\"_ng_environment_server\":\"\xff\"}\n{\"reward\":0}",
+		`{"reward":1,"reward":null}` + "\n",
+	}
+	for k := range 3 {
+		for _, s := range seeds {
+			f.Add([]byte(s), uint8(k))
+		}
+	}
+	// Rows of the sample runs, as Gym writes them.
+	for _, name := range []string{"run1/eval.jsonl", "run1/eval_failures.jsonl", "run1/rollout_verdicts.jsonl", "run2/train.jsonl"} {
+		kind := Main
+		switch {
+		case filepath.Base(name) == "eval_failures.jsonl":
+			kind = Failures
+		case filepath.Base(name) == "rollout_verdicts.jsonl":
+			kind = Verdicts
+		}
+		file, err := os.Open(filepath.Join("..", "..", "testdata", "rollouts", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		sc := bufio.NewScanner(file)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for n := 0; sc.Scan() && n < 4; n++ {
+			f.Add(append(sc.Bytes(), '\n'), uint8(kind))
+		}
+		_ = file.Close()
+	}
+	f.Fuzz(func(t *testing.T, data []byte, k uint8) {
+		kind := Kind(k % 3)
+		want, wantOff, wantEnd := fuzzRead(kind, bytes.NewReader(data), 0)
+		for _, bufBytes := range []int{1, 3, 17} {
+			got, off, end := fuzzRead(kind, iotest.OneByteReader(bytes.NewReader(data)), bufBytes)
+			if !equalResults(got, want) || off != wantOff || !errors.Is(end, wantEnd) {
+				t.Fatalf("buffer %d: %v %d %v, whole: %v %d %v", bufBytes, got, off, end, want, wantOff, wantEnd)
+			}
+		}
+		last := bytes.LastIndexByte(data, '\n')
+		if int64(last+1) != wantOff {
+			t.Fatalf("consumed %d bytes, the complete lines are %d", wantOff, last+1)
+		}
+		if (last == len(data)-1) != errors.Is(wantEnd, io.EOF) {
+			t.Fatalf("end %v with the last newline at %d of %d", wantEnd, last, len(data))
+		}
+		// Compare with encoding/json, line by line.
+		lines := bytes.Split(data[:last+1], []byte("\n"))
+		i := 0
+		for _, line := range lines[:len(lines)-1] {
+			if len(bytes.Trim(line, " \t\r")) == 0 {
+				continue
+			}
+			res := want[i]
+			i++
+			checkAgainstJSON(t, kind, line, res)
+		}
+	})
+}
+
+type fuzzResult struct {
+	reason string
+	row    Row
+}
+
+func fuzzRead(kind Kind, src io.Reader, bufBytes int) (out []fuzzResult, offset int64, end error) {
+	r := NewRowDecoder(bufBytes)
+	r.Reset(src, 0, 0, 0)
+	for {
+		var row Row
+		err := r.Next(kind, &row)
+		var re *RowError
+		switch {
+		case errors.Is(err, io.EOF), errors.Is(err, ErrIncomplete):
+			return out, r.Offset(), err
+		case errors.As(err, &re):
+			out = append(out, fuzzResult{reason: re.Reason})
+		default:
+			out = append(out, fuzzResult{row: cloneRow(row)})
+		}
+	}
+}
+
+func cloneRow(r Row) Row {
+	c := r
+	cp := func(b []byte) []byte {
+		if b == nil {
+			return nil
+		}
+		return append([]byte{}, b...)
+	}
+	c.EnvironmentServer, c.AgentName, c.RunID = cp(r.EnvironmentServer), cp(r.AgentName), cp(r.RunID)
+	c.FailureClass, c.FailureType, c.Verdict = cp(r.FailureClass), cp(r.FailureType), cp(r.Verdict)
+	for i := range c.kinds {
+		c.kinds[i] = cp(r.kinds[i])
+	}
+	c.Findings = nil
+	for _, x := range r.Findings {
+		c.Findings = append(c.Findings, cp(x))
+	}
+	return c
+}
+
+func equalResults(a, b []fuzzResult) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.reason != y.reason || !sameFloat(x.row.Reward, y.row.Reward) || x.row.HasReward != y.row.HasReward ||
+			x.row.Masked != y.row.Masked || x.row.Turns != y.row.Turns || x.row.ToolCalls != y.row.ToolCalls ||
+			!bytes.Equal(x.row.DispatchName(), y.row.DispatchName()) || !bytes.Equal(x.row.RunID, y.row.RunID) ||
+			!bytes.Equal(x.row.FailureKind(), y.row.FailureKind()) || !bytes.Equal(x.row.FailureClass, y.row.FailureClass) ||
+			!bytes.Equal(x.row.FailureType, y.row.FailureType) || !bytes.Equal(x.row.Verdict, y.row.Verdict) ||
+			len(x.row.Findings) != len(y.row.Findings) {
+			return false
+		}
+		for j := range x.row.Findings {
+			if !bytes.Equal(x.row.Findings[j], y.row.Findings[j]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func sameFloat(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) }
+
+// checkAgainstJSON: on a line encoding/json reads as an object of valid UTF-8, the reader's
+// verdict and mapped values agree with it.
+func checkAgainstJSON(t *testing.T, kind Kind, line []byte, res fuzzResult) {
+	if !utf8.Valid(line) || !json.Valid(line) {
+		return
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(line, &top) != nil || top == nil { // null unmarshals into a nil map
+		if res.reason != ReasonNotObject {
+			t.Fatalf("%q is JSON but not an object: reason %q", line, res.reason)
+		}
+		return
+	}
+	if res.reason == ReasonInvalidJSON || res.reason == ReasonNotObject {
+		t.Fatalf("%q is a JSON object, rejected as %q", line, res.reason)
+	}
+	if res.reason != "" {
+		return // a mapped key of a wrong type, or a bad verdict
+	}
+	str := func(key string, got []byte) {
+		raw, ok := top[key]
+		var want *string
+		if ok && json.Unmarshal(raw, &want) != nil {
+			t.Fatalf("%q: %s is not a string, accepted", line, key)
+		}
+		w := ""
+		if want != nil {
+			w = *want
+			if len(w) > MaxValueBytes {
+				return
+			}
+		}
+		if w != string(got) {
+			t.Fatalf("%q: %s is %q, encoding/json says %q", line, key, got, w)
+		}
+	}
+	switch kind {
+	case Main:
+		str("_ng_run_id", res.row.RunID)
+		str("_ng_environment_server", res.row.EnvironmentServer)
+		if raw, ok := top["reward"]; ok {
+			var want *float64
+			if json.Unmarshal(raw, &want) == nil {
+				if (want != nil) != res.row.HasReward || want != nil && *want != res.row.Reward {
+					t.Fatalf("%q: reward %v %v, encoding/json says %v", line, res.row.HasReward, res.row.Reward, want)
+				}
+			}
+		}
+	case Failures:
+		str("_ng_failure_class", res.row.FailureClass)
+		str("_ng_failure_type", res.row.FailureType)
+	case Verdicts:
+		str("verdict", res.row.Verdict)
+	}
+}

@@ -1,0 +1,76 @@
+package rollouts
+
+import (
+	"strings"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/events"
+	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
+	"github.com/gym-telemetry/otelcol-gym/internal/schema"
+)
+
+// The resource of a run's rows.
+const (
+	ServiceName = "nemo-gym/rollout_collection"
+	Source      = "rollout_files"
+	runIDKey    = "nemo.run.id"
+	serviceKey  = "service.name"
+	// maxResourceValueBytes: resource string values are cut at a rune boundary past it.
+	maxResourceValueBytes = schema.DefaultStringMaxBytes
+)
+
+// Resource returns the attributes of a run's resource: service.name, gym.source, log.file.path
+// (the main output's path) and nemo.run.id when runID is not empty.
+func Resource(mainPath, runID string) []events.ResourceAttr {
+	attrs := []events.ResourceAttr{
+		{Key: []byte(serviceKey), Kind: events.ValueString, Str: []byte(ServiceName)},
+		{Key: []byte(schema.ResourceSourceKey), Kind: events.ValueString, Str: []byte(Source)},
+		{Key: []byte(schema.ResourceFilePathKey), Kind: events.ValueString, Str: normalize.Cap([]byte(strings.ToValidUTF8(mainPath, "\uFFFD")), maxResourceValueBytes)},
+	}
+	if runID != "" {
+		attrs = append(attrs, events.ResourceAttr{Key: []byte(runIDKey), Kind: events.ValueString, Str: normalize.Cap([]byte(runID), maxResourceValueBytes)})
+	}
+	return attrs
+}
+
+// The outcomes of the schema's nemo.gym.rollout.outcome (scored, failed, omitted) the rows give.
+var (
+	outcomes = schema.Attr(schema.AttrNemoGymRolloutOutcome).Values
+	scored   = []byte(outcomes[0])
+	failed   = []byte(outcomes[1])
+)
+
+// Events maps a row of a file of kind to the events the aggregator applies (the same events
+// the Gym event stream's rollout.completed, rollout.size and rollout.health lines decode to),
+// and returns how many of evs it filled. Normalisation is the aggregator's: the events carry
+// the raw values.
+func (r *Row) Events(kind Kind, evs *[2]events.Event) int {
+	switch kind {
+	case Main:
+		evs[0] = events.Event{
+			Type: events.EventRolloutCompleted, Outcome: scored, DispatchName: r.DispatchName(),
+			Reward: r.Reward, HasReward: r.HasReward, Masked: r.Masked,
+		}
+		if !r.HasTurns && !r.HasToolCalls {
+			return 1
+		}
+		evs[1] = events.Event{Type: events.EventRolloutSize, Turns: r.Turns, ToolCalls: r.ToolCalls}
+		if r.HasTurns {
+			evs[1].SizeFields |= events.HasTurns
+		}
+		if r.HasToolCalls {
+			evs[1].SizeFields |= events.HasToolCalls
+		}
+		return 2
+	case Failures:
+		evs[0] = events.Event{
+			Type: events.EventRolloutCompleted, Outcome: failed, DispatchName: r.DispatchName(),
+			FailureClass: r.FailureClass, FailureKind: r.FailureKind(), FailureType: r.FailureType,
+		}
+		return 1
+	case Verdicts:
+		// The health report reads scored rollouts only.
+		evs[0] = events.Event{Type: events.EventRolloutHealth, Verdict: r.Verdict, Outcome: scored, Flagged: r.Findings}
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,785 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
+	"github.com/gym-telemetry/otelcol-gym/internal/events"
+	"github.com/gym-telemetry/otelcol-gym/internal/rollouts"
+)
+
+// RolloutsOptions configure the rollout files source.
+type RolloutsOptions struct {
+	// Include and Exclude are globs of main output files (STEM.jsonl).
+	Include, Exclude []string
+	StartAtBeginning bool
+	PollInterval     time.Duration
+	// MaxLineBytes is the longest row, without its newline (0: no limit).
+	MaxLineBytes int64
+	// Store keeps the offsets (nil: not kept across restarts). They are saved when a
+	// checkpoint takes Locker and once more at Shutdown, not at every poll.
+	Store OffsetStore
+}
+
+// Names of a run's files beside its main output DIR/STEM.jsonl.
+const (
+	failuresSuffix = "_failures.jsonl"
+	manifestSuffix = "_manifest.json"
+	verdictsName   = "rollout_verdicts.jsonl"
+	// MaxRuns bounds the runs followed at once; more wait for a run to be forgotten.
+	MaxRuns = 4096
+	// maxManifestBytes bounds the read of STEM_manifest.json.
+	maxManifestBytes = 1 << 20
+)
+
+// gymSuffixes are the other STEM_*.jsonl files Gym writes beside a main output: never main
+// outputs themselves, even when no STEM.jsonl is beside them (yet).
+var gymSuffixes = []string{failuresSuffix, "_attempts.jsonl", "_materialized_inputs.jsonl", "_reward_profiling.jsonl", "_items.jsonl", "_task.jsonl"}
+
+// RolloutTailer follows the files of Gym rollout collections: for each main output the globs
+// match, the main output, its failures sidecar and the health report beside it, as they are
+// written. Each row is decoded by rollouts.RowDecoder and applied as the events of the Gym event
+// stream, under one resource per run. Rows are applied in order and the offsets advance row by
+// row, so the offsets always say exactly which rows the aggregator holds.
+type RolloutTailer struct {
+	opts   RolloutsOptions
+	agg    *aggregate.Aggregator
+	record Recorder
+	logger *zap.Logger
+
+	runs    map[string]*run // by the run's path (log.file.path)
+	owner   map[string]string
+	stored  *rolloutState // from the store, each entry consumed as its file or run is opened
+	loaded  bool          // Start has read the store: encode's offsets stand for the source
+	polls   int
+	skipped int64
+
+	rd    *rollouts.RowDecoder
+	row   rollouts.Row
+	evs   [2]events.Event
+	stats aggregate.StreamStats
+	logs  logLimiter
+
+	stop chan struct{}
+	done chan struct{}
+	mu   sync.Mutex // a poll, a checkpoint and shutdown exclude each other
+	// checkpoints waiting for mu: a poll lets them in between two rows, so a checkpoint never
+	// waits for a long file to be read to its end.
+	checkpoints atomic.Int32
+	closed      bool // Shutdown let the files go: the offsets it saved stand
+}
+
+// run is one rollout collection's files: the main output, its sidecar, and the health report
+// when it belongs to this run (or only the health report, for a report of its own).
+type run struct {
+	path   string // the main output (or the report of its own): the resource's log.file.path
+	files  [3]*rowFile
+	report bool // a report of its own: no main output, no sidecar
+	fixed  bool // the resource is fixed (runID, stream)
+	runID  string
+	stream *aggregate.Stream
+	seen   int
+}
+
+type rowFile struct {
+	kind    rollouts.Kind
+	path    string
+	f       *os.File
+	id      fileID
+	fp      []byte
+	offset  int64 // through the last complete row applied (or rejected)
+	lines   int64 // complete lines before offset
+	noLines bool  // started at the end of a file: line numbers unknown, rows logged by offset
+	scanned int64 // after an incomplete row: no newline lies in [offset, scanned)
+}
+
+// rolloutState is what the store keeps: for each file (by path) its head and where to resume,
+// and for each run whose resource is fixed, its run id.
+type rolloutState struct {
+	Files map[string]storedRowFile `json:"files"`
+	Runs  map[string]storedRun     `json:"runs"`
+}
+
+type storedRowFile struct {
+	Head   string `json:"head"` // hex of the first bytes
+	Offset int64  `json:"offset"`
+	Lines  int64  `json:"lines"`
+}
+
+type storedRun struct {
+	RunID string `json:"run_id,omitempty"`
+}
+
+// NewRolloutTailer returns the rollout files source; Start begins polling.
+func NewRolloutTailer(agg *aggregate.Aggregator, opts RolloutsOptions, record Recorder, logger *zap.Logger) *RolloutTailer {
+	return &RolloutTailer{
+		opts: opts, agg: agg, record: record, logger: logger,
+		runs: map[string]*run{}, owner: map[string]string{},
+		rd:    rollouts.NewRowDecoder(0),
+		stats: aggregate.StreamStats{Rejected: map[string]int64{}},
+		logs:  logLimiter{burst: 10, every: 10 * time.Second},
+	}
+}
+
+// Start restores the offsets the store holds, polls once, and keeps polling in the background.
+func (t *RolloutTailer) Start(ctx context.Context) error {
+	for _, p := range append(append([]string{}, t.opts.Include...), t.opts.Exclude...) {
+		if _, err := filepath.Match(p, ""); err != nil {
+			return fmt.Errorf("rollouts: bad glob %q: %w", p, err)
+		}
+	}
+	var data []byte
+	if t.opts.Store != nil {
+		var err error
+		// Not under t.mu: a checkpoint holds the store's lock while it waits for t.mu.
+		if data, err = t.opts.Store.Load(ctx); err != nil {
+			return fmt.Errorf("rollouts: reading stored offsets: %w", err)
+		}
+	}
+	t.mu.Lock()
+	if err := t.restore(data); err != nil {
+		t.logger.Warn("rollouts: stored offsets are unreadable; starting without them", zap.Error(err))
+	}
+	t.loaded = true
+	t.mu.Unlock()
+	t.stop, t.done = make(chan struct{}), make(chan struct{})
+	t.poll(ctx)
+	go t.loop()
+	return nil
+}
+
+func (t *RolloutTailer) restore(data []byte) error {
+	if len(data) == 0 {
+		return nil
+	}
+	var st rolloutState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return err
+	}
+	t.stored = &st
+	return nil
+}
+
+// Locker is the lock the receiver's checkpoint holds while it takes a checkpoint. It waits for
+// the tailer between two rows (yield lets it in mid-poll), then records the offsets of exactly
+// the rows applied so far, so the checkpoint's state and offsets agree.
+func (t *RolloutTailer) Locker() sync.Locker { return checkpointLock{t} }
+
+type checkpointLock struct{ t *RolloutTailer }
+
+func (l checkpointLock) Lock() {
+	l.t.checkpoints.Add(1)
+	l.t.mu.Lock()
+	l.t.checkpoints.Add(-1)
+	// Before Start has read the store, the checkpoint keeps the offsets it restored.
+	if l.t.loaded && !l.t.closed {
+		l.t.save(context.Background())
+	}
+}
+
+func (l checkpointLock) Unlock() { l.t.mu.Unlock() }
+
+// yield lets a waiting checkpoint in, between two rows (the state is whole there: every row
+// applied has its offset recorded). A sync.Mutex hands itself to a goroutine that has waited
+// over a millisecond, so the checkpoint gets it.
+func (t *RolloutTailer) yield() {
+	for t.checkpoints.Load() > 0 {
+		t.mu.Unlock()
+		time.Sleep(time.Millisecond)
+		t.mu.Lock()
+	}
+}
+
+func (t *RolloutTailer) loop() { pollEvery(t.opts.PollInterval, t.stop, t.done, t.poll) }
+
+// Shutdown stops polling, reads the complete rows the files hold once more, keeps the offsets
+// and closes the files. A row still being written stays unread: a restart with storage reads
+// it whole.
+func (t *RolloutTailer) Shutdown(ctx context.Context) error {
+	if t.stop == nil {
+		return nil
+	}
+	select {
+	case <-t.stop:
+		return nil
+	default:
+	}
+	close(t.stop)
+	<-t.done
+	t.poll(ctx)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.save(ctx) // for the final checkpoint: the offsets of the last read
+	t.closed = true
+	for key, r := range t.runs {
+		for _, f := range r.files {
+			if f != nil {
+				_ = f.f.Close()
+			}
+		}
+		delete(t.runs, key)
+	}
+	return nil
+}
+
+// poll finds the runs, reads their files and forgets the runs that are gone. It does not save
+// the offsets: a checkpoint's Locker saves them, with the state they are the offsets of.
+func (t *RolloutTailer) poll(ctx context.Context) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.polls++
+	first := t.polls == 1
+	mains := t.matchMains()
+	perDir := map[string]int{}
+	for _, p := range mains {
+		perDir[filepath.Dir(p)]++
+	}
+	for _, p := range mains {
+		r := t.runs[p]
+		if r == nil {
+			if len(t.runs) >= MaxRuns {
+				t.skipRun(p)
+				continue
+			}
+			r = &run{path: p}
+			t.restoreRun(r)
+			t.runs[p] = r
+		}
+		r.seen = t.polls
+	}
+	// The health report of a DIR belongs to its one main output; in a DIR with several, it is
+	// a run of its own. The owner is chosen when the report is first seen and kept.
+	for dir, n := range perDir {
+		vp := filepath.Join(dir, verdictsName)
+		owner, ok := t.owner[dir]
+		if !ok {
+			if _, err := os.Stat(vp); err != nil {
+				continue
+			}
+			owner = vp
+			if n == 1 {
+				for _, p := range mains {
+					if filepath.Dir(p) == dir {
+						owner = p
+					}
+				}
+			}
+			t.owner[dir] = owner
+		}
+		if owner == vp {
+			r := t.runs[vp]
+			switch {
+			case r == nil && len(t.runs) >= MaxRuns:
+				t.skipRun(vp)
+			case r == nil:
+				r = &run{path: vp, report: true}
+				t.restoreRun(r)
+				t.runs[vp] = r
+			}
+			if r != nil {
+				r.seen = t.polls
+			}
+		}
+	}
+	for _, key := range sortedKeys(t.runs) {
+		r := t.runs[key]
+		gone := r.seen != t.polls
+		t.followRun(r, first, gone)
+		if gone {
+			// The main output is gone (the run directory deleted, or no longer matched): its
+			// rows were read to the end above; the run is forgotten.
+			for _, f := range r.files {
+				if f != nil {
+					_ = f.f.Close()
+				}
+			}
+			delete(t.runs, key)
+			if t.owner[filepath.Dir(key)] == key {
+				delete(t.owner, filepath.Dir(key))
+			}
+		}
+	}
+	if first {
+		t.dropGone()
+	}
+	t.flush()
+}
+
+// dropGone forgets the stored offsets and runs whose files are gone at the first poll (deleted
+// while the collector was down), so that the offsets carried over for files not opened yet
+// (runs waiting past MaxRuns, or not matched now) cannot pile up across restarts.
+func (t *RolloutTailer) dropGone() {
+	if t.stored == nil {
+		return
+	}
+	for p := range t.stored.Files {
+		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+			delete(t.stored.Files, p)
+		}
+	}
+	for p := range t.stored.Runs {
+		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+			delete(t.stored.Runs, p)
+		}
+	}
+}
+
+// skipRun counts a run (a main output or a report of its own) left waiting past MaxRuns.
+func (t *RolloutTailer) skipRun(path string) {
+	t.skipped++
+	if t.skipped == 1 || t.skipped%1000 == 0 {
+		t.logger.Warn("rollouts: more runs than the receiver follows at once; the rest wait", zap.Int("max_runs", MaxRuns), zap.String("path", path), zap.Int64("waiting_so_far", t.skipped))
+	}
+}
+
+func sortedKeys(m map[string]*run) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// matchMains returns the main outputs the globs match: never the health report, a Gym
+// STEM_*.jsonl file, nor any S_*.jsonl beside an S.jsonl.
+func (t *RolloutTailer) matchMains() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range t.opts.Include {
+		paths, _ := filepath.Glob(p) // patterns were checked at Start
+	next:
+		for _, path := range paths {
+			if seen[path] || !isMainOutput(path) {
+				continue
+			}
+			seen[path] = true
+			for _, x := range t.opts.Exclude {
+				if ok, _ := filepath.Match(x, path); ok {
+					continue next
+				}
+			}
+			if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+				continue
+			}
+			out = append(out, path)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// isMainOutput tells a main output STEM.jsonl from the other files of a run.
+func isMainOutput(path string) bool {
+	name := filepath.Base(path)
+	if name == verdictsName || !strings.HasSuffix(name, ".jsonl") {
+		return false
+	}
+	for _, s := range gymSuffixes {
+		if strings.HasSuffix(name, s) && len(name) > len(s) {
+			return false
+		}
+	}
+	// S_x.jsonl beside S.jsonl is a file of the run S (for every S that is a prefix at '_').
+	stem := strings.TrimSuffix(name, ".jsonl")
+	for i := strings.IndexByte(stem, '_'); i > 0; i = nextUnderscore(stem, i) {
+		if fi, err := os.Stat(filepath.Join(filepath.Dir(path), stem[:i]+".jsonl")); err == nil && fi.Mode().IsRegular() {
+			return false
+		}
+	}
+	return true
+}
+
+func nextUnderscore(s string, i int) int {
+	j := strings.IndexByte(s[i+1:], '_')
+	if j < 0 {
+		return -1
+	}
+	return i + 1 + j
+}
+
+// restoreRun takes a run's resource from the store, so that a restarted collector goes on
+// with the same series.
+func (t *RolloutTailer) restoreRun(r *run) {
+	if t.stored == nil {
+		return
+	}
+	if sr, ok := t.stored.Runs[r.path]; ok {
+		delete(t.stored.Runs, r.path) // used once, as a file's offset
+		r.fixed, r.runID = true, sr.RunID
+	}
+}
+
+// newRun forgets the run's resource: the next row chooses it again.
+func (r *run) newRun() {
+	r.fixed, r.runID, r.stream = false, "", nil
+}
+
+// paths returns the files of a run: main output, sidecar, report ("" where the run has none).
+func (t *RolloutTailer) paths(r *run) [3]string {
+	if r.report {
+		return [3]string{"", "", r.path}
+	}
+	stem := strings.TrimSuffix(r.path, ".jsonl")
+	var out [3]string
+	out[rollouts.Main] = r.path
+	out[rollouts.Failures] = stem + failuresSuffix
+	if t.owner[filepath.Dir(r.path)] == r.path {
+		out[rollouts.Verdicts] = filepath.Join(filepath.Dir(r.path), verdictsName)
+	}
+	return out
+}
+
+// followRun opens the run's files that appeared, reads each, and handles a file that was
+// replaced (a new inode at the path: the old one is read to its end first) or removed.
+func (t *RolloutTailer) followRun(r *run, first, gone bool) {
+	paths := t.paths(r)
+	for k, path := range paths {
+		f := r.files[k]
+		if gone || path == "" {
+			if f != nil {
+				t.read(r, f, true)
+			}
+			continue
+		}
+		fi, err := os.Stat(path)
+		switch {
+		case err != nil || !fi.Mode().IsRegular():
+			if f != nil { // removed or renamed away: what it holds is read, then it is let go
+				t.read(r, f, true)
+				_ = f.f.Close()
+				r.files[k] = nil
+			}
+			continue
+		case f != nil && f.id != idOf(fi):
+			t.read(r, f, true)
+			_ = f.f.Close()
+			r.files[k] = nil
+			f = nil
+		}
+		if f == nil {
+			nf, replaced, err := t.open(rollouts.Kind(k), path, first)
+			if err != nil {
+				if t.logs.allow(time.Now()) { // retried every poll: the log is rate-limited
+					t.logger.Warn("rollouts: cannot follow file", zap.String("path", path), zap.Error(err))
+				}
+				continue
+			}
+			if k == int(rollouts.Main) && (replaced || r.stream != nil) {
+				r.newRun() // another main output at the path: a new run, its resource chosen anew
+			}
+			r.files[k] = nf
+			f = nf
+		}
+		t.read(r, f, false)
+	}
+}
+
+// open starts following a file: from its stored offset when the store knows its path and its
+// head is unchanged; from the end (after its last complete row) when it was there at start-up,
+// start_at is end and the store is empty; from the beginning otherwise.
+func (t *RolloutTailer) open(kind rollouts.Kind, path string, first bool) (rf *rowFile, replaced bool, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, false, err
+	}
+	fp, err := head(f)
+	if err != nil {
+		_ = f.Close()
+		return nil, false, err
+	}
+	rf = &rowFile{kind: kind, path: path, f: f, id: idOf(fi), fp: fp}
+	if t.stored != nil {
+		if sf, ok := t.stored.Files[path]; ok {
+			delete(t.stored.Files, path) // used once: a file that comes back later is new
+			k, err := hex.DecodeString(sf.Head)
+			if err == nil && len(k) > 0 && bytes.HasPrefix(fp, k) && sf.Offset <= fi.Size() {
+				rf.offset, rf.lines, rf.noLines = sf.Offset, max(sf.Lines, 0), sf.Lines < 0
+				return rf, false, nil
+			}
+			return rf, true, nil // another file at the path now
+		}
+	}
+	if first && t.stored == nil && !t.opts.StartAtBeginning {
+		if rf.offset, err = afterLastRow(f, fi.Size(), t.rd.Buffer()); err != nil {
+			_ = f.Close()
+			return nil, false, err
+		}
+		rf.noLines = true // rows are logged by offset
+	}
+	return rf, false, nil
+}
+
+// read applies the complete rows a file holds past its offset. A file that shrank or whose
+// head changed (copy-truncate, or rewritten in place) is read again from the start. last: the
+// file is let go after this read, so a row without its newline will never be finished.
+func (t *RolloutTailer) read(r *run, f *rowFile, last bool) {
+	fi, err := f.f.Stat()
+	if err != nil {
+		return
+	}
+	if fi.Size() < f.offset || !sameHead(f.f, f.fp) {
+		t.logger.Info("rollouts: file was truncated or replaced; reading it from the start", zap.String("path", f.path))
+		f.offset, f.lines, f.scanned, f.noLines = 0, 0, 0, false
+		f.fp, _ = head(f.f)
+		if f.kind == rollouts.Main {
+			r.newRun() // the main output written again: a new run
+		}
+	}
+	size := fi.Size()
+	if size > f.offset && f.scanned > f.offset {
+		// A row is being written: wait for its newline with a bare scan before reading it.
+		nl, scanned, err := findNewline(f.f, f.scanned, size, t.rd)
+		if err != nil {
+			t.logger.Warn("rollouts: read failed", zap.String("path", f.path), zap.Error(err))
+			return
+		}
+		f.scanned = scanned
+		if !nl {
+			if last {
+				t.partial(f)
+			}
+			return
+		}
+	}
+	if size > f.offset {
+		t.rd.Reset(io.NewSectionReader(f.f, f.offset, size-f.offset), f.offset, f.lines, t.opts.MaxLineBytes)
+		for {
+			err := t.rd.Next(f.kind, &t.row)
+			if errors.Is(err, io.EOF) {
+				f.scanned = 0
+				break
+			}
+			if errors.Is(err, rollouts.ErrIncomplete) {
+				f.scanned = t.rd.Scanned()
+				if last {
+					t.partial(f)
+				}
+				break
+			}
+			// Next returns its *RowError unwrapped; errors.As would move a variable to the heap
+			// for every row.
+			if re, ok := err.(*rollouts.RowError); ok { //nolint:errorlint // see above
+				t.reject(f, t.rd.Lines(), re)
+			} else if err == nil {
+				t.apply(r, f)
+			}
+			f.offset, f.lines = t.rd.Offset(), t.rd.Lines()
+			t.yield()
+		}
+		if err := t.rd.Err(); err != nil {
+			t.logger.Warn("rollouts: read failed", zap.String("path", f.path), zap.Error(err))
+		}
+	}
+	if len(f.fp) < fingerprintBytes && f.offset > int64(len(f.fp)) {
+		f.fp, _ = head(f.f)
+	}
+}
+
+// partial counts a last row that its file was let go before its newline.
+func (t *RolloutTailer) partial(f *rowFile) {
+	t.stats.Rejected[ReasonPartialLine]++
+	if t.logs.allow(time.Now()) {
+		t.logger.Warn("rollouts: the file was let go with a row not complete", zap.String("path", f.path), zap.Int64("offset", f.offset))
+	}
+}
+
+// apply fixes the run's resource before its first row, then applies the row's events.
+func (t *RolloutTailer) apply(r *run, f *rowFile) {
+	if r.stream == nil {
+		if !r.fixed {
+			r.runID = ""
+			if !r.report {
+				r.runID = manifestRunID(strings.TrimSuffix(r.path, ".jsonl") + manifestSuffix)
+			}
+			if r.runID == "" {
+				r.runID = string(t.row.RunID)
+			}
+			r.fixed = true
+		}
+		r.stream = t.agg.NewStream(0, rollouts.Resource(r.path, r.runID))
+	}
+	n := t.row.Events(f.kind, &t.evs)
+	for i := range n {
+		r.stream.Apply(&t.evs[i])
+	}
+	t.stats.Accepted++
+	t.stats.Overflowed += r.stream.Stats.Overflowed
+	r.stream.Stats.Overflowed = 0
+}
+
+// manifestRunID is the run_id of STEM_manifest.json, "" when it is not there or says none.
+func manifestRunID(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxManifestBytes))
+	if err != nil {
+		return ""
+	}
+	var m struct {
+		RunID any `json:"run_id"`
+	}
+	if json.Unmarshal(data, &m) != nil {
+		return ""
+	}
+	s, _ := m.RunID.(string)
+	return s
+}
+
+func (t *RolloutTailer) reject(f *rowFile, line int64, re *rollouts.RowError) {
+	t.stats.Rejected[re.Reason]++
+	if !t.logs.allow(time.Now()) {
+		return
+	}
+	fields := []zap.Field{zap.String("path", f.path), zap.String("reason", re.Reason), zap.String("error", re.Msg)}
+	if !f.noLines {
+		fields = append(fields, zap.Int64("line", line))
+	} else {
+		fields = append(fields, zap.Int64("offset", f.offset))
+	}
+	if n := t.logs.takeSuppressed(); n > 0 {
+		fields = append(fields, zap.Int64("not_logged_before", n))
+	}
+	t.logger.Warn("rollouts: row rejected", fields...)
+}
+
+func (t *RolloutTailer) flush() {
+	if t.record != nil {
+		t.record(&t.stats)
+	}
+	t.stats.Accepted, t.stats.Unknown, t.stats.Overflowed = 0, 0, 0
+	clear(t.stats.Rejected)
+}
+
+func (t *RolloutTailer) encode() []byte {
+	st := rolloutState{Files: map[string]storedRowFile{}, Runs: map[string]storedRun{}}
+	for _, r := range t.runs {
+		if r.fixed {
+			st.Runs[r.path] = storedRun{RunID: r.runID}
+		}
+		for _, f := range r.files {
+			if f != nil && len(f.fp) > 0 {
+				sf := storedRowFile{Head: hex.EncodeToString(f.fp), Offset: f.offset, Lines: f.lines}
+				if f.noLines {
+					sf.Lines = -1
+				}
+				st.Files[f.path] = sf
+			}
+		}
+	}
+	// The stored entries of files and runs not opened yet stand until they are.
+	if t.stored != nil {
+		for p, sf := range t.stored.Files {
+			if _, ok := st.Files[p]; !ok {
+				st.Files[p] = sf
+			}
+		}
+		for p, sr := range t.stored.Runs {
+			if _, ok := st.Runs[p]; !ok {
+				st.Runs[p] = sr
+			}
+		}
+	}
+	data, _ := json.Marshal(st)
+	return data
+}
+
+func (t *RolloutTailer) save(ctx context.Context) {
+	if t.opts.Store == nil {
+		return
+	}
+	data := t.encode()
+	if err := t.opts.Store.Save(ctx, data); err != nil {
+		t.logger.Warn("rollouts: saving offsets failed; a restart may read some rows again", zap.Error(err))
+	}
+}
+
+// findNewline scans f from `from` to `to` for a newline with the bare byte search, through the
+// reader's buffer: found, and how far it scanned.
+func findNewline(f io.ReaderAt, from, to int64, rd *rollouts.RowDecoder) (bool, int64, error) {
+	buf := rd.Buffer()
+	for from < to {
+		n, err := f.ReadAt(buf[:min(int64(len(buf)), to-from)], from)
+		if i := bytes.IndexByte(buf[:n], '\n'); i >= 0 {
+			return true, from + int64(i), nil
+		}
+		from += int64(n)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return false, from, err
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return false, from, nil
+}
+
+// afterLastRow returns the offset just after the file's last newline (0 when it has none),
+// scanning back from its end through buf: rows can be of any size, so nothing is read whole.
+func afterLastRow(f io.ReaderAt, size int64, buf []byte) (int64, error) {
+	for end := size; end > 0; {
+		from := max(0, end-int64(len(buf)))
+		n, err := f.ReadAt(buf[:end-from], from)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return from + int64(i) + 1, nil
+		}
+		end = from
+	}
+	return 0, nil
+}
+
+// logLimiter lets burst log lines through, then one per every.
+type logLimiter struct {
+	burst      int
+	every      time.Duration
+	used       int
+	last       time.Time
+	suppressed int64
+}
+
+func (l *logLimiter) allow(now time.Time) bool {
+	if now.Sub(l.last) >= l.every {
+		l.used = 0
+	}
+	if l.used < l.burst {
+		if l.used == 0 {
+			l.last = now
+		}
+		l.used++
+		return true
+	}
+	l.suppressed++
+	return false
+}
+
+func (l *logLimiter) takeSuppressed() int64 {
+	n := l.suppressed
+	l.suppressed = 0
+	return n
+}

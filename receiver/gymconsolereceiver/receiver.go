@@ -1,0 +1,266 @@
+package gymconsolereceiver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/collector/receiver/receiverhelper"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
+	"github.com/gym-telemetry/otelcol-gym/internal/console"
+	"github.com/gym-telemetry/otelcol-gym/internal/transport"
+	"github.com/gym-telemetry/otelcol-gym/processor/gymattrs"
+	"github.com/gym-telemetry/otelcol-gym/receiver/gymconsolereceiver/internal/metadata"
+)
+
+// Warnings of rejected records and refused data: at most warnBurst per warnPeriod.
+const (
+	warnBurst  = 10
+	warnPeriod = 10 * time.Second
+)
+
+// At shutdown a connection is read until it is silent for streamQuietTimeout, and for at most
+// streamDrainTimeout in all: a client that never stops writing cannot hold the shutdown.
+const (
+	streamQuietTimeout = 250 * time.Millisecond
+	streamDrainTimeout = 5 * time.Second
+)
+
+// consoleReceiver is the lifecycle: it owns the transports, and is the sink of the console
+// streams: metrics through the gymattrs processor, traces and logs to their pipelines.
+type consoleReceiver struct {
+	cfg       *Config
+	set       receiver.Settings
+	telemetry *metadata.TelemetryBuilder
+	obsrecv   *receiverhelper.ObsReport
+	warn      *console.Limiter
+	release   func()
+
+	metrics  processor.Metrics // gymattrs, in front of the metrics pipeline
+	traces   consumer.Traces
+	logs     consumer.Logs
+	files    *transport.FileTailer
+	stream   *transport.StreamServer
+	store    storage.Client
+	startOne sync.Once
+	stopOne  sync.Once
+	startErr error
+}
+
+func newReceiver(set receiver.Settings, cfg *Config, release func()) (*consoleReceiver, error) {
+	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		return nil, err
+	}
+	// The receiver's standard accepted/refused counts (otelcol_receiver_accepted_spans, ...).
+	obsrecv, err := receiverhelper.NewObsReport(receiverhelper.ObsReportSettings{ReceiverID: set.ID, Transport: "console", ReceiverCreateSettings: set})
+	if err != nil {
+		return nil, err
+	}
+	return &consoleReceiver{cfg: cfg, set: set, telemetry: tb, obsrecv: obsrecv, release: release, warn: console.NewLimiter(set.Logger, warnBurst, warnPeriod)}, nil
+}
+
+// setMetrics puts the gymattrs processor, with this receiver's gymattrs configuration, in
+// front of the metrics pipeline: the same code and state rules as the processor in a
+// pipeline of its own.
+func (r *consoleReceiver) setMetrics(ctx context.Context, next consumer.Metrics) error {
+	f := gymattrs.NewFactory()
+	cfg := r.cfg.Gymattrs
+	p, err := f.CreateMetrics(ctx, processor.Settings{
+		ID:                component.NewIDWithName(f.Type(), r.set.ID.String()),
+		TelemetrySettings: r.set.TelemetrySettings,
+		BuildInfo:         r.set.BuildInfo,
+	}, &cfg, next)
+	if err != nil {
+		return fmt.Errorf("gymattrs: %w", err)
+	}
+	r.metrics = p
+	return nil
+}
+
+// Start starts the sources once, whichever signal's pipeline starts first.
+func (r *consoleReceiver) Start(ctx context.Context, host component.Host) error {
+	r.startOne.Do(func() { r.startErr = r.start(ctx, host) })
+	return r.startErr
+}
+
+func (r *consoleReceiver) start(ctx context.Context, host component.Host) error {
+	if r.metrics != nil {
+		if err := r.metrics.Start(ctx, host); err != nil {
+			return err
+		}
+	}
+	max := r.cfg.MaxLineBytes
+	if sc := r.cfg.Stream.Get(); sc != nil {
+		mode, _ := sc.Mode() // validated
+		network := string(sc.Transport)
+		r.stream = transport.NewLineStreamServer(func() transport.LineStream {
+			return console.NewStream(network, max, r, r.warn)
+		}, transport.StreamOptions{
+			Network: network, Endpoint: sc.Endpoint, SocketMode: mode,
+			MaxLineBytes: max, QuietTimeout: streamQuietTimeout, DrainTimeout: streamDrainTimeout,
+			MaxConnections: sc.MaxConnections, IdleTimeout: sc.IdleTimeout,
+			OnRefused: func() {
+				r.telemetry.ReceiverGymConsoleStreamConnectionsRefused.Add(context.Background(), 1)
+			},
+			OnIdleClosed: func() {
+				r.telemetry.ReceiverGymConsoleStreamConnectionsIdleClosed.Add(context.Background(), 1)
+			},
+		}, r.record, r.set.Logger)
+		if err := r.stream.Start(ctx); err != nil {
+			return err
+		}
+		r.set.Logger.Info("gym_console receiver listening", zap.String("transport", network), zap.String("endpoint", r.stream.Addr().String()))
+	}
+	if fc := r.cfg.Files.Get(); fc != nil {
+		var store transport.OffsetStore
+		if fc.Storage != nil {
+			client, err := storageClient(ctx, host, *fc.Storage, r.set.ID)
+			if err != nil {
+				return err
+			}
+			r.store = client
+			store = offsetStore{client}
+		}
+		r.files = transport.NewLineFileTailer(func(path string) transport.LineStream {
+			return console.NewStream(path, max, r, r.warn)
+		}, transport.FilesOptions{
+			Include: fc.Include, Exclude: fc.Exclude,
+			StartAtBeginning: fc.StartAt == "beginning",
+			PollInterval:     fc.PollInterval,
+			MaxLineBytes:     max,
+			MaxFiles:         fc.MaxFiles,
+			Store:            store,
+		}, r.record, r.set.Logger)
+		if err := r.files.Start(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Shutdown stops the sources, after they handed on what they had read, once.
+func (r *consoleReceiver) Shutdown(ctx context.Context) error {
+	var err error
+	r.stopOne.Do(func() {
+		if r.stream != nil {
+			err = errors.Join(err, r.stream.Shutdown(ctx))
+		}
+		if r.files != nil {
+			err = errors.Join(err, r.files.Shutdown(ctx))
+		}
+		if r.store != nil {
+			err = errors.Join(err, r.store.Close(ctx))
+		}
+		if r.metrics != nil {
+			err = errors.Join(err, r.metrics.Shutdown(ctx))
+		}
+		r.telemetry.Shutdown()
+		r.release()
+	})
+	return err
+}
+
+// Takes, Metrics, Traces and Logs are the console streams' sink: a signal that no pipeline
+// uses is dropped before it is decoded, and counted nowhere. A pipeline that refuses data
+// (memory_limiter, a full queue) loses it: a file is not read again.
+func (r *consoleReceiver) Takes(k console.Kind) bool {
+	switch k {
+	case console.Metrics:
+		return r.metrics != nil
+	case console.Span:
+		return r.traces != nil
+	case console.Log:
+		return r.logs != nil
+	}
+	return false
+}
+
+func (r *consoleReceiver) Metrics(md pmetric.Metrics) {
+	if r.metrics == nil {
+		return // no metrics pipeline uses this receiver
+	}
+	ctx := r.obsrecv.StartMetricsOp(context.Background())
+	n := md.DataPointCount()
+	err := r.metrics.ConsumeMetrics(ctx, md)
+	r.obsrecv.EndMetricsOp(ctx, "console", n, err)
+	if err != nil {
+		r.warn.Warn("gym_console: the metrics pipeline refused a batch", zap.Error(err))
+	}
+}
+
+func (r *consoleReceiver) Traces(td ptrace.Traces) {
+	if r.traces == nil {
+		return
+	}
+	ctx := r.obsrecv.StartTracesOp(context.Background())
+	n := td.SpanCount()
+	err := r.traces.ConsumeTraces(ctx, td)
+	r.obsrecv.EndTracesOp(ctx, "console", n, err)
+	if err != nil {
+		r.warn.Warn("gym_console: the traces pipeline refused spans", zap.Int("spans", n), zap.Error(err))
+	}
+}
+
+func (r *consoleReceiver) Logs(ld plog.Logs) {
+	if r.logs == nil {
+		return
+	}
+	ctx := r.obsrecv.StartLogsOp(context.Background())
+	n := ld.LogRecordCount()
+	err := r.logs.ConsumeLogs(ctx, ld)
+	r.obsrecv.EndLogsOp(ctx, "console", n, err)
+	if err != nil {
+		r.warn.Warn("gym_console: the logs pipeline refused log records", zap.Int("records", n), zap.Error(err))
+	}
+}
+
+// record adds a stream's counts to the receiver's own telemetry.
+func (r *consoleReceiver) record(st *aggregate.StreamStats) {
+	ctx := context.Background()
+	if st.Accepted > 0 {
+		r.telemetry.ReceiverGymConsoleRecordsAccepted.Add(ctx, st.Accepted)
+	}
+	if st.Unknown > 0 {
+		r.telemetry.ReceiverGymConsoleLinesSkipped.Add(ctx, st.Unknown)
+	}
+	for reason, n := range st.Rejected {
+		if n > 0 {
+			r.telemetry.ReceiverGymConsoleRecordsRejected.Add(ctx, n, metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason))))
+		}
+	}
+}
+
+func storageClient(ctx context.Context, host component.Host, id, owner component.ID) (storage.Client, error) {
+	ext, ok := host.GetExtensions()[id]
+	if !ok {
+		return nil, fmt.Errorf("files.storage: no extension %q is configured", id)
+	}
+	se, ok := ext.(storage.Extension)
+	if !ok {
+		return nil, fmt.Errorf("files.storage: extension %q is not a storage extension", id)
+	}
+	return se.GetClient(ctx, component.KindReceiver, owner, "files")
+}
+
+// offsetStore keeps the file offsets under one key of the storage client.
+type offsetStore struct{ c storage.Client }
+
+const offsetsKey = "file_offsets"
+
+func (s offsetStore) Load(ctx context.Context) ([]byte, error) { return s.c.Get(ctx, offsetsKey) }
+func (s offsetStore) Save(ctx context.Context, b []byte) error { return s.c.Set(ctx, offsetsKey, b) }
