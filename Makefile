@@ -5,6 +5,7 @@
 #   make test      every suite of TEST_SUITES: go test -race ./... (unit, golden, end-to-end), ...
 #   make generate  go generate ./... and mdatagen for every component
 #   make bench     the Go benchmarks, the end-to-end benchmark of the real binary, the Python emitter's (bench-python)
+#   make bench-compare BASE=rev  the engine's per-core benchmarks of rev and of the tree, side by side
 #   make bench-peer  otelcol-gym against a stock collector (ocb v0.160.0) on the same stream
 #   make soak      the real binary under steady load, resources sampled (DURATION=10m RATE=100000)
 #   make reliability  crashes and restarts of the real binary, and the cost of durability
@@ -50,7 +51,7 @@ DURATION    ?= 10m
 RATE        ?= 100000
 
 .PHONY: all build run test test-go test-python test-prometheus bench-python bench bench-peer soak reliability lint generate clean gymevents
-.PHONY: bench-memory
+.PHONY: bench-memory bench-compare
 .PHONY: test-deploy image test-image
 
 all: build
@@ -158,6 +159,13 @@ bench: $(BIN) $(GYMEVENTS)
 	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list ./... | grep -v /e2e$$)
 	$(GO) run ./bench/e2e --collector $(BIN) --gymevents $(GYMEVENTS) $(BENCH_FLAGS)
 	$(MAKE) bench-python
+
+# The engine's per-core benchmarks (events path, run files, gym_console) of BASE and of the
+# working tree, side by side in one run: make bench-compare BASE=<revision> [ROUNDS=3].
+BASE   ?= HEAD
+ROUNDS ?= 3
+bench-compare:
+	bash bench/compare.sh $(BASE) $(ROUNDS)
 
 # Not in CI: builds a stock collector (filelog, signal_to_metrics, statsd, nop; v0.160.0) and
 # runs it and otelcol-gym on the same generated stream.
