@@ -23,6 +23,8 @@ from collections import deque
 from json.encoder import encode_basestring_ascii as _encode_string  # type: ignore[attr-defined]
 from typing import Any, Callable, Optional
 
+from . import _schema
+
 logger = logging.getLogger("otelcol_gym")
 
 DEFAULT_ENDPOINT = "http://127.0.0.1:4390"
@@ -48,8 +50,8 @@ IO_TIMEOUT = 5.0
 # The receiver's resource-line limits (the schema's limits.resource_max_attributes and
 # resource_max_key_bytes): a line over them is rejected whole, so the emitter leaves out what
 # does not fit instead, with a warning.
-RESOURCE_MAX_ATTRIBUTES = 32
-RESOURCE_MAX_KEY_BYTES = 128
+RESOURCE_MAX_ATTRIBUTES = _schema.RESOURCE_MAX_ATTRIBUTES
+RESOURCE_MAX_KEY_BYTES = _schema.RESOURCE_MAX_KEY_BYTES
 # Formatted lines kept by their queued tuple (cleared when full).
 LINE_CACHE_SIZE = 8192
 
