@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from . import gym_metrics, observer
-from ._emitter import EMITTER as _E
+from ._sender import EMITTER as _E
 
 __all__ = ["configure", "flush", "gym_metrics", "observer", "shutdown", "stats"]
 __version__ = "0.1.0"

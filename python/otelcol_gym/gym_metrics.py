@@ -13,9 +13,9 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any, Optional
 
-from . import _emitter, _schema
-from ._emitter import EMITTER as _E
-from ._emitter import CACHE, CACHE_TYPED, boolean, duration, enc, integer, name, number, one_of, register_kind
+from . import _schema
+from ._lines import CACHE, CACHE_TYPED, boolean, duration, enc, integer, name, number, one_of, register_kind
+from ._sender import EMITTER as _E
 
 __all__ = [
     "record_http_connection_pool_connect_duration",
@@ -356,4 +356,4 @@ def _reset_for_testing() -> None:
     _connect_snapshot = None
 
 
-_emitter.EMITTER.snapshot_sources.append(_connects_line)
+_E.snapshot_sources.append(_connects_line)

@@ -30,9 +30,9 @@ from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any, Callable, Optional
 
-from . import _emitter, _schema
-from ._emitter import EMITTER as _E
-from ._emitter import CACHE_TYPED, duration, integer, name, register_kind
+from . import _schema
+from ._lines import CACHE_TYPED, Invalid, duration, enc, integer, name, register_kind
+from ._sender import EMITTER as _E
 
 __all__ = [
     "DriverCounts",
@@ -251,7 +251,7 @@ def _fmt_tasks(it: tuple) -> str:
 def _fmt_gc_pause(it: tuple) -> str:
     gen = it[2]
     if gen not in _GC_GENERATIONS or type(gen) is bool:
-        raise _emitter.Invalid("generation must be one of %s" % ", ".join(map(str, _GC_GENERATIONS)))
+        raise Invalid("generation must be one of %s" % ", ".join(map(str, _GC_GENERATIONS)))
     return '{"event":"gc.pause","generation":%d,"duration_ms":%s}\n' % (gen, duration(it[1]))
 
 
@@ -478,7 +478,7 @@ def _readings(state: _ProcessObserver) -> dict[str, str]:
     for key, n in cancelled.items():
         try:
             route, phase = key
-            cparts.append('{"route":%s,"response_started":%s,"count":%s}' % (_emitter.enc(route), "true" if phase == _DURING_RESPONSE else "false", integer(n)))
+            cparts.append('{"route":%s,"response_started":%s,"count":%s}' % (enc(route), "true" if phase == _DURING_RESPONSE else "false", integer(n)))
         except (ValueError, TypeError, AttributeError):
             bad += 1
     if bad:

@@ -9,7 +9,7 @@ import logging
 import os
 import unittest
 
-from otelcol_gym import _emitter, _schema
+from otelcol_gym import _lines, _schema, _settings
 from otelcol_gym import gym_metrics as gm
 from otelcol_gym import observer as ob
 
@@ -63,7 +63,7 @@ class TestEnumerations(unittest.TestCase):
                 self.assertTrue(fmt(make(v)).endswith("}\n"))
         for v in refused:
             with self.subTest(value=v):
-                with self.assertRaises(_emitter.Invalid):
+                with self.assertRaises(_lines.Invalid):
                     fmt(make(v))
 
     def test_rollout_outcome(self) -> None:
@@ -114,21 +114,21 @@ class TestEnumerations(unittest.TestCase):
 
 class TestResourceLimits(unittest.TestCase):
     def test_the_schemas_limits(self) -> None:
-        self.assertEqual(_emitter.RESOURCE_MAX_ATTRIBUTES, _schema.RESOURCE_MAX_ATTRIBUTES)
-        self.assertEqual(_emitter.RESOURCE_MAX_KEY_BYTES, _schema.RESOURCE_MAX_KEY_BYTES)
+        self.assertEqual(_settings.RESOURCE_MAX_ATTRIBUTES, _schema.RESOURCE_MAX_ATTRIBUTES)
+        self.assertEqual(_settings.RESOURCE_MAX_KEY_BYTES, _schema.RESOURCE_MAX_KEY_BYTES)
 
     def test_resource_over_the_limits(self) -> None:
         extra = {"attr.%02d" % i: "v" for i in range(_schema.RESOURCE_MAX_ATTRIBUTES + 8)}
         extra["k" * (_schema.RESOURCE_MAX_KEY_BYTES + 1)] = "too long"
         extra["k" * _schema.RESOURCE_MAX_KEY_BYTES] = "at the limit"
         with self.assertLogs("otelcol_gym", logging.WARNING) as logs:
-            got = _emitter.build_resource(extra, "i0")
+            got = _settings.build_resource(extra, "i0")
         self.assertEqual(len(got), _schema.RESOURCE_MAX_ATTRIBUTES)
         self.assertEqual(got["process.pid"], os.getpid())  # kept: it comes first
         self.assertEqual(got["service.instance.id"], "i0")
         self.assertTrue(any("left out" in m for m in logs.output), logs.output)
         with self.assertLogs("otelcol_gym", logging.WARNING):
-            few = _emitter.build_resource({"k" * _schema.RESOURCE_MAX_KEY_BYTES: "at the limit", "k" * (_schema.RESOURCE_MAX_KEY_BYTES + 1): "too long"}, "i0")
+            few = _settings.build_resource({"k" * _schema.RESOURCE_MAX_KEY_BYTES: "at the limit", "k" * (_schema.RESOURCE_MAX_KEY_BYTES + 1): "too long"}, "i0")
         self.assertIn("k" * _schema.RESOURCE_MAX_KEY_BYTES, few)
         self.assertNotIn("k" * (_schema.RESOURCE_MAX_KEY_BYTES + 1), few)
 
