@@ -18,6 +18,8 @@ from . import gym_metrics, observer
 from ._sender import EMITTER as _E
 
 __all__ = ["configure", "flush", "gym_metrics", "observer", "shutdown", "stats"]
+# The distribution's version, written only here: pyproject.toml declares it dynamic, and both
+# setuptools and the fallback of _backend/ read this assignment without importing the package.
 __version__ = "0.1.0"
 
 
