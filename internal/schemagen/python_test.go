@@ -2,6 +2,7 @@ package schemagen
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"os/exec"
@@ -126,7 +127,8 @@ func TestPythonReadsBackAsTheSchema(t *testing.T) {
 }
 
 func exitStderr(err error) string {
-	if ee, ok := err.(*exec.ExitError); ok {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
 		return string(ee.Stderr)
 	}
 	return ""
