@@ -1,5 +1,5 @@
-// Command schemagen generates internal/schema/schema_gen.go and docs/metrics.md from the
-// top-level metadata.yaml.
+// Command schemagen generates internal/schema/schema_gen.go, docs/metrics.md and
+// python/otelcol_gym/_schema.py from the top-level metadata.yaml.
 package main
 
 import (
@@ -14,14 +14,15 @@ func main() {
 	in := flag.String("in", "metadata.yaml", "the schema")
 	goOut := flag.String("go", "internal/schema/schema_gen.go", "the Go view to write")
 	mdOut := flag.String("md", "docs/metrics.md", "the metric reference to write")
+	pyOut := flag.String("py", "python/otelcol_gym/_schema.py", "the Python emitter's view to write")
 	flag.Parse()
-	if err := run(*in, *goOut, *mdOut); err != nil {
+	if err := run(*in, *goOut, *mdOut, *pyOut); err != nil {
 		fmt.Fprintln(os.Stderr, "schemagen:", err)
 		os.Exit(1)
 	}
 }
 
-func run(in, goOut, mdOut string) error {
+func run(in, goOut, mdOut, pyOut string) error {
 	data, err := os.ReadFile(in)
 	if err != nil {
 		return err
@@ -34,7 +35,14 @@ func run(in, goOut, mdOut string) error {
 	if err != nil {
 		return err
 	}
+	py, err := s.Python()
+	if err != nil {
+		return err
+	}
 	if err := os.WriteFile(goOut, src, 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(pyOut, py, 0o644); err != nil {
 		return err
 	}
 	return os.WriteFile(mdOut, s.Markdown(), 0o644)

@@ -1,5 +1,6 @@
 // Package schemagen reads the top-level metadata.yaml, validates it, and renders the Go view
-// of it (internal/schema/schema_gen.go) and the metric reference (docs/metrics.md).
+// of it (internal/schema/schema_gen.go), the metric reference (docs/metrics.md) and the Python
+// emitter's view (python/otelcol_gym/_schema.py).
 package schemagen
 
 import (

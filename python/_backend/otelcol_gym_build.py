@@ -9,6 +9,7 @@ files, its metadata and a RECORD.
 
 from __future__ import annotations
 
+import ast
 import base64
 import hashlib
 import os
@@ -21,8 +22,23 @@ except ImportError:  # no setuptools in this environment: the standard library's
 
 NAME = "otelcol_gym_emitter"
 DIST = "otelcol-gym-emitter"
-VERSION = "0.1.0"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The one source of the version (pyproject.toml's is dynamic: setuptools reads the same line).
+VERSION_FILE = os.path.join(ROOT, "otelcol_gym", "__init__.py")
+
+
+def version(path: str = VERSION_FILE) -> str:
+    """The string assigned to ``__version__`` at the top level of ``path``, read without
+    importing the package (importing it would start its emitter)."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__version__" for t in node.targets):
+            v = ast.literal_eval(node.value)
+            if isinstance(v, str) and v:
+                return v
+    raise RuntimeError("%s assigns no __version__ string" % path)
+
 
 def build_sdist(sdist_directory, config_settings=None):
     if _setuptools is None:
@@ -51,7 +67,7 @@ def get_requires_for_build_wheel(config_settings=None):
 def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
     if _has_wheel():
         return _setuptools.prepare_metadata_for_build_wheel(metadata_directory, config_settings)
-    d = os.path.join(metadata_directory, "%s-%s.dist-info" % (NAME, VERSION))
+    d = os.path.join(metadata_directory, "%s-%s.dist-info" % (NAME, version()))
     os.makedirs(d, exist_ok=True)
     for name, data in _metadata().items():
         with open(os.path.join(d, name), "wb") as f:
@@ -62,14 +78,15 @@ def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     if _has_wheel():
         return _setuptools.build_wheel(wheel_directory, config_settings, metadata_directory)
-    name = "%s-%s-py3-none-any.whl" % (NAME, VERSION)
+    ver = version()
+    name = "%s-%s-py3-none-any.whl" % (NAME, ver)
     files: dict[str, bytes] = {}
     pkg = os.path.join(ROOT, "otelcol_gym")
     for f in sorted(os.listdir(pkg)):
         if f.endswith(".py") or f == "py.typed":
             with open(os.path.join(pkg, f), "rb") as fh:
                 files["otelcol_gym/" + f] = fh.read()
-    info = "%s-%s.dist-info/" % (NAME, VERSION)
+    info = "%s-%s.dist-info/" % (NAME, ver)
     for k, v in _metadata().items():
         files[info + k] = v
     record = []
@@ -96,7 +113,7 @@ def _metadata() -> dict[str, bytes]:
         "Requires-Python: >=3.10\n"
         "Classifier: Programming Language :: Python :: 3\n"
         "Classifier: Typing :: Typed\n"
-        "Description-Content-Type: text/markdown\n\n%s" % (DIST, VERSION, readme)
+        "Description-Content-Type: text/markdown\n\n%s" % (DIST, version(), readme)
     )
     return {
         "METADATA": meta.encode("utf-8"),

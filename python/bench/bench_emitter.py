@@ -65,8 +65,8 @@ else:
     otelcol_gym.configure(endpoint="unix://" + sys.argv[1])
     gm.record_sandbox_create_retry("warm-up")
     otelcol_gym.flush(10)
-from otelcol_gym import _emitter
-E = _emitter.EMITTER
+from otelcol_gym import _sender
+E = _sender.EMITTER
 rc = ob.RequestCounts()
 rc.count_response(200)
 E.wake_hooks.append(rc.fold)  # folded by the emitter's thread meanwhile, as the observer's are
@@ -166,11 +166,11 @@ print(json.dumps(out))
 THROUGHPUT = r"""
 import json, sys, time
 import otelcol_gym
-from otelcol_gym import _emitter, gym_metrics as gm, observer as ob
+from otelcol_gym import _sender, gym_metrics as gm, observer as ob
 
 N = int(sys.argv[2])
 otelcol_gym.configure(endpoint="unix://" + sys.argv[1], queue_size=N + 10)
-E = _emitter.EMITTER
+E = _sender.EMITTER
 q = E.queue
 import random
 rng = random.Random(1)

@@ -15,9 +15,11 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from . import gym_metrics, observer
-from ._emitter import EMITTER as _E
+from ._sender import EMITTER as _E
 
 __all__ = ["configure", "flush", "gym_metrics", "observer", "shutdown", "stats"]
+# The distribution's version, written only here: pyproject.toml declares it dynamic, and both
+# setuptools and the fallback of _backend/ read this assignment without importing the package.
 __version__ = "0.1.0"
 
 

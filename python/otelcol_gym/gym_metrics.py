@@ -13,9 +13,9 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any, Optional
 
-from . import _emitter
-from ._emitter import EMITTER as _E
-from ._emitter import CACHE, CACHE_TYPED, boolean, duration, enc, integer, name, number, one_of, register_kind
+from . import _schema
+from ._lines import CACHE, CACHE_TYPED, boolean, duration, enc, integer, name, number, one_of, register_kind
+from ._sender import EMITTER as _E
 
 __all__ = [
     "record_http_connection_pool_connect_duration",
@@ -33,50 +33,51 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-# ---- the constants of Gym's module ----
+# ---- the constants of Gym's module, from the schema (metadata.yaml, through _schema) ----
 
-DISPATCH_NAME_ATTRIBUTE = "nemo.gym.rollout.dispatch.name"
-FAILURE_CLASS_ATTRIBUTE = "nemo.gym.failure_class"
-FAILURE_KIND_ATTRIBUTE = "nemo.gym.failure_kind"
-FAILURE_TYPE_ATTRIBUTE = "nemo.gym.failure_type"
-HEALTH_CHECK_ATTRIBUTE = "nemo.gym.health.check"
-HEALTH_VERDICT_ATTRIBUTE = "nemo.gym.health.verdict"
-HTTP_CONNECTION_POOL_CONNECT_DURATION_INSTRUMENT = "gym.http.connection_pool.connect_duration_ms"
-HTTP_CONNECTION_POOL_CONNECT_INSTRUMENT = "gym.http.connection_pool.connect_total"
-HTTP_CONNECTION_POOL_CONNECT_OUTCOME_ATTRIBUTE = "nemo.gym.http.connection_pool.connect_outcome"
-HTTP_CONNECTION_POOL_QUEUE_CONSTRAINT_ATTRIBUTE = "nemo.gym.http.connection_pool.queue_constraint"
-HTTP_CONNECTION_POOL_QUEUE_DURATION_BOUNDARIES_MS: tuple[float, ...] = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 5000, 30000)
-HTTP_CONNECTION_POOL_QUEUE_DURATION_INSTRUMENT = "gym.http.connection_pool.queue_duration_ms"
-HTTP_CONNECTION_POOL_QUEUE_OUTCOME_ATTRIBUTE = "nemo.gym.http.connection_pool.queue_outcome"
-HTTP_DESTINATION_SERVER_NAME_ATTRIBUTE = "nemo.gym.http.destination.server.name"
-REWARD_RANGE_ATTRIBUTE = "nemo.gym.rollout.reward.range"
-ROLLOUT_COMPLETED_INSTRUMENT = "gym.rollout.completed_total"
-ROLLOUT_HEALTH_FLAGGED_INSTRUMENT = "gym.rollout.health_flagged_total"
-ROLLOUT_HEALTH_VERDICT_INSTRUMENT = "gym.rollout.health_verdict_total"
-ROLLOUT_MASKED_ATTRIBUTE = "nemo.gym.rollout.masked"
-ROLLOUT_OUTCOME_ATTRIBUTE = "nemo.gym.rollout.outcome"
-ROLLOUT_REWARDED_INSTRUMENT = "gym.rollout.rewarded_total"
-SANDBOX_ACTIVE_INSTRUMENT = "gym.sandbox.active"
-SANDBOX_CREATE_RETRY_INSTRUMENT = "gym.sandbox.create_retry_total"
-SANDBOX_DURATION_BOUNDARIES_MS: tuple[float, ...] = (250, 500, 1000, 2000, 5000, 10000, 30000, 60000, 120000, 300000, 600000, 1800000)
-SANDBOX_EXEC_INSTRUMENT = "gym.sandbox.exec_duration_ms"
-SANDBOX_PROVIDER_ATTRIBUTE = "nemo.gym.sandbox.provider"
-SANDBOX_STARTUP_INSTRUMENT = "gym.sandbox.startup_duration_ms"
-SERVER_NAME_ATTRIBUTE = "nemo.gym.server.name"
-SERVER_STARTUP_BOUNDARIES_MS: tuple[float, ...] = (100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 120000, 300000, 600000, 1800000, 3600000)
-SERVER_STARTUP_STAGE_INSTRUMENT = "gym.server.startup_stage_duration_ms"
-SERVER_TYPE_ATTRIBUTE = "nemo.gym.server.type"
-STARTUP_STAGE_ATTRIBUTE = "nemo.gym.startup.stage"
-UNREGISTERED_FAILURE_KIND = "unregistered"
-WORKER_ATTRIBUTE = "nemo.gym.server.worker"
+DISPATCH_NAME_ATTRIBUTE = _schema.ATTR_NEMO_GYM_ROLLOUT_DISPATCH_NAME.key
+FAILURE_CLASS_ATTRIBUTE = _schema.ATTR_NEMO_GYM_FAILURE_CLASS.key
+FAILURE_KIND_ATTRIBUTE = _schema.ATTR_NEMO_GYM_FAILURE_KIND.key
+FAILURE_TYPE_ATTRIBUTE = _schema.ATTR_NEMO_GYM_FAILURE_TYPE.key
+HEALTH_CHECK_ATTRIBUTE = _schema.ATTR_NEMO_GYM_HEALTH_CHECK.key
+HEALTH_VERDICT_ATTRIBUTE = _schema.ATTR_NEMO_GYM_HEALTH_VERDICT.key
+HTTP_CONNECTION_POOL_CONNECT_DURATION_INSTRUMENT = _schema.GYM_HTTP_CONNECTION_POOL_CONNECT_DURATION_MS.name
+HTTP_CONNECTION_POOL_CONNECT_INSTRUMENT = _schema.GYM_HTTP_CONNECTION_POOL_CONNECT_TOTAL.name
+HTTP_CONNECTION_POOL_CONNECT_OUTCOME_ATTRIBUTE = _schema.ATTR_NEMO_GYM_HTTP_CONNECTION_POOL_CONNECT_OUTCOME.key
+HTTP_CONNECTION_POOL_QUEUE_CONSTRAINT_ATTRIBUTE = _schema.ATTR_NEMO_GYM_HTTP_CONNECTION_POOL_QUEUE_CONSTRAINT.key
+HTTP_CONNECTION_POOL_QUEUE_DURATION_BOUNDARIES_MS: tuple[float, ...] = _schema.BUCKETS_POOL_MS
+HTTP_CONNECTION_POOL_QUEUE_DURATION_INSTRUMENT = _schema.GYM_HTTP_CONNECTION_POOL_QUEUE_DURATION_MS.name
+HTTP_CONNECTION_POOL_QUEUE_OUTCOME_ATTRIBUTE = _schema.ATTR_NEMO_GYM_HTTP_CONNECTION_POOL_QUEUE_OUTCOME.key
+HTTP_DESTINATION_SERVER_NAME_ATTRIBUTE = _schema.ATTR_NEMO_GYM_HTTP_DESTINATION_SERVER_NAME.key
+REWARD_RANGE_ATTRIBUTE = _schema.ATTR_NEMO_GYM_ROLLOUT_REWARD_RANGE.key
+ROLLOUT_COMPLETED_INSTRUMENT = _schema.GYM_ROLLOUT_COMPLETED_TOTAL.name
+ROLLOUT_HEALTH_FLAGGED_INSTRUMENT = _schema.GYM_ROLLOUT_HEALTH_FLAGGED_TOTAL.name
+ROLLOUT_HEALTH_VERDICT_INSTRUMENT = _schema.GYM_ROLLOUT_HEALTH_VERDICT_TOTAL.name
+ROLLOUT_MASKED_ATTRIBUTE = _schema.ATTR_NEMO_GYM_ROLLOUT_MASKED.key
+ROLLOUT_OUTCOME_ATTRIBUTE = _schema.ATTR_NEMO_GYM_ROLLOUT_OUTCOME.key
+ROLLOUT_REWARDED_INSTRUMENT = _schema.GYM_ROLLOUT_REWARDED_TOTAL.name
+SANDBOX_ACTIVE_INSTRUMENT = _schema.GYM_SANDBOX_ACTIVE.name
+SANDBOX_CREATE_RETRY_INSTRUMENT = _schema.GYM_SANDBOX_CREATE_RETRY_TOTAL.name
+SANDBOX_DURATION_BOUNDARIES_MS: tuple[float, ...] = _schema.BUCKETS_SANDBOX_MS
+SANDBOX_EXEC_INSTRUMENT = _schema.GYM_SANDBOX_EXEC_DURATION_MS.name
+SANDBOX_PROVIDER_ATTRIBUTE = _schema.ATTR_NEMO_GYM_SANDBOX_PROVIDER.key
+SANDBOX_STARTUP_INSTRUMENT = _schema.GYM_SANDBOX_STARTUP_DURATION_MS.name
+SERVER_NAME_ATTRIBUTE = _schema.ATTR_NEMO_GYM_SERVER_NAME.key
+SERVER_STARTUP_BOUNDARIES_MS: tuple[float, ...] = _schema.BUCKETS_STARTUP_MS
+SERVER_STARTUP_STAGE_INSTRUMENT = _schema.GYM_SERVER_STARTUP_STAGE_DURATION_MS.name
+SERVER_TYPE_ATTRIBUTE = _schema.ATTR_NEMO_GYM_SERVER_TYPE.key
+STARTUP_STAGE_ATTRIBUTE = _schema.ATTR_NEMO_GYM_STARTUP_STAGE.key
+UNREGISTERED_FAILURE_KIND = _schema.ATTR_NEMO_GYM_FAILURE_KIND.fallback
+WORKER_ATTRIBUTE = _schema.ATTR_NEMO_GYM_SERVER_WORKER.key
 
-# The enumerations the receiver enforces (a line outside them would be rejected there).
-_ROLLOUT_OUTCOMES = frozenset(("scored", "failed", "omitted"))
-_HEALTH_OUTCOMES = frozenset(("scored", "failed"))
-_HEALTH_VERDICTS = frozenset(("healthy", "unhealthy", "unobserved"))
-_QUEUE_CONSTRAINTS = frozenset(("total", "per_host", "unknown"))
-_QUEUE_OUTCOMES = frozenset(("ok", "abandoned"))
-_CONNECT_OUTCOMES = frozenset(("ok", "failed"))
+# The enumerations the receiver enforces (a line outside them would be rejected there), taken
+# as the receiver takes them: an instrument's values where it narrows an attribute's.
+_ROLLOUT_OUTCOMES = frozenset(_schema.GYM_ROLLOUT_COMPLETED_TOTAL.attribute_values(ROLLOUT_OUTCOME_ATTRIBUTE))
+_HEALTH_OUTCOMES = frozenset(_schema.GYM_ROLLOUT_HEALTH_VERDICT_TOTAL.attribute_values(ROLLOUT_OUTCOME_ATTRIBUTE))
+_HEALTH_VERDICTS = frozenset(_schema.ATTR_NEMO_GYM_HEALTH_VERDICT.values)
+_QUEUE_CONSTRAINTS = frozenset(_schema.ATTR_NEMO_GYM_HTTP_CONNECTION_POOL_QUEUE_CONSTRAINT.values)
+_QUEUE_OUTCOMES = frozenset(_schema.ATTR_NEMO_GYM_HTTP_CONNECTION_POOL_QUEUE_OUTCOME.values)
+_CONNECT_OUTCOMES = frozenset(_schema.GYM_HTTP_CONNECTION_POOL_CONNECT_DURATION_MS.attribute_values(HTTP_CONNECTION_POOL_CONNECT_OUTCOME_ATTRIBUTE))
 
 
 # ---- formatters (the emitter's thread): one queued tuple -> one events-v1 line ----
@@ -355,4 +356,4 @@ def _reset_for_testing() -> None:
     _connect_snapshot = None
 
 
-_emitter.EMITTER.snapshot_sources.append(_connects_line)
+_E.snapshot_sources.append(_connects_line)

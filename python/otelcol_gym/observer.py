@@ -30,9 +30,9 @@ from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any, Callable, Optional
 
-from . import _emitter
-from ._emitter import EMITTER as _E
-from ._emitter import CACHE_TYPED, duration, integer, name, register_kind
+from . import _schema
+from ._lines import CACHE_TYPED, Invalid, duration, enc, integer, name, register_kind
+from ._sender import EMITTER as _E
 
 __all__ = [
     "DriverCounts",
@@ -48,52 +48,57 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-CPU_MODE_ATTRIBUTE = "cpu.mode"
-DRIVER_ACTIVE_INSTRUMENT = "gym.driver.rollouts.active"
-DRIVER_ADMISSION_INSTRUMENT = "gym.driver.admission_duration_ms"
-DRIVER_DURATION_BOUNDARIES_MS: tuple[float, ...] = (0.1, 1, 10, 100, 500, 1000, 5000, 10000, 30000, 60000, 300000, 1800000)
-DRIVER_MATERIALIZE_INSTRUMENT = "gym.driver.materialize_duration_ms"
-DRIVER_OFFERED_INSTRUMENT = "gym.driver.rollouts.offered_total"
-DRIVER_RESIDENT_INSTRUMENT = "gym.driver.rollouts.resident"
-DRIVER_WRITE_BYTES_BOUNDARIES: tuple[float, ...] = (1000, 10000, 100000, 1000000, 10000000, 100000000)
-DRIVER_WRITE_BYTES_INSTRUMENT = "gym.driver.output_write_bytes"
-DRIVER_WRITE_DURATION_INSTRUMENT = "gym.driver.output_write_duration_ms"
-EVENT_LOOP_ATTRIBUTE = "nemo.gym.event_loop"
-EVENT_LOOP_LAG_BOUNDARIES_MS: tuple[float, ...] = (0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000)
-EVENT_LOOP_LAG_INSTRUMENT = "gym.event_loop.lag_ms"
-EVENT_LOOP_TASKS_INSTRUMENT = "gym.event_loop.tasks"
-GC_COLLECTED_INSTRUMENT = "gym.gc.collected_total"
-GC_COLLECTIONS_INSTRUMENT = "gym.gc.collections_total"
-GC_COUNT_INSTRUMENT = "gym.gc.count"
-GC_GENERATION_ATTRIBUTE = "nemo.gym.gc.generation"
-GC_PAUSE_BOUNDARIES_MS: tuple[float, ...] = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000)
-GC_PAUSE_INSTRUMENT = "gym.gc.pause_duration_ms"
-GC_UNCOLLECTABLE_INSTRUMENT = "gym.gc.uncollectable_total"
-HTTP_ROUTE_ATTRIBUTE = "http.route"
-HTTP_STATUS_CODE_ATTRIBUTE = "http.response.status_code"
-OUTBOUND_IN_FLIGHT_INSTRUMENT = "gym.http.client.requests.in_flight"
-PROCESS_CPU_TIME_INSTRUMENT = "process.cpu.time"
-PROCESS_MEMORY_USAGE_INSTRUMENT = "process.memory.usage"
-PROCESS_OPEN_FDS_INSTRUMENT = "process.open_file_descriptor.count"
-PROCESS_THREAD_COUNT_INSTRUMENT = "process.thread.count"
-REQUESTS_CANCELLED_INSTRUMENT = "gym.server.requests.cancelled_total"
-REQUESTS_IN_FLIGHT_INSTRUMENT = "gym.server.requests.in_flight"
-REQUESTS_UNHANDLED_EXCEPTIONS_INSTRUMENT = "gym.server.requests.unhandled_exceptions_total"
-REQUEST_PHASE_ATTRIBUTE = "nemo.gym.request.phase"
-RESPONSES_INSTRUMENT = "gym.server.responses_total"
-ROLLOUT_COUNT_BOUNDARIES: tuple[float, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096)
-ROLLOUT_INPUT_ITEMS_INSTRUMENT = "gym.driver.rollout.input_items"
-ROLLOUT_OUTPUT_ITEMS_INSTRUMENT = "gym.driver.rollout.output_items"
-ROLLOUT_TOOL_CALLS_INSTRUMENT = "gym.driver.rollout.tool_calls"
-ROLLOUT_TURNS_INSTRUMENT = "gym.driver.rollout.turns"
+# The constants of Gym's module, from the schema (metadata.yaml, through _schema).
+CPU_MODE_ATTRIBUTE = _schema.ATTR_CPU_MODE.key
+DRIVER_ACTIVE_INSTRUMENT = _schema.GYM_DRIVER_ROLLOUTS_ACTIVE.name
+DRIVER_ADMISSION_INSTRUMENT = _schema.GYM_DRIVER_ADMISSION_DURATION_MS.name
+DRIVER_DURATION_BOUNDARIES_MS: tuple[float, ...] = _schema.BUCKETS_DRIVER_MS
+DRIVER_MATERIALIZE_INSTRUMENT = _schema.GYM_DRIVER_MATERIALIZE_DURATION_MS.name
+DRIVER_OFFERED_INSTRUMENT = _schema.GYM_DRIVER_ROLLOUTS_OFFERED_TOTAL.name
+DRIVER_RESIDENT_INSTRUMENT = _schema.GYM_DRIVER_ROLLOUTS_RESIDENT.name
+DRIVER_WRITE_BYTES_BOUNDARIES: tuple[float, ...] = _schema.BUCKETS_WRITE_BYTES
+DRIVER_WRITE_BYTES_INSTRUMENT = _schema.GYM_DRIVER_OUTPUT_WRITE_BYTES.name
+DRIVER_WRITE_DURATION_INSTRUMENT = _schema.GYM_DRIVER_OUTPUT_WRITE_DURATION_MS.name
+EVENT_LOOP_ATTRIBUTE = _schema.ATTR_NEMO_GYM_EVENT_LOOP.key
+EVENT_LOOP_LAG_BOUNDARIES_MS: tuple[float, ...] = _schema.BUCKETS_LAG_MS
+EVENT_LOOP_LAG_INSTRUMENT = _schema.GYM_EVENT_LOOP_LAG_MS.name
+EVENT_LOOP_TASKS_INSTRUMENT = _schema.GYM_EVENT_LOOP_TASKS.name
+GC_COLLECTED_INSTRUMENT = _schema.GYM_GC_COLLECTED_TOTAL.name
+GC_COLLECTIONS_INSTRUMENT = _schema.GYM_GC_COLLECTIONS_TOTAL.name
+GC_COUNT_INSTRUMENT = _schema.GYM_GC_COUNT.name
+GC_GENERATION_ATTRIBUTE = _schema.ATTR_NEMO_GYM_GC_GENERATION.key
+GC_PAUSE_BOUNDARIES_MS: tuple[float, ...] = _schema.BUCKETS_GC_PAUSE_MS
+GC_PAUSE_INSTRUMENT = _schema.GYM_GC_PAUSE_DURATION_MS.name
+GC_UNCOLLECTABLE_INSTRUMENT = _schema.GYM_GC_UNCOLLECTABLE_TOTAL.name
+HTTP_ROUTE_ATTRIBUTE = _schema.ATTR_HTTP_ROUTE.key
+HTTP_STATUS_CODE_ATTRIBUTE = _schema.ATTR_HTTP_RESPONSE_STATUS_CODE.key
+OUTBOUND_IN_FLIGHT_INSTRUMENT = _schema.GYM_HTTP_CLIENT_REQUESTS_IN_FLIGHT.name
+PROCESS_CPU_TIME_INSTRUMENT = _schema.PROCESS_CPU_TIME.name
+PROCESS_MEMORY_USAGE_INSTRUMENT = _schema.PROCESS_MEMORY_USAGE.name
+PROCESS_OPEN_FDS_INSTRUMENT = _schema.PROCESS_OPEN_FILE_DESCRIPTOR_COUNT.name
+PROCESS_THREAD_COUNT_INSTRUMENT = _schema.PROCESS_THREAD_COUNT.name
+REQUESTS_CANCELLED_INSTRUMENT = _schema.GYM_SERVER_REQUESTS_CANCELLED_TOTAL.name
+REQUESTS_IN_FLIGHT_INSTRUMENT = _schema.GYM_SERVER_REQUESTS_IN_FLIGHT.name
+REQUESTS_UNHANDLED_EXCEPTIONS_INSTRUMENT = _schema.GYM_SERVER_REQUESTS_UNHANDLED_EXCEPTIONS_TOTAL.name
+REQUEST_PHASE_ATTRIBUTE = _schema.ATTR_NEMO_GYM_REQUEST_PHASE.key
+RESPONSES_INSTRUMENT = _schema.GYM_SERVER_RESPONSES_TOTAL.name
+ROLLOUT_COUNT_BOUNDARIES: tuple[float, ...] = _schema.BUCKETS_ROLLOUT_COUNT
+ROLLOUT_INPUT_ITEMS_INSTRUMENT = _schema.GYM_DRIVER_ROLLOUT_INPUT_ITEMS.name
+ROLLOUT_OUTPUT_ITEMS_INSTRUMENT = _schema.GYM_DRIVER_ROLLOUT_OUTPUT_ITEMS.name
+ROLLOUT_TOOL_CALLS_INSTRUMENT = _schema.GYM_DRIVER_ROLLOUT_TOOL_CALLS.name
+ROLLOUT_TURNS_INSTRUMENT = _schema.GYM_DRIVER_ROLLOUT_TURNS.name
 
 _MAX_BUFFERED_GC_PAUSES = 10000
 _PROCESS_LOCK = threading.Lock()
 _ACTIVE_LOOPS = 0
 _INSTRUMENTS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()  # kept for parity; unused
 
-_BEFORE_RESPONSE = "before_response"
-_DURING_RESPONSE = "during_response"
+# The phase of a cancelled request: the schema's values, before and during the response.
+_BEFORE_RESPONSE, _DURING_RESPONSE = _schema.ATTR_NEMO_GYM_REQUEST_PHASE.values
+# The values the receiver takes (anything else rejects the line).
+_GC_GENERATIONS = _schema.ATTR_NEMO_GYM_GC_GENERATION.int_values
+_STATUS_MIN = _schema.ATTR_HTTP_RESPONSE_STATUS_CODE.min
+_STATUS_MAX = _schema.ATTR_HTTP_RESPONSE_STATUS_CODE.max
 
 
 class DriverCounts:
@@ -245,8 +250,8 @@ def _fmt_tasks(it: tuple) -> str:
 
 def _fmt_gc_pause(it: tuple) -> str:
     gen = it[2]
-    if gen not in (0, 1, 2) or type(gen) is bool:
-        raise _emitter.Invalid("generation must be 0, 1 or 2")
+    if gen not in _GC_GENERATIONS or type(gen) is bool:
+        raise Invalid("generation must be one of %s" % ", ".join(map(str, _GC_GENERATIONS)))
     return '{"event":"gc.pause","generation":%d,"duration_ms":%s}\n' % (gen, duration(it[1]))
 
 
@@ -464,7 +469,7 @@ def _readings(state: _ProcessObserver) -> dict[str, str]:
     for code, n in responses.items():
         try:
             c = int(code)
-            if type(code) is bool or not 100 <= c <= 599:
+            if type(code) is bool or not _STATUS_MIN <= c <= _STATUS_MAX:
                 raise ValueError(code)
             parts.append('"%d":%s' % (c, integer(n)))
         except (ValueError, TypeError, AttributeError):
@@ -473,7 +478,7 @@ def _readings(state: _ProcessObserver) -> dict[str, str]:
     for key, n in cancelled.items():
         try:
             route, phase = key
-            cparts.append('{"route":%s,"response_started":%s,"count":%s}' % (_emitter.enc(route), "true" if phase == _DURING_RESPONSE else "false", integer(n)))
+            cparts.append('{"route":%s,"response_started":%s,"count":%s}' % (enc(route), "true" if phase == _DURING_RESPONSE else "false", integer(n)))
         except (ValueError, TypeError, AttributeError):
             bad += 1
     if bad:

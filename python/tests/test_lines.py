@@ -168,19 +168,19 @@ class TestRecorders(LineTest):
         self.assertEqual(self.one("sandbox.startup")["duration_ms"], 10**20)
 
     def test_repeated_lines_and_the_line_cache(self) -> None:
-        from otelcol_gym import _emitter
+        from otelcol_gym import _sender
 
         for _ in range(3):
             gm.record_rollout_completed("failed", "math", "c", "k", "T")
         gm.record_sandbox_active(1, "docker")
         gm.record_sandbox_active(True, "docker")  # a bool is no delta, even after a cached 1
-        for i in range(_emitter.LINE_CACHE_SIZE + 10):
+        for i in range(_sender.LINE_CACHE_SIZE + 10):
             gm.record_sandbox_active(i % 7 - 3, "p%d" % i)  # more distinct lines than the cache holds
         got = self.sent("rollout.completed")
         self.assertEqual(len(got), 3)
         self.assertEqual(len({str(sorted(g.items())) for g in got}), 1)
-        self.assertEqual(len(self.sent("sandbox.active")), _emitter.LINE_CACHE_SIZE + 11)
-        self.assertLessEqual(len(_emitter.EMITTER._line_cache), _emitter.LINE_CACHE_SIZE)
+        self.assertEqual(len(self.sent("sandbox.active")), _sender.LINE_CACHE_SIZE + 11)
+        self.assertLessEqual(len(_sender.EMITTER._line_cache), _sender.LINE_CACHE_SIZE)
 
     def test_strings_escaped(self) -> None:
         gm.record_sandbox_create_retry('dö"cker\n\ud800')

@@ -1,83 +1,136 @@
-"""The emitter's copies of the schema agree with the collector's schema (metadata.yaml at the
-top of the repository): bucket boundaries, enumerations the formatters enforce, and the
-resource-line limits. Skipped when the package is tested outside its repository."""
+"""The emitter's schema constants come from ``otelcol_gym._schema``, which cmd/schemagen
+generates from metadata.yaml at the top of the repository (``make generate``; a Go test in
+internal/schemagen fails when the committed module is stale). These tests pin how Gym's
+constants and the checks of the formatters map onto it."""
 
 from __future__ import annotations
 
-import ast
 import logging
 import os
-import re
 import unittest
 
-from otelcol_gym import _emitter
+from otelcol_gym import _lines, _schema, _settings
 from otelcol_gym import gym_metrics as gm
 from otelcol_gym import observer as ob
 
-METADATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "metadata.yaml")
+
+def constants(suffix: str) -> dict[str, str]:
+    """Gym's constants of both modules whose name ends with suffix, by name."""
+    out = {}
+    for m in (gm, ob):
+        for k, v in vars(m).items():
+            if k.endswith(suffix) and k.isupper():
+                out["%s.%s" % (m.__name__, k)] = v
+    return out
 
 
-def schema() -> str:
-    if not os.path.exists(METADATA):
-        raise unittest.SkipTest("metadata.yaml is not beside the package")
-    with open(METADATA, encoding="utf-8") as f:
-        return f.read()
+class TestGymConstants(unittest.TestCase):
+    def test_every_instrument_has_its_constant(self) -> None:
+        got = constants("_INSTRUMENT")
+        self.assertEqual(sorted(got.values()), sorted(_schema.INSTRUMENTS), "one *_INSTRUMENT constant per instrument of the schema")
+
+    def test_every_attribute_has_its_constant(self) -> None:
+        got = constants("_ATTRIBUTE")
+        self.assertEqual(sorted(got.values()), sorted(_schema.ATTRIBUTES), "one *_ATTRIBUTE constant per attribute of the schema")
+
+    def test_bucket_boundaries_are_the_instruments_own(self) -> None:
+        for got, instruments in [
+            (ob.EVENT_LOOP_LAG_BOUNDARIES_MS, [_schema.GYM_EVENT_LOOP_LAG_MS]),
+            (ob.GC_PAUSE_BOUNDARIES_MS, [_schema.GYM_GC_PAUSE_DURATION_MS]),
+            (ob.DRIVER_DURATION_BOUNDARIES_MS, [_schema.GYM_DRIVER_ADMISSION_DURATION_MS, _schema.GYM_DRIVER_OUTPUT_WRITE_DURATION_MS, _schema.GYM_DRIVER_MATERIALIZE_DURATION_MS]),
+            (ob.DRIVER_WRITE_BYTES_BOUNDARIES, [_schema.GYM_DRIVER_OUTPUT_WRITE_BYTES]),
+            (ob.ROLLOUT_COUNT_BOUNDARIES, [_schema.GYM_DRIVER_ROLLOUT_INPUT_ITEMS, _schema.GYM_DRIVER_ROLLOUT_OUTPUT_ITEMS, _schema.GYM_DRIVER_ROLLOUT_TURNS, _schema.GYM_DRIVER_ROLLOUT_TOOL_CALLS]),
+            (gm.SANDBOX_DURATION_BOUNDARIES_MS, [_schema.GYM_SANDBOX_STARTUP_DURATION_MS, _schema.GYM_SANDBOX_EXEC_DURATION_MS]),
+            (gm.SERVER_STARTUP_BOUNDARIES_MS, [_schema.GYM_SERVER_STARTUP_STAGE_DURATION_MS]),
+            (gm.HTTP_CONNECTION_POOL_QUEUE_DURATION_BOUNDARIES_MS, [_schema.GYM_HTTP_CONNECTION_POOL_QUEUE_DURATION_MS, _schema.GYM_HTTP_CONNECTION_POOL_CONNECT_DURATION_MS]),
+        ]:
+            for inst in instruments:
+                with self.subTest(inst.name):
+                    self.assertEqual(got, inst.bounds)
+        histograms = {i.name for i in _schema.INSTRUMENTS.values() if i.kind == "histogram"}
+        self.assertEqual(len(histograms), 15, "every histogram of the schema is in the table above")
+
+    def test_unregistered_failure_kind(self) -> None:
+        self.assertEqual(gm.UNREGISTERED_FAILURE_KIND, _schema.ATTRIBUTES[gm.FAILURE_KIND_ATTRIBUTE].fallback)
 
 
-def flow_list(text: str, key: str) -> list:
-    """The [a, b, ...] of the first line `key: [...]` (metadata.yaml's flow lists)."""
-    m = re.search(r"^\s*%s:\s*\[([^\]]*)\]" % re.escape(key), text, re.M)
-    assert m, key
-    return [ast.literal_eval(v.strip()) if re.match(r"^-?[\d.e+]+$", v.strip()) else v.strip() for v in m.group(1).split(",")]
+class TestEnumerations(unittest.TestCase):
+    """The formatters take every value the receiver takes, and refuse the others."""
+
+    def check(self, fmt, make, allowed, refused) -> None:
+        for v in allowed:
+            with self.subTest(value=v):
+                self.assertTrue(fmt(make(v)).endswith("}\n"))
+        for v in refused:
+            with self.subTest(value=v):
+                with self.assertRaises(_lines.Invalid):
+                    fmt(make(v))
+
+    def test_rollout_outcome(self) -> None:
+        values = _schema.ATTR_NEMO_GYM_ROLLOUT_OUTCOME.values
+        self.assertEqual(_schema.GYM_ROLLOUT_COMPLETED_TOTAL.attribute_values(gm.ROLLOUT_OUTCOME_ATTRIBUTE), values)
+        self.check(gm._fmt_completed, lambda v: (gm._COMPLETED, v, "math", None, None, None), values, ["done", ""])
+
+    def test_health(self) -> None:
+        outcomes = _schema.GYM_ROLLOUT_HEALTH_VERDICT_TOTAL.attribute_values(gm.ROLLOUT_OUTCOME_ATTRIBUTE)
+        self.assertEqual(outcomes, _schema.GYM_ROLLOUT_HEALTH_FLAGGED_TOTAL.attribute_values(gm.ROLLOUT_OUTCOME_ATTRIBUTE))
+        narrowed_out = set(_schema.ATTR_NEMO_GYM_ROLLOUT_OUTCOME.values) - set(outcomes)
+        self.assertTrue(narrowed_out, "the health instruments narrow the outcomes")
+        self.check(gm._fmt_health, lambda v: (gm._HEALTH, "healthy", v, ()), outcomes, sorted(narrowed_out))
+        self.check(gm._fmt_health, lambda v: (gm._HEALTH, v, "scored", ()), _schema.ATTR_NEMO_GYM_HEALTH_VERDICT.values, ["fine"])
+
+    def test_connection_pool(self) -> None:
+        self.check(gm._fmt_queue, lambda v: (gm._QUEUE, 1.0, v, "ok", "m"), _schema.ATTR_NEMO_GYM_HTTP_CONNECTION_POOL_QUEUE_CONSTRAINT.values, ["global"])
+        self.check(gm._fmt_queue, lambda v: (gm._QUEUE, 1.0, "total", v, "m"), _schema.ATTR_NEMO_GYM_HTTP_CONNECTION_POOL_QUEUE_OUTCOME.values, ["failed"])
+        self.check(
+            gm._fmt_connect,
+            lambda v: (gm._CONNECT, 1.0, v, "m"),
+            _schema.GYM_HTTP_CONNECTION_POOL_CONNECT_DURATION_MS.attribute_values(gm.HTTP_CONNECTION_POOL_CONNECT_OUTCOME_ATTRIBUTE),
+            ["abandoned"],
+        )
+
+    def test_gc_generation(self) -> None:
+        generations = _schema.ATTR_NEMO_GYM_GC_GENERATION.int_values
+        self.check(ob._fmt_gc_pause, lambda v: (ob._GC_PAUSE, 1.0, v), generations, [max(generations) + 1, -1, True, "0"])
+
+    def test_request_phase_and_status_codes(self) -> None:
+        before, during = _schema.ATTR_NEMO_GYM_REQUEST_PHASE.values
+        sc = _schema.ATTR_HTTP_RESPONSE_STATUS_CODE
+        state = ob._ProcessObserver()
+        rc = state.requests
+        for code in (sc.min - 1, sc.min, sc.max, sc.max + 1):
+            rc.count_response(code)
+        rc.count_cancellation("/run", False)
+        rc.count_cancellation("/run", True)
+        rc.count_cancellation("/run", True)
+        self.assertEqual(rc.cancelled_by_route_and_phase, {("/run", before): 1, ("/run", during): 2})
+        invalid = ob._E.stats()["invalid"]
+        line = ob._readings(state)["server.requests"]
+        self.assertIn('"responses":{"%d":1,"%d":1}' % (sc.min, sc.max), line)
+        self.assertEqual(ob._E.stats()["invalid"] - invalid, 2, "the codes outside the schema's range are left out and counted")
+        self.assertIn('{"route":"/run","response_started":false,"count":1}', line)
+        self.assertIn('{"route":"/run","response_started":true,"count":2}', line)
 
 
-def attribute_values(text: str, attribute: str) -> frozenset:
-    block = text[text.index("\n  %s:\n" % attribute):]
-    return frozenset(flow_list(block, "values"))
-
-
-class TestSchemaCopies(unittest.TestCase):
-    def test_bucket_boundaries(self) -> None:
-        text = schema()
-        for name, got in {
-            "LAG_MS": ob.EVENT_LOOP_LAG_BOUNDARIES_MS,
-            "GC_PAUSE_MS": ob.GC_PAUSE_BOUNDARIES_MS,
-            "DRIVER_MS": ob.DRIVER_DURATION_BOUNDARIES_MS,
-            "WRITE_BYTES": ob.DRIVER_WRITE_BYTES_BOUNDARIES,
-            "ROLLOUT_COUNT": ob.ROLLOUT_COUNT_BOUNDARIES,
-            "SANDBOX_MS": gm.SANDBOX_DURATION_BOUNDARIES_MS,
-            "STARTUP_MS": gm.SERVER_STARTUP_BOUNDARIES_MS,
-            "POOL_MS": gm.HTTP_CONNECTION_POOL_QUEUE_DURATION_BOUNDARIES_MS,
-        }.items():
-            with self.subTest(name):
-                self.assertEqual(tuple(float(b) for b in got), tuple(float(b) for b in flow_list(text, name)))
-
-    def test_enumerations(self) -> None:
-        text = schema()
-        for attribute, got in {
-            "nemo.gym.rollout.outcome": gm._ROLLOUT_OUTCOMES,
-            "nemo.gym.health.verdict": gm._HEALTH_VERDICTS,
-            "nemo.gym.http.connection_pool.queue_constraint": gm._QUEUE_CONSTRAINTS,
-            "nemo.gym.http.connection_pool.queue_outcome": gm._QUEUE_OUTCOMES,
-            "nemo.gym.http.connection_pool.connect_outcome": gm._CONNECT_OUTCOMES,
-        }.items():
-            with self.subTest(attribute):
-                self.assertEqual(got, attribute_values(text, attribute))
-
-    def test_resource_limits(self) -> None:
-        text = schema()
-        self.assertEqual(_emitter.RESOURCE_MAX_ATTRIBUTES, int(re.search(r"resource_max_attributes:\s*(\d+)", text).group(1)))
-        self.assertEqual(_emitter.RESOURCE_MAX_KEY_BYTES, int(re.search(r"resource_max_key_bytes:\s*(\d+)", text).group(1)))
+class TestResourceLimits(unittest.TestCase):
+    def test_the_schemas_limits(self) -> None:
+        self.assertEqual(_settings.RESOURCE_MAX_ATTRIBUTES, _schema.RESOURCE_MAX_ATTRIBUTES)
+        self.assertEqual(_settings.RESOURCE_MAX_KEY_BYTES, _schema.RESOURCE_MAX_KEY_BYTES)
 
     def test_resource_over_the_limits(self) -> None:
-        extra = {"attr.%02d" % i: "v" for i in range(40)}
-        extra["k" * (_emitter.RESOURCE_MAX_KEY_BYTES + 1)] = "too long"
+        extra = {"attr.%02d" % i: "v" for i in range(_schema.RESOURCE_MAX_ATTRIBUTES + 8)}
+        extra["k" * (_schema.RESOURCE_MAX_KEY_BYTES + 1)] = "too long"
+        extra["k" * _schema.RESOURCE_MAX_KEY_BYTES] = "at the limit"
         with self.assertLogs("otelcol_gym", logging.WARNING) as logs:
-            got = _emitter.build_resource(extra, "i0")
-        self.assertEqual(len(got), _emitter.RESOURCE_MAX_ATTRIBUTES)
+            got = _settings.build_resource(extra, "i0")
+        self.assertEqual(len(got), _schema.RESOURCE_MAX_ATTRIBUTES)
         self.assertEqual(got["process.pid"], os.getpid())  # kept: it comes first
         self.assertEqual(got["service.instance.id"], "i0")
         self.assertTrue(any("left out" in m for m in logs.output), logs.output)
+        with self.assertLogs("otelcol_gym", logging.WARNING):
+            few = _settings.build_resource({"k" * _schema.RESOURCE_MAX_KEY_BYTES: "at the limit", "k" * (_schema.RESOURCE_MAX_KEY_BYTES + 1): "too long"}, "i0")
+        self.assertIn("k" * _schema.RESOURCE_MAX_KEY_BYTES, few)
+        self.assertNotIn("k" * (_schema.RESOURCE_MAX_KEY_BYTES + 1), few)
 
 
 if __name__ == "__main__":

@@ -50,10 +50,10 @@ class TestHTTP(unittest.TestCase):
         self.assertEqual(len(self.col.peers), 1, "one keep-alive connection")
 
     def test_headers_from_the_environment(self) -> None:
-        from otelcol_gym import _emitter
+        from otelcol_gym import _sender, _settings
 
-        saved = _emitter.EMITTER.settings.headers
-        _emitter.EMITTER.settings.headers = _emitter.parse_resource_attributes("authorization=Bearer%20s3cret,x-gym=1")
+        saved = _sender.EMITTER.settings.headers
+        _sender.EMITTER.settings.headers = _settings.parse_resource_attributes("authorization=Bearer%20s3cret,x-gym=1")
         try:
             use(self.col.endpoint)  # a new transport, with the headers
             gm.record_sandbox_create_retry("p0")
@@ -63,7 +63,7 @@ class TestHTTP(unittest.TestCase):
             self.assertEqual(headers["x-gym"], "1")
             self.assertEqual(headers["Content-Type"], "application/x-ndjson")
         finally:
-            _emitter.EMITTER.settings.headers = saved
+            _sender.EMITTER.settings.headers = saved
             use(self.col.endpoint)
 
     def test_503_retry_after_honoured(self) -> None:
