@@ -3,8 +3,8 @@
 // `exporter: console`), from log files or a socket, and turns it into metrics (bounded by the
 // gymattrs rules), traces and logs. See README.md.
 //
-// It lives under the gym receiver's directory to share its file and stream transports
-// (internal/transport) without moving them.
+// It shares the gym receiver's file and stream transports (internal/transport), and runs the
+// gymattrs processor's engine (internal/bound) on its metrics.
 package gymconsolereceiver
 
 import (
@@ -17,8 +17,8 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/receiver"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/bound"
 	"github.com/gym-telemetry/otelcol-gym/internal/transport"
-	"github.com/gym-telemetry/otelcol-gym/processor/gymattrs"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymconsolereceiver/internal/metadata"
 )
 
@@ -46,7 +46,7 @@ func createDefaultConfig() component.Config {
 		Files:        configoptional.Default(FilesConfig{StartAt: "end", PollInterval: 200 * time.Millisecond, MaxFiles: 1024}),
 		Stream:       configoptional.Default(transport.DefaultStreamConfig(defaultSocketPath)),
 		MaxLineBytes: defaultMaxLineBytes,
-		Gymattrs:     *gymattrs.NewFactory().CreateDefaultConfig().(*gymattrs.Config),
+		Gymattrs:     bound.DefaultConfig(),
 	}
 }
 
@@ -81,8 +81,8 @@ func get(set receiver.Settings, cfg *Config, attach func(*consoleReceiver) error
 	return r, nil
 }
 
-func createMetrics(ctx context.Context, set receiver.Settings, cfg component.Config, next consumer.Metrics) (receiver.Metrics, error) {
-	r, err := get(set, cfg.(*Config), func(r *consoleReceiver) error { return r.setMetrics(ctx, next) })
+func createMetrics(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Metrics) (receiver.Metrics, error) {
+	r, err := get(set, cfg.(*Config), func(r *consoleReceiver) error { return r.setMetrics(next) })
 	if err != nil {
 		return nil, err // never a nil *consoleReceiver in a non-nil interface
 	}

@@ -13,7 +13,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receiverhelper"
 	"go.opentelemetry.io/otel/attribute"
@@ -21,9 +20,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
+	"github.com/gym-telemetry/otelcol-gym/internal/bound"
 	"github.com/gym-telemetry/otelcol-gym/internal/console"
 	"github.com/gym-telemetry/otelcol-gym/internal/transport"
-	"github.com/gym-telemetry/otelcol-gym/processor/gymattrs"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymconsolereceiver/internal/metadata"
 )
 
@@ -41,7 +40,7 @@ const (
 )
 
 // consoleReceiver is the lifecycle: it owns the transports, and is the sink of the console
-// streams: metrics through the gymattrs processor, traces and logs to their pipelines.
+// streams: metrics through the gymattrs rules, traces and logs to their pipelines.
 type consoleReceiver struct {
 	cfg       *Config
 	set       receiver.Settings
@@ -50,7 +49,8 @@ type consoleReceiver struct {
 	warn      *console.Limiter
 	release   func()
 
-	metrics  processor.Metrics // gymattrs, in front of the metrics pipeline
+	bounder  *bound.Bounder // the gymattrs rules, in front of the metrics pipeline
+	metrics  consumer.Metrics
 	traces   consumer.Traces
 	logs     consumer.Logs
 	files    *transport.FileTailer
@@ -74,22 +74,31 @@ func newReceiver(set receiver.Settings, cfg *Config, release func()) (*consoleRe
 	return &consoleReceiver{cfg: cfg, set: set, telemetry: tb, obsrecv: obsrecv, release: release, warn: console.NewLimiter(set.Logger, warnBurst, warnPeriod)}, nil
 }
 
-// setMetrics puts the gymattrs processor, with this receiver's gymattrs configuration, in
-// front of the metrics pipeline: the same code and state rules as the processor in a
-// pipeline of its own.
-func (r *consoleReceiver) setMetrics(ctx context.Context, next consumer.Metrics) error {
-	f := gymattrs.NewFactory()
+// setMetrics puts the gymattrs rules (internal/bound), with this receiver's gymattrs
+// configuration, in front of the metrics pipeline: the same engine and state rules as the
+// gymattrs processor's, reporting through this receiver's telemetry.
+func (r *consoleReceiver) setMetrics(next consumer.Metrics) error {
 	cfg := r.cfg.Gymattrs
-	p, err := f.CreateMetrics(ctx, processor.Settings{
-		ID:                component.NewIDWithName(f.Type(), r.set.ID.String()),
-		TelemetrySettings: r.set.TelemetrySettings,
-		BuildInfo:         r.set.BuildInfo,
-	}, &cfg, next)
+	b, err := bound.New(&cfg, boundTelemetry(r.telemetry))
 	if err != nil {
 		return fmt.Errorf("gymattrs: %w", err)
 	}
-	r.metrics = p
+	r.bounder, r.metrics = b, next
 	return nil
+}
+
+// boundTelemetry hands the rules the otelcol_processor_gymattrs_* instruments of metadata.yaml.
+func boundTelemetry(tb *metadata.TelemetryBuilder) bound.Telemetry {
+	return bound.Telemetry{
+		AttributesRemoved: tb.ProcessorGymattrsAttributesRemoved,
+		ValuesNormalised:  tb.ProcessorGymattrsValuesNormalised,
+		PointsMerged:      tb.ProcessorGymattrsPointsMerged,
+		PointsOverflowed:  tb.ProcessorGymattrsPointsOverflowed,
+		PointsMismatched:  tb.ProcessorGymattrsPointsMismatched,
+		PointsUnmerged:    tb.ProcessorGymattrsPointsUnmerged,
+		PointsDropped:     tb.ProcessorGymattrsPointsDropped,
+		StateEntries:      tb.ProcessorGymattrsStateEntries,
+	}
 }
 
 // Start starts the sources once, whichever signal's pipeline starts first.
@@ -99,11 +108,6 @@ func (r *consoleReceiver) Start(ctx context.Context, host component.Host) error 
 }
 
 func (r *consoleReceiver) start(ctx context.Context, host component.Host) error {
-	if r.metrics != nil {
-		if err := r.metrics.Start(ctx, host); err != nil {
-			return err
-		}
-	}
 	max := r.cfg.MaxLineBytes
 	if sc := r.cfg.Stream.Get(); sc != nil {
 		mode, _ := sc.Mode() // validated
@@ -166,9 +170,6 @@ func (r *consoleReceiver) Shutdown(ctx context.Context) error {
 		if r.store != nil {
 			err = errors.Join(err, r.store.Close(ctx))
 		}
-		if r.metrics != nil {
-			err = errors.Join(err, r.metrics.Shutdown(ctx))
-		}
 		r.telemetry.Shutdown()
 		r.release()
 	})
@@ -196,7 +197,10 @@ func (r *consoleReceiver) Metrics(md pmetric.Metrics) {
 	}
 	ctx := r.obsrecv.StartMetricsOp(context.Background())
 	n := md.DataPointCount()
-	err := r.metrics.ConsumeMetrics(ctx, md)
+	md, err := r.bounder.Process(ctx, md)
+	if err == nil {
+		err = r.metrics.ConsumeMetrics(ctx, md)
+	}
 	r.obsrecv.EndMetricsOp(ctx, "console", n, err)
 	if err != nil {
 		r.warn.Warn("gym_console: the metrics pipeline refused a batch", zap.Error(err))

@@ -126,6 +126,15 @@ func TestSampleThroughReceiver(t *testing.T) {
 	metadatatest.AssertEqualReceiverGymConsoleRecordsRejected(t, tt, []metricdata.DataPoint[int64]{
 		{Value: 1, Attributes: attribute.NewSet(attribute.String("reason", "invalid_json"))},
 	}, metricdatatest.IgnoreTimestamp())
+
+	// The gymattrs rules report through the receiver's own telemetry, under the processor's
+	// metric names. Per batch: failure_reason and the scored completion's exemplar attribute
+	// rollout.id removed, the failure kind normalised. The state after batch 2: six series
+	// (two completions, in-flight requests, tasks, two event-loop lags) and five cumulative
+	// streams (the completions, in-flight, the lags; the tasks gauge keeps none).
+	metadatatest.AssertEqualProcessorGymattrsAttributesRemoved(t, tt, []metricdata.DataPoint[int64]{{Value: 2 * 2}}, metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars())
+	metadatatest.AssertEqualProcessorGymattrsValuesNormalised(t, tt, []metricdata.DataPoint[int64]{{Value: 2 * 1}}, metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars())
+	metadatatest.AssertEqualProcessorGymattrsStateEntries(t, tt, []metricdata.DataPoint[int64]{{Value: 6 + 5}}, metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars())
 }
 
 // A log file that grows while it is followed: each new batch is exported once, with the
