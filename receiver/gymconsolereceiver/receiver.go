@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -47,21 +47,17 @@ type consoleReceiver struct {
 	telemetry *metadata.TelemetryBuilder
 	obsrecv   *receiverhelper.ObsReport
 	warn      *console.Limiter
-	release   func()
 
-	bounder  *bound.Bounder // the gymattrs rules, in front of the metrics pipeline
-	metrics  consumer.Metrics
-	traces   consumer.Traces
-	logs     consumer.Logs
-	files    *transport.FileTailer
-	stream   *transport.StreamServer
-	store    storage.Client
-	startOne sync.Once
-	stopOne  sync.Once
-	startErr error
+	bounder *bound.Bounder // the gymattrs rules, in front of the metrics pipeline
+	metrics consumer.Metrics
+	traces  consumer.Traces
+	logs    consumer.Logs
+	files   *transport.FileTailer
+	stream  *transport.StreamServer
+	store   storage.Client
 }
 
-func newReceiver(set receiver.Settings, cfg *Config, release func()) (*consoleReceiver, error) {
+func newReceiver(set receiver.Settings, cfg *Config) (*consoleReceiver, error) {
 	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
@@ -71,7 +67,7 @@ func newReceiver(set receiver.Settings, cfg *Config, release func()) (*consoleRe
 	if err != nil {
 		return nil, err
 	}
-	return &consoleReceiver{cfg: cfg, set: set, telemetry: tb, obsrecv: obsrecv, release: release, warn: console.NewLimiter(set.Logger, warnBurst, warnPeriod)}, nil
+	return &consoleReceiver{cfg: cfg, set: set, telemetry: tb, obsrecv: obsrecv, warn: console.NewLimiter(set.Logger, warnBurst, warnPeriod)}, nil
 }
 
 // setMetrics puts the gymattrs rules (internal/bound), with this receiver's gymattrs
@@ -101,13 +97,9 @@ func boundTelemetry(tb *metadata.TelemetryBuilder) bound.Telemetry {
 	}
 }
 
-// Start starts the sources once, whichever signal's pipeline starts first.
+// Start starts the sources. The shared component (factory.go) calls it once, whichever
+// signal's pipeline starts first.
 func (r *consoleReceiver) Start(ctx context.Context, host component.Host) error {
-	r.startOne.Do(func() { r.startErr = r.start(ctx, host) })
-	return r.startErr
-}
-
-func (r *consoleReceiver) start(ctx context.Context, host component.Host) error {
 	max := r.cfg.MaxLineBytes
 	if sc := r.cfg.Stream.Get(); sc != nil {
 		mode, _ := sc.Mode() // validated
@@ -157,22 +149,20 @@ func (r *consoleReceiver) start(ctx context.Context, host component.Host) error 
 	return nil
 }
 
-// Shutdown stops the sources, after they handed on what they had read, once.
+// Shutdown stops the sources, after they handed on what they had read. The shared component
+// calls it once, and then forgets the receiver.
 func (r *consoleReceiver) Shutdown(ctx context.Context) error {
 	var err error
-	r.stopOne.Do(func() {
-		if r.stream != nil {
-			err = errors.Join(err, r.stream.Shutdown(ctx))
-		}
-		if r.files != nil {
-			err = errors.Join(err, r.files.Shutdown(ctx))
-		}
-		if r.store != nil {
-			err = errors.Join(err, r.store.Close(ctx))
-		}
-		r.telemetry.Shutdown()
-		r.release()
-	})
+	if r.stream != nil {
+		err = errors.Join(err, r.stream.Shutdown(ctx))
+	}
+	if r.files != nil {
+		err = errors.Join(err, r.files.Shutdown(ctx))
+	}
+	if r.store != nil {
+		err = errors.Join(err, r.store.Close(ctx))
+	}
+	r.telemetry.Shutdown()
 	return err
 }
 
