@@ -1,7 +1,6 @@
 package bound
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"math"
@@ -13,7 +12,6 @@ import (
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/pmetrictest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
@@ -192,20 +190,10 @@ func dispatchBatch(k int, n int) pmetric.Metrics {
 // runGolden runs the batches, in order, through one Bounder and returns what it passed on.
 func runGolden(t *testing.T, edit func(*Config), batches []pmetric.Metrics) []pmetric.Metrics {
 	t.Helper()
-	cfg := DefaultConfig()
-	if edit != nil {
-		edit(&cfg)
-	}
-	require.NoError(t, cfg.Validate())
-	tel := componenttest.NewTelemetry()
-	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
-	b, err := New(&cfg, testTelemetry(t, tel))
-	require.NoError(t, err)
+	tp := newTestProcessor(t, edit)
 	var out []pmetric.Metrics
 	for _, md := range batches {
-		got, err := b.Process(context.Background(), md)
-		require.NoError(t, err)
-		out = append(out, got)
+		out = append(out, tp.run(t, md))
 	}
 	return out
 }
