@@ -41,8 +41,8 @@ type Bounder struct {
 	b   batch
 }
 
-// New returns a Bounder with the configuration cfg (validated: New checks only what it needs
-// to build the rules) that reports its counts to tel.
+// New returns a Bounder for cfg, which has passed Validate (New reads it and keeps no
+// reference; it fails only on rules that cannot be built), reporting its counts to tel.
 func New(cfg *Config, tel Telemetry) (*Bounder, error) {
 	if err := tel.check(); err != nil {
 		return nil, err

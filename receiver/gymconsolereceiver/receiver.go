@@ -74,8 +74,7 @@ func newReceiver(set receiver.Settings, cfg *Config) (*consoleReceiver, error) {
 // configuration, in front of the metrics pipeline: the same engine and state rules as the
 // gymattrs processor's, reporting through this receiver's telemetry.
 func (r *consoleReceiver) setMetrics(next consumer.Metrics) error {
-	cfg := r.cfg.Gymattrs
-	b, err := bound.New(&cfg, boundTelemetry(r.telemetry))
+	b, err := bound.New(&r.cfg.Gymattrs, boundTelemetry(r.telemetry))
 	if err != nil {
 		return fmt.Errorf("gymattrs: %w", err)
 	}
