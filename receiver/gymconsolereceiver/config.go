@@ -8,8 +8,8 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configoptional"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/bound"
 	"github.com/gym-telemetry/otelcol-gym/internal/transport"
-	"github.com/gym-telemetry/otelcol-gym/processor/gymattrs"
 )
 
 // Config is the gym_console receiver's configuration (README.md).
@@ -21,8 +21,9 @@ type Config struct {
 	// MaxLineBytes is the longest line (or pretty-printed record) read, without its newline.
 	// A metrics line holds the whole cumulative state of a process.
 	MaxLineBytes int `mapstructure:"max_line_bytes"`
-	// Gymattrs bounds the Gym metrics: the gymattrs processor's configuration.
-	Gymattrs gymattrs.Config `mapstructure:"gymattrs"`
+	// Gymattrs bounds the Gym metrics: the gymattrs rules' configuration, the gymattrs
+	// processor's keys and defaults.
+	Gymattrs bound.Config `mapstructure:"gymattrs"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}

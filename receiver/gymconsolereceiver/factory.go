@@ -3,13 +3,12 @@
 // `exporter: console`), from log files or a socket, and turns it into metrics (bounded by the
 // gymattrs rules), traces and logs. See README.md.
 //
-// It lives under the gym receiver's directory to share its file and stream transports
-// (internal/transport) without moving them.
+// It shares the gym receiver's file and stream transports (internal/transport), and runs the
+// gymattrs processor's engine (internal/bound) on its metrics.
 package gymconsolereceiver
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -17,8 +16,9 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/receiver"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/bound"
+	"github.com/gym-telemetry/otelcol-gym/internal/sharedcomponent"
 	"github.com/gym-telemetry/otelcol-gym/internal/transport"
-	"github.com/gym-telemetry/otelcol-gym/processor/gymattrs"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymconsolereceiver/internal/metadata"
 )
 
@@ -46,45 +46,46 @@ func createDefaultConfig() component.Config {
 		Files:        configoptional.Default(FilesConfig{StartAt: "end", PollInterval: 200 * time.Millisecond, MaxFiles: 1024}),
 		Stream:       configoptional.Default(transport.DefaultStreamConfig(defaultSocketPath)),
 		MaxLineBytes: defaultMaxLineBytes,
-		Gymattrs:     *gymattrs.NewFactory().CreateDefaultConfig().(*gymattrs.Config),
+		Gymattrs:     bound.DefaultConfig(),
 	}
 }
 
 // One receiver serves the three signals of a configuration: the same files feed them all.
-var shared = struct {
-	sync.Mutex
-	m map[*Config]*consoleReceiver
-}{m: map[*Config]*consoleReceiver{}}
+var receivers = sharedcomponent.NewMap[*Config, *consoleReceiver]()
 
-// get returns the configuration's receiver with attach applied to it (a signal's pipeline
-// set). A receiver made for this call is registered only once attach succeeded: one that
-// failed is not left in the map for the next configuration to pick up, and holds nothing.
-func get(set receiver.Settings, cfg *Config, attach func(*consoleReceiver) error) (*consoleReceiver, error) {
-	shared.Lock()
-	defer shared.Unlock()
-	if r, ok := shared.m[cfg]; ok {
-		return r, attach(r)
-	}
-	r, err := newReceiver(set, cfg, func() {
-		shared.Lock()
-		delete(shared.m, cfg)
-		shared.Unlock()
+// get returns the configuration's shared receiver with attach applied to it (a signal's
+// pipeline set). A receiver made for this call is registered only once attach succeeded: one
+// that failed is not left in the map for the next signal to pick up, and holds nothing. A
+// registered receiver that attach fails on stays, for the signals it already serves.
+func get(set receiver.Settings, cfg *Config, attach func(*consoleReceiver) error) (*sharedcomponent.Component[*consoleReceiver], error) {
+	created := false
+	c, err := receivers.LoadOrStore(cfg, func() (*consoleReceiver, error) {
+		created = true
+		r, err := newReceiver(set, cfg)
+		if err != nil {
+			return nil, err
+		}
+		if err := attach(r); err != nil {
+			r.telemetry.Shutdown()
+			return nil, err
+		}
+		return r, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := attach(r); err != nil {
-		r.telemetry.Shutdown()
-		return nil, err
+	if !created {
+		if err := attach(c.Unwrap()); err != nil {
+			return nil, err
+		}
 	}
-	shared.m[cfg] = r
-	return r, nil
+	return c, nil
 }
 
-func createMetrics(ctx context.Context, set receiver.Settings, cfg component.Config, next consumer.Metrics) (receiver.Metrics, error) {
-	r, err := get(set, cfg.(*Config), func(r *consoleReceiver) error { return r.setMetrics(ctx, next) })
+func createMetrics(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Metrics) (receiver.Metrics, error) {
+	r, err := get(set, cfg.(*Config), func(r *consoleReceiver) error { return r.setMetrics(next) })
 	if err != nil {
-		return nil, err // never a nil *consoleReceiver in a non-nil interface
+		return nil, err // never a nil *Component in a non-nil interface
 	}
 	return r, nil
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -13,7 +13,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receiverhelper"
 	"go.opentelemetry.io/otel/attribute"
@@ -21,9 +20,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
+	"github.com/gym-telemetry/otelcol-gym/internal/bound"
 	"github.com/gym-telemetry/otelcol-gym/internal/console"
 	"github.com/gym-telemetry/otelcol-gym/internal/transport"
-	"github.com/gym-telemetry/otelcol-gym/processor/gymattrs"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymconsolereceiver/internal/metadata"
 )
 
@@ -41,27 +40,24 @@ const (
 )
 
 // consoleReceiver is the lifecycle: it owns the transports, and is the sink of the console
-// streams: metrics through the gymattrs processor, traces and logs to their pipelines.
+// streams: metrics through the gymattrs rules, traces and logs to their pipelines.
 type consoleReceiver struct {
 	cfg       *Config
 	set       receiver.Settings
 	telemetry *metadata.TelemetryBuilder
 	obsrecv   *receiverhelper.ObsReport
 	warn      *console.Limiter
-	release   func()
 
-	metrics  processor.Metrics // gymattrs, in front of the metrics pipeline
-	traces   consumer.Traces
-	logs     consumer.Logs
-	files    *transport.FileTailer
-	stream   *transport.StreamServer
-	store    storage.Client
-	startOne sync.Once
-	stopOne  sync.Once
-	startErr error
+	bounder *bound.Bounder // the gymattrs rules, in front of the metrics pipeline
+	metrics consumer.Metrics
+	traces  consumer.Traces
+	logs    consumer.Logs
+	files   *transport.FileTailer
+	stream  *transport.StreamServer
+	store   storage.Client
 }
 
-func newReceiver(set receiver.Settings, cfg *Config, release func()) (*consoleReceiver, error) {
+func newReceiver(set receiver.Settings, cfg *Config) (*consoleReceiver, error) {
 	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
@@ -71,39 +67,38 @@ func newReceiver(set receiver.Settings, cfg *Config, release func()) (*consoleRe
 	if err != nil {
 		return nil, err
 	}
-	return &consoleReceiver{cfg: cfg, set: set, telemetry: tb, obsrecv: obsrecv, release: release, warn: console.NewLimiter(set.Logger, warnBurst, warnPeriod)}, nil
+	return &consoleReceiver{cfg: cfg, set: set, telemetry: tb, obsrecv: obsrecv, warn: console.NewLimiter(set.Logger, warnBurst, warnPeriod)}, nil
 }
 
-// setMetrics puts the gymattrs processor, with this receiver's gymattrs configuration, in
-// front of the metrics pipeline: the same code and state rules as the processor in a
-// pipeline of its own.
-func (r *consoleReceiver) setMetrics(ctx context.Context, next consumer.Metrics) error {
-	f := gymattrs.NewFactory()
-	cfg := r.cfg.Gymattrs
-	p, err := f.CreateMetrics(ctx, processor.Settings{
-		ID:                component.NewIDWithName(f.Type(), r.set.ID.String()),
-		TelemetrySettings: r.set.TelemetrySettings,
-		BuildInfo:         r.set.BuildInfo,
-	}, &cfg, next)
+// setMetrics puts the gymattrs rules (internal/bound), with this receiver's gymattrs
+// configuration, in front of the metrics pipeline: the same engine and state rules as the
+// gymattrs processor's, reporting through this receiver's telemetry.
+func (r *consoleReceiver) setMetrics(next consumer.Metrics) error {
+	b, err := bound.New(&r.cfg.Gymattrs, boundTelemetry(r.telemetry))
 	if err != nil {
 		return fmt.Errorf("gymattrs: %w", err)
 	}
-	r.metrics = p
+	r.bounder, r.metrics = b, next
 	return nil
 }
 
-// Start starts the sources once, whichever signal's pipeline starts first.
-func (r *consoleReceiver) Start(ctx context.Context, host component.Host) error {
-	r.startOne.Do(func() { r.startErr = r.start(ctx, host) })
-	return r.startErr
+// boundTelemetry hands the rules the otelcol_processor_gymattrs_* instruments of metadata.yaml.
+func boundTelemetry(tb *metadata.TelemetryBuilder) bound.Telemetry {
+	return bound.Telemetry{
+		AttributesRemoved: tb.ProcessorGymattrsAttributesRemoved,
+		ValuesNormalised:  tb.ProcessorGymattrsValuesNormalised,
+		PointsMerged:      tb.ProcessorGymattrsPointsMerged,
+		PointsOverflowed:  tb.ProcessorGymattrsPointsOverflowed,
+		PointsMismatched:  tb.ProcessorGymattrsPointsMismatched,
+		PointsUnmerged:    tb.ProcessorGymattrsPointsUnmerged,
+		PointsDropped:     tb.ProcessorGymattrsPointsDropped,
+		StateEntries:      tb.ProcessorGymattrsStateEntries,
+	}
 }
 
-func (r *consoleReceiver) start(ctx context.Context, host component.Host) error {
-	if r.metrics != nil {
-		if err := r.metrics.Start(ctx, host); err != nil {
-			return err
-		}
-	}
+// Start starts the sources. The shared component (factory.go) calls it once, whichever
+// signal's pipeline starts first.
+func (r *consoleReceiver) Start(ctx context.Context, host component.Host) error {
 	max := r.cfg.MaxLineBytes
 	if sc := r.cfg.Stream.Get(); sc != nil {
 		mode, _ := sc.Mode() // validated
@@ -153,25 +148,20 @@ func (r *consoleReceiver) start(ctx context.Context, host component.Host) error 
 	return nil
 }
 
-// Shutdown stops the sources, after they handed on what they had read, once.
+// Shutdown stops the sources, after they handed on what they had read. The shared component
+// calls it once, and then forgets the receiver.
 func (r *consoleReceiver) Shutdown(ctx context.Context) error {
 	var err error
-	r.stopOne.Do(func() {
-		if r.stream != nil {
-			err = errors.Join(err, r.stream.Shutdown(ctx))
-		}
-		if r.files != nil {
-			err = errors.Join(err, r.files.Shutdown(ctx))
-		}
-		if r.store != nil {
-			err = errors.Join(err, r.store.Close(ctx))
-		}
-		if r.metrics != nil {
-			err = errors.Join(err, r.metrics.Shutdown(ctx))
-		}
-		r.telemetry.Shutdown()
-		r.release()
-	})
+	if r.stream != nil {
+		err = errors.Join(err, r.stream.Shutdown(ctx))
+	}
+	if r.files != nil {
+		err = errors.Join(err, r.files.Shutdown(ctx))
+	}
+	if r.store != nil {
+		err = errors.Join(err, r.store.Close(ctx))
+	}
+	r.telemetry.Shutdown()
 	return err
 }
 
@@ -196,7 +186,10 @@ func (r *consoleReceiver) Metrics(md pmetric.Metrics) {
 	}
 	ctx := r.obsrecv.StartMetricsOp(context.Background())
 	n := md.DataPointCount()
-	err := r.metrics.ConsumeMetrics(ctx, md)
+	md, err := r.bounder.Process(ctx, md)
+	if err == nil {
+		err = r.metrics.ConsumeMetrics(ctx, md)
+	}
 	r.obsrecv.EndMetricsOp(ctx, "console", n, err)
 	if err != nil {
 		r.warn.Warn("gym_console: the metrics pipeline refused a batch", zap.Error(err))

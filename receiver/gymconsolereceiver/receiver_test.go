@@ -28,6 +28,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/sharedcomponent"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymconsolereceiver/internal/metadatatest"
 )
 
@@ -67,6 +68,16 @@ func startOn(t *testing.T, cfg *Config, set receiver.Settings, host component.Ho
 			require.NoError(t, c.Shutdown(ctx))
 		}
 	}
+}
+
+// registered returns the receiver registered in the shared map for cfg, nil when there is none.
+func registered(t *testing.T, cfg *Config) *consoleReceiver {
+	t.Helper()
+	c, ok := receivers.Load(cfg)
+	if !ok {
+		return nil
+	}
+	return c.Unwrap()
 }
 
 func filesConfig(include string) *Config {
@@ -126,6 +137,15 @@ func TestSampleThroughReceiver(t *testing.T) {
 	metadatatest.AssertEqualReceiverGymConsoleRecordsRejected(t, tt, []metricdata.DataPoint[int64]{
 		{Value: 1, Attributes: attribute.NewSet(attribute.String("reason", "invalid_json"))},
 	}, metricdatatest.IgnoreTimestamp())
+
+	// The gymattrs rules report through the receiver's own telemetry, under the processor's
+	// metric names. Per batch: failure_reason and the scored completion's exemplar attribute
+	// rollout.id removed, the failure kind normalised. The state after batch 2: six series
+	// (two completions, in-flight requests, tasks, two event-loop lags) and five cumulative
+	// streams (the completions, in-flight, the lags; the tasks gauge keeps none).
+	metadatatest.AssertEqualProcessorGymattrsAttributesRemoved(t, tt, []metricdata.DataPoint[int64]{{Value: 2 * 2}}, metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars())
+	metadatatest.AssertEqualProcessorGymattrsValuesNormalised(t, tt, []metricdata.DataPoint[int64]{{Value: 2 * 1}}, metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars())
+	metadatatest.AssertEqualProcessorGymattrsStateEntries(t, tt, []metricdata.DataPoint[int64]{{Value: 6 + 5}}, metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars())
 }
 
 // A log file that grows while it is followed: each new batch is exported once, with the
@@ -164,7 +184,7 @@ func TestStream(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
 	cfg.Stream = configoptional.Some(StreamConfig{Transport: "tcp", Endpoint: "127.0.0.1:0"})
 	s, stop := start(t, cfg, receiver.Settings{ID: component.MustNewID("gym_console"), TelemetrySettings: componenttest.NewNopTelemetrySettings()})
-	r := shared.m[cfg]
+	r := registered(t, cfg)
 	require.NotNil(t, r)
 	c, err := net.Dial("tcp", r.stream.Addr().String())
 	require.NoError(t, err)
@@ -177,8 +197,7 @@ func TestStream(t *testing.T) {
 		return s.logs.LogRecordCount() == 2 && len(s.metrics.AllMetrics()) == 2 && s.traces.SpanCount() == 2
 	}, 10*time.Second, 10*time.Millisecond)
 	stop()
-	_, ok := shared.m[cfg]
-	assert.False(t, ok, "a shut-down receiver leaves the shared map")
+	assert.Nil(t, registered(t, cfg), "a shut-down receiver leaves the shared map")
 }
 
 func sampleLines(t *testing.T) [][]byte {
@@ -531,30 +550,27 @@ func TestFailedCreateNotRegistered(t *testing.T) {
 	ctx := context.Background()
 	set := receiver.Settings{ID: component.MustNewID("gym_console"), TelemetrySettings: componenttest.NewNopTelemetrySettings()}
 	f := NewFactory()
-	registered := func(cfg *Config) bool {
-		shared.Lock()
-		defer shared.Unlock()
-		_, ok := shared.m[cfg]
-		return ok
-	}
+	isRegistered := func(cfg *Config) bool { return registered(t, cfg) != nil }
 
 	cfg := filesConfig(filepath.Join(t.TempDir(), "*.log"))
 	cfg.Gymattrs.FailureKinds = []string{""}
 	m, err := f.CreateMetrics(ctx, set, cfg, new(consumertest.MetricsSink))
 	require.ErrorContains(t, err, "gymattrs")
 	assert.Nil(t, m)
-	assert.False(t, registered(cfg), "a receiver whose creation failed is not registered")
+	assert.False(t, isRegistered(cfg), "a receiver whose creation failed is not registered")
 	tr, err := f.CreateTraces(ctx, set, cfg, new(consumertest.TracesSink))
 	require.NoError(t, err)
-	assert.Nil(t, tr.(*consoleReceiver).metrics, "a fresh receiver, not the failed one")
-	assert.True(t, registered(cfg))
+	fresh := tr.(*sharedcomponent.Component[*consoleReceiver]).Unwrap()
+	assert.Nil(t, fresh.metrics, "a fresh receiver, not the failed one")
+	assert.Nil(t, fresh.bounder)
+	assert.True(t, isRegistered(cfg))
 
 	_, err = f.CreateMetrics(ctx, set, cfg, new(consumertest.MetricsSink))
 	require.Error(t, err)
-	assert.True(t, registered(cfg), "the receiver of the traces pipeline stays")
+	assert.True(t, isRegistered(cfg), "the receiver of the traces pipeline stays")
 	require.NoError(t, tr.Start(ctx, componenttest.NewNopHost()))
 	require.NoError(t, tr.Shutdown(ctx))
-	assert.False(t, registered(cfg), "released at shutdown")
+	assert.False(t, isRegistered(cfg), "released at shutdown")
 }
 
 // stream.max_connections: 1. A second connection is refused and counted; the first, once it
@@ -566,7 +582,7 @@ func TestStreamConnectionsCounted(t *testing.T) {
 	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
 	_, stop := start(t, cfg, metadatatest.NewSettings(tt))
 	defer stop()
-	r := shared.m[cfg]
+	r := registered(t, cfg)
 	require.NotNil(t, r)
 
 	first, err := net.Dial("tcp", r.stream.Addr().String())

@@ -1,4 +1,4 @@
-package gymattrs
+package bound
 
 import (
 	"context"
@@ -12,14 +12,14 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
-	"github.com/gym-telemetry/otelcol-gym/processor/gymattrs/internal/metadatatest"
 )
 
 // Test inputs name instruments, attributes and values by hand on purpose: they are what a
-// Gym SDK sends, and the tests hold the processor to the spec (docs/metrics.md).
+// Gym SDK sends, and the tests hold the rules to the spec (docs/metrics.md).
 
 var (
 	t0    = time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)
@@ -173,33 +173,56 @@ func (b *batchBuilder) histogram(name, unit string, temp pmetric.AggregationTemp
 	return b
 }
 
-// testProcessor is a processor with a settable clock and its telemetry.
+// testProcessor is a Bounder with a settable clock and its telemetry.
 type testProcessor struct {
-	*gymAttrs
+	*Bounder
 	tel *componenttest.Telemetry
 	now time.Time
 }
 
+// testTelemetry makes the Bounder's instruments with the names the components' metadata.yaml
+// gives them, on tel's meter provider.
+func testTelemetry(t testing.TB, tel *componenttest.Telemetry) Telemetry {
+	t.Helper()
+	meter := tel.NewTelemetrySettings().MeterProvider.Meter("bound_test")
+	counter := func(name string) metric.Int64Counter {
+		c, err := meter.Int64Counter("otelcol_processor_gymattrs_" + name)
+		require.NoError(t, err)
+		return c
+	}
+	gauge, err := meter.Int64Gauge("otelcol_processor_gymattrs_state_entries")
+	require.NoError(t, err)
+	return Telemetry{
+		AttributesRemoved: counter("attributes_removed"),
+		ValuesNormalised:  counter("values_normalised"),
+		PointsMerged:      counter("points_merged"),
+		PointsOverflowed:  counter("points_overflowed"),
+		PointsMismatched:  counter("points_mismatched"),
+		PointsUnmerged:    counter("points_unmerged"),
+		PointsDropped:     counter("points_dropped"),
+		StateEntries:      gauge,
+	}
+}
+
 func newTestProcessor(t testing.TB, edit func(*Config)) *testProcessor {
 	t.Helper()
-	cfg := createDefaultConfig().(*Config)
+	cfg := DefaultConfig()
 	if edit != nil {
-		edit(cfg)
+		edit(&cfg)
 	}
 	require.NoError(t, cfg.Validate())
 	tel := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
-	p, err := newProcessor(metadatatest.NewSettings(tel), cfg)
+	p, err := New(&cfg, testTelemetry(t, tel))
 	require.NoError(t, err)
-	tp := &testProcessor{gymAttrs: p, tel: tel, now: clock}
+	tp := &testProcessor{Bounder: p, tel: tel, now: clock}
 	p.now = func() time.Time { return tp.now }
-	t.Cleanup(func() { require.NoError(t, p.shutdown(context.Background())) })
 	return tp
 }
 
 func (tp *testProcessor) run(t testing.TB, md pmetric.Metrics) pmetric.Metrics {
 	t.Helper()
-	out, err := tp.processMetrics(context.Background(), md)
+	out, err := tp.Process(context.Background(), md)
 	require.NoError(t, err)
 	return out
 }

@@ -1,4 +1,4 @@
-package gymattrs
+package bound
 
 import (
 	"encoding/binary"
@@ -70,7 +70,7 @@ func init() {
 	for id := range schema.NumInstruments {
 		in := schema.Get(id)
 		if len(in.Attrs) > maxInstrumentAttrs {
-			panic("gymattrs: metadata.yaml instrument " + in.Name + " has more attributes than maxInstrumentAttrs")
+			panic("bound: metadata.yaml instrument " + in.Name + " has more attributes than maxInstrumentAttrs")
 		}
 		for a := range attrPos[id] {
 			attrPos[id][a] = -1
@@ -83,7 +83,7 @@ func init() {
 	scoredGate.scored = schema.Attr(schema.AttrNemoGymRolloutOutcome).Values[0]
 	scoredGate.outcomePos = int(attrPos[scoredGate.id][schema.AttrNemoGymRolloutOutcome])
 	if scoredGate.outcomePos < 0 {
-		panic("gymattrs: metadata.yaml: gym.rollout.completed_total has no nemo.gym.rollout.outcome")
+		panic("bound: metadata.yaml: gym.rollout.completed_total has no nemo.gym.rollout.outcome")
 	}
 	for i, a := range schema.Get(scoredGate.id).Attrs {
 		if a.Optional {
@@ -106,10 +106,10 @@ type slot struct {
 	b       bool
 }
 
-// bounder bounds the attributes of one data point to its instrument and encodes the bounded
+// attrBounder bounds the attributes of one data point to its instrument and encodes the bounded
 // set as a series key. It is reused for every point: bounding a point whose values are kept
 // as received allocates nothing.
-type bounder struct {
+type attrBounder struct {
 	reg  *normalize.Registry
 	seed maphash.Seed
 
@@ -136,8 +136,8 @@ type bounder struct {
 	interned          map[string]string
 }
 
-func newBounder(reg *normalize.Registry) *bounder {
-	b := &bounder{reg: reg, seed: maphash.MakeSeed(), interned: map[string]string{}}
+func newAttrBounder(reg *normalize.Registry) *attrBounder {
+	b := &attrBounder{reg: reg, seed: maphash.MakeSeed(), interned: map[string]string{}}
 	b.visitFn = b.visit
 	b.removeFn = b.remove
 	return b
@@ -146,7 +146,7 @@ func newBounder(reg *normalize.Registry) *bounder {
 // bound bounds attrs for instrument id. On keepPoint, b.key holds the series key, and
 // write applies the bounded set to the map. wantRaw also hashes the received attributes
 // into b.raw (the identity of the stream as sent, for cumulative points).
-func (b *bounder) bound(id schema.InstrumentID, attrs pcommon.Map, wantRaw bool) dropReason {
+func (b *attrBounder) bound(id schema.InstrumentID, attrs pcommon.Map, wantRaw bool) dropReason {
 	b.id, b.in = id, schema.Get(id)
 	n := len(b.in.Attrs)
 	for i := range n {
@@ -182,7 +182,7 @@ func (b *bounder) bound(id schema.InstrumentID, attrs pcommon.Map, wantRaw bool)
 	return keepPoint
 }
 
-func (b *bounder) visit(k string, v pcommon.Value) bool {
+func (b *attrBounder) visit(k string, v pcommon.Value) bool {
 	i := b.idx
 	b.idx++
 	if b.wantRaw {
@@ -206,7 +206,7 @@ func (b *bounder) visit(k string, v pcommon.Value) bool {
 }
 
 // leaveOut removes a received attribute from the bounded set.
-func (b *bounder) leaveOut(sl *slot) {
+func (b *attrBounder) leaveOut(sl *slot) {
 	if !sl.present {
 		return
 	}
@@ -216,7 +216,7 @@ func (b *bounder) leaveOut(sl *slot) {
 }
 
 // apply bounds the received value of the instrument's i-th attribute by its rule.
-func (b *bounder) apply(i int, sl *slot) dropReason {
+func (b *attrBounder) apply(i int, sl *slot) dropReason {
 	ia := &b.in.Attrs[i]
 	a := schema.Attr(ia.ID)
 	v := sl.raw
@@ -274,7 +274,7 @@ func (b *bounder) apply(i int, sl *slot) dropReason {
 	return keepPoint
 }
 
-func (b *bounder) applyString(i int, ia *schema.InstrumentAttr, a *schema.Attribute, sl *slot) dropReason {
+func (b *attrBounder) applyString(i int, ia *schema.InstrumentAttr, a *schema.Attribute, sl *slot) dropReason {
 	v := sl.raw
 	var s string
 	converted := false
@@ -334,7 +334,7 @@ func (b *bounder) applyString(i int, ia *schema.InstrumentAttr, a *schema.Attrib
 
 // reward derives nemo.gym.rollout.reward.range from a numeric value (a reward sent where its
 // range belongs). NaN is unscored: the point is dropped, as the receiver never counts it.
-func (b *bounder) reward(i int, sl *slot, f float64) dropReason {
+func (b *attrBounder) reward(i int, sl *slot, f float64) dropReason {
 	rng, scored := normalize.RewardRange(f)
 	if !scored {
 		return dropUnscoredReward
@@ -343,7 +343,7 @@ func (b *bounder) reward(i int, sl *slot, f float64) dropReason {
 }
 
 // derived sets a string attribute to a value derived from another type.
-func (b *bounder) derived(i int, sl *slot, out []byte) dropReason {
+func (b *attrBounder) derived(i int, sl *slot, out []byte) dropReason {
 	if b.in.Attrs[i].Values != nil && !b.in.Allows(i, out) {
 		return dropRejectedValue
 	}
@@ -356,7 +356,7 @@ func (b *bounder) derived(i int, sl *slot, out []byte) dropReason {
 // stringOf returns out (a bounded value of s) as a string: a prefix of s when it is one (the
 // normalisation rules cut, they never copy), else an interned copy (a fallback or sentinel
 // of the schema: a small fixed set).
-func (b *bounder) stringOf(out []byte, s string) string {
+func (b *attrBounder) stringOf(out []byte, s string) string {
 	if len(out) == 0 {
 		return ""
 	}
@@ -368,7 +368,7 @@ func (b *bounder) stringOf(out []byte, s string) string {
 
 // intern is only ever given values of the schema (fallbacks, enumerations, derived values),
 // so the map stays small.
-func (b *bounder) intern(out []byte) string {
+func (b *attrBounder) intern(out []byte) string {
 	if s, ok := b.interned[string(out)]; ok {
 		return s
 	}
@@ -378,7 +378,7 @@ func (b *bounder) intern(out []byte) string {
 }
 
 // encode writes the series key: per declared attribute a presence byte and the typed value.
-func (b *bounder) encode() {
+func (b *attrBounder) encode() {
 	k := b.key[:0]
 	for i := range b.in.Attrs {
 		sl := &b.slots[i]
@@ -407,7 +407,7 @@ func (b *bounder) encode() {
 
 // write applies the bounded set to the map it was computed from: undeclared and left-out
 // attributes are removed, changed values replaced (in place: the map keeps its order).
-func (b *bounder) write(attrs pcommon.Map) {
+func (b *attrBounder) write(attrs pcommon.Map) {
 	if b.removed > 0 {
 		b.idx = 0
 		attrs.RemoveIf(b.removeFn)
@@ -429,7 +429,7 @@ func (b *bounder) write(attrs pcommon.Map) {
 	}
 }
 
-func (b *bounder) remove(string, pcommon.Value) bool {
+func (b *attrBounder) remove(string, pcommon.Value) bool {
 	i := b.idx
 	b.idx++
 	return i < len(b.drop) && b.drop[i]

@@ -1,4 +1,4 @@
-package gymattrs
+package bound
 
 import (
 	"context"
@@ -45,7 +45,7 @@ func BenchmarkProcessBatch(b *testing.B) {
 		md := pmetric.NewMetrics()
 		batches[i%2].CopyTo(md)
 		b.StartTimer()
-		if _, err := tp.processMetrics(context.Background(), md); err != nil {
+		if _, err := tp.Process(context.Background(), md); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -65,7 +65,7 @@ func BenchmarkProcessSDKBatch(b *testing.B) {
 		md := pmetric.NewMetrics()
 		batches[i%2].CopyTo(md)
 		b.StartTimer()
-		if _, err := tp.processMetrics(context.Background(), md); err != nil {
+		if _, err := tp.Process(context.Background(), md); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package gymattrs
+package bound
 
 import (
 	"math"

@@ -1,4 +1,4 @@
-package gymattrs
+package bound
 
 import (
 	"time"
@@ -25,7 +25,7 @@ var (
 	maxStateEntries = 1 << 19
 )
 
-// state is what the processor remembers across batches: per resource (identity: its typed
+// state is what a Bounder remembers across batches: per resource (identity: its typed
 // attribute set) and instrument, the admitted series, the overflow series, the attribute sets
 // folded into it, and the latest value of each cumulative stream feeding a series.
 type state struct {

@@ -1,7 +1,6 @@
-package gymattrs
+package bound
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"math"
@@ -13,15 +12,12 @@ import (
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/pmetrictest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pmetric"
-	"go.opentelemetry.io/collector/processor/processortest"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
-// go test ./processor/gymattrs -run Golden -update rewrites the expected files; check them by
+// go test ./internal/bound -run Golden -update rewrites the expected files; check them by
 // hand against docs/metrics.md before committing them.
 var update = flag.Bool("update", false, "rewrite the golden files of the golden tests")
 
@@ -191,22 +187,15 @@ func dispatchBatch(k int, n int) pmetric.Metrics {
 	return newBatch().resource(driverRes).counter(completed, "1", pts...).md
 }
 
+// runGolden runs the batches, in order, through one Bounder and returns what it passed on.
 func runGolden(t *testing.T, edit func(*Config), batches []pmetric.Metrics) []pmetric.Metrics {
 	t.Helper()
-	cfg := createDefaultConfig().(*Config)
-	if edit != nil {
-		edit(cfg)
-	}
-	require.NoError(t, cfg.Validate())
-	sink := new(consumertest.MetricsSink)
-	p, err := NewFactory().CreateMetrics(context.Background(), processortest.NewNopSettings(typ), cfg, sink)
-	require.NoError(t, err)
-	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
+	tp := newTestProcessor(t, edit)
+	var out []pmetric.Metrics
 	for _, md := range batches {
-		require.NoError(t, p.ConsumeMetrics(context.Background(), md))
+		out = append(out, tp.run(t, md))
 	}
-	require.NoError(t, p.Shutdown(context.Background()))
-	return sink.AllMetrics()
+	return out
 }
 
 func compareGolden(t *testing.T, file string, got pmetric.Metrics) {

@@ -1,4 +1,4 @@
-package gymattrs
+package bound
 
 import (
 	"context"
@@ -82,7 +82,7 @@ func TestConcurrentBatches(t *testing.T) {
 					pts = append(pts, pt{a: sc(fmt.Sprintf("d%d", d)), start: 1, t: r, i: int64(r)})
 				}
 				md := newBatch().resource(gymResource(fmt.Sprintf("w%d", w))).counter(completed, "1", pts...).md
-				out, err := tp.processMetrics(context.Background(), md)
+				out, err := tp.Process(context.Background(), md)
 				if !assert.NoError(t, err) {
 					return
 				}

@@ -1,0 +1,673 @@
+package bound
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"hash/maphash"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
+	"github.com/gym-telemetry/otelcol-gym/internal/schema"
+)
+
+// Bounder bounds the metrics of a pipeline to the Gym schema: the engine of the gymattrs
+// processor, which the gym_console receiver runs as well. One batch is processed at a time (the
+// state is shared by every batch); a batch goes through three passes:
+//
+//  1. every data point of a schema metric is bounded (attributes), mapped to its series
+//     (admitted or overflow), and either kept as the carrier of its series in this batch,
+//     merged into the carrier, kept alone, or dropped;
+//  2. each carrier takes the merged value of its series;
+//  3. merged and dropped points are removed, then metrics, scopes and resources left empty.
+type Bounder struct {
+	tel         Telemetry
+	now         func() time.Time
+	dropUnknown bool
+	reasonSets  [numDropReasons]metric.MeasurementOption
+
+	mu  sync.Mutex
+	st  *state
+	bd  *attrBounder
+	gen uint64
+	b   batch
+}
+
+// New returns a Bounder for cfg, which has passed Validate (New reads it and keeps no
+// reference; it fails only on rules that cannot be built), reporting its counts to tel.
+func New(cfg *Config, tel Telemetry) (*Bounder, error) {
+	if err := tel.check(); err != nil {
+		return nil, err
+	}
+	reg, err := normalize.NewRegistry(cfg.FailureKinds, cfg.HealthChecks, cfg.IgnoredHealthChecks)
+	if err != nil {
+		return nil, err
+	}
+	p := &Bounder{
+		tel:         tel,
+		now:         time.Now,
+		dropUnknown: cfg.UnknownMetrics == UnknownMetricsDrop,
+		st:          newState(cfg.CardinalityLimit, cfg.SeriesIdleTimeout),
+		bd:          newAttrBounder(reg),
+	}
+	p.b.entries = map[entryKey]*entry{}
+	for r := dropReason(1); r < numDropReasons; r++ {
+		p.reasonSets[r] = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", r.String())))
+	}
+	return p, nil
+}
+
+// counts are the self-telemetry of one batch.
+type counts struct {
+	removed, normalised, merged, overflowed, mismatched, unmerged int64
+	dropped                                                       [numDropReasons]int64
+}
+
+// batch is the scratch state of one batch, reused.
+type batch struct {
+	entries map[entryKey]*entry
+	list    []*entry
+	pool    []*entry
+	keep    []bool // pass 1's verdict on every point of the schema metrics, in order
+	removed bool   // a point or a metric was removed
+	kvs     []keyValue
+	resKey  []byte
+	c       counts
+}
+
+type keyValue struct {
+	k string
+	v pcommon.Value
+}
+
+// entryKey identifies a series' point in a batch: cumulative (and gauge) points of a series
+// merge into one, delta points into another.
+type entryKey struct {
+	s     *series
+	delta bool
+}
+
+// entry is a series' point in this batch: its carrier (the first point of the series in the
+// batch, which stays and takes the merged value) and what merges into it.
+type entry struct {
+	s                  *series
+	gauge, hist, delta bool
+	n                  int // points merged into it, the carrier included
+
+	num  pmetric.NumberDataPoint
+	hdp  pmetric.HistogramDataPoint
+	cum  bool
+	seen bool // a point was added
+
+	// delta sums
+	isDouble  bool
+	i         int64
+	f         float64
+	start, ts pcommon.Timestamp
+
+	// gauges: the newest point
+	newest        pmetric.NumberDataPoint
+	newestCarrier bool
+
+	// delta histograms
+	count       uint64
+	sum         float64
+	noSum       bool
+	min, max    float64
+	hasMM, noMM bool
+	buckets     []uint64
+}
+
+func (b *batch) reset() {
+	for _, e := range b.list {
+		bk := e.buckets[:0]
+		*e = entry{buckets: bk}
+		b.pool = append(b.pool, e)
+	}
+	b.list = b.list[:0]
+	clear(b.entries)
+	b.keep = b.keep[:0]
+	b.removed = false
+	b.c = counts{}
+}
+
+func (b *batch) entry(s *series, delta bool) (*entry, bool) {
+	k := entryKey{s, delta}
+	if e, ok := b.entries[k]; ok {
+		return e, false
+	}
+	var e *entry
+	if n := len(b.pool); n > 0 {
+		e, b.pool = b.pool[n-1], b.pool[:n-1]
+	} else {
+		e = &entry{}
+	}
+	e.s, e.delta = s, delta
+	b.entries[k] = e
+	b.list = append(b.list, e)
+	return e, true
+}
+
+// metricCtx is what pass 1 knows of the metric whose points it bounds.
+type metricCtx struct {
+	id        schema.InstrumentID
+	is        *instState
+	scope     uint64
+	delta     bool
+	gauge     bool
+	monotonic bool
+}
+
+// Process bounds md in place and returns it. Batches from several goroutines are processed
+// one at a time.
+func (p *Bounder) Process(ctx context.Context, md pmetric.Metrics) (pmetric.Metrics, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now().UnixNano()
+	p.gen++
+	p.st.sweep(now)
+	b := &p.b
+	b.reset()
+
+	// Pass 1.
+	rms := md.ResourceMetrics()
+	for i := 0; i < rms.Len(); i++ {
+		rm := rms.At(i)
+		var res *resourceState
+		sms := rm.ScopeMetrics()
+		for j := 0; j < sms.Len(); j++ {
+			sm := sms.At(j)
+			ms := sm.Metrics()
+			if p.dropUnknown {
+				ms.RemoveIf(p.dropIfUnknown)
+			}
+			scope := uint64(0)
+			for k := 0; k < ms.Len(); k++ {
+				m := ms.At(k)
+				id, ok := processed(m)
+				if !ok {
+					if _, known := schema.Lookup(m.Name()); known {
+						b.c.mismatched += int64(pointCount(m))
+					}
+					continue
+				}
+				if res == nil {
+					res = p.st.resource(p.resourceKey(rm.Resource().Attributes()), now)
+				}
+				if scope == 0 {
+					scope = p.scopeHash(sm.Scope())
+				}
+				p.collect(&metricCtx{id: id, is: res.inst(id), scope: scope}, m, now)
+			}
+		}
+	}
+
+	// Pass 2.
+	for _, e := range b.list {
+		p.finish(e)
+	}
+
+	// Pass 3.
+	if b.removed {
+		p.removeMerged(md)
+	}
+
+	p.record(ctx)
+	return md, nil
+}
+
+func (p *Bounder) dropIfUnknown(m pmetric.Metric) bool {
+	if _, ok := schema.Lookup(m.Name()); ok {
+		return false
+	}
+	p.b.c.dropped[dropUnknownMetric] += int64(pointCount(m))
+	p.b.removed = true
+	return true
+}
+
+// processed reports whether m is a schema metric with the schema's kind and unit (and a
+// temporality, for sums and histograms): the metrics whose points are bounded.
+func processed(m pmetric.Metric) (schema.InstrumentID, bool) {
+	id, ok := schema.Lookup(m.Name())
+	if !ok {
+		return 0, false
+	}
+	in := schema.Get(id)
+	if m.Unit() != in.Unit {
+		return 0, false
+	}
+	switch in.Kind {
+	case schema.KindCounter, schema.KindUpDown:
+		return id, m.Type() == pmetric.MetricTypeSum && m.Sum().IsMonotonic() == in.Monotonic() &&
+			knownTemporality(m.Sum().AggregationTemporality())
+	case schema.KindGauge:
+		return id, m.Type() == pmetric.MetricTypeGauge
+	case schema.KindHistogram:
+		return id, m.Type() == pmetric.MetricTypeHistogram &&
+			knownTemporality(m.Histogram().AggregationTemporality())
+	}
+	return 0, false
+}
+
+func knownTemporality(t pmetric.AggregationTemporality) bool {
+	return t == pmetric.AggregationTemporalityCumulative || t == pmetric.AggregationTemporalityDelta
+}
+
+func pointCount(m pmetric.Metric) int {
+	switch m.Type() {
+	case pmetric.MetricTypeGauge:
+		return m.Gauge().DataPoints().Len()
+	case pmetric.MetricTypeSum:
+		return m.Sum().DataPoints().Len()
+	case pmetric.MetricTypeHistogram:
+		return m.Histogram().DataPoints().Len()
+	case pmetric.MetricTypeExponentialHistogram:
+		return m.ExponentialHistogram().DataPoints().Len()
+	case pmetric.MetricTypeSummary:
+		return m.Summary().DataPoints().Len()
+	}
+	return 0
+}
+
+// collect runs pass 1 on the points of one schema metric.
+func (p *Bounder) collect(mc *metricCtx, m pmetric.Metric, now int64) {
+	b := &p.b
+	switch m.Type() {
+	case pmetric.MetricTypeSum:
+		sum := m.Sum()
+		mc.delta = sum.AggregationTemporality() == pmetric.AggregationTemporalityDelta
+		mc.monotonic = sum.IsMonotonic()
+		dps := sum.DataPoints()
+		for i := 0; i < dps.Len(); i++ {
+			b.keep = append(b.keep, p.number(mc, dps.At(i), now))
+		}
+	case pmetric.MetricTypeGauge:
+		mc.gauge = true
+		dps := m.Gauge().DataPoints()
+		for i := 0; i < dps.Len(); i++ {
+			b.keep = append(b.keep, p.number(mc, dps.At(i), now))
+		}
+	case pmetric.MetricTypeHistogram:
+		h := m.Histogram()
+		mc.delta = h.AggregationTemporality() == pmetric.AggregationTemporalityDelta
+		dps := h.DataPoints()
+		for i := 0; i < dps.Len(); i++ {
+			b.keep = append(b.keep, p.histogram(mc, dps.At(i), now))
+		}
+	}
+}
+
+// bound bounds a point's attributes and finds its series. ok=false: the point is dropped.
+func (p *Bounder) bound(mc *metricCtx, attrs pcommon.Map, flags pmetric.DataPointFlags, cumulative bool, now int64) (s *series, ok bool) {
+	b, bd := &p.b, p.bd
+	if r := bd.bound(mc.id, attrs, cumulative); r != keepPoint {
+		b.c.dropped[r]++
+		return nil, false
+	}
+	b.c.removed += int64(bd.removed)
+	b.c.normalised += int64(bd.normalised)
+	if cumulative {
+		bd.raw = mix64(bd.raw + mc.scope)
+	}
+	ovf := true
+	if bd.sdkOverflow {
+		s = p.st.overflowOf(mc.is, now)
+	} else {
+		s, ovf = p.st.lookup(mc.is, bd.key, now)
+	}
+	if ovf {
+		if flags.NoRecordedValue() {
+			// A no-recorded-value marker says nothing of the overflow series.
+			b.c.dropped[dropNoRecordedValue]++
+			return nil, false
+		}
+		b.c.overflowed++
+	}
+	return s, true
+}
+
+// setAttrs gives a kept point its series' attributes, and strips its exemplars' filtered
+// attributes.
+func (p *Bounder) setAttrs(s *series, attrs pcommon.Map, ex pmetric.ExemplarSlice) {
+	if s.overflow {
+		setOverflow(attrs)
+	} else {
+		p.bd.write(attrs)
+	}
+	p.b.c.removed += int64(clearExemplarAttrs(ex))
+}
+
+func (p *Bounder) number(mc *metricCtx, dp pmetric.NumberDataPoint, now int64) bool {
+	b := &p.b
+	cumulative := !mc.gauge && !mc.delta
+	s, ok := p.bound(mc, dp.Attributes(), dp.Flags(), cumulative, now)
+	if !ok {
+		b.removed = true
+		return false
+	}
+	if dp.Flags().NoRecordedValue() {
+		// Kept on its own: it carries no value to merge.
+		p.setAttrs(s, dp.Attributes(), dp.Exemplars())
+		return true
+	}
+	if cumulative {
+		if p.st.applyNumber(mc.is, s, p.bd.raw, dp, mc.monotonic, p.gen, now) == appliedFull {
+			b.c.dropped[dropStateFull]++
+			b.removed = true
+			return false
+		}
+	}
+	e, fresh := b.entry(s, mc.delta)
+	if fresh {
+		e.num, e.gauge, e.cum = dp, mc.gauge, cumulative
+		p.setAttrs(s, dp.Attributes(), dp.Exemplars())
+	}
+	e.n++
+	switch {
+	case mc.gauge:
+		if fresh || dp.Timestamp() >= e.newest.Timestamp() {
+			e.newest, e.newestCarrier = dp, fresh
+		}
+	case mc.delta:
+		e.addNumber(dp)
+	}
+	if !fresh {
+		b.c.merged++
+		b.removed = true
+	}
+	return fresh
+}
+
+func (p *Bounder) histogram(mc *metricCtx, dp pmetric.HistogramDataPoint, now int64) bool {
+	b := &p.b
+	cumulative := !mc.delta
+	s, ok := p.bound(mc, dp.Attributes(), dp.Flags(), cumulative, now)
+	if !ok {
+		b.removed = true
+		return false
+	}
+	if dp.Flags().NoRecordedValue() {
+		p.setAttrs(s, dp.Attributes(), dp.Exemplars())
+		return true
+	}
+	if dp.BucketCounts().Len() != dp.ExplicitBounds().Len()+1 {
+		// Not mergeable bucket-wise (no bucket counts, or malformed): kept on its own.
+		p.setAttrs(s, dp.Attributes(), dp.Exemplars())
+		b.c.unmerged++
+		return true
+	}
+	if cumulative {
+		switch p.st.applyHistogram(mc.is, s, p.bd.raw, dp, p.gen, now) {
+		case appliedFull:
+			b.c.dropped[dropStateFull]++
+			b.removed = true
+			return false
+		case appliedBounds:
+			p.setAttrs(s, dp.Attributes(), dp.Exemplars())
+			b.c.unmerged++
+			return true
+		}
+	}
+	e, fresh := b.entry(s, mc.delta)
+	if !fresh && mc.delta && !sameBounds(e.hdp.ExplicitBounds(), dp.ExplicitBounds()) {
+		p.setAttrs(s, dp.Attributes(), dp.Exemplars())
+		b.c.unmerged++
+		return true
+	}
+	if fresh {
+		e.hdp, e.hist, e.cum = dp, true, cumulative
+		p.setAttrs(s, dp.Attributes(), dp.Exemplars())
+	}
+	e.n++
+	if mc.delta {
+		e.addHistogram(dp)
+	}
+	if !fresh {
+		b.c.merged++
+		b.removed = true
+	}
+	return fresh
+}
+
+func sameBounds(a, b pcommon.Float64Slice) bool {
+	if a.Len() != b.Len() {
+		return false
+	}
+	for i := 0; i < a.Len(); i++ {
+		if a.At(i) != b.At(i) {
+			return false
+		}
+	}
+	return true
+}
+
+// addNumber adds a delta Sum point: values add, the start is the earliest, the time the latest.
+func (e *entry) addNumber(dp pmetric.NumberDataPoint) {
+	if dp.ValueType() == pmetric.NumberDataPointValueTypeDouble {
+		e.isDouble = true
+		e.f += dp.DoubleValue()
+	} else {
+		e.i += dp.IntValue()
+	}
+	e.span(dp.StartTimestamp(), dp.Timestamp())
+}
+
+func (e *entry) span(start, ts pcommon.Timestamp) {
+	if !e.seen {
+		e.start, e.ts, e.seen = start, ts, true
+		return
+	}
+	if start != 0 && (e.start == 0 || start < e.start) {
+		e.start = start
+	}
+	if ts > e.ts {
+		e.ts = ts
+	}
+}
+
+// addHistogram adds a delta Histogram point with the carrier's bounds, bucket-wise.
+func (e *entry) addHistogram(dp pmetric.HistogramDataPoint) {
+	bc := dp.BucketCounts()
+	if !e.seen {
+		if cap(e.buckets) < bc.Len() {
+			e.buckets = make([]uint64, bc.Len())
+		}
+		e.buckets = e.buckets[:bc.Len()]
+		clear(e.buckets)
+	}
+	e.span(dp.StartTimestamp(), dp.Timestamp())
+	for k := range e.buckets {
+		e.buckets[k] += bc.At(k)
+	}
+	e.count += dp.Count()
+	e.sum += dp.Sum()
+	if dp.Count() > 0 {
+		if !dp.HasSum() {
+			e.noSum = true
+		}
+		if dp.HasMin() && dp.HasMax() {
+			if !e.hasMM {
+				e.min, e.max, e.hasMM = dp.Min(), dp.Max(), true
+			} else {
+				e.min = math.Min(e.min, dp.Min())
+				e.max = math.Max(e.max, dp.Max())
+			}
+		} else {
+			e.noMM = true
+		}
+	}
+}
+
+// finish writes a series' merged value into its carrier (pass 2).
+func (p *Bounder) finish(e *entry) {
+	switch {
+	case e.gauge:
+		if !e.newestCarrier {
+			copyGauge(e.newest, e.num)
+			p.b.c.removed += int64(clearExemplarAttrs(e.num.Exemplars()))
+		}
+	case e.cum && e.hist:
+		writeCumHistogram(e.s.cum, e.hdp)
+	case e.cum:
+		writeCumNumber(e.s.cum, e.num)
+	case e.n == 1:
+		// A delta point alone in its series: kept as it came.
+	case e.hist:
+		dp := e.hdp
+		dp.SetStartTimestamp(e.start)
+		dp.SetTimestamp(e.ts)
+		dp.SetCount(e.count)
+		if e.noSum {
+			dp.RemoveSum()
+		} else {
+			dp.SetSum(e.sum)
+		}
+		setMinMax(dp, e.count, e.hasMM && !e.noMM, e.min, e.max)
+		dp.BucketCounts().FromRaw(e.buckets)
+	default:
+		dp := e.num
+		dp.SetStartTimestamp(e.start)
+		dp.SetTimestamp(e.ts)
+		if e.isDouble {
+			dp.SetDoubleValue(float64(e.i) + e.f)
+		} else {
+			dp.SetIntValue(e.i)
+		}
+	}
+}
+
+func setMinMax(dp pmetric.HistogramDataPoint, count uint64, ok bool, lo, hi float64) {
+	if ok && count > 0 {
+		dp.SetMin(lo)
+		dp.SetMax(hi)
+		return
+	}
+	dp.RemoveMin()
+	dp.RemoveMax()
+}
+
+func copyGauge(from, to pmetric.NumberDataPoint) {
+	switch from.ValueType() {
+	case pmetric.NumberDataPointValueTypeDouble:
+		to.SetDoubleValue(from.DoubleValue())
+	default:
+		to.SetIntValue(from.IntValue())
+	}
+	to.SetStartTimestamp(from.StartTimestamp())
+	to.SetTimestamp(from.Timestamp())
+	to.SetFlags(from.Flags())
+	from.Exemplars().CopyTo(to.Exemplars())
+}
+
+func writeCumNumber(c *cumState, dp pmetric.NumberDataPoint) {
+	dp.SetStartTimestamp(c.start)
+	dp.SetTimestamp(c.ts)
+	if c.isDouble {
+		dp.SetDoubleValue(float64(c.i) + c.f)
+	} else {
+		dp.SetIntValue(c.i)
+	}
+}
+
+func writeCumHistogram(c *cumState, dp pmetric.HistogramDataPoint) {
+	dp.SetStartTimestamp(c.start)
+	dp.SetTimestamp(c.ts)
+	dp.SetCount(c.count)
+	if c.noSum {
+		dp.RemoveSum()
+	} else {
+		dp.SetSum(c.sum)
+	}
+	setMinMax(dp, c.count, c.hasMM && !c.noMM, c.min, c.max)
+	dp.BucketCounts().FromRaw(c.buckets)
+}
+
+// removeMerged is pass 3: it walks the batch in pass 1's order, removes the points pass 1
+// did not keep, then the metrics, scopes and resources that are left empty.
+func (p *Bounder) removeMerged(md pmetric.Metrics) {
+	keep := p.b.keep
+	next := 0
+	drop := func() bool {
+		k := keep[next]
+		next++
+		return !k
+	}
+	numDrop := func(pmetric.NumberDataPoint) bool { return drop() }
+	histDrop := func(pmetric.HistogramDataPoint) bool { return drop() }
+	md.ResourceMetrics().RemoveIf(func(rm pmetric.ResourceMetrics) bool {
+		rm.ScopeMetrics().RemoveIf(func(sm pmetric.ScopeMetrics) bool {
+			sm.Metrics().RemoveIf(func(m pmetric.Metric) bool {
+				if _, ok := processed(m); !ok {
+					return false
+				}
+				n := pointCount(m)
+				if n == 0 {
+					return false
+				}
+				if !slices.Contains(keep[next:next+n], false) {
+					next += n
+					return false
+				}
+				switch m.Type() {
+				case pmetric.MetricTypeSum:
+					m.Sum().DataPoints().RemoveIf(numDrop)
+				case pmetric.MetricTypeGauge:
+					m.Gauge().DataPoints().RemoveIf(numDrop)
+				case pmetric.MetricTypeHistogram:
+					m.Histogram().DataPoints().RemoveIf(histDrop)
+				}
+				return pointCount(m) == 0
+			})
+			return sm.Metrics().Len() == 0
+		})
+		return rm.ScopeMetrics().Len() == 0
+	})
+}
+
+// resourceKey encodes a resource's identity: its attribute set, typed, in key order.
+func (p *Bounder) resourceKey(attrs pcommon.Map) []byte {
+	b := &p.b
+	kvs := b.kvs[:0]
+	for k, v := range attrs.All() {
+		kvs = append(kvs, keyValue{k, v})
+	}
+	slices.SortFunc(kvs, func(x, y keyValue) int { return cmp.Compare(x.k, y.k) })
+	key := b.resKey[:0]
+	for _, kv := range kvs {
+		key = binary.AppendUvarint(key, uint64(len(kv.k)))
+		key = append(key, kv.k...)
+		key = append(key, byte(kv.v.Type()))
+		switch kv.v.Type() {
+		case pcommon.ValueTypeInt:
+			key = binary.LittleEndian.AppendUint64(key, uint64(kv.v.Int()))
+		case pcommon.ValueTypeDouble:
+			key = binary.LittleEndian.AppendUint64(key, math.Float64bits(kv.v.Double()))
+		case pcommon.ValueTypeBool:
+			if kv.v.Bool() {
+				key = append(key, 1)
+			} else {
+				key = append(key, 0)
+			}
+		default:
+			s := kv.v.AsString()
+			key = binary.AppendUvarint(key, uint64(len(s)))
+			key = append(key, s...)
+		}
+	}
+	clear(kvs)
+	b.kvs, b.resKey = kvs[:0], key
+	return key
+}
+
+// scopeHash is part of a cumulative stream's identity: two scopes are two streams.
+func (p *Bounder) scopeHash(sc pcommon.InstrumentationScope) uint64 {
+	return mix64(maphash.String(p.bd.seed, sc.Name())^mix64(maphash.String(p.bd.seed, sc.Version()))) | 1
+}
