@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-
-	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
 )
 
 // OffsetStore keeps the read offsets of the file transport across restarts (the Collector's
@@ -47,7 +45,7 @@ const fingerprintBytes = 1024
 // Every poll reads what is there, so a slow aggregator slows the reading, never the memory.
 type FileTailer struct {
 	opts      FilesOptions
-	newStream func(path string) LineStream
+	newStream NewStream
 	record    Recorder
 	logger    *zap.Logger
 
@@ -82,18 +80,9 @@ type tailedFile struct {
 // committed is the offset through the last complete line: where a restart resumes.
 func (t *tailedFile) committed() int64 { return t.offset - int64(t.lr.end-t.lr.start) }
 
-// NewFileTailer returns a file tailer; Start begins polling.
-func NewFileTailer(agg *aggregate.Aggregator, opts FilesOptions, record Recorder, logger *zap.Logger) *FileTailer {
-	return NewLineFileTailer(func(path string) LineStream {
-		st := agg.NewStream(opts.MaxLineBytes, aggregate.DefaultResource("file", path))
-		st.KeepResourceLine()
-		return eventStream{st}
-	}, opts, record, logger)
-}
-
-// NewLineFileTailer returns a file tailer whose files' lines go to the streams newStream
-// makes, one per file (another decoder than the events one).
-func NewLineFileTailer(newStream func(path string) LineStream, opts FilesOptions, record Recorder, logger *zap.Logger) *FileTailer {
+// NewFileTailer returns a file tailer whose files' lines go to the streams newStream makes,
+// one per file (for the source of the file's path); Start begins polling.
+func NewFileTailer(newStream NewStream, opts FilesOptions, record Recorder, logger *zap.Logger) *FileTailer {
 	return &FileTailer{opts: opts, newStream: newStream, record: record, logger: logger, files: map[fileID]*tailedFile{}}
 }
 
@@ -279,7 +268,7 @@ func (t *FileTailer) open(path string, id fileID, first bool) error {
 	}
 	t.files[id] = &tailedFile{
 		path: path, f: f, fp: fp, offset: offset, seen: t.polls,
-		lr: newLineReaderFor(st, t.opts.MaxLineBytes, t.record),
+		lr: newLineReader(st, t.opts.MaxLineBytes, t.record),
 	}
 	return nil
 }

@@ -39,7 +39,7 @@ func (m *memStore) Save(_ context.Context, d []byte) error {
 func tailer(t *testing.T, agg *aggregate.Aggregator, dir string, beginning bool, store OffsetStore) (*FileTailer, *collected) {
 	t.Helper()
 	got := &collected{rejected: map[string]int64{}}
-	ft := NewFileTailer(agg, FilesOptions{
+	ft := newEventsFileTailer(agg, FilesOptions{
 		Include:          []string{filepath.Join(dir, "*.events.jsonl")},
 		Exclude:          []string{filepath.Join(dir, "skip*")},
 		StartAtBeginning: beginning,
@@ -204,7 +204,7 @@ func TestFilesWaitingFileKeepsStoredOffset(t *testing.T) {
 	appendFile(t, b, lines("b", 1))
 	agg2 := newTestAggregator(t)
 	got := &collected{rejected: map[string]int64{}}
-	ft2 := NewFileTailer(agg2, FilesOptions{
+	ft2 := newEventsFileTailer(agg2, FilesOptions{
 		Include: []string{filepath.Join(dir, "*.events.jsonl")}, PollInterval: time.Hour,
 		MaxLineBytes: 1 << 16, MaxFiles: 1, Store: store,
 	}, got.record, zap.NewNop())

@@ -85,7 +85,7 @@ func FuzzHTTPHandler(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, gz bool, cut uint16) {
 		agg := fuzzAggregator(t)
 		got := &collected{rejected: map[string]int64{}}
-		h := NewHTTPHandler(agg, HTTPOptions{MaxLineBytes: fuzzMaxLine, MaxConcurrent: 1, Wait: time.Millisecond}, got.record)
+		h := newEventsHTTPHandler(agg, HTTPOptions{MaxLineBytes: fuzzMaxLine, MaxConcurrent: 1, Wait: time.Millisecond}, got.record)
 		sc := confighttp.NewDefaultServerConfig()
 		sc.MaxRequestBodySize = fuzzMaxBody
 		srv, err := sc.ToServer(context.Background(), nil, componenttest.NewNopTelemetrySettings(), h)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.uber.org/zap"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
 	"github.com/gym-telemetry/otelcol-gym/internal/events"
@@ -144,4 +145,26 @@ func TestLineReaderBoundedBuffer(t *testing.T) {
 	lr := newLineReader(agg.NewStream(max, aggregate.DefaultResource("tcp", "")), max, nil)
 	require.NoError(t, lr.readFrom(strings.NewReader(strings.Repeat("z", 1<<20))))
 	assert.LessOrEqual(t, len(lr.buf), max+1)
+}
+
+// The gym events decoder injected into each transport, as the gym receiver injects it.
+
+func newEventsHTTPHandler(agg *aggregate.Aggregator, opts HTTPOptions, record Recorder) *HTTPHandler {
+	return NewHTTPHandler(func(source string) BodyStream {
+		return agg.NewStream(opts.MaxLineBytes, aggregate.DefaultResource(source, ""))
+	}, opts, record)
+}
+
+func newEventsStreamServer(agg *aggregate.Aggregator, opts StreamOptions, record Recorder, logger *zap.Logger) *StreamServer {
+	return NewStreamServer(func(network string) LineStream {
+		return agg.NewStream(opts.MaxLineBytes, aggregate.DefaultResource(network, ""))
+	}, opts, record, logger)
+}
+
+func newEventsFileTailer(agg *aggregate.Aggregator, opts FilesOptions, record Recorder, logger *zap.Logger) *FileTailer {
+	return NewFileTailer(func(path string) LineStream {
+		st := agg.NewStream(opts.MaxLineBytes, aggregate.DefaultResource("file", path))
+		st.KeepResourceLine()
+		return st
+	}, opts, record, logger)
 }

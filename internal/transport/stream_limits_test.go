@@ -36,7 +36,7 @@ func TestStreamShutdownDrainDeadline(t *testing.T) {
 	agg := newTestAggregator(t)
 	path := filepath.Join(t.TempDir(), "gym.sock")
 	const drain = time.Second
-	s := NewStreamServer(agg, StreamOptions{
+	s := newEventsStreamServer(agg, StreamOptions{
 		Network: "unix", Endpoint: path, SocketMode: 0o600, MaxLineBytes: 1 << 16,
 		QuietTimeout: 250 * time.Millisecond, DrainTimeout: drain,
 	}, nil, zap.NewNop())
@@ -80,7 +80,7 @@ func TestStreamShutdownDrainDeadline(t *testing.T) {
 func TestStreamMaxConnections(t *testing.T) {
 	agg := newTestAggregator(t)
 	var refused atomic.Int64
-	s := NewStreamServer(agg, StreamOptions{
+	s := newEventsStreamServer(agg, StreamOptions{
 		Network: "tcp", Endpoint: "127.0.0.1:0", MaxLineBytes: 1 << 16, QuietTimeout: 100 * time.Millisecond,
 		MaxConnections: 3, OnRefused: func() { refused.Add(1) },
 	}, nil, zap.NewNop())
@@ -127,7 +127,7 @@ func TestStreamIdleTimeout(t *testing.T) {
 	var idle atomic.Int64
 	got := &collected{rejected: map[string]int64{}}
 	var mu sync.Mutex
-	s := NewStreamServer(agg, StreamOptions{
+	s := newEventsStreamServer(agg, StreamOptions{
 		Network: "tcp", Endpoint: "127.0.0.1:0", MaxLineBytes: 1 << 16, QuietTimeout: 100 * time.Millisecond,
 		IdleTimeout: 300 * time.Millisecond, OnIdleClosed: func() { idle.Add(1) },
 	}, func(st *aggregate.StreamStats) { mu.Lock(); got.record(st); mu.Unlock() }, zap.NewNop())

@@ -21,6 +21,7 @@ import (
 
 	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
 	"github.com/gym-telemetry/otelcol-gym/internal/checkpoint"
+	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 	"github.com/gym-telemetry/otelcol-gym/internal/procstats"
 	"github.com/gym-telemetry/otelcol-gym/internal/transport"
@@ -118,7 +119,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 		if r.cfg.CheckpointBeforeAnswer && r.ckpt != nil {
 			opts.Durable = r.syncCheckpoint
 		}
-		h := transport.NewHTTPHandler(r.agg, opts, r.recordStream)
+		h := transport.NewHTTPHandler(r.bodyStreams(), opts, r.recordStream)
 		ln, err := hc.ToListener(ctx)
 		if err != nil {
 			return err
@@ -145,7 +146,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 	if sc := r.cfg.Stream.Get(); sc != nil {
 		mode, _ := sc.Mode() // validated
 		network := string(sc.Transport)
-		r.stream = transport.NewStreamServer(r.agg, transport.StreamOptions{
+		r.stream = transport.NewStreamServer(r.connStreams(), transport.StreamOptions{
 			Network:        network,
 			Endpoint:       sc.Endpoint,
 			SocketMode:     mode,
@@ -169,7 +170,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 			section = r.ckpt.Section(filesSection)
 			store = section
 		}
-		r.files = transport.NewFileTailer(r.agg, transport.FilesOptions{
+		r.files = transport.NewFileTailer(r.fileStreams(), transport.FilesOptions{
 			Include:          fc.Include,
 			Exclude:          fc.Exclude,
 			StartAtBeginning: fc.StartAt == "beginning",
@@ -214,6 +215,31 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 		go r.processLoop()
 	}
 	return nil
+}
+
+// The gym events decoder, injected into each transport: one aggregate.Stream per request body
+// (pooled), connection or file, on the default resource of its source.
+
+func (r *gymReceiver) bodyStreams() transport.NewBodyStream {
+	return func(source string) transport.BodyStream {
+		return r.agg.NewStream(r.cfg.MaxLineBytes, aggregate.DefaultResource(source, ""))
+	}
+}
+
+func (r *gymReceiver) connStreams() transport.NewStream {
+	return func(network string) transport.LineStream {
+		return r.agg.NewStream(r.cfg.MaxLineBytes, aggregate.DefaultResource(network, ""))
+	}
+}
+
+// fileStreams: a file's stream keeps its resource line, which the file's offsets keep so
+// that a resumed file goes on under its resource.
+func (r *gymReceiver) fileStreams() transport.NewStream {
+	return func(path string) transport.LineStream {
+		st := r.agg.NewStream(r.cfg.MaxLineBytes, aggregate.DefaultResource("file", path))
+		st.KeepResourceLine()
+		return st
+	}
 }
 
 // jsonError answers the errors confighttp raises before our handler runs (a broken gzip body,
@@ -394,12 +420,12 @@ func (r *gymReceiver) collect(ctx context.Context) {
 	}
 }
 
-func (r *gymReceiver) recordStream(st *aggregate.StreamStats) {
+func (r *gymReceiver) recordStream(st *ingest.Stats) {
 	r.self.recordStream(context.Background(), st)
 }
 
 // recordRows counts the rows of Gym's run files.
-func (r *gymReceiver) recordRows(st *aggregate.StreamStats) {
+func (r *gymReceiver) recordRows(st *ingest.Stats) {
 	r.self.recordRows(context.Background(), st)
 }
 
