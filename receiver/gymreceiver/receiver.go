@@ -24,6 +24,7 @@ import (
 	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 	"github.com/gym-telemetry/otelcol-gym/internal/procstats"
+	"github.com/gym-telemetry/otelcol-gym/internal/rollouts"
 	"github.com/gym-telemetry/otelcol-gym/internal/transport"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/metadata"
 )
@@ -44,7 +45,7 @@ type gymReceiver struct {
 	handler    *transport.HTTPHandler
 	stream     *transport.StreamServer
 	files      *transport.FileTailer
-	rollouts   *transport.RolloutTailer
+	rollouts   *rollouts.Tailer
 	store      storage.Client
 	ckpt       *checkpoint.Checkpointer // nil without storage
 	stop       chan struct{}
@@ -193,7 +194,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 			section = r.ckpt.Section(rolloutsSection)
 			store = section
 		}
-		r.rollouts = transport.NewRolloutTailer(r.agg, transport.RolloutsOptions{
+		r.rollouts = rollouts.NewTailer(r.agg, rollouts.TailerOptions{
 			Include:          rc.Include,
 			Exclude:          rc.Exclude,
 			StartAtBeginning: rc.StartAt == "beginning",
