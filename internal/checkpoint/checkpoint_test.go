@@ -101,7 +101,8 @@ func TestCheckpointIsConsistent(t *testing.T) {
 		}
 	}()
 	for range 50 {
-		md, _, err := c.Collect(context.Background(), aggregate.Scope{})
+		var md pmetric.Metrics
+		_, err := c.Collect(context.Background(), func(state *[]byte) { md = agg.CollectWithState(aggregate.Scope{}, state) })
 		require.NoError(t, err)
 		saved := store.data[Key]
 		b := newAgg(t)
@@ -187,4 +188,52 @@ func TestUnstartedSourceKeepsItsOffsets(t *testing.T) {
 	require.NoError(t, err)
 	off, _ := c3.Section("files").Load(context.Background())
 	assert.Equal(t, "offsets-1", string(off))
+}
+
+// A source behind a Gate that holds it through a long poll lets a checkpoint in at its next
+// Yield; the checkpoint pulls its offsets there, and keeps the saved ones while it has none.
+func TestGateAndPull(t *testing.T) {
+	store := &memStore{data: map[string][]byte{}}
+	c := New(store, newAgg(t))
+	var g Gate
+	applied := 0
+	own := false
+	sec := c.Section("rows")
+	sec.Pull(g.Checkpoint(), func() ([]byte, bool) { return []byte(strconv.Itoa(applied)), own })
+	require.NoError(t, sec.Save(context.Background(), []byte("saved")))
+
+	saved := func() string {
+		t.Helper()
+		_, err := c.Save(context.Background())
+		require.NoError(t, err)
+		r := New(&memStore{data: map[string][]byte{Key: store.data[Key]}}, newAgg(t))
+		_, err = r.Restore(context.Background())
+		require.NoError(t, err)
+		off, _ := r.Section("rows").Load(context.Background())
+		return string(off)
+	}
+	assert.Equal(t, "saved", saved(), "no offsets of its own: the saved ones stand")
+
+	own = true
+	g.Lock()
+	stop, polled := make(chan struct{}), make(chan struct{})
+	go func() { // a poll that never ends by itself, yielding between two rows
+		defer close(polled)
+		defer g.Unlock()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			applied++
+			g.Yield()
+		}
+	}()
+	got, err := strconv.Atoi(saved())
+	require.NoError(t, err)
+	close(stop)
+	<-polled
+	assert.Positive(t, got, "the checkpoint got in between two rows of the poll")
+	assert.Equal(t, strconv.Itoa(applied), saved())
 }

@@ -12,12 +12,12 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
+	"github.com/gym-telemetry/otelcol-gym/internal/checkpoint"
 	"github.com/gym-telemetry/otelcol-gym/internal/events"
 	"github.com/gym-telemetry/otelcol-gym/internal/follow"
 	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
@@ -31,8 +31,9 @@ type TailerOptions struct {
 	PollInterval     time.Duration
 	// MaxLineBytes is the longest row, without its newline (0: no limit).
 	MaxLineBytes int64
-	// Store keeps the offsets (nil: not kept across restarts). They are saved when a
-	// checkpoint takes Locker and once more at Shutdown, not at every poll.
+	// Store keeps the offsets (nil: not kept across restarts). They are read at Start and
+	// saved at Shutdown; in between, not at every poll: each checkpoint asks for them under
+	// Locker (Offsets).
 	Store follow.OffsetStore
 }
 
@@ -78,11 +79,11 @@ type Tailer struct {
 
 	stop chan struct{}
 	done chan struct{}
-	mu   sync.Mutex // a poll, a checkpoint and shutdown exclude each other
-	// checkpoints waiting for mu: a poll lets them in between two rows, so a checkpoint never
-	// waits for a long file to be read to its end.
-	checkpoints atomic.Int32
-	closed      bool // Shutdown let the files go: the offsets it saved stand
+	// mu: a poll, a checkpoint and shutdown exclude each other. A poll lets a waiting
+	// checkpoint in between two rows (Yield), so a checkpoint never waits for a long file to be
+	// read to its end.
+	mu     checkpoint.Gate
+	closed bool // Shutdown let the files go: the offsets it saved stand
 }
 
 // run is one rollout collection's files: the main output, its sidecar, and the health report
@@ -173,34 +174,19 @@ func (t *Tailer) restore(data []byte) error {
 	return nil
 }
 
-// Locker is the lock the receiver's checkpoint holds while it takes a checkpoint. It waits for
-// the tailer between two rows (yield lets it in mid-poll), then records the offsets of exactly
-// the rows applied so far, so the checkpoint's state and offsets agree.
-func (t *Tailer) Locker() sync.Locker { return checkpointLock{t} }
+// Locker is the lock the receiver's checkpoint holds while it takes a checkpoint (with Offsets,
+// checkpoint.Section.Pull). It waits for the tailer between two rows (a poll yields there),
+// not for the end of a poll.
+func (t *Tailer) Locker() sync.Locker { return t.mu.Checkpoint() }
 
-type checkpointLock struct{ t *Tailer }
-
-func (l checkpointLock) Lock() {
-	l.t.checkpoints.Add(1)
-	l.t.mu.Lock()
-	l.t.checkpoints.Add(-1)
-	// Before Start has read the store, the checkpoint keeps the offsets it restored.
-	if l.t.loaded && !l.t.closed {
-		l.t.save(stdcontext.Background())
+// Offsets returns, with Locker held, the offsets of exactly the rows applied so far, so the
+// checkpoint's state and offsets agree. Before Start has read the store, and after Shutdown
+// saved its last offsets, it has none of its own (false): the checkpoint keeps what it has.
+func (t *Tailer) Offsets() ([]byte, bool) {
+	if !t.loaded || t.closed {
+		return nil, false
 	}
-}
-
-func (l checkpointLock) Unlock() { l.t.mu.Unlock() }
-
-// yield lets a waiting checkpoint in, between two rows (the state is whole there: every row
-// applied has its offset recorded). A sync.Mutex hands itself to a goroutine that has waited
-// over a millisecond, so the checkpoint gets it.
-func (t *Tailer) yield() {
-	for t.checkpoints.Load() > 0 {
-		t.mu.Unlock()
-		time.Sleep(time.Millisecond)
-		t.mu.Lock()
-	}
+	return t.encode(), true
 }
 
 func (t *Tailer) loop() { follow.PollEvery(t.opts.PollInterval, t.stop, t.done, t.poll) }
@@ -556,7 +542,7 @@ func (t *Tailer) read(r *run, f *rowFile, last bool) {
 				t.apply(r, f)
 			}
 			f.Offset, f.lines = t.rd.Offset(), t.rd.Lines()
-			t.yield()
+			t.mu.Yield() // the state is whole here: every row applied has its offset
 		}
 		if err := t.rd.Err(); err != nil {
 			t.logger.Warn("rollouts: read failed", zap.String("path", f.Path), zap.Error(err))

@@ -233,13 +233,17 @@ func TestRolloutsRestartWithStore(t *testing.T) {
 }
 
 // lockOffsets takes the tailer's Locker as the receiver's checkpoint does and returns the
-// offsets it saved for the checkpoint; release lets the tailer go on.
+// offsets it gives the checkpoint (those in store, when it has none of its own); release lets
+// the tailer go on.
 func lockOffsets(rt *Tailer, store *followtest.MemStore) (offsets []byte, release func()) {
 	l := rt.Locker()
 	l.Lock()
-	store.Mu.Lock()
-	offsets = store.Data
-	store.Mu.Unlock()
+	offsets, ok := rt.Offsets()
+	if !ok {
+		store.Mu.Lock()
+		offsets = store.Data
+		store.Mu.Unlock()
+	}
 	return offsets, l.Unlock
 }
 
@@ -451,7 +455,7 @@ func (s *ckptStore) Set(_ stdcontext.Context, k string, v []byte) error {
 }
 
 // ckptTailer is a rollouts tailer joined to a checkpointer as the receiver joins them: the
-// checkpoint restored, the section guarded by the tailer's Locker before it starts.
+// checkpoint restored, the section pulled under the tailer's Locker before it starts.
 func ckptTailer(t *testing.T, store *ckptStore, include string) (*Tailer, *checkpoint.Checkpointer, *aggregate.Aggregator, *followtest.Counts) {
 	t.Helper()
 	agg := newTestAggregator(t)
@@ -463,7 +467,7 @@ func ckptTailer(t *testing.T, store *ckptStore, include string) (*Tailer, *check
 	rt := NewTailer(agg, TailerOptions{
 		Include: []string{include}, StartAtBeginning: true, PollInterval: time.Hour, Store: section,
 	}, got.Record, zap.NewNop())
-	section.GuardedBy(rt.Locker())
+	section.Pull(rt.Locker(), rt.Offsets)
 	return rt, c, agg, got
 }
 
@@ -592,7 +596,7 @@ func TestRolloutsReportPastMaxRuns(t *testing.T) {
 	assert.Equal(t, report, entries[0].ContextMap()["path"])
 }
 
-// The offsets are saved when a checkpoint takes the Locker and once more at Shutdown, not at
+// The offsets go to each checkpoint that takes the Locker (Offsets) and are saved once more at Shutdown, not at
 // every poll: every checkpoint still has the offsets of exactly the rows applied, the final
 // one (after Shutdown's last read) included.
 func TestRolloutsOffsetsSavedForEveryCheckpoint(t *testing.T) {

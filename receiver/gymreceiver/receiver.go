@@ -203,7 +203,8 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 			Store:            store,
 		}, r.recordRows, r.set.Logger)
 		if section != nil {
-			section.GuardedBy(r.rollouts.Locker()) // the offsets of a poll, saved with its rows
+			// Each checkpoint asks for the offsets of the rows applied, between two rows.
+			section.Pull(r.rollouts.Locker(), r.rollouts.Offsets)
 		}
 		if err := r.rollouts.Start(ctx); err != nil {
 			return err
@@ -401,7 +402,7 @@ func (r *gymReceiver) collect(ctx context.Context) {
 		var err error
 		var size int
 		start := time.Now()
-		md, size, err = r.ckpt.Collect(ctx, r.scope)
+		size, err = r.ckpt.Collect(ctx, func(state *[]byte) { md = r.agg.CollectWithState(r.scope, state) })
 		if err != nil {
 			r.self.checkpointFailed(ctx)
 			r.set.Logger.Warn("gym receiver: saving the checkpoint failed; exporting anyway, a crash before the next checkpoint loses what was accepted since the last one", zap.Error(err))
