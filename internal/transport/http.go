@@ -1,4 +1,9 @@
-// Package transport carries event lines from the network and files to protocol streams.
+// Package transport moves lines: from HTTP request bodies, stream connections (TCP, Unix) and
+// followed files (FileTailer, on internal/follow) to the LineStream of each source. What a
+// line means is the decoder's, which the receiver injects (NewStream, NewBodyStream): the gym
+// events decoder (aggregate.Stream) for the gym receiver, console.Stream for gym_console. It
+// imports no decoder. The rollouts source, which reads rows rather than lines, is
+// internal/rollouts' Tailer.
 package transport
 
 import (
