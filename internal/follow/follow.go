@@ -187,20 +187,45 @@ func AfterLastNewline(f io.ReaderAt, from, size int64, buf []byte) (offset int64
 	return 0, false, nil
 }
 
-// PollEvery calls poll every interval until stop is closed, then closes done: the loop of a
-// source that follows files.
-func PollEvery(interval time.Duration, stop <-chan struct{}, done chan<- struct{}, poll func(context.Context)) {
-	defer close(done)
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-tick.C:
-			poll(context.Background())
+// Poller is the loop of a source that follows files: it calls the source's poll every interval
+// in the background, from Start to Stop. The zero Poller is stopped.
+type Poller struct {
+	stop chan struct{}
+	done chan struct{}
+}
+
+// Start begins calling poll every interval (the source's first poll is its own, in its Start).
+func (p *Poller) Start(interval time.Duration, poll func(context.Context)) {
+	p.stop, p.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(p.done)
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-p.stop:
+				return
+			case <-tick.C:
+				poll(context.Background())
+			}
 		}
+	}()
+}
+
+// Stop ends the loop and waits for a poll under way. It reports false when there was no loop
+// to stop (never started, or stopped already): a second Shutdown has nothing to do.
+func (p *Poller) Stop() bool {
+	if p.stop == nil {
+		return false
 	}
+	select {
+	case <-p.stop:
+		return false
+	default:
+	}
+	close(p.stop)
+	<-p.done
+	return true
 }
 
 // LogLimiter lets Burst log lines through, then none until Every has passed since the first

@@ -1,6 +1,7 @@
 package follow
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,4 +75,17 @@ func TestLogLimiter(t *testing.T) {
 	assert.True(t, l.Allow(now.Add(time.Minute)))
 	assert.Equal(t, int64(2), l.TakeSuppressed())
 	assert.Zero(t, l.TakeSuppressed())
+}
+
+func TestPoller(t *testing.T) {
+	var p Poller
+	assert.False(t, p.Stop(), "never started")
+	polls := make(chan struct{}, 100)
+	p.Start(time.Millisecond, func(context.Context) { polls <- struct{}{} })
+	<-polls
+	assert.True(t, p.Stop())
+	assert.False(t, p.Stop(), "stopped already")
+	n := len(polls)
+	time.Sleep(5 * time.Millisecond)
+	assert.Equal(t, n, len(polls), "no poll after Stop")
 }

@@ -77,8 +77,7 @@ type Tailer struct {
 	stats ingest.Stats
 	logs  follow.LogLimiter
 
-	stop chan struct{}
-	done chan struct{}
+	loop follow.Poller
 	// mu: a poll, a checkpoint and shutdown exclude each other. A poll lets a waiting
 	// checkpoint in between two rows (Yield), so a checkpoint never waits for a long file to be
 	// read to its end.
@@ -156,9 +155,8 @@ func (t *Tailer) Start(ctx stdcontext.Context) error {
 	}
 	t.loaded = true
 	t.mu.Unlock()
-	t.stop, t.done = make(chan struct{}), make(chan struct{})
 	t.poll(ctx)
-	go t.loop()
+	t.loop.Start(t.opts.PollInterval, t.poll)
 	return nil
 }
 
@@ -189,22 +187,13 @@ func (t *Tailer) Offsets() ([]byte, bool) {
 	return t.encode(), true
 }
 
-func (t *Tailer) loop() { follow.PollEvery(t.opts.PollInterval, t.stop, t.done, t.poll) }
-
 // Shutdown stops polling, reads the complete rows the files hold once more, keeps the offsets
 // and closes the files. A row still being written stays unread: a restart with storage reads
 // it whole.
 func (t *Tailer) Shutdown(ctx stdcontext.Context) error {
-	if t.stop == nil {
-		return nil
+	if !t.loop.Stop() {
+		return nil // not started, or already shut down
 	}
-	select {
-	case <-t.stop:
-		return nil
-	default:
-	}
-	close(t.stop)
-	<-t.done
 	t.poll(ctx)
 	t.mu.Lock()
 	defer t.mu.Unlock()

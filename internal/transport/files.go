@@ -44,8 +44,7 @@ type FileTailer struct {
 	polls   int
 	skipped int64 // files over MaxFiles, for the log
 
-	stop chan struct{}
-	done chan struct{}
+	loop follow.Poller
 	mu   sync.Mutex // serialises polls (the loop, and the last one at shutdown)
 }
 
@@ -89,27 +88,17 @@ func (t *FileTailer) Start(ctx context.Context) error {
 			}
 		}
 	}
-	t.stop, t.done = make(chan struct{}), make(chan struct{})
 	t.poll(ctx)
-	go t.loop()
+	t.loop.Start(t.opts.PollInterval, t.poll)
 	return nil
 }
-
-func (t *FileTailer) loop() { follow.PollEvery(t.opts.PollInterval, t.stop, t.done, t.poll) }
 
 // Shutdown stops polling, reads what the files hold once more, keeps the offsets and closes
 // the files. Partial last lines stay unread: a restart with storage resumes before them.
 func (t *FileTailer) Shutdown(ctx context.Context) error {
-	if t.stop == nil {
-		return nil
+	if !t.loop.Stop() {
+		return nil // not started, or already shut down
 	}
-	select {
-	case <-t.stop:
-		return nil // already shut down
-	default:
-	}
-	close(t.stop)
-	<-t.done
 	t.poll(ctx)
 	t.mu.Lock()
 	defer t.mu.Unlock()
