@@ -47,13 +47,13 @@ func TestFilesStartAtAndGrowth(t *testing.T) {
 	ft, _ := tailer(t, agg, dir, false, nil)
 	assert.Empty(t, providers(agg.Collect(aggregate.Scope{})), "start_at end: what was there is not read")
 	followtest.AppendFile(t, a, retry("old")[10:]+"\n"+lines("new", 2))
-	ft.poll(context.Background())
+	ft.Poll(context.Background())
 	assert.Equal(t, map[string]int64{"old": 1, "new": 2}, providers(agg.Collect(aggregate.Scope{})),
 		"start_at end starts after the last complete line: the line being written at start is read whole")
 
 	// A new file appearing while running is read from its beginning.
 	followtest.AppendFile(t, filepath.Join(dir, "b.events.jsonl"), lines("b", 4))
-	ft.poll(context.Background())
+	ft.Poll(context.Background())
 	assert.Equal(t, map[string]int64{"old": 1, "new": 2, "b": 4}, providers(agg.Collect(aggregate.Scope{})))
 }
 
@@ -76,16 +76,16 @@ func TestFilesRotationByRename(t *testing.T) {
 	agg := newTestAggregator(t)
 	ft, _ := tailer(t, agg, dir, true, nil)
 	followtest.AppendFile(t, a, lines("r", 2))
-	ft.poll(context.Background())
+	ft.Poll(context.Background())
 	// The writer appends a last line, then the file is renamed away and a new one begins.
 	followtest.AppendFile(t, a, lines("r", 1))
 	require.NoError(t, os.Rename(a, a+".1"))
 	followtest.AppendFile(t, a, lines("r", 5))
-	ft.poll(context.Background())
-	ft.poll(context.Background())
-	ft.poll(context.Background())
+	ft.Poll(context.Background())
+	ft.Poll(context.Background())
+	ft.Poll(context.Background())
 	assert.Equal(t, map[string]int64{"r": 8}, providers(agg.Collect(aggregate.Scope{})), "nothing lost, nothing twice")
-	assert.Len(t, ft.files, 1, "the renamed file was closed")
+	assert.Equal(t, 1, ft.Followed(), "the renamed file was closed")
 }
 
 func TestFilesCopyTruncate(t *testing.T) {
@@ -96,13 +96,13 @@ func TestFilesCopyTruncate(t *testing.T) {
 	ft, _ := tailer(t, agg, dir, true, nil)
 	require.NoError(t, os.Truncate(a, 0))
 	followtest.AppendFile(t, a, lines("c", 2))
-	ft.poll(context.Background())
+	ft.Poll(context.Background())
 	assert.Equal(t, map[string]int64{"c": 6}, providers(agg.Collect(aggregate.Scope{})))
 
 	// Truncated and rewritten past the old size between two polls: the changed head tells.
 	require.NoError(t, os.Truncate(a, 0))
 	followtest.AppendFile(t, a, lines("d", 10))
-	ft.poll(context.Background())
+	ft.Poll(context.Background())
 	assert.Equal(t, map[string]int64{"c": 6, "d": 10}, providers(agg.Collect(aggregate.Scope{})))
 }
 
@@ -133,8 +133,8 @@ func TestFilesBadLinesAndPartialLastLineOnRotation(t *testing.T) {
 	agg := newTestAggregator(t)
 	ft, got := tailer(t, agg, dir, true, nil)
 	require.NoError(t, os.Remove(a))
-	ft.poll(context.Background())
-	ft.poll(context.Background())
+	ft.Poll(context.Background())
+	ft.Poll(context.Background())
 	assert.Equal(t, map[string]int64{"k": 2}, providers(agg.Collect(aggregate.Scope{})))
 	assert.Equal(t, map[string]int64{events.ReasonInvalidJSON: 1, ReasonPartialLine: 1}, nonZero(got.Rejected))
 }
@@ -182,12 +182,12 @@ func TestFilesWaitingFileKeepsStoredOffset(t *testing.T) {
 		MaxLineBytes: 1 << 16, MaxFiles: 1, Store: store,
 	}, got.Record, zap.NewNop())
 	require.NoError(t, ft2.Start(context.Background())) // polls once: a is followed, b waits
-	ft2.poll(context.Background())
+	ft2.Poll(context.Background())
 	require.Equal(t, map[string]int64{"a": 1}, providers(agg2.Collect(aggregate.Scope{})))
 
 	require.NoError(t, os.Remove(a)) // a's turn ends; b's comes
 	for range 3 {
-		ft2.poll(context.Background())
+		ft2.Poll(context.Background())
 	}
 	assert.Equal(t, map[string]int64{"a": 1, "b": 1}, providers(agg2.Collect(aggregate.Scope{})), "b resumes at its stored offset")
 	require.NoError(t, ft2.Shutdown(context.Background()))
