@@ -123,6 +123,29 @@ func (s *Section) Pull(l sync.Locker, offsets func() (data []byte, ok bool)) {
 	s.guard, s.offsets = l, offsets
 }
 
+// Source is a source that joins a checkpoint: Locker is the lock it holds while it applies
+// lines and records their offsets. A Source that Saves its offsets as it applies them joins as
+// with GuardedBy; one that also has Offsets joins as with Pull.
+type Source interface {
+	Locker() sync.Locker
+}
+
+// Puller is a Source whose offsets each checkpoint asks for (Pull).
+type Puller interface {
+	Source
+	Offsets() (data []byte, ok bool)
+}
+
+// Join registers src's lock (and its Offsets, for a Puller) with the section: the one call a
+// receiver makes for a source, before the source starts.
+func (s *Section) Join(src Source) {
+	if p, ok := src.(Puller); ok {
+		s.Pull(p.Locker(), p.Offsets)
+		return
+	}
+	s.GuardedBy(src.Locker())
+}
+
 // Gate is the lock of a source that holds it for long (a poll that reads a long file row by
 // row) and can let a checkpoint in between two rows: the source Locks it for a poll and calls
 // Yield wherever its state and offsets agree; the checkpoint takes Checkpoint (give it to

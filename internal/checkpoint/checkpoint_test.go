@@ -237,3 +237,34 @@ func TestGateAndPull(t *testing.T) {
 	assert.Positive(t, got, "the checkpoint got in between two rows of the poll")
 	assert.Equal(t, strconv.Itoa(applied), saved())
 }
+
+type pushSource struct{ mu sync.Mutex }
+
+func (p *pushSource) Locker() sync.Locker { return &p.mu }
+
+type pullSource struct {
+	pushSource
+	n int
+}
+
+func (p *pullSource) Offsets() ([]byte, bool) { return []byte(strconv.Itoa(p.n)), true }
+
+// Join takes a source's lock, and its offsets when it has Offsets.
+func TestJoin(t *testing.T) {
+	store := &memStore{data: map[string][]byte{}}
+	c := New(store, newAgg(t))
+	push, pull := &pushSource{}, &pullSource{n: 7}
+	c.Section("push").Join(push)
+	c.Section("pull").Join(pull)
+	require.NoError(t, c.Section("push").Save(context.Background(), []byte("pushed")))
+	_, err := c.Save(context.Background())
+	require.NoError(t, err)
+	r := New(&memStore{data: map[string][]byte{Key: store.data[Key]}}, newAgg(t))
+	_, err = r.Restore(context.Background())
+	require.NoError(t, err)
+	for name, want := range map[string]string{"push": "pushed", "pull": "7"} {
+		got, _ := r.Section(name).Load(context.Background())
+		assert.Equal(t, want, string(got), name)
+	}
+	assert.True(t, push.mu.TryLock(), "the lock is released after the checkpoint")
+}

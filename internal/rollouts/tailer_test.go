@@ -467,7 +467,7 @@ func ckptTailer(t *testing.T, store *ckptStore, include string) (*Tailer, *check
 	rt := NewTailer(agg, TailerOptions{
 		Include: []string{include}, StartAtBeginning: true, PollInterval: time.Hour, Store: section,
 	}, got.Record, zap.NewNop())
-	section.Pull(rt.Locker(), rt.Offsets)
+	section.Join(rt)
 	return rt, c, agg, got
 }
 

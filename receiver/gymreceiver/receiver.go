@@ -181,7 +181,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 			Store:            store,
 		}, r.recordStream, r.set.Logger)
 		if section != nil {
-			section.GuardedBy(r.files.Locker()) // the offsets of a poll, saved with its lines
+			section.Join(r.files) // the offsets of a poll, saved with its lines
 		}
 		if err := r.files.Start(ctx); err != nil {
 			return err
@@ -203,8 +203,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 			Store:            store,
 		}, r.recordRows, r.set.Logger)
 		if section != nil {
-			// Each checkpoint asks for the offsets of the rows applied, between two rows.
-			section.Pull(r.rollouts.Locker(), r.rollouts.Offsets)
+			section.Join(r.rollouts) // each checkpoint asks for the offsets of the rows applied, between two rows
 		}
 		if err := r.rollouts.Start(ctx); err != nil {
 			return err
