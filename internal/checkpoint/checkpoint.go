@@ -88,8 +88,8 @@ type Section struct {
 	has     bool
 }
 
-// Section returns the offsets section of the named source, registering it. Call GuardedBy
-// before the source starts.
+// Section returns the offsets section of the named source, registering it. Call Join (or
+// GuardedBy, Pull) before the source starts.
 func (c *Checkpointer) Section(name string) *Section {
 	c.mu.Lock()
 	defer c.mu.Unlock()
