@@ -4,31 +4,27 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/gym-telemetry/otelcol-gym/internal/events"
 	"math/bits"
 	"slices"
 	"strings"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/events"
+	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
-// Outcome is what became of one line.
-type Outcome uint8
+// Outcome is what became of one line (ingest's: the transports share it).
+type Outcome = ingest.Outcome
 
 const (
-	Blank    Outcome = iota // only white space: counted nowhere
-	Accepted                // applied
-	Unknown                 // an unknown event: counted and dropped
-	Rejected                // broke a rule: counted with its reason, changed nothing
+	Blank    = ingest.Blank    // only white space: counted nowhere
+	Accepted = ingest.Accepted // applied
+	Unknown  = ingest.Unknown  // an unknown event: counted and dropped
+	Rejected = ingest.Rejected // broke a rule: counted with its reason, changed nothing
 )
 
-// StreamStats counts what a stream did with its lines since the last Reset.
-type StreamStats struct {
-	Accepted   int64
-	Unknown    int64
-	Rejected   map[string]int64 // by Reason
-	Overflowed int64            // measurements folded into an overflow series
-}
+// StreamStats counts what a stream did with its lines since the last Reset (ingest's).
+type StreamStats = ingest.Stats
 
 // Stream is one stream of lines (an HTTP request body, a connection, a file) with its own
 // current resource. Not safe for concurrent use.
@@ -98,7 +94,7 @@ func (a *Aggregator) NewStream(maxLineBytes int, defaultAttrs []events.ResourceA
 		dec:     events.NewDecoder(maxLineBytes),
 		kb:      keyBuilder{reg: a.cfg.Registry},
 		defAttr: ownResourceAttrs(defaultAttrs),
-		Stats:   StreamStats{Rejected: map[string]int64{}},
+		Stats:   ingest.NewStats(),
 	}
 	s.defKey = encodeResourceKey(nil, defaultAttrs, &s.order)
 	return s
@@ -108,9 +104,13 @@ func (a *Aggregator) NewStream(maxLineBytes int, defaultAttrs []events.ResourceA
 // serve another request body.
 func (s *Stream) Reset() {
 	s.cur = nil
-	s.Stats.Accepted, s.Stats.Unknown, s.Stats.Overflowed = 0, 0, 0
-	clear(s.Stats.Rejected)
+	s.Stats.Clear()
 }
+
+// Flush returns the stream's counts since they were last cleared (a transport records and
+// clears them at the end of each read). The stream holds nothing back: every line is applied
+// as it comes.
+func (s *Stream) Flush() *StreamStats { return &s.Stats }
 
 // Reject counts a line the transport refused before decoding it (over max_line_bytes while
 // still arriving, cut short at the end of a stream). It changes nothing else.

@@ -1,15 +1,18 @@
-// Package checkpoint keeps the gym receiver's aggregation state and its sources' read offsets
-// in one record of a storage extension, so that a restarted collector goes on where it
-// stopped: series keep their values and start times, and every source resumes at exactly the
-// lines whose effect is in the restored state.
+// Package checkpoint owns the record that keeps a receiver's state (the gym receiver's
+// aggregation state) and its sources' read offsets in one value of a storage extension, so
+// that a restarted collector goes on where it stopped: series keep their values and start
+// times, and every source resumes at exactly the lines whose effect is in the restored state.
 //
-// A checkpoint is one value under one key (one atomic Set): the aggregator's state and, per
-// source, one named opaque offsets section. A source joins with a Section: it reads its
-// offsets from the section's Load at start, and Saves its new offsets in the same critical
-// section (its lock, given with GuardedBy) as it applies the lines they cover. The
-// checkpointer takes a checkpoint with every source's lock held, so a line is either in both
-// the state and the offsets or in neither, while sources without offsets (HTTP bodies, stream
-// connections) ingest on, each resource caught under its own lock.
+// A checkpoint is one value under one key (one atomic Set): the State's encoding and, per
+// source, one named opaque offsets section. What the state is, and what a source's offsets
+// say, is theirs: the checkpoint imports neither. A source registers a Section: it reads its
+// offsets from the section's Load at start, and either Saves its new offsets in the same
+// critical section (its lock, given with GuardedBy) as it applies the lines they cover, or
+// lets the checkpoint ask for them under its lock (Pull). The checkpointer takes a checkpoint
+// with every source's lock held, so a line is either in both the state and the offsets or in
+// neither, while sources without offsets (HTTP bodies, stream connections) ingest on, each
+// resource caught under its own lock. A source that holds its lock for long (a poll through a
+// long file) holds a Gate and Yields between two rows, so a checkpoint never waits for it.
 package checkpoint
 
 import (
@@ -18,10 +21,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-
-	"go.opentelemetry.io/collector/pdata/pmetric"
-
-	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
+	"sync/atomic"
+	"time"
 )
 
 // Store is where checkpoints are kept: a storage extension's client.
@@ -39,10 +40,19 @@ const (
 	version = 1
 )
 
+// State is what a checkpoint keeps beside its sources' offsets: the aggregator's state.
+type State interface {
+	// AppendState appends the encoded state to b. The checkpointer calls it with every
+	// source's lock held.
+	AppendState(b []byte) []byte
+	// RestoreState makes the (empty) state the encoded one.
+	RestoreState(data []byte) error
+}
+
 // Checkpointer takes, saves and restores checkpoints.
 type Checkpointer struct {
 	store Store
-	agg   *aggregate.Aggregator
+	state State
 
 	mu       sync.Mutex // one checkpoint at a time, so a stale one never overwrites a newer
 	sections []*Section
@@ -59,26 +69,27 @@ type Checkpointer struct {
 	lastErr  error
 }
 
-// New returns a checkpointer of agg's state into store.
-func New(store Store, agg *aggregate.Aggregator) *Checkpointer {
-	c := &Checkpointer{store: store, agg: agg, restored: map[string][]byte{}}
+// New returns a checkpointer of state into store.
+func New(store Store, state State) *Checkpointer {
+	c := &Checkpointer{store: store, state: state, restored: map[string][]byte{}}
 	c.cond = sync.NewCond(&c.smu)
 	return c
 }
 
-// Section is one source's offsets in the checkpoint. It is a transport.OffsetStore: Load
+// Section is one source's offsets in the checkpoint. It is a follow.OffsetStore: Load
 // returns the offsets of the restored checkpoint, Save hands over the offsets the next
 // checkpoint writes.
 type Section struct {
-	c     *Checkpointer
-	name  string
-	guard sync.Locker
-	saved []byte
-	has   bool
+	c       *Checkpointer
+	name    string
+	guard   sync.Locker
+	offsets func() ([]byte, bool) // Pull's
+	saved   []byte
+	has     bool
 }
 
-// Section returns the offsets section of the named source, registering it. Call GuardedBy
-// before the source starts.
+// Section returns the offsets section of the named source, registering it. Call Join (or
+// GuardedBy, Pull) before the source starts.
 func (c *Checkpointer) Section(name string) *Section {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -100,6 +111,80 @@ func (s *Section) GuardedBy(l sync.Locker) {
 	defer s.c.mu.Unlock()
 	s.guard = l
 }
+
+// Pull names the source's lock, as GuardedBy, for a source that does not Save its offsets as
+// it applies lines: each checkpoint calls offsets with the lock held, for the offsets of
+// exactly the lines applied so far. offsets returns ok=false while the source has none of its
+// own (before it has read its restored offsets, or after a last Save at its shutdown): the
+// checkpoint keeps those it last Saved, or the restored ones.
+func (s *Section) Pull(l sync.Locker, offsets func() (data []byte, ok bool)) {
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	s.guard, s.offsets = l, offsets
+}
+
+// Source is a source that joins a checkpoint: Locker is the lock it holds while it applies
+// lines and records their offsets. A Source that Saves its offsets as it applies them joins as
+// with GuardedBy; one that also has Offsets joins as with Pull.
+type Source interface {
+	Locker() sync.Locker
+}
+
+// Puller is a Source whose offsets each checkpoint asks for (Pull).
+type Puller interface {
+	Source
+	Offsets() (data []byte, ok bool)
+}
+
+// Join registers src's lock (and its Offsets, for a Puller) with the section: the one call a
+// receiver makes for a source, before the source starts.
+func (s *Section) Join(src Source) {
+	if p, ok := src.(Puller); ok {
+		s.Pull(p.Locker(), p.Offsets)
+		return
+	}
+	s.GuardedBy(src.Locker())
+}
+
+// Gate is the lock of a source that holds it for long (a poll that reads a long file row by
+// row) and can let a checkpoint in between two rows: the source Locks it for a poll and calls
+// Yield wherever its state and offsets agree; the checkpoint takes Checkpoint (give it to
+// GuardedBy or Pull). The zero Gate is unlocked.
+type Gate struct {
+	mu      sync.Mutex
+	waiting atomic.Int32 // checkpoints waiting for mu
+}
+
+// Lock takes the gate for the source.
+func (g *Gate) Lock() { g.mu.Lock() }
+
+// Unlock releases it.
+func (g *Gate) Unlock() { g.mu.Unlock() }
+
+// Yield lets the checkpoints waiting for the gate in, then takes it again. Called with the
+// gate held. A sync.Mutex hands itself to a goroutine that has waited over a millisecond, so
+// the checkpoint gets it.
+func (g *Gate) Yield() {
+	for g.waiting.Load() > 0 {
+		g.mu.Unlock()
+		time.Sleep(time.Millisecond)
+		g.mu.Lock()
+	}
+}
+
+// Checkpoint returns the lock a checkpoint takes: it waits for the source's next Yield (or
+// the end of its hold), not for the end of a long poll.
+func (g *Gate) Checkpoint() sync.Locker { return gateCheckpoint{g} }
+
+type gateCheckpoint struct{ g *Gate }
+
+func (l gateCheckpoint) Lock() {
+	l.g.waiting.Add(1)
+	l.g.mu.Lock()
+	l.g.waiting.Add(-1)
+}
+
+func (l gateCheckpoint) Unlock() { l.g.mu.Unlock() }
 
 // Load returns the source's offsets from the restored checkpoint (nil: none).
 func (s *Section) Load(context.Context) ([]byte, error) {
@@ -126,7 +211,7 @@ func (c *Checkpointer) SetLegacy(name string, data []byte) {
 	}
 }
 
-// Restore reads the stored checkpoint into the (empty) aggregator and keeps its offsets
+// Restore reads the stored checkpoint into the (empty) state and keeps its offsets
 // sections for the sources' Load. It reports whether there was one. A checkpoint that cannot
 // be read is an error: starting without it would count the files' lines again.
 func (c *Checkpointer) Restore(ctx context.Context) (bool, error) {
@@ -141,7 +226,7 @@ func (c *Checkpointer) Restore(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("the stored checkpoint is unreadable: %w", err)
 	}
-	if err := c.agg.RestoreState(state); err != nil {
+	if err := c.state.RestoreState(state); err != nil {
 		return false, err
 	}
 	c.mu.Lock()
@@ -152,16 +237,16 @@ func (c *Checkpointer) Restore(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// Collect takes a checkpoint of the state a collection exports, saves it, and returns the
-// metrics to export: the export of a collection never carries more than its saved checkpoint.
-// A checkpoint that cannot be saved is returned as an error beside the metrics.
-func (c *Checkpointer) Collect(ctx context.Context, scope aggregate.Scope) (pmetric.Metrics, int, error) {
+// Collect takes a checkpoint of the state a collection exports and saves it: collect, called
+// with every source's lock held, builds the collection's export and, in the same pass, sets
+// *state to the encoded state (reusing its buffer), so the export of a collection never
+// carries more than its saved checkpoint. It returns the checkpoint's size; a checkpoint that
+// cannot be saved is an error (the export stands).
+func (c *Checkpointer) Collect(ctx context.Context, collect func(state *[]byte)) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var md pmetric.Metrics
-	c.take(func() { md = c.agg.CollectWithState(scope, &c.buf) })
-	err := c.store.Set(ctx, Key, c.out)
-	return md, len(c.out), err
+	c.take(func() { collect(&c.buf) })
+	return len(c.out), c.store.Set(ctx, Key, c.out)
 }
 
 // Save takes and saves a checkpoint without a collection (at shutdown after the last one, or
@@ -169,7 +254,7 @@ func (c *Checkpointer) Collect(ctx context.Context, scope aggregate.Scope) (pmet
 func (c *Checkpointer) Save(ctx context.Context) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.take(func() { c.buf = c.agg.AppendState(c.buf[:0]) })
+	c.take(func() { c.buf = c.state.AppendState(c.buf[:0]) })
 	return len(c.out), c.store.Set(ctx, Key, c.out)
 }
 
@@ -179,6 +264,12 @@ func (c *Checkpointer) take(snapshot func()) {
 	for _, s := range c.sections {
 		if s.guard != nil {
 			s.guard.Lock()
+		}
+		if s.offsets != nil {
+			if b, ok := s.offsets(); ok {
+				s.saved = append(s.saved[:0], b...)
+				s.has = true
+			}
 		}
 	}
 	snapshot()

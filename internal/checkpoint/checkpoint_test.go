@@ -101,7 +101,8 @@ func TestCheckpointIsConsistent(t *testing.T) {
 		}
 	}()
 	for range 50 {
-		md, _, err := c.Collect(context.Background(), aggregate.Scope{})
+		var md pmetric.Metrics
+		_, err := c.Collect(context.Background(), func(state *[]byte) { md = agg.CollectWithState(aggregate.Scope{}, state) })
 		require.NoError(t, err)
 		saved := store.data[Key]
 		b := newAgg(t)
@@ -187,4 +188,83 @@ func TestUnstartedSourceKeepsItsOffsets(t *testing.T) {
 	require.NoError(t, err)
 	off, _ := c3.Section("files").Load(context.Background())
 	assert.Equal(t, "offsets-1", string(off))
+}
+
+// A source behind a Gate that holds it through a long poll lets a checkpoint in at its next
+// Yield; the checkpoint pulls its offsets there, and keeps the saved ones while it has none.
+func TestGateAndPull(t *testing.T) {
+	store := &memStore{data: map[string][]byte{}}
+	c := New(store, newAgg(t))
+	var g Gate
+	applied := 0
+	own := false
+	sec := c.Section("rows")
+	sec.Pull(g.Checkpoint(), func() ([]byte, bool) { return []byte(strconv.Itoa(applied)), own })
+	require.NoError(t, sec.Save(context.Background(), []byte("saved")))
+
+	saved := func() string {
+		t.Helper()
+		_, err := c.Save(context.Background())
+		require.NoError(t, err)
+		r := New(&memStore{data: map[string][]byte{Key: store.data[Key]}}, newAgg(t))
+		_, err = r.Restore(context.Background())
+		require.NoError(t, err)
+		off, _ := r.Section("rows").Load(context.Background())
+		return string(off)
+	}
+	assert.Equal(t, "saved", saved(), "no offsets of its own: the saved ones stand")
+
+	own = true
+	g.Lock()
+	stop, polled := make(chan struct{}), make(chan struct{})
+	go func() { // a poll that never ends by itself, yielding between two rows
+		defer close(polled)
+		defer g.Unlock()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			applied++
+			g.Yield()
+		}
+	}()
+	got, err := strconv.Atoi(saved())
+	require.NoError(t, err)
+	close(stop)
+	<-polled
+	assert.Positive(t, got, "the checkpoint got in between two rows of the poll")
+	assert.Equal(t, strconv.Itoa(applied), saved())
+}
+
+type pushSource struct{ mu sync.Mutex }
+
+func (p *pushSource) Locker() sync.Locker { return &p.mu }
+
+type pullSource struct {
+	pushSource
+	n int
+}
+
+func (p *pullSource) Offsets() ([]byte, bool) { return []byte(strconv.Itoa(p.n)), true }
+
+// Join takes a source's lock, and its offsets when it has Offsets.
+func TestJoin(t *testing.T) {
+	store := &memStore{data: map[string][]byte{}}
+	c := New(store, newAgg(t))
+	push, pull := &pushSource{}, &pullSource{n: 7}
+	c.Section("push").Join(push)
+	c.Section("pull").Join(pull)
+	require.NoError(t, c.Section("push").Save(context.Background(), []byte("pushed")))
+	_, err := c.Save(context.Background())
+	require.NoError(t, err)
+	r := New(&memStore{data: map[string][]byte{Key: store.data[Key]}}, newAgg(t))
+	_, err = r.Restore(context.Background())
+	require.NoError(t, err)
+	for name, want := range map[string]string{"push": "pushed", "pull": "7"} {
+		got, _ := r.Section(name).Load(context.Background())
+		assert.Equal(t, want, string(got), name)
+	}
+	assert.True(t, push.mu.TryLock(), "the lock is released after the checkpoint")
 }

@@ -13,15 +13,14 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
-	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
-	"github.com/gym-telemetry/otelcol-gym/internal/events"
+	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
 )
 
 // Reasons a telemetry record is rejected (besides the transports' too_long and partial_line).
 const (
 	// ReasonInvalidJSON: the record starts as a signal does but is not JSON (cut short,
 	// interleaved with other output).
-	ReasonInvalidJSON = events.ReasonInvalidJSON
+	ReasonInvalidJSON = ingest.ReasonInvalidJSON
 	// ReasonInvalidRecord: JSON, but not the SDK's shape (a field missing, of another type,
 	// out of range).
 	ReasonInvalidRecord = "invalid_record"
@@ -57,7 +56,7 @@ type Stream struct {
 	sink   Sink
 	warn   *Limiter
 
-	stats aggregate.StreamStats
+	stats ingest.Stats
 	line  int64 // lines seen, for the log
 
 	// a pretty-printed record being gathered
@@ -81,14 +80,14 @@ type Stream struct {
 func NewStream(source string, max int, sink Sink, warn *Limiter) *Stream {
 	return &Stream{
 		source: source, max: max, sink: sink, warn: warn,
-		stats:  aggregate.StreamStats{Rejected: map[string]int64{}},
+		stats:  ingest.NewStats(),
 		traces: ptrace.NewTraces(), logs: plog.NewLogs(),
 	}
 }
 
 // Line handles one line: a record of a signal is decoded and kept, or rejected and counted;
 // anything else is skipped and counted (Unknown).
-func (s *Stream) Line(line []byte) (aggregate.Outcome, error) {
+func (s *Stream) Line(line []byte) (ingest.Outcome, error) {
 	s.line++
 	if s.inBlock {
 		if o, done, err := s.blockLine(line); done {
@@ -99,18 +98,18 @@ func (s *Stream) Line(line []byte) (aggregate.Outcome, error) {
 	switch k {
 	case Text:
 		s.stats.Unknown++
-		return aggregate.Unknown, nil
+		return ingest.Unknown, nil
 	case BlockStart:
 		s.inBlock, s.blockLines, s.blockFrom = true, 1, s.line
 		s.block = append(s.block[:0], '{')
-		return aggregate.Accepted, nil // counted when the block ends
+		return ingest.Accepted, nil // counted when the block ends
 	}
 	return s.record(k, line, s.line)
 }
 
 // blockLine adds a line to the pretty-printed record being gathered. done=false: the line
 // is not part of it (the block was cut) and is handled on its own.
-func (s *Stream) blockLine(line []byte) (aggregate.Outcome, bool, error) {
+func (s *Stream) blockLine(line []byte) (ingest.Outcome, bool, error) {
 	t := bytes.TrimRight(line, " \t\r")
 	inner := len(t) > 0 && (t[0] == ' ' || t[0] == '\t')
 	if s.blockLines == 1 && inner {
@@ -132,11 +131,11 @@ func (s *Stream) blockLine(line []byte) (aggregate.Outcome, bool, error) {
 	case inner:
 		if len(s.block)+1+len(t) > s.max {
 			s.abandonBlock(true)
-			return aggregate.Rejected, true, nil
+			return ingest.Rejected, true, nil
 		}
 		s.block = append(append(s.block, '\n'), t...)
 		s.blockLines++
-		return aggregate.Accepted, true, nil
+		return ingest.Accepted, true, nil
 	case len(t) == 1 && t[0] == '}':
 		s.block = append(s.block, '\n', '}')
 		s.blockLines++
@@ -144,7 +143,7 @@ func (s *Stream) blockLine(line []byte) (aggregate.Outcome, bool, error) {
 		k := Classify(s.block)
 		if k == Text || k == BlockStart {
 			s.stats.Unknown += s.blockLines
-			return aggregate.Unknown, true, nil
+			return ingest.Unknown, true, nil
 		}
 		o, err := s.record(k, s.block, s.blockFrom)
 		return o, true, err
@@ -171,15 +170,15 @@ func (s *Stream) abandonBlock(wasRecord bool) {
 	_ = s.reject(ReasonPartialRecord, "block", s.blockFrom, errors.New("a pretty-printed record was cut by other output or by a refused line, or is longer than max_line_bytes"))
 }
 
-func (s *Stream) record(k Kind, b []byte, at int64) (aggregate.Outcome, error) {
+func (s *Stream) record(k Kind, b []byte, at int64) (ingest.Outcome, error) {
 	if !s.sink.Takes(k) {
 		if cap(s.block) > keepBuf {
 			s.block = nil
 		}
-		return aggregate.Blank, nil
+		return ingest.Blank, nil
 	}
 	if len(b) > s.max {
-		return aggregate.Rejected, s.reject(events.ReasonTooLong, k.String(), at, errors.New("record longer than max_line_bytes"))
+		return ingest.Rejected, s.reject(ingest.ReasonTooLong, k.String(), at, errors.New("record longer than max_line_bytes"))
 	}
 	if nb, changed := pyTokens(b, s.tok); changed {
 		b, s.tok = nb, nb[:0]
@@ -211,10 +210,10 @@ func (s *Stream) record(k Kind, b []byte, at int64) (aggregate.Outcome, error) {
 		s.block = nil // b is not used after this
 	}
 	if err != nil {
-		return aggregate.Rejected, s.reject(reasonOf(err), k.String(), at, err)
+		return ingest.Rejected, s.reject(reasonOf(err), k.String(), at, err)
 	}
 	s.stats.Accepted++
-	return aggregate.Accepted, nil
+	return ingest.Accepted, nil
 }
 
 func reasonOf(err error) string {
@@ -252,7 +251,7 @@ func (s *Stream) Reject(reason string) {
 
 // Flush hands on the spans and log records gathered, and returns the counts since the last
 // Flush (the caller clears them).
-func (s *Stream) Flush() *aggregate.StreamStats {
+func (s *Stream) Flush() *ingest.Stats {
 	s.flushTraces()
 	s.flushLogs()
 	return &s.stats

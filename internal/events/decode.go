@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
@@ -59,15 +60,16 @@ import (
 //     it is EventUnknown).
 //   - Syntax error positions are 0-based byte offsets into the line.
 
-// Reasons: the categories of DecodeError, a fixed set for self-telemetry.
+// Reasons: the categories of DecodeError, a fixed set for self-telemetry (those that other
+// decoders share are defined in ingest).
 const (
-	ReasonTooLong           = "too_long"
-	ReasonInvalidUTF8       = "invalid_utf8"
-	ReasonInvalidJSON       = "invalid_json"
-	ReasonWrongType         = "wrong_type"
-	ReasonMissingField      = "missing_field"
-	ReasonOutOfRange        = "out_of_range"
-	ReasonInvalidValue      = "invalid_value"
+	ReasonTooLong           = ingest.ReasonTooLong
+	ReasonInvalidUTF8       = ingest.ReasonInvalidUTF8
+	ReasonInvalidJSON       = ingest.ReasonInvalidJSON
+	ReasonWrongType         = ingest.ReasonWrongType
+	ReasonMissingField      = ingest.ReasonMissingField
+	ReasonOutOfRange        = ingest.ReasonOutOfRange
+	ReasonInvalidValue      = ingest.ReasonInvalidValue
 	ReasonTooDeep           = "too_deep"
 	ReasonTooManyAttributes = "too_many_attributes"
 )

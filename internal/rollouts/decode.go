@@ -8,18 +8,21 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
 )
 
-// Reasons a row is rejected: a fixed set, for the receiver's self-telemetry.
+// Reasons a row is rejected: a fixed set, for the receiver's self-telemetry (those that the
+// events decoder shares are defined in ingest).
 const (
-	ReasonTooLong      = "too_long"      // over max_line_bytes
-	ReasonInvalidUTF8  = "invalid_utf8"  // inside a mapped value
-	ReasonInvalidJSON  = "invalid_json"  // not JSON where it had to be read
-	ReasonNotObject    = "not_object"    // the row is not a JSON object
-	ReasonWrongType    = "wrong_type"    // a mapped key holds a value of another type
-	ReasonOutOfRange   = "out_of_range"  // a count below 0 or beyond int64
-	ReasonMissingField = "missing_field" // a verdict row without verdict
-	ReasonInvalidValue = "invalid_value" // a verdict outside healthy/unhealthy/unobserved
+	ReasonTooLong      = ingest.ReasonTooLong      // over max_line_bytes
+	ReasonInvalidUTF8  = ingest.ReasonInvalidUTF8  // inside a mapped value
+	ReasonInvalidJSON  = ingest.ReasonInvalidJSON  // not JSON where it had to be read
+	ReasonNotObject    = "not_object"              // the row is not a JSON object
+	ReasonWrongType    = ingest.ReasonWrongType    // a mapped key holds a value of another type
+	ReasonOutOfRange   = ingest.ReasonOutOfRange   // a count below 0 or beyond int64
+	ReasonMissingField = ingest.ReasonMissingField // a verdict row without verdict
+	ReasonInvalidValue = ingest.ReasonInvalidValue // a verdict outside healthy/unhealthy/unobserved
 )
 
 // ErrIncomplete: the data ends inside a row (no newline yet). Nothing of the row was used;

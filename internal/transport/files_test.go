@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,31 +14,14 @@ import (
 
 	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
 	"github.com/gym-telemetry/otelcol-gym/internal/events"
+	"github.com/gym-telemetry/otelcol-gym/internal/follow/followtest"
 )
 
-type memStore struct {
-	mu   sync.Mutex
-	data []byte
-}
-
-func (m *memStore) Load(context.Context) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.data, nil
-}
-
-func (m *memStore) Save(_ context.Context, d []byte) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.data = append([]byte(nil), d...)
-	return nil
-}
-
 // tailer returns a tailer that is polled by hand (its loop ticks rarely).
-func tailer(t *testing.T, agg *aggregate.Aggregator, dir string, beginning bool, store OffsetStore) (*FileTailer, *collected) {
+func tailer(t *testing.T, agg *aggregate.Aggregator, dir string, beginning bool, store OffsetStore) (*FileTailer, *followtest.Counts) {
 	t.Helper()
-	got := &collected{rejected: map[string]int64{}}
-	ft := NewFileTailer(agg, FilesOptions{
+	got := followtest.NewCounts()
+	ft := newEventsFileTailer(agg, FilesOptions{
 		Include:          []string{filepath.Join(dir, "*.events.jsonl")},
 		Exclude:          []string{filepath.Join(dir, "skip*")},
 		StartAtBeginning: beginning,
@@ -47,19 +29,10 @@ func tailer(t *testing.T, agg *aggregate.Aggregator, dir string, beginning bool,
 		MaxLineBytes:     1 << 16,
 		MaxFiles:         100,
 		Store:            store,
-	}, got.record, zap.NewNop())
+	}, got.Record, zap.NewNop())
 	require.NoError(t, ft.Start(context.Background()))
 	t.Cleanup(func() { _ = ft.Shutdown(context.Background()) })
 	return ft, got
-}
-
-func appendFile(t *testing.T, path, s string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-	require.NoError(t, err)
-	_, err = f.WriteString(s)
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
 }
 
 func lines(p string, n int) string { return strings.Repeat(retry(p)+"\n", n) }
@@ -67,27 +40,27 @@ func lines(p string, n int) string { return strings.Repeat(retry(p)+"\n", n) }
 func TestFilesStartAtAndGrowth(t *testing.T) {
 	dir := t.TempDir()
 	a := filepath.Join(dir, "a.events.jsonl")
-	appendFile(t, a, lines("old", 3)+retry("old")[:10]) // a partial line being written at start
-	appendFile(t, filepath.Join(dir, "skip.events.jsonl"), lines("excluded", 1))
+	followtest.AppendFile(t, a, lines("old", 3)+retry("old")[:10]) // a partial line being written at start
+	followtest.AppendFile(t, filepath.Join(dir, "skip.events.jsonl"), lines("excluded", 1))
 
 	agg := newTestAggregator(t)
 	ft, _ := tailer(t, agg, dir, false, nil)
 	assert.Empty(t, providers(agg.Collect(aggregate.Scope{})), "start_at end: what was there is not read")
-	appendFile(t, a, retry("old")[10:]+"\n"+lines("new", 2))
-	ft.poll(context.Background())
+	followtest.AppendFile(t, a, retry("old")[10:]+"\n"+lines("new", 2))
+	ft.Poll(context.Background())
 	assert.Equal(t, map[string]int64{"old": 1, "new": 2}, providers(agg.Collect(aggregate.Scope{})),
 		"start_at end starts after the last complete line: the line being written at start is read whole")
 
 	// A new file appearing while running is read from its beginning.
-	appendFile(t, filepath.Join(dir, "b.events.jsonl"), lines("b", 4))
-	ft.poll(context.Background())
+	followtest.AppendFile(t, filepath.Join(dir, "b.events.jsonl"), lines("b", 4))
+	ft.Poll(context.Background())
 	assert.Equal(t, map[string]int64{"old": 1, "new": 2, "b": 4}, providers(agg.Collect(aggregate.Scope{})))
 }
 
 func TestFilesStartAtBeginningAndDefaultResource(t *testing.T) {
 	dir := t.TempDir()
 	a := filepath.Join(dir, "a.events.jsonl")
-	appendFile(t, a, lines("x", 3))
+	followtest.AppendFile(t, a, lines("x", 3))
 	agg := newTestAggregator(t)
 	tailer(t, agg, dir, true, nil)
 	md := agg.Collect(aggregate.Scope{})
@@ -99,37 +72,37 @@ func TestFilesStartAtBeginningAndDefaultResource(t *testing.T) {
 func TestFilesRotationByRename(t *testing.T) {
 	dir := t.TempDir()
 	a := filepath.Join(dir, "a.events.jsonl")
-	appendFile(t, a, "")
+	followtest.AppendFile(t, a, "")
 	agg := newTestAggregator(t)
 	ft, _ := tailer(t, agg, dir, true, nil)
-	appendFile(t, a, lines("r", 2))
-	ft.poll(context.Background())
+	followtest.AppendFile(t, a, lines("r", 2))
+	ft.Poll(context.Background())
 	// The writer appends a last line, then the file is renamed away and a new one begins.
-	appendFile(t, a, lines("r", 1))
+	followtest.AppendFile(t, a, lines("r", 1))
 	require.NoError(t, os.Rename(a, a+".1"))
-	appendFile(t, a, lines("r", 5))
-	ft.poll(context.Background())
-	ft.poll(context.Background())
-	ft.poll(context.Background())
+	followtest.AppendFile(t, a, lines("r", 5))
+	ft.Poll(context.Background())
+	ft.Poll(context.Background())
+	ft.Poll(context.Background())
 	assert.Equal(t, map[string]int64{"r": 8}, providers(agg.Collect(aggregate.Scope{})), "nothing lost, nothing twice")
-	assert.Len(t, ft.files, 1, "the renamed file was closed")
+	assert.Equal(t, 1, ft.Followed(), "the renamed file was closed")
 }
 
 func TestFilesCopyTruncate(t *testing.T) {
 	dir := t.TempDir()
 	a := filepath.Join(dir, "a.events.jsonl")
-	appendFile(t, a, lines("c", 4))
+	followtest.AppendFile(t, a, lines("c", 4))
 	agg := newTestAggregator(t)
 	ft, _ := tailer(t, agg, dir, true, nil)
 	require.NoError(t, os.Truncate(a, 0))
-	appendFile(t, a, lines("c", 2))
-	ft.poll(context.Background())
+	followtest.AppendFile(t, a, lines("c", 2))
+	ft.Poll(context.Background())
 	assert.Equal(t, map[string]int64{"c": 6}, providers(agg.Collect(aggregate.Scope{})))
 
 	// Truncated and rewritten past the old size between two polls: the changed head tells.
 	require.NoError(t, os.Truncate(a, 0))
-	appendFile(t, a, lines("d", 10))
-	ft.poll(context.Background())
+	followtest.AppendFile(t, a, lines("d", 10))
+	ft.Poll(context.Background())
 	assert.Equal(t, map[string]int64{"c": 6, "d": 10}, providers(agg.Collect(aggregate.Scope{})))
 }
 
@@ -137,16 +110,16 @@ func TestFilesCopyTruncate(t *testing.T) {
 func TestFilesOffsetsSurviveRestart(t *testing.T) {
 	dir := t.TempDir()
 	a := filepath.Join(dir, "a.events.jsonl")
-	appendFile(t, a, lines("s", 3)+retry("s")[:15])
-	store := &memStore{}
+	followtest.AppendFile(t, a, lines("s", 3)+retry("s")[:15])
+	store := &followtest.MemStore{}
 	agg := newTestAggregator(t)
 	ft, _ := tailer(t, agg, dir, true, store)
 	require.NoError(t, ft.Shutdown(context.Background()))
 	assert.Equal(t, map[string]int64{"s": 3}, providers(agg.Collect(aggregate.Scope{})))
 
 	// While the collector is down: the partial line is finished, more lines come, a new file.
-	appendFile(t, a, retry("s")[15:]+"\n"+lines("s", 2))
-	appendFile(t, filepath.Join(dir, "b.events.jsonl"), lines("b", 2))
+	followtest.AppendFile(t, a, retry("s")[15:]+"\n"+lines("s", 2))
+	followtest.AppendFile(t, filepath.Join(dir, "b.events.jsonl"), lines("b", 2))
 
 	agg2 := newTestAggregator(t)
 	tailer(t, agg2, dir, false, store) // start_at end applies only without stored offsets
@@ -156,14 +129,14 @@ func TestFilesOffsetsSurviveRestart(t *testing.T) {
 func TestFilesBadLinesAndPartialLastLineOnRotation(t *testing.T) {
 	dir := t.TempDir()
 	a := filepath.Join(dir, "a.events.jsonl")
-	appendFile(t, a, lines("k", 1)+"{not json}\n"+lines("k", 1)+retry("k")[:9])
+	followtest.AppendFile(t, a, lines("k", 1)+"{not json}\n"+lines("k", 1)+retry("k")[:9])
 	agg := newTestAggregator(t)
 	ft, got := tailer(t, agg, dir, true, nil)
 	require.NoError(t, os.Remove(a))
-	ft.poll(context.Background())
-	ft.poll(context.Background())
+	ft.Poll(context.Background())
+	ft.Poll(context.Background())
 	assert.Equal(t, map[string]int64{"k": 2}, providers(agg.Collect(aggregate.Scope{})))
-	assert.Equal(t, map[string]int64{events.ReasonInvalidJSON: 1, ReasonPartialLine: 1}, nonZero(got.rejected))
+	assert.Equal(t, map[string]int64{events.ReasonInvalidJSON: 1, ReasonPartialLine: 1}, nonZero(got.Rejected))
 }
 
 // A file resumed from storage goes on under the resource its stream was under.
@@ -171,20 +144,20 @@ func TestFilesResumeKeepsResource(t *testing.T) {
 	dir := t.TempDir()
 	a := filepath.Join(dir, "a.events.jsonl")
 	res := `{"event":"resource","attributes":{"service.name":"gym-a"}}`
-	appendFile(t, a, res+"\n"+lines("s", 2))
-	store := &memStore{}
+	followtest.AppendFile(t, a, res+"\n"+lines("s", 2))
+	store := &followtest.MemStore{}
 	agg := newTestAggregator(t)
 	ft, _ := tailer(t, agg, dir, true, store)
 	require.NoError(t, ft.Shutdown(context.Background()))
 
-	appendFile(t, a, lines("s", 3)) // written while the collector is down
+	followtest.AppendFile(t, a, lines("s", 3)) // written while the collector is down
 	agg2 := newTestAggregator(t)
 	_, got := tailer(t, agg2, dir, false, store)
 	md := agg2.Collect(aggregate.Scope{})
 	require.Equal(t, 1, md.ResourceMetrics().Len())
 	assert.Equal(t, map[string]any{"service.name": "gym-a"}, md.ResourceMetrics().At(0).Resource().Attributes().AsRaw())
 	assert.Equal(t, map[string]int64{"s": 3}, providers(md))
-	assert.Equal(t, int64(3), got.accepted, "the restored resource line is not counted again")
+	assert.Equal(t, int64(3), got.Accepted, "the restored resource line is not counted again")
 }
 
 // A file known to the store that waits past max_files keeps its stored offset: when its turn
@@ -192,29 +165,29 @@ func TestFilesResumeKeepsResource(t *testing.T) {
 func TestFilesWaitingFileKeepsStoredOffset(t *testing.T) {
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a.events.jsonl"), filepath.Join(dir, "b.events.jsonl")
-	appendFile(t, a, lines("a", 3))
-	appendFile(t, b, lines("b", 3))
-	store := &memStore{}
+	followtest.AppendFile(t, a, lines("a", 3))
+	followtest.AppendFile(t, b, lines("b", 3))
+	store := &followtest.MemStore{}
 	agg := newTestAggregator(t)
 	ft, _ := tailer(t, agg, dir, true, store)
 	require.NoError(t, ft.Shutdown(context.Background()))
 	require.Equal(t, map[string]int64{"a": 3, "b": 3}, providers(agg.Collect(aggregate.Scope{})))
 
-	appendFile(t, a, lines("a", 1)) // written while the collector is down
-	appendFile(t, b, lines("b", 1))
+	followtest.AppendFile(t, a, lines("a", 1)) // written while the collector is down
+	followtest.AppendFile(t, b, lines("b", 1))
 	agg2 := newTestAggregator(t)
-	got := &collected{rejected: map[string]int64{}}
-	ft2 := NewFileTailer(agg2, FilesOptions{
+	got := followtest.NewCounts()
+	ft2 := newEventsFileTailer(agg2, FilesOptions{
 		Include: []string{filepath.Join(dir, "*.events.jsonl")}, PollInterval: time.Hour,
 		MaxLineBytes: 1 << 16, MaxFiles: 1, Store: store,
-	}, got.record, zap.NewNop())
+	}, got.Record, zap.NewNop())
 	require.NoError(t, ft2.Start(context.Background())) // polls once: a is followed, b waits
-	ft2.poll(context.Background())
+	ft2.Poll(context.Background())
 	require.Equal(t, map[string]int64{"a": 1}, providers(agg2.Collect(aggregate.Scope{})))
 
 	require.NoError(t, os.Remove(a)) // a's turn ends; b's comes
 	for range 3 {
-		ft2.poll(context.Background())
+		ft2.Poll(context.Background())
 	}
 	assert.Equal(t, map[string]int64{"a": 1, "b": 1}, providers(agg2.Collect(aggregate.Scope{})), "b resumes at its stored offset")
 	require.NoError(t, ft2.Shutdown(context.Background()))

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
+	"github.com/gym-telemetry/otelcol-gym/internal/follow/followtest"
 )
 
 // Fuzz targets of the two ways lines come in: whole HTTP bodies, and byte streams cut by the
@@ -84,8 +85,8 @@ func FuzzHTTPHandler(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, body []byte, gz bool, cut uint16) {
 		agg := fuzzAggregator(t)
-		got := &collected{rejected: map[string]int64{}}
-		h := NewHTTPHandler(agg, HTTPOptions{MaxLineBytes: fuzzMaxLine, MaxConcurrent: 1, Wait: time.Millisecond}, got.record)
+		got := followtest.NewCounts()
+		h := newEventsHTTPHandler(agg, HTTPOptions{MaxLineBytes: fuzzMaxLine, MaxConcurrent: 1, Wait: time.Millisecond}, got.Record)
 		sc := confighttp.NewDefaultServerConfig()
 		sc.MaxRequestBodySize = fuzzMaxBody
 		srv, err := sc.ToServer(context.Background(), nil, componenttest.NewNopTelemetrySettings(), h)
@@ -195,22 +196,22 @@ func FuzzHTTPHandler(f *testing.F) {
 			}
 		}
 		// Self-telemetry saw what the answer says.
-		if got.accepted != ans.Accepted || got.unknown != ans.Unknown || sum(got.rejected) != ans.Rejected {
-			t.Fatalf("recorded %d/%d/%v, answered %+v", got.accepted, got.unknown, got.rejected, ans)
+		if got.Accepted != ans.Accepted || got.Unknown != ans.Unknown || sum(got.Rejected) != ans.Rejected {
+			t.Fatalf("recorded %d/%d/%v, answered %+v", got.Accepted, got.Unknown, got.Rejected, ans)
 		}
 
 		// The same bytes as a stream (ended by a newline, so its last line is whole) give the
 		// same counts, by reason, and the same metrics.
 		agg2 := fuzzAggregator(t)
-		viaStream := &collected{rejected: map[string]int64{}}
-		lr := newLineReader(agg2.NewStream(fuzzMaxLine, aggregate.DefaultResource("http", "")), fuzzMaxLine, viaStream.record)
+		viaStream := followtest.NewCounts()
+		lr := newLineReader(agg2.NewStream(fuzzMaxLine, aggregate.DefaultResource("http", "")), fuzzMaxLine, viaStream.Record)
 		if err := lr.readFrom(bytes.NewReader(append(bytes.Clone(body), '\n'))); err != nil {
 			t.Fatal(err)
 		}
 		lr.finish()
-		if viaStream.accepted != got.accepted || viaStream.unknown != got.unknown || !maps.Equal(nonZero(viaStream.rejected), nonZero(got.rejected)) {
-			t.Fatalf("HTTP %d/%d/%v, stream %d/%d/%v", got.accepted, got.unknown, nonZero(got.rejected),
-				viaStream.accepted, viaStream.unknown, nonZero(viaStream.rejected))
+		if viaStream.Accepted != got.Accepted || viaStream.Unknown != got.Unknown || !maps.Equal(nonZero(viaStream.Rejected), nonZero(got.Rejected)) {
+			t.Fatalf("HTTP %d/%d/%v, stream %d/%d/%v", got.Accepted, got.Unknown, nonZero(got.Rejected),
+				viaStream.Accepted, viaStream.Unknown, nonZero(viaStream.Rejected))
 		}
 		if a, b := dumpMetrics(agg.Collect(aggregate.Scope{})), dumpMetrics(agg2.Collect(aggregate.Scope{})); a != b {
 			t.Fatalf("HTTP and stream aggregate differently\nHTTP:\n%s\nstream:\n%s", a, b)
@@ -232,12 +233,12 @@ func fuzzServesNext(t *testing.T, h http.Handler) {
 	}
 }
 
-func fuzzNothingApplied(t *testing.T, agg *aggregate.Aggregator, got *collected, what string) {
+func fuzzNothingApplied(t *testing.T, agg *aggregate.Aggregator, got *followtest.Counts, what string) {
 	t.Helper()
 	if md := agg.Collect(aggregate.Scope{}); md.DataPointCount() != 0 {
 		t.Fatalf("%s applied %d data points", what, md.DataPointCount())
 	}
-	if got.accepted != 0 || got.unknown != 0 || sum(got.rejected) != 0 {
+	if got.Accepted != 0 || got.Unknown != 0 || sum(got.Rejected) != 0 {
 		t.Fatalf("%s recorded lines: %+v", what, got)
 	}
 }
@@ -276,15 +277,15 @@ func FuzzLineReader(f *testing.F) {
 			parts = append(parts, string(rest))
 		}
 		cut, cutMD := fuzzReadStream(t, max, &chunks{parts: parts})
-		if one.accepted != cut.accepted || one.unknown != cut.unknown || !maps.Equal(nonZero(one.rejected), nonZero(cut.rejected)) {
+		if one.Accepted != cut.Accepted || one.Unknown != cut.Unknown || !maps.Equal(nonZero(one.Rejected), nonZero(cut.Rejected)) {
 			t.Fatalf("max %d, reads %d: one read %d/%d/%v, cut %d/%d/%v", max, len(parts),
-				one.accepted, one.unknown, nonZero(one.rejected), cut.accepted, cut.unknown, nonZero(cut.rejected))
+				one.Accepted, one.Unknown, nonZero(one.Rejected), cut.Accepted, cut.Unknown, nonZero(cut.Rejected))
 		}
 		if oneMD != cutMD {
 			t.Fatalf("max %d, reads %d: aggregates differ\none read:\n%s\ncut:\n%s", max, len(parts), oneMD, cutMD)
 		}
 		// Every non-blank line is counted once: lines ended by a newline, and a partial tail.
-		if n := one.accepted + one.unknown + sum(one.rejected); n > int64(bytes.Count(data, []byte("\n")))+1 {
+		if n := one.Accepted + one.Unknown + sum(one.Rejected); n > int64(bytes.Count(data, []byte("\n")))+1 {
 			t.Fatalf("%d lines counted in %d newlines", n, bytes.Count(data, []byte("\n")))
 		}
 	})
@@ -292,11 +293,11 @@ func FuzzLineReader(f *testing.F) {
 
 // fuzzReadStream reads r through a fresh line reader to its end, as a connection the peer
 // closed; it returns the counts and a dump of the aggregate.
-func fuzzReadStream(t *testing.T, max int, r io.Reader) (*collected, string) {
+func fuzzReadStream(t *testing.T, max int, r io.Reader) (*followtest.Counts, string) {
 	t.Helper()
 	agg := fuzzAggregator(t)
-	got := &collected{rejected: map[string]int64{}}
-	lr := newLineReader(agg.NewStream(max, aggregate.DefaultResource("tcp", "")), max, got.record)
+	got := followtest.NewCounts()
+	lr := newLineReader(agg.NewStream(max, aggregate.DefaultResource("tcp", "")), max, got.Record)
 	if err := lr.readFrom(r); err != nil {
 		t.Fatal(err)
 	}

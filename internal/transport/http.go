@@ -1,4 +1,9 @@
-// Package transport carries event lines from the network and files to protocol streams.
+// Package transport moves lines: from HTTP request bodies, stream connections (TCP, Unix) and
+// followed files (FileTailer, on internal/follow) to the LineStream of each source. What a
+// line means is the decoder's, which the receiver injects (NewStream, NewBodyStream): the gym
+// events decoder (aggregate.Stream) for the gym receiver, console.Stream for gym_console. It
+// imports no decoder. The rollouts source, which reads rows rather than lines, is
+// internal/rollouts' Tailer.
 package transport
 
 import (
@@ -15,7 +20,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
+	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
 )
 
 // EventsPath is the path of the HTTP transport.
@@ -38,9 +43,6 @@ type LineError struct {
 	Error string `json:"error"`
 }
 
-// Recorder receives the counts of every body, for self-telemetry.
-type Recorder func(*aggregate.StreamStats)
-
 // HTTPHandler serves POST /v1/events. Bodies are read whole (bounded by the server's body
 // limit, enforced by confighttp before and after decompression) before any line is applied,
 // so a body over the limit changes nothing.
@@ -53,7 +55,6 @@ type Recorder func(*aggregate.StreamStats)
 // Each body must arrive at MinBodyRate at least, after a grace of BodyGrace: a slower sender
 // is answered 408 and its connection closed, so it holds nothing for long.
 type HTTPHandler struct {
-	agg          *aggregate.Aggregator
 	maxLineBytes int
 	record       Recorder
 	opts         HTTPOptions
@@ -99,13 +100,13 @@ const (
 	DefaultBodyGrace   = 2 * time.Second
 )
 
-// NewHTTPHandler returns the handler of the HTTP transport.
-func NewHTTPHandler(agg *aggregate.Aggregator, opts HTTPOptions, record Recorder) *HTTPHandler {
+// NewHTTPHandler returns the handler of the HTTP transport: the lines of each body go to a
+// stream that newStream made (pooled, Reset before each body).
+func NewHTTPHandler(newStream NewBodyStream, opts HTTPOptions, record Recorder) *HTTPHandler {
 	if opts.SmallBody <= 0 {
 		opts.SmallBody = DefaultSmallBody
 	}
 	h := &HTTPHandler{
-		agg:          agg,
 		maxLineBytes: opts.MaxLineBytes,
 		record:       record,
 		opts:         opts,
@@ -114,13 +115,15 @@ func NewHTTPHandler(agg *aggregate.Aggregator, opts HTTPOptions, record Recorder
 		wait:         opts.Wait,
 		durable:      opts.Durable,
 	}
-	def := aggregate.DefaultResource("http", "")
-	h.streams.New = func() any { return agg.NewStream(opts.MaxLineBytes, def) }
+	h.streams.New = func() any { return newStream(httpSource) }
 	h.bufs.New = func() any { b := make([]byte, 0, initialBodyBuf); return &b }
 	return h
 }
 
 const initialBodyBuf = 4 << 10
+
+// httpSource is the source the HTTP transport's streams are made for.
+const httpSource = "http"
 
 // EventsContentTypes are the media types of an events body: NDJSON and its JSON-lines aliases.
 // None is a CORS-safelisted type (text/plain, application/x-www-form-urlencoded,
@@ -187,7 +190,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer func() { <-h.slots }()
 
-	st := h.streams.Get().(*aggregate.Stream)
+	st := h.streams.Get().(BodyStream)
 	st.Reset()
 	ans := Answer{Errors: []LineError{}}
 	body := *bp
@@ -199,16 +202,17 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			body = nil
 		}
 		out, err := st.Line(line)
-		if out == aggregate.Rejected {
+		if out == ingest.Rejected {
 			ans.Rejected++
 			if len(ans.Errors) < maxErrors {
 				ans.Errors = append(ans.Errors, LineError{Line: n, Error: err.Error()})
 			}
 		}
 	}
-	ans.Accepted, ans.Unknown = st.Stats.Accepted, st.Stats.Unknown
+	stats := st.Flush()
+	ans.Accepted, ans.Unknown = stats.Accepted, stats.Unknown
 	if h.record != nil {
-		h.record(&st.Stats)
+		h.record(stats)
 	}
 	h.streams.Put(st)
 	if h.durable != nil && ans.Accepted > 0 {

@@ -22,7 +22,7 @@ import (
 func newTestHandler(t *testing.T) (*HTTPHandler, *aggregate.Aggregator) {
 	t.Helper()
 	agg := newTestAggregator(t)
-	return NewHTTPHandler(agg, HTTPOptions{MaxLineBytes: 1 << 16, MaxConcurrent: 2, Wait: time.Second}, nil), agg
+	return newEventsHTTPHandler(agg, HTTPOptions{MaxLineBytes: 1 << 16, MaxConcurrent: 2, Wait: time.Second}, nil), agg
 }
 
 func serve(h http.Handler, method, path string, header map[string]string, body string) *httptest.ResponseRecorder {
@@ -109,7 +109,7 @@ func TestHTTPBodyAtTheLimit(t *testing.T) {
 		want int
 	}{{exact, http.StatusOK}, {exact + " ", http.StatusRequestEntityTooLarge}} {
 		agg := newTestAggregator(t)
-		h := NewHTTPHandler(agg, HTTPOptions{MaxLineBytes: 1 << 16, MaxConcurrent: 1, Wait: time.Second, MaxBodyBytes: limit}, nil)
+		h := newEventsHTTPHandler(agg, HTTPOptions{MaxLineBytes: 1 << 16, MaxConcurrent: 1, Wait: time.Second, MaxBodyBytes: limit}, nil)
 		sc := confighttp.NewDefaultServerConfig()
 		sc.MaxRequestBodySize = limit
 		srv, err := sc.ToServer(context.Background(), nil, componenttest.NewNopTelemetrySettings(), h)
@@ -130,7 +130,7 @@ func TestHTTPBodyAtTheLimit(t *testing.T) {
 func TestHTTPLargeBodiesInPooledBuffers(t *testing.T) {
 	const limit = 1 << 20
 	agg := newTestAggregator(t)
-	h := NewHTTPHandler(agg, HTTPOptions{MaxLineBytes: 1 << 16, MaxConcurrent: 2, Wait: 10 * time.Second, MaxBodyBytes: limit}, nil)
+	h := newEventsHTTPHandler(agg, HTTPOptions{MaxLineBytes: 1 << 16, MaxConcurrent: 2, Wait: 10 * time.Second, MaxBodyBytes: limit}, nil)
 	sc := confighttp.NewDefaultServerConfig()
 	sc.MaxRequestBodySize = limit
 	srv, err := sc.ToServer(context.Background(), nil, componenttest.NewNopTelemetrySettings(), h)
@@ -165,7 +165,7 @@ func TestHTTPLargeBodiesInPooledBuffers(t *testing.T) {
 func TestHTTPLimitBufferNotInSmallPool(t *testing.T) {
 	for _, limit := range []int64{256 << 10, 1 << 20, 4 << 20} {
 		agg := newTestAggregator(t)
-		h := NewHTTPHandler(agg, HTTPOptions{MaxLineBytes: 1 << 16, MaxConcurrent: 1, Wait: time.Second, MaxBodyBytes: limit}, nil)
+		h := newEventsHTTPHandler(agg, HTTPOptions{MaxLineBytes: 1 << 16, MaxConcurrent: 1, Wait: time.Second, MaxBodyBytes: limit}, nil)
 		b := make([]byte, 0, limit)
 		h.putBuf(&b)
 		small := make([]byte, 0, h.opts.SmallBody)

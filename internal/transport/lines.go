@@ -6,12 +6,11 @@ import (
 	"io"
 	"os"
 
-	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
-	"github.com/gym-telemetry/otelcol-gym/internal/events"
+	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
 )
 
 // ReasonPartialLine counts a last line that a stream ended before its newline.
-const ReasonPartialLine = "partial_line"
+const ReasonPartialLine = ingest.ReasonPartialLine
 
 // lineReader splits a byte stream into lines for a protocol stream. It never glues two lines
 // together: a line ends only at a newline, whatever the read boundaries; a line longer than
@@ -25,16 +24,12 @@ type lineReader struct {
 	end     int   // end of the read data
 	skip    bool  // inside a line already rejected as too long
 	read    int64 // bytes read so far
-	flushFn func(*aggregate.StreamStats)
+	flushFn Recorder
 }
 
 const initialLineBuf = 4 << 10
 
-func newLineReader(st *aggregate.Stream, max int, flush func(*aggregate.StreamStats)) *lineReader {
-	return newLineReaderFor(eventStream{st}, max, flush)
-}
-
-func newLineReaderFor(st LineStream, max int, flush func(*aggregate.StreamStats)) *lineReader {
+func newLineReader(st LineStream, max int, flush Recorder) *lineReader {
 	return &lineReader{st: st, max: max, buf: make([]byte, min(initialLineBuf, max+1)), flushFn: flush}
 }
 
@@ -78,7 +73,7 @@ func (lr *lineReader) scan() {
 	}
 	if !lr.skip && lr.end-lr.start > lr.max {
 		// The line is already longer than allowed: reject it now and drop its bytes as they come.
-		lr.st.Reject(events.ReasonTooLong)
+		lr.st.Reject(ingest.ReasonTooLong)
 		lr.skip = true
 	}
 	if lr.skip {
@@ -120,8 +115,7 @@ func (lr *lineReader) flush() {
 	if lr.flushFn != nil {
 		lr.flushFn(stats)
 	}
-	stats.Accepted, stats.Unknown, stats.Overflowed = 0, 0, 0
-	clear(stats.Rejected)
+	stats.Clear()
 }
 
 // isTimeout reports a read deadline that passed.

@@ -9,9 +9,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.uber.org/zap"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
 	"github.com/gym-telemetry/otelcol-gym/internal/events"
+	"github.com/gym-telemetry/otelcol-gym/internal/follow/followtest"
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 )
 
@@ -59,24 +61,11 @@ func providers(md pmetric.Metrics) map[string]int64 {
 
 func retry(p string) string { return `{"event":"sandbox.create_retry","provider":"` + p + `"}` }
 
-type collected struct {
-	accepted, unknown int64
-	rejected          map[string]int64
-}
-
-func (c *collected) record(s *aggregate.StreamStats) {
-	c.accepted += s.Accepted
-	c.unknown += s.Unknown
-	for k, v := range s.Rejected {
-		c.rejected[k] += v
-	}
-}
-
-func readChunks(t *testing.T, max int, parts ...string) (map[string]int64, *collected) {
+func readChunks(t *testing.T, max int, parts ...string) (map[string]int64, *followtest.Counts) {
 	t.Helper()
 	agg := newTestAggregator(t)
-	got := &collected{rejected: map[string]int64{}}
-	lr := newLineReader(agg.NewStream(max, aggregate.DefaultResource("tcp", "")), max, got.record)
+	got := followtest.NewCounts()
+	lr := newLineReader(agg.NewStream(max, aggregate.DefaultResource("tcp", "")), max, got.Record)
 	require.NoError(t, lr.readFrom(&chunks{parts: parts}))
 	lr.finish()
 	return providers(agg.Collect(aggregate.Scope{})), got
@@ -97,8 +86,8 @@ func TestLineReaderBoundaries(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			got, stats := readChunks(t, 1<<16, parts...)
 			assert.Equal(t, map[string]int64{"a": 2, "bé": 1}, got)
-			assert.Equal(t, int64(3), stats.accepted)
-			assert.Empty(t, nonZero(stats.rejected))
+			assert.Equal(t, int64(3), stats.Accepted)
+			assert.Empty(t, nonZero(stats.Rejected))
 		})
 	}
 }
@@ -118,23 +107,23 @@ func TestLineReaderLongLineSkippedToNewline(t *testing.T) {
 	long := `{"event":"sandbox.create_retry","provider":"` + strings.Repeat("x", 1000) + `"}`
 	got, stats := readChunks(t, max, retry("a")+"\n"+long[:300], long[300:700], long[700:]+"\n"+retry("a")+"\n")
 	assert.Equal(t, map[string]int64{"a": 2}, got, "the lines around the long one are kept")
-	assert.Equal(t, map[string]int64{events.ReasonTooLong: 1}, nonZero(stats.rejected))
+	assert.Equal(t, map[string]int64{events.ReasonTooLong: 1}, nonZero(stats.Rejected))
 
 	// A line of exactly max bytes is accepted.
 	exact := `{"event":"sandbox.create_retry","provider":"` + strings.Repeat("y", max-46) + `"}`
 	require.Len(t, exact, max)
 	got, stats = readChunks(t, max, exact+"\n")
 	assert.Equal(t, int64(1), got[strings.Repeat("y", max-46)])
-	assert.Empty(t, nonZero(stats.rejected))
+	assert.Empty(t, nonZero(stats.Rejected))
 }
 
 func TestLineReaderPartialLastLine(t *testing.T) {
 	got, stats := readChunks(t, 1<<16, retry("a")+"\n"+retry("a")[:10])
 	assert.Equal(t, map[string]int64{"a": 1}, got)
-	assert.Equal(t, map[string]int64{ReasonPartialLine: 1}, nonZero(stats.rejected))
+	assert.Equal(t, map[string]int64{ReasonPartialLine: 1}, nonZero(stats.Rejected))
 	// A blank tail is no line.
 	_, stats = readChunks(t, 1<<16, retry("a")+"\n  \r")
-	assert.Empty(t, nonZero(stats.rejected))
+	assert.Empty(t, nonZero(stats.Rejected))
 }
 
 // The buffer never grows past max+1, however the input arrives.
@@ -144,4 +133,26 @@ func TestLineReaderBoundedBuffer(t *testing.T) {
 	lr := newLineReader(agg.NewStream(max, aggregate.DefaultResource("tcp", "")), max, nil)
 	require.NoError(t, lr.readFrom(strings.NewReader(strings.Repeat("z", 1<<20))))
 	assert.LessOrEqual(t, len(lr.buf), max+1)
+}
+
+// The gym events decoder injected into each transport, as the gym receiver injects it.
+
+func newEventsHTTPHandler(agg *aggregate.Aggregator, opts HTTPOptions, record Recorder) *HTTPHandler {
+	return NewHTTPHandler(func(source string) BodyStream {
+		return agg.NewStream(opts.MaxLineBytes, aggregate.DefaultResource(source, ""))
+	}, opts, record)
+}
+
+func newEventsStreamServer(agg *aggregate.Aggregator, opts StreamOptions, record Recorder, logger *zap.Logger) *StreamServer {
+	return NewStreamServer(func(network string) LineStream {
+		return agg.NewStream(opts.MaxLineBytes, aggregate.DefaultResource(network, ""))
+	}, opts, record, logger)
+}
+
+func newEventsFileTailer(agg *aggregate.Aggregator, opts FilesOptions, record Recorder, logger *zap.Logger) *FileTailer {
+	return NewFileTailer(func(path string) LineStream {
+		st := agg.NewStream(opts.MaxLineBytes, aggregate.DefaultResource("file", path))
+		st.KeepResourceLine()
+		return st
+	}, opts, record, logger)
 }

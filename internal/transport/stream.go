@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-
-	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
 )
 
 // StreamOptions configure the stream transport.
@@ -50,7 +48,7 @@ const (
 // aggregator fills its socket instead of the collector's memory.
 type StreamServer struct {
 	opts      StreamOptions
-	newStream func() LineStream
+	newStream NewStream
 	record    Recorder
 	logger    *zap.Logger
 
@@ -65,16 +63,9 @@ type StreamServer struct {
 	acceptDone chan struct{} // closed when the accept loop has returned
 }
 
-// NewStreamServer returns a stream server; Start listens.
-func NewStreamServer(agg *aggregate.Aggregator, opts StreamOptions, record Recorder, logger *zap.Logger) *StreamServer {
-	return NewLineStreamServer(func() LineStream {
-		return eventStream{agg.NewStream(opts.MaxLineBytes, aggregate.DefaultResource(opts.Network, ""))}
-	}, opts, record, logger)
-}
-
-// NewLineStreamServer returns a stream server whose connections' lines go to the streams
-// newStream makes, one per connection (another decoder than the events one).
-func NewLineStreamServer(newStream func() LineStream, opts StreamOptions, record Recorder, logger *zap.Logger) *StreamServer {
+// NewStreamServer returns a stream server whose connections' lines go to the streams
+// newStream makes, one per connection (for the source opts.Network); Start listens.
+func NewStreamServer(newStream NewStream, opts StreamOptions, record Recorder, logger *zap.Logger) *StreamServer {
 	return &StreamServer{opts: opts, newStream: newStream, record: record, logger: logger, conns: map[net.Conn]struct{}{}}
 }
 
@@ -260,7 +251,7 @@ func (s *StreamServer) serve(c net.Conn) {
 		s.mu.Unlock()
 		_ = c.Close()
 	}()
-	lr := newLineReaderFor(s.newStream(), s.opts.MaxLineBytes, s.record)
+	lr := newLineReader(s.newStream(s.opts.Network), s.opts.MaxLineBytes, s.record)
 	err := lr.readFrom(deadlineReader{s, c})
 	switch {
 	case err == nil:

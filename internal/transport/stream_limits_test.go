@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
+	"github.com/gym-telemetry/otelcol-gym/internal/follow/followtest"
 )
 
 // trickle writes one line every interval on c until a write fails; it returns the number of
@@ -36,7 +37,7 @@ func TestStreamShutdownDrainDeadline(t *testing.T) {
 	agg := newTestAggregator(t)
 	path := filepath.Join(t.TempDir(), "gym.sock")
 	const drain = time.Second
-	s := NewStreamServer(agg, StreamOptions{
+	s := newEventsStreamServer(agg, StreamOptions{
 		Network: "unix", Endpoint: path, SocketMode: 0o600, MaxLineBytes: 1 << 16,
 		QuietTimeout: 250 * time.Millisecond, DrainTimeout: drain,
 	}, nil, zap.NewNop())
@@ -80,7 +81,7 @@ func TestStreamShutdownDrainDeadline(t *testing.T) {
 func TestStreamMaxConnections(t *testing.T) {
 	agg := newTestAggregator(t)
 	var refused atomic.Int64
-	s := NewStreamServer(agg, StreamOptions{
+	s := newEventsStreamServer(agg, StreamOptions{
 		Network: "tcp", Endpoint: "127.0.0.1:0", MaxLineBytes: 1 << 16, QuietTimeout: 100 * time.Millisecond,
 		MaxConnections: 3, OnRefused: func() { refused.Add(1) },
 	}, nil, zap.NewNop())
@@ -125,12 +126,12 @@ func TestStreamMaxConnections(t *testing.T) {
 func TestStreamIdleTimeout(t *testing.T) {
 	agg := newTestAggregator(t)
 	var idle atomic.Int64
-	got := &collected{rejected: map[string]int64{}}
+	got := followtest.NewCounts()
 	var mu sync.Mutex
-	s := NewStreamServer(agg, StreamOptions{
+	s := newEventsStreamServer(agg, StreamOptions{
 		Network: "tcp", Endpoint: "127.0.0.1:0", MaxLineBytes: 1 << 16, QuietTimeout: 100 * time.Millisecond,
 		IdleTimeout: 300 * time.Millisecond, OnIdleClosed: func() { idle.Add(1) },
-	}, func(st *aggregate.StreamStats) { mu.Lock(); got.record(st); mu.Unlock() }, zap.NewNop())
+	}, func(st *aggregate.StreamStats) { mu.Lock(); got.Record(st); mu.Unlock() }, zap.NewNop())
 	require.NoError(t, s.Start(context.Background()))
 	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
 
@@ -157,6 +158,6 @@ func TestStreamIdleTimeout(t *testing.T) {
 	assert.Equal(t, int64(1), p["quiet"])
 	assert.Equal(t, written.Load(), p["trickle"])
 	mu.Lock()
-	assert.Equal(t, int64(1), got.rejected[ReasonPartialLine])
+	assert.Equal(t, int64(1), got.Rejected[ReasonPartialLine])
 	mu.Unlock()
 }

@@ -20,7 +20,7 @@ import (
 
 func startStream(t *testing.T, agg *aggregate.Aggregator, network, endpoint string) *StreamServer {
 	t.Helper()
-	s := NewStreamServer(agg, StreamOptions{
+	s := newEventsStreamServer(agg, StreamOptions{
 		Network: network, Endpoint: endpoint, SocketMode: 0o600,
 		MaxLineBytes: 1 << 16, QuietTimeout: 200 * time.Millisecond,
 	}, nil, zap.NewNop())
@@ -86,7 +86,7 @@ func TestStreamUnixSocket(t *testing.T) {
 	require.NoError(t, c.Close())
 
 	// A second collector does not steal a live socket.
-	other := NewStreamServer(agg, StreamOptions{Network: "unix", Endpoint: path, SocketMode: 0o600, MaxLineBytes: 1 << 16}, nil, zap.NewNop())
+	other := newEventsStreamServer(agg, StreamOptions{Network: "unix", Endpoint: path, SocketMode: 0o600, MaxLineBytes: 1 << 16}, nil, zap.NewNop())
 	err = other.Start(context.Background())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "another process is listening")
@@ -100,7 +100,7 @@ func TestStreamUnixSocket(t *testing.T) {
 func TestStreamRefusesToReplaceAFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "not-a-socket")
 	require.NoError(t, os.WriteFile(path, []byte("keep me"), 0o600))
-	s := NewStreamServer(newTestAggregator(t), StreamOptions{Network: "unix", Endpoint: path, SocketMode: 0o600, MaxLineBytes: 1 << 16}, nil, zap.NewNop())
+	s := newEventsStreamServer(newTestAggregator(t), StreamOptions{Network: "unix", Endpoint: path, SocketMode: 0o600, MaxLineBytes: 1 << 16}, nil, zap.NewNop())
 	err := s.Start(context.Background())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "not a socket")

@@ -48,7 +48,7 @@ func TestStreamUnixSocketNeverWiderThanSocketMode(t *testing.T) {
 	})
 	const starts = 200
 	for range starts {
-		s := NewStreamServer(newTestAggregator(t), StreamOptions{Network: "unix", Endpoint: path, SocketMode: 0o600, MaxLineBytes: 1 << 16}, nil, zap.NewNop())
+		s := newEventsStreamServer(newTestAggregator(t), StreamOptions{Network: "unix", Endpoint: path, SocketMode: 0o600, MaxLineBytes: 1 << 16}, nil, zap.NewNop())
 		require.NoError(t, s.Start(context.Background()))
 		fi, err := os.Lstat(path)
 		require.NoError(t, err)

@@ -19,9 +19,9 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
-	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
 	"github.com/gym-telemetry/otelcol-gym/internal/bound"
 	"github.com/gym-telemetry/otelcol-gym/internal/console"
+	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
 	"github.com/gym-telemetry/otelcol-gym/internal/transport"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymconsolereceiver/internal/metadata"
 )
@@ -103,7 +103,7 @@ func (r *consoleReceiver) Start(ctx context.Context, host component.Host) error 
 	if sc := r.cfg.Stream.Get(); sc != nil {
 		mode, _ := sc.Mode() // validated
 		network := string(sc.Transport)
-		r.stream = transport.NewLineStreamServer(func() transport.LineStream {
+		r.stream = transport.NewStreamServer(func(network string) transport.LineStream {
 			return console.NewStream(network, max, r, r.warn)
 		}, transport.StreamOptions{
 			Network: network, Endpoint: sc.Endpoint, SocketMode: mode,
@@ -131,7 +131,7 @@ func (r *consoleReceiver) Start(ctx context.Context, host component.Host) error 
 			r.store = client
 			store = offsetStore{client}
 		}
-		r.files = transport.NewLineFileTailer(func(path string) transport.LineStream {
+		r.files = transport.NewFileTailer(func(path string) transport.LineStream {
 			return console.NewStream(path, max, r, r.warn)
 		}, transport.FilesOptions{
 			Include: fc.Include, Exclude: fc.Exclude,
@@ -223,7 +223,7 @@ func (r *consoleReceiver) Logs(ld plog.Logs) {
 }
 
 // record adds a stream's counts to the receiver's own telemetry.
-func (r *consoleReceiver) record(st *aggregate.StreamStats) {
+func (r *consoleReceiver) record(st *ingest.Stats) {
 	ctx := context.Background()
 	if st.Accepted > 0 {
 		r.telemetry.ReceiverGymConsoleRecordsAccepted.Add(ctx, st.Accepted)

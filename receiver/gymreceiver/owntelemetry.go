@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
+	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/metadata"
 )
 
@@ -97,7 +97,7 @@ func (s *ownTelemetry) consume(ctx context.Context, next consumer.Metrics, md pm
 	return err
 }
 
-func (s *ownTelemetry) recordStream(ctx context.Context, st *aggregate.StreamStats) {
+func (s *ownTelemetry) recordStream(ctx context.Context, st *ingest.Stats) {
 	if st.Accepted > 0 {
 		s.tb.ReceiverGymLinesAccepted.Add(ctx, st.Accepted, s.set)
 	}
@@ -115,7 +115,7 @@ func (s *ownTelemetry) recordStream(ctx context.Context, st *aggregate.StreamSta
 }
 
 // recordRows counts the rows of Gym's run files (the rollouts source).
-func (s *ownTelemetry) recordRows(ctx context.Context, st *aggregate.StreamStats) {
+func (s *ownTelemetry) recordRows(ctx context.Context, st *ingest.Stats) {
 	if st.Accepted > 0 {
 		s.tb.ReceiverGymRolloutRowsAccepted.Add(ctx, st.Accepted, s.set)
 	}

@@ -21,8 +21,10 @@ import (
 
 	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
 	"github.com/gym-telemetry/otelcol-gym/internal/checkpoint"
+	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 	"github.com/gym-telemetry/otelcol-gym/internal/procstats"
+	"github.com/gym-telemetry/otelcol-gym/internal/rollouts"
 	"github.com/gym-telemetry/otelcol-gym/internal/transport"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/metadata"
 )
@@ -43,7 +45,7 @@ type gymReceiver struct {
 	handler    *transport.HTTPHandler
 	stream     *transport.StreamServer
 	files      *transport.FileTailer
-	rollouts   *transport.RolloutTailer
+	rollouts   *rollouts.Tailer
 	store      storage.Client
 	ckpt       *checkpoint.Checkpointer // nil without storage
 	stop       chan struct{}
@@ -118,7 +120,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 		if r.cfg.CheckpointBeforeAnswer && r.ckpt != nil {
 			opts.Durable = r.syncCheckpoint
 		}
-		h := transport.NewHTTPHandler(r.agg, opts, r.recordStream)
+		h := transport.NewHTTPHandler(r.bodyStreams(), opts, r.recordStream)
 		ln, err := hc.ToListener(ctx)
 		if err != nil {
 			return err
@@ -145,7 +147,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 	if sc := r.cfg.Stream.Get(); sc != nil {
 		mode, _ := sc.Mode() // validated
 		network := string(sc.Transport)
-		r.stream = transport.NewStreamServer(r.agg, transport.StreamOptions{
+		r.stream = transport.NewStreamServer(r.connStreams(), transport.StreamOptions{
 			Network:        network,
 			Endpoint:       sc.Endpoint,
 			SocketMode:     mode,
@@ -169,7 +171,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 			section = r.ckpt.Section(filesSection)
 			store = section
 		}
-		r.files = transport.NewFileTailer(r.agg, transport.FilesOptions{
+		r.files = transport.NewFileTailer(r.fileStreams(), transport.FilesOptions{
 			Include:          fc.Include,
 			Exclude:          fc.Exclude,
 			StartAtBeginning: fc.StartAt == "beginning",
@@ -179,7 +181,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 			Store:            store,
 		}, r.recordStream, r.set.Logger)
 		if section != nil {
-			section.GuardedBy(r.files.Locker()) // the offsets of a poll, saved with its lines
+			section.Join(r.files) // the offsets of a poll, saved with its lines
 		}
 		if err := r.files.Start(ctx); err != nil {
 			return err
@@ -192,7 +194,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 			section = r.ckpt.Section(rolloutsSection)
 			store = section
 		}
-		r.rollouts = transport.NewRolloutTailer(r.agg, transport.RolloutsOptions{
+		r.rollouts = rollouts.NewTailer(r.agg, rollouts.TailerOptions{
 			Include:          rc.Include,
 			Exclude:          rc.Exclude,
 			StartAtBeginning: rc.StartAt == "beginning",
@@ -201,7 +203,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 			Store:            store,
 		}, r.recordRows, r.set.Logger)
 		if section != nil {
-			section.GuardedBy(r.rollouts.Locker()) // the offsets of a poll, saved with its rows
+			section.Join(r.rollouts) // each checkpoint asks for the offsets of the rows applied, between two rows
 		}
 		if err := r.rollouts.Start(ctx); err != nil {
 			return err
@@ -214,6 +216,31 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 		go r.processLoop()
 	}
 	return nil
+}
+
+// The gym events decoder, injected into each transport: one aggregate.Stream per request body
+// (pooled), connection or file, on the default resource of its source.
+
+func (r *gymReceiver) bodyStreams() transport.NewBodyStream {
+	return func(source string) transport.BodyStream {
+		return r.agg.NewStream(r.cfg.MaxLineBytes, aggregate.DefaultResource(source, ""))
+	}
+}
+
+func (r *gymReceiver) connStreams() transport.NewStream {
+	return func(network string) transport.LineStream {
+		return r.agg.NewStream(r.cfg.MaxLineBytes, aggregate.DefaultResource(network, ""))
+	}
+}
+
+// fileStreams: a file's stream keeps its resource line, which the file's offsets keep so
+// that a resumed file goes on under its resource.
+func (r *gymReceiver) fileStreams() transport.NewStream {
+	return func(path string) transport.LineStream {
+		st := r.agg.NewStream(r.cfg.MaxLineBytes, aggregate.DefaultResource("file", path))
+		st.KeepResourceLine()
+		return st
+	}
 }
 
 // jsonError answers the errors confighttp raises before our handler runs (a broken gzip body,
@@ -374,7 +401,7 @@ func (r *gymReceiver) collect(ctx context.Context) {
 		var err error
 		var size int
 		start := time.Now()
-		md, size, err = r.ckpt.Collect(ctx, r.scope)
+		size, err = r.ckpt.Collect(ctx, func(state *[]byte) { md = r.agg.CollectWithState(r.scope, state) })
 		if err != nil {
 			r.self.checkpointFailed(ctx)
 			r.set.Logger.Warn("gym receiver: saving the checkpoint failed; exporting anyway, a crash before the next checkpoint loses what was accepted since the last one", zap.Error(err))
@@ -394,12 +421,12 @@ func (r *gymReceiver) collect(ctx context.Context) {
 	}
 }
 
-func (r *gymReceiver) recordStream(st *aggregate.StreamStats) {
+func (r *gymReceiver) recordStream(st *ingest.Stats) {
 	r.self.recordStream(context.Background(), st)
 }
 
 // recordRows counts the rows of Gym's run files.
-func (r *gymReceiver) recordRows(st *aggregate.StreamStats) {
+func (r *gymReceiver) recordRows(st *ingest.Stats) {
 	r.self.recordRows(context.Background(), st)
 }
 

@@ -1,7 +1,7 @@
-package transport
+package rollouts
 
 import (
-	"context"
+	stdcontext "context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -22,20 +22,30 @@ import (
 
 	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
 	"github.com/gym-telemetry/otelcol-gym/internal/checkpoint"
+	"github.com/gym-telemetry/otelcol-gym/internal/follow"
+	"github.com/gym-telemetry/otelcol-gym/internal/follow/followtest"
+	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 )
 
-func rolloutTailer(t *testing.T, agg *aggregate.Aggregator, include string, beginning bool, store OffsetStore, max int64) (*RolloutTailer, *collected) {
+func newTestAggregator(t *testing.T) *aggregate.Aggregator {
 	t.Helper()
-	got := &collected{rejected: map[string]int64{}}
-	rt := NewRolloutTailer(agg, RolloutsOptions{
+	reg, err := normalize.NewRegistry(nil, nil, nil)
+	require.NoError(t, err)
+	return aggregate.NewAggregator(aggregate.AggregatorConfig{CardinalityLimit: 2000, ExpireAfter: time.Hour, Registry: reg})
+}
+
+func rolloutTailer(t *testing.T, agg *aggregate.Aggregator, include string, beginning bool, store follow.OffsetStore, max int64) (*Tailer, *followtest.Counts) {
+	t.Helper()
+	got := followtest.NewCounts()
+	rt := NewTailer(agg, TailerOptions{
 		Include:          []string{include},
 		StartAtBeginning: beginning,
 		PollInterval:     time.Hour, // polled by hand
 		MaxLineBytes:     max,
 		Store:            store,
-	}, got.record, zap.NewNop())
-	require.NoError(t, rt.Start(context.Background()))
-	t.Cleanup(func() { _ = rt.Shutdown(context.Background()) })
+	}, got.Record, zap.NewNop())
+	require.NoError(t, rt.Start(stdcontext.Background()))
+	t.Cleanup(func() { _ = rt.Shutdown(stdcontext.Background()) })
 	return rt, got
 }
 
@@ -97,10 +107,10 @@ func TestRolloutsFollowLive(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "eval.jsonl")
 	// Gym's other files: never main outputs, even though the glob matches them.
-	appendFile(t, filepath.Join(dir, "eval_materialized_inputs.jsonl"), mainRow("x", "1", ""))
-	appendFile(t, filepath.Join(dir, "eval_custom.jsonl"), mainRow("x", "1", ""))
-	appendFile(t, filepath.Join(dir, "orphan_attempts.jsonl"), mainRow("x", "1", ""))
-	appendFile(t, out, mainRow("math", "1.0", `,"_ng_run_id":"run-a","ng_perf":{"num_turns":3,"num_tool_calls":2}`))
+	followtest.AppendFile(t, filepath.Join(dir, "eval_materialized_inputs.jsonl"), mainRow("x", "1", ""))
+	followtest.AppendFile(t, filepath.Join(dir, "eval_custom.jsonl"), mainRow("x", "1", ""))
+	followtest.AppendFile(t, filepath.Join(dir, "orphan_attempts.jsonl"), mainRow("x", "1", ""))
+	followtest.AppendFile(t, out, mainRow("math", "1.0", `,"_ng_run_id":"run-a","ng_perf":{"num_turns":3,"num_tool_calls":2}`))
 
 	agg := newTestAggregator(t)
 	rt, got := rolloutTailer(t, agg, filepath.Join(dir, "*.jsonl"), true, nil, 0)
@@ -113,17 +123,17 @@ func TestRolloutsFollowLive(t *testing.T) {
 
 	// A row appended in pieces is read once it is whole.
 	row := mainRow("math", "0.5", `,"mask_sample":true`)
-	appendFile(t, out, row[:1000])
-	rt.poll(context.Background())
-	appendFile(t, out, row[1000:2000])
-	rt.poll(context.Background())
-	assert.Equal(t, int64(1), got.accepted)
-	appendFile(t, out, row[2000:])
+	followtest.AppendFile(t, out, row[:1000])
+	rt.poll(stdcontext.Background())
+	followtest.AppendFile(t, out, row[1000:2000])
+	rt.poll(stdcontext.Background())
+	assert.Equal(t, int64(1), got.Accepted)
+	followtest.AppendFile(t, out, row[2000:])
 	// The sidecar appears at the first failure; the report at the end of the run.
-	appendFile(t, filepath.Join(dir, "eval_failures.jsonl"), failureRow("agent_request_failed", "transport_timeout")+failureRow("Not A Class", "lab:quirk"))
-	appendFile(t, filepath.Join(dir, "rollout_verdicts.jsonl"),
+	followtest.AppendFile(t, filepath.Join(dir, "eval_failures.jsonl"), failureRow("agent_request_failed", "transport_timeout")+failureRow("Not A Class", "lab:quirk"))
+	followtest.AppendFile(t, filepath.Join(dir, "rollout_verdicts.jsonl"),
 		`{"_ng_task_index":0,"_ng_rollout_index":0,"verdict":"unhealthy","findings":[{"check":"agent_turn_hollow"},"agent_turn_hollow","nope"]}`+"\n")
-	rt.poll(context.Background())
+	rt.poll(stdcontext.Background())
 	assert.Equal(t, map[string]int64{
 		"eval.jsonl|run-a|completed_total|dispatch.name=math,outcome=scored":                  2,
 		"eval.jsonl|run-a|rewarded_total|dispatch.name=math,masked=false,reward.range=full":   1,
@@ -136,8 +146,8 @@ func TestRolloutsFollowLive(t *testing.T) {
 		"eval.jsonl|run-a|health_flagged_total|health.check=agent_turn_hollow,outcome=scored":                                                                            1,
 		"eval.jsonl|run-a|health_flagged_total|health.check=unregistered,outcome=scored":                                                                                 1,
 	}, rolloutCounts(agg.Collect(aggregate.Scope{})))
-	assert.Equal(t, int64(5), got.accepted)
-	assert.Empty(t, got.rejected)
+	assert.Equal(t, int64(5), got.Accepted)
+	assert.Empty(t, got.Rejected)
 }
 
 func TestRolloutsRunID(t *testing.T) {
@@ -147,16 +157,16 @@ func TestRolloutsRunID(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Dir(b), 0o700))
 	// a: the manifest names the run; b: the first row (of the sidecar) does.
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "a", "out_manifest.json"), []byte(`{"run_id":"from-manifest","config":{}}`), 0o600))
-	appendFile(t, a, mainRow("m", "0", `,"_ng_run_id":"from-row"`))
-	appendFile(t, filepath.Join(dir, "b", "out_failures.jsonl"), strings.TrimSuffix(failureRow("timeout", ""), "}\n")+`,"_ng_run_id":"sidecar-run"}`+"\n")
+	followtest.AppendFile(t, a, mainRow("m", "0", `,"_ng_run_id":"from-row"`))
+	followtest.AppendFile(t, filepath.Join(dir, "b", "out_failures.jsonl"), strings.TrimSuffix(failureRow("timeout", ""), "}\n")+`,"_ng_run_id":"sidecar-run"}`+"\n")
 	require.NoError(t, os.WriteFile(b, nil, 0o600))
 
 	agg := newTestAggregator(t)
 	rt, _ := rolloutTailer(t, agg, filepath.Join(dir, "*", "out.jsonl"), true, nil, 0)
 	// The resource is fixed: a manifest written later changes nothing.
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "b", "out_manifest.json"), []byte(`{"run_id":"late"}`), 0o600))
-	appendFile(t, b, mainRow("m", "0", `,"_ng_run_id":"other"`))
-	rt.poll(context.Background())
+	followtest.AppendFile(t, b, mainRow("m", "0", `,"_ng_run_id":"other"`))
+	rt.poll(stdcontext.Background())
 	got := rolloutCounts(agg.Collect(aggregate.Scope{}))
 	assert.Equal(t, int64(1), got["out.jsonl|from-manifest|completed_total|dispatch.name=m,outcome=scored"])
 	assert.Equal(t, int64(1), got["out.jsonl|sidecar-run|completed_total|dispatch.name=m,outcome=scored"])
@@ -166,9 +176,9 @@ func TestRolloutsRunID(t *testing.T) {
 
 func TestRolloutsReportOfItsOwn(t *testing.T) {
 	dir := t.TempDir()
-	appendFile(t, filepath.Join(dir, "x.jsonl"), mainRow("m", "1", ""))
-	appendFile(t, filepath.Join(dir, "y.jsonl"), mainRow("m", "1", ""))
-	appendFile(t, filepath.Join(dir, "rollout_verdicts.jsonl"), `{"verdict":"healthy","findings":[],"_ng_run_id":"r9"}`+"\n")
+	followtest.AppendFile(t, filepath.Join(dir, "x.jsonl"), mainRow("m", "1", ""))
+	followtest.AppendFile(t, filepath.Join(dir, "y.jsonl"), mainRow("m", "1", ""))
+	followtest.AppendFile(t, filepath.Join(dir, "rollout_verdicts.jsonl"), `{"verdict":"healthy","findings":[],"_ng_run_id":"r9"}`+"\n")
 	agg := newTestAggregator(t)
 	rolloutTailer(t, agg, filepath.Join(dir, "*.jsonl"), true, nil, 0)
 	got := rolloutCounts(agg.Collect(aggregate.Scope{}))
@@ -180,12 +190,12 @@ func TestRolloutsReportOfItsOwn(t *testing.T) {
 func TestRolloutsBadRows(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "r.jsonl")
-	appendFile(t, out, mainRow("m", "1", "")+"[]\n"+`{"reward":"1"}`+"\n"+mainRow("m", "0", "")+
+	followtest.AppendFile(t, out, mainRow("m", "1", "")+"[]\n"+`{"reward":"1"}`+"\n"+mainRow("m", "0", "")+
 		`{"reward":1,"response":"`+strings.Repeat("y", 5000)+`"}`+"\n"+mainRow("m", "NaN", ""))
 	agg := newTestAggregator(t)
 	_, got := rolloutTailer(t, agg, filepath.Join(dir, "*.jsonl"), true, nil, 4096)
-	assert.Equal(t, map[string]int64{"not_object": 1, "wrong_type": 1, "too_long": 1}, got.rejected)
-	assert.Equal(t, int64(3), got.accepted)
+	assert.Equal(t, map[string]int64{"not_object": 1, "wrong_type": 1, "too_long": 1}, got.Rejected)
+	assert.Equal(t, int64(3), got.Accepted)
 	c := rolloutCounts(agg.Collect(aggregate.Scope{}))
 	assert.Equal(t, int64(3), c["r.jsonl||completed_total|dispatch.name=m,outcome=scored"])
 	assert.Equal(t, int64(1), c["r.jsonl||rewarded_total|dispatch.name=m,masked=false,reward.range=zero"])
@@ -194,21 +204,21 @@ func TestRolloutsBadRows(t *testing.T) {
 func TestRolloutsRestartWithStore(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "r.jsonl")
-	appendFile(t, out, mainRow("m", "1", `,"_ng_run_id":"r1"`)+mainRow("m", "1", ""))
-	appendFile(t, filepath.Join(dir, "r_failures.jsonl"), failureRow("timeout", "agent_timeout"))
-	store := &memStore{}
+	followtest.AppendFile(t, out, mainRow("m", "1", `,"_ng_run_id":"r1"`)+mainRow("m", "1", ""))
+	followtest.AppendFile(t, filepath.Join(dir, "r_failures.jsonl"), failureRow("timeout", "agent_timeout"))
+	store := &followtest.MemStore{}
 
 	agg := newTestAggregator(t)
 	rt, _ := rolloutTailer(t, agg, filepath.Join(dir, "*.jsonl"), true, store, 0)
 	half := mainRow("m", "0", "")
-	appendFile(t, out, half[:100]) // a row being written at shutdown
-	require.NoError(t, rt.Shutdown(context.Background()))
+	followtest.AppendFile(t, out, half[:100]) // a row being written at shutdown
+	require.NoError(t, rt.Shutdown(stdcontext.Background()))
 	first := rolloutCounts(agg.Collect(aggregate.Scope{}))
 	assert.Equal(t, int64(2), first["r.jsonl|r1|completed_total|dispatch.name=m,outcome=scored"])
 
 	// While it is down: the row is finished, more are written, a manifest appears.
-	appendFile(t, out, half[100:]+mainRow("m", "1", ""))
-	appendFile(t, filepath.Join(dir, "r_failures.jsonl"), failureRow("timeout", "agent_timeout"))
+	followtest.AppendFile(t, out, half[100:]+mainRow("m", "1", ""))
+	followtest.AppendFile(t, filepath.Join(dir, "r_failures.jsonl"), failureRow("timeout", "agent_timeout"))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "r_manifest.json"), []byte(`{"run_id":"changed"}`), 0o600))
 
 	agg2 := newTestAggregator(t)
@@ -219,33 +229,37 @@ func TestRolloutsRestartWithStore(t *testing.T) {
 		"r.jsonl|r1|rewarded_total|dispatch.name=m,masked=false,reward.range=zero":                                                                1,
 		"r.jsonl|r1|completed_total|dispatch.name=math,failure_class=timeout,failure_kind=agent_timeout,failure_type=TimeoutError,outcome=failed": 1,
 	}, rolloutCounts(agg2.Collect(aggregate.Scope{})), "only what was written since, under the same resource")
-	assert.Equal(t, int64(3), got.accepted)
+	assert.Equal(t, int64(3), got.Accepted)
 }
 
 // lockOffsets takes the tailer's Locker as the receiver's checkpoint does and returns the
-// offsets it saved for the checkpoint; release lets the tailer go on.
-func lockOffsets(rt *RolloutTailer, store *memStore) (offsets []byte, release func()) {
+// offsets it gives the checkpoint (those in store, when it has none of its own); release lets
+// the tailer go on.
+func lockOffsets(rt *Tailer, store *followtest.MemStore) (offsets []byte, release func()) {
 	l := rt.Locker()
 	l.Lock()
-	store.mu.Lock()
-	offsets = store.data
-	store.mu.Unlock()
+	offsets, ok := rt.Offsets()
+	if !ok {
+		store.Mu.Lock()
+		offsets = store.Data
+		store.Mu.Unlock()
+	}
 	return offsets, l.Unlock
 }
 
 func TestRolloutsCheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "r.jsonl")
-	appendFile(t, out, mainRow("m", "1", ""))
+	followtest.AppendFile(t, out, mainRow("m", "1", ""))
 	agg := newTestAggregator(t)
-	store := &memStore{}
+	store := &followtest.MemStore{}
 	rt, got := rolloutTailer(t, agg, filepath.Join(dir, "*.jsonl"), true, store, 0)
 
 	half := mainRow("m", "1", "")
-	appendFile(t, out, mainRow("m", "1", "")+half[:50])
+	followtest.AppendFile(t, out, mainRow("m", "1", "")+half[:50])
 	offsets, release := lockOffsets(rt, store)
 	polled := make(chan struct{})
-	go func() { rt.poll(context.Background()); close(polled) }()
+	go func() { rt.poll(stdcontext.Background()); close(polled) }()
 	select {
 	case <-polled:
 		t.Fatal("a poll ran while the checkpoint was held")
@@ -254,7 +268,7 @@ func TestRolloutsCheckpoint(t *testing.T) {
 	var st rolloutState
 	require.NoError(t, json.Unmarshal(offsets, &st))
 	assert.Equal(t, int64(len(half)), st.Files[out].Offset, "the offsets of the rows applied, not of rows read ahead")
-	assert.Equal(t, int64(1), got.accepted)
+	assert.Equal(t, int64(1), got.Accepted)
 	release()
 	<-polled
 	offsets, release = lockOffsets(rt, store)
@@ -264,10 +278,10 @@ func TestRolloutsCheckpoint(t *testing.T) {
 	assert.Equal(t, int64(2), st.Files[out].Lines)
 
 	// Restored from those offsets, a new tailer reads only the rows after them.
-	appendFile(t, out, half[50:])
+	followtest.AppendFile(t, out, half[50:])
 	agg2 := newTestAggregator(t)
-	_, got2 := rolloutTailer(t, agg2, filepath.Join(dir, "*.jsonl"), true, &memStore{data: offsets}, 0)
-	assert.Equal(t, int64(1), got2.accepted)
+	_, got2 := rolloutTailer(t, agg2, filepath.Join(dir, "*.jsonl"), true, &followtest.MemStore{Data: offsets}, 0)
+	assert.Equal(t, int64(1), got2.Accepted)
 }
 
 func TestRolloutsTruncateAndForget(t *testing.T) {
@@ -275,23 +289,23 @@ func TestRolloutsTruncateAndForget(t *testing.T) {
 	run := filepath.Join(dir, "run1")
 	require.NoError(t, os.MkdirAll(run, 0o700))
 	out := filepath.Join(run, "r.jsonl")
-	appendFile(t, out, mainRow("m", "1", `,"_ng_run_id":"first"`)+mainRow("m", "1", ""))
-	store := &memStore{}
+	followtest.AppendFile(t, out, mainRow("m", "1", `,"_ng_run_id":"first"`)+mainRow("m", "1", ""))
+	store := &followtest.MemStore{}
 	agg := newTestAggregator(t)
 	rt, got := rolloutTailer(t, agg, filepath.Join(dir, "*", "*.jsonl"), true, store, 0)
-	assert.Equal(t, int64(2), got.accepted)
+	assert.Equal(t, int64(2), got.Accepted)
 
 	// The main output written again (a new run to the same path): read from the start, under
 	// the resource its first row gives.
 	require.NoError(t, os.WriteFile(out, []byte(mainRow("n", "0", `,"_ng_run_id":"second"`)), 0o600))
-	rt.poll(context.Background())
+	rt.poll(stdcontext.Background())
 	c := rolloutCounts(agg.Collect(aggregate.Scope{}))
 	assert.Equal(t, int64(2), c["r.jsonl|first|completed_total|dispatch.name=m,outcome=scored"])
 	assert.Equal(t, int64(1), c["r.jsonl|second|completed_total|dispatch.name=n,outcome=scored"])
 
 	// The run directory deleted: the run is forgotten, and so are its offsets.
 	require.NoError(t, os.RemoveAll(run))
-	rt.poll(context.Background())
+	rt.poll(stdcontext.Background())
 	assert.Empty(t, rt.runs)
 	offsets, release := lockOffsets(rt, store)
 	release()
@@ -305,14 +319,14 @@ func TestRolloutsStartAtEnd(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "r.jsonl")
 	row := mainRow("m", "1", "")
-	appendFile(t, out, row+row[:70]) // a row being written at start-up
+	followtest.AppendFile(t, out, row+row[:70]) // a row being written at start-up
 	agg := newTestAggregator(t)
 	rt, got := rolloutTailer(t, agg, filepath.Join(dir, "*.jsonl"), false, nil, 0)
-	assert.Zero(t, got.accepted)
-	appendFile(t, out, row[70:]+row)
-	rt.poll(context.Background())
-	assert.Equal(t, int64(2), got.accepted, "the row being written at start-up is read whole")
-	assert.Empty(t, got.rejected)
+	assert.Zero(t, got.Accepted)
+	followtest.AppendFile(t, out, row[70:]+row)
+	rt.poll(stdcontext.Background())
+	assert.Equal(t, int64(2), got.Accepted, "the row being written at start-up is read whole")
+	assert.Empty(t, got.Rejected)
 }
 
 func TestIsMainOutput(t *testing.T) {
@@ -337,16 +351,16 @@ func TestRolloutsCheckpointDuringLongPoll(t *testing.T) {
 	out := filepath.Join(dir, "r.jsonl")
 	row := mainRow("m", "1", "")
 	const rows = 20000
-	appendFile(t, out, strings.Repeat(row, rows))
+	followtest.AppendFile(t, out, strings.Repeat(row, rows))
 	agg := newTestAggregator(t)
-	store := &memStore{}
+	store := &followtest.MemStore{}
 	rt, _ := rolloutTailer(t, agg, filepath.Join(dir, "none", "*.jsonl"), true, store, 0)
 	rt.opts.Include = []string{filepath.Join(dir, "*.jsonl")}
 	count := func() int64 {
 		return rolloutCounts(agg.Collect(aggregate.Scope{}))["r.jsonl||completed_total|dispatch.name=m,outcome=scored"]
 	}
 	polled := make(chan struct{})
-	go func() { rt.poll(context.Background()); close(polled) }()
+	go func() { rt.poll(stdcontext.Background()); close(polled) }()
 	for count() == 0 { // the poll is reading the file
 		time.Sleep(100 * time.Microsecond)
 	}
@@ -369,15 +383,15 @@ func TestRolloutsCheckpointDuringLongPoll(t *testing.T) {
 func TestRolloutsRejectLogs(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "r.jsonl")
-	appendFile(t, out, mainRow("m", "1", "")+strings.Repeat("[]\n", 15))
+	followtest.AppendFile(t, out, mainRow("m", "1", "")+strings.Repeat("[]\n", 15))
 	core, logs := observer.New(zap.WarnLevel)
-	got := &collected{rejected: map[string]int64{}}
-	rt := NewRolloutTailer(newTestAggregator(t), RolloutsOptions{
+	got := followtest.NewCounts()
+	rt := NewTailer(newTestAggregator(t), TailerOptions{
 		Include: []string{filepath.Join(dir, "*.jsonl")}, StartAtBeginning: true, PollInterval: time.Hour,
-	}, got.record, zap.New(core))
-	require.NoError(t, rt.Start(context.Background()))
-	t.Cleanup(func() { _ = rt.Shutdown(context.Background()) })
-	assert.Equal(t, int64(15), got.rejected["not_object"], "every rejected row is counted")
+	}, got.Record, zap.New(core))
+	require.NoError(t, rt.Start(stdcontext.Background()))
+	t.Cleanup(func() { _ = rt.Shutdown(stdcontext.Background()) })
+	assert.Equal(t, int64(15), got.Rejected["not_object"], "every rejected row is counted")
 	entries := logs.FilterMessage("rollouts: row rejected").All()
 	require.Len(t, entries, 10, "the log is rate-limited")
 	first := entries[0].ContextMap()
@@ -386,9 +400,9 @@ func TestRolloutsRejectLogs(t *testing.T) {
 	assert.Equal(t, "not_object", first["reason"])
 
 	// The next period's first line says how many were not logged.
-	rt.logs.last = rt.logs.last.Add(-time.Minute)
-	appendFile(t, out, "[]\n")
-	rt.poll(context.Background())
+	rt.now = func() time.Time { return time.Now().Add(time.Minute) }
+	followtest.AppendFile(t, out, "[]\n")
+	rt.poll(stdcontext.Background())
 	entries = logs.FilterMessage("rollouts: row rejected").All()
 	require.Len(t, entries, 11)
 	assert.Equal(t, int64(5), entries[10].ContextMap()["not_logged_before"])
@@ -401,13 +415,13 @@ func TestRolloutsPollAllocatesNothingPerRow(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "r.jsonl")
 	row := mainRow("m", "1", `,"ng_perf":{"num_turns":3}`)
-	appendFile(t, out, row)
+	followtest.AppendFile(t, out, row)
 	rt, got := rolloutTailer(t, newTestAggregator(t), filepath.Join(dir, "*.jsonl"), true, nil, 0)
 	mallocs := func(rows int) uint64 {
-		appendFile(t, out, strings.Repeat(row, rows))
+		followtest.AppendFile(t, out, strings.Repeat(row, rows))
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		rt.poll(context.Background())
+		rt.poll(stdcontext.Background())
 		runtime.ReadMemStats(&after)
 		return after.Mallocs - before.Mallocs
 	}
@@ -415,7 +429,7 @@ func TestRolloutsPollAllocatesNothingPerRow(t *testing.T) {
 	few, many := mallocs(10), mallocs(2000)
 	t.Logf("allocations: %d for a poll of 10 rows, %d for 2000 rows", few, many)
 	assert.Less(t, many, few+200, "a poll allocates per row")
-	assert.Equal(t, int64(2021), got.accepted)
+	assert.Equal(t, int64(2021), got.Accepted)
 }
 
 // ckptStore is a storage extension's client in memory.
@@ -424,13 +438,13 @@ type ckptStore struct {
 	kv map[string][]byte
 }
 
-func (s *ckptStore) Get(_ context.Context, k string) ([]byte, error) {
+func (s *ckptStore) Get(_ stdcontext.Context, k string) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.kv[k], nil
 }
 
-func (s *ckptStore) Set(_ context.Context, k string, v []byte) error {
+func (s *ckptStore) Set(_ stdcontext.Context, k string, v []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.kv == nil {
@@ -441,19 +455,19 @@ func (s *ckptStore) Set(_ context.Context, k string, v []byte) error {
 }
 
 // ckptTailer is a rollouts tailer joined to a checkpointer as the receiver joins them: the
-// checkpoint restored, the section guarded by the tailer's Locker before it starts.
-func ckptTailer(t *testing.T, store *ckptStore, include string) (*RolloutTailer, *checkpoint.Checkpointer, *aggregate.Aggregator, *collected) {
+// checkpoint restored, the section pulled under the tailer's Locker before it starts.
+func ckptTailer(t *testing.T, store *ckptStore, include string) (*Tailer, *checkpoint.Checkpointer, *aggregate.Aggregator, *followtest.Counts) {
 	t.Helper()
 	agg := newTestAggregator(t)
 	c := checkpoint.New(store, agg)
-	_, err := c.Restore(context.Background())
+	_, err := c.Restore(stdcontext.Background())
 	require.NoError(t, err)
 	section := c.Section("rollouts")
-	got := &collected{rejected: map[string]int64{}}
-	rt := NewRolloutTailer(agg, RolloutsOptions{
+	got := followtest.NewCounts()
+	rt := NewTailer(agg, TailerOptions{
 		Include: []string{include}, StartAtBeginning: true, PollInterval: time.Hour, Store: section,
-	}, got.record, zap.NewNop())
-	section.GuardedBy(rt.Locker())
+	}, got.Record, zap.NewNop())
+	section.Join(rt)
 	return rt, c, agg, got
 }
 
@@ -461,9 +475,9 @@ func ckptTailer(t *testing.T, store *ckptStore, include string) (*RolloutTailer,
 func savedOffsets(t *testing.T, store *ckptStore) rolloutState {
 	t.Helper()
 	c := checkpoint.New(store, newTestAggregator(t))
-	_, err := c.Restore(context.Background())
+	_, err := c.Restore(stdcontext.Background())
 	require.NoError(t, err)
-	data, err := c.Section("rollouts").Load(context.Background())
+	data, err := c.Section("rollouts").Load(stdcontext.Background())
 	require.NoError(t, err)
 	var st rolloutState
 	require.NoError(t, json.Unmarshal(data, &st))
@@ -476,16 +490,16 @@ func savedOffsets(t *testing.T, store *ckptStore) rolloutState {
 func TestRolloutsCheckpointKeepsOffsetsNotYetUsed(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "r.jsonl")
-	appendFile(t, out, mainRow("m", "1", `,"_ng_run_id":"r1"`)+mainRow("m", "1", ""))
-	appendFile(t, filepath.Join(dir, "r_failures.jsonl"), failureRow("timeout", "agent_timeout"))
+	followtest.AppendFile(t, out, mainRow("m", "1", `,"_ng_run_id":"r1"`)+mainRow("m", "1", ""))
+	followtest.AppendFile(t, filepath.Join(dir, "r_failures.jsonl"), failureRow("timeout", "agent_timeout"))
 	store := &ckptStore{}
-	ctx := context.Background()
+	ctx := stdcontext.Background()
 	rt, c, _, got := ckptTailer(t, store, filepath.Join(dir, "*.jsonl"))
 	require.NoError(t, rt.Start(ctx))
 	require.NoError(t, rt.Shutdown(ctx))
 	_, err := c.Save(ctx)
 	require.NoError(t, err)
-	require.Equal(t, int64(3), got.accepted)
+	require.Equal(t, int64(3), got.Accepted)
 	want := savedOffsets(t, store)
 	require.Len(t, want.Files, 2)
 	require.Equal(t, map[string]storedRun{out: {RunID: "r1"}}, want.Runs)
@@ -503,15 +517,15 @@ func TestRolloutsCheckpointKeepsOffsetsNotYetUsed(t *testing.T) {
 	require.NoError(t, rt.Shutdown(ctx))
 	_, err = c.Save(ctx)
 	require.NoError(t, err)
-	assert.Zero(t, got.accepted)
+	assert.Zero(t, got.Accepted)
 
 	// Restarted with the run matched again: only the row written since is read, on top of the
 	// restored totals.
-	appendFile(t, out, mainRow("m", "0", ""))
+	followtest.AppendFile(t, out, mainRow("m", "0", ""))
 	rt, c, agg, got := ckptTailer(t, store, filepath.Join(dir, "*.jsonl"))
 	require.NoError(t, rt.Start(ctx))
 	t.Cleanup(func() { _ = rt.Shutdown(ctx) })
-	assert.Equal(t, int64(1), got.accepted)
+	assert.Equal(t, int64(1), got.Accepted)
 	counts := rolloutCounts(agg.Collect(aggregate.Scope{}))
 	assert.Equal(t, int64(3), counts["r.jsonl|r1|completed_total|dispatch.name=m,outcome=scored"], "%v", counts)
 	assert.Equal(t, int64(1), counts["r.jsonl|r1|completed_total|dispatch.name=math,failure_class=timeout,failure_kind=agent_timeout,failure_type=TimeoutError,outcome=failed"], "%v", counts)
@@ -524,23 +538,23 @@ func TestRolloutsStoredOffsetsOfGoneFilesDropped(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "r.jsonl")
 	failures := filepath.Join(dir, "r_failures.jsonl")
-	appendFile(t, out, mainRow("m", "1", `,"_ng_run_id":"r1"`))
-	appendFile(t, failures, failureRow("timeout", "agent_timeout"))
+	followtest.AppendFile(t, out, mainRow("m", "1", `,"_ng_run_id":"r1"`))
+	followtest.AppendFile(t, failures, failureRow("timeout", "agent_timeout"))
 	other := filepath.Join(dir, "gone", "g.jsonl")
 	require.NoError(t, os.MkdirAll(filepath.Dir(other), 0o700))
-	appendFile(t, other, mainRow("m", "1", `,"_ng_run_id":"g1"`))
-	store := &memStore{}
+	followtest.AppendFile(t, other, mainRow("m", "1", `,"_ng_run_id":"g1"`))
+	store := &followtest.MemStore{}
 	rt, _ := rolloutTailer(t, newTestAggregator(t), filepath.Join(dir, "*", "*.jsonl"), true, store, 0)
-	require.NoError(t, rt.Shutdown(context.Background()))
+	require.NoError(t, rt.Shutdown(stdcontext.Background()))
 	// The store knows both runs.
 	var a rolloutState
-	require.NoError(t, json.Unmarshal(store.data, &a))
+	require.NoError(t, json.Unmarshal(store.Data, &a))
 	require.Contains(t, a.Files, other)
 	require.Contains(t, a.Runs, other)
 	a.Files[out] = storedRowFile{Head: "7b", Offset: 1, Lines: 1}
 	a.Files[failures] = storedRowFile{Head: "7b", Offset: 1, Lines: 1}
 	a.Runs[out] = storedRun{RunID: "r1"}
-	store.data, _ = json.Marshal(a)
+	store.Data, _ = json.Marshal(a)
 
 	require.NoError(t, os.RemoveAll(filepath.Dir(other)))
 	require.NoError(t, os.Remove(failures))
@@ -569,11 +583,11 @@ func TestRolloutsReportPastMaxRuns(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(b, fmt.Sprintf("m%04d.jsonl", i)), nil, 0o600))
 	}
 	core, logs := observer.New(zap.WarnLevel)
-	rt := NewRolloutTailer(newTestAggregator(t), RolloutsOptions{
+	rt := NewTailer(newTestAggregator(t), TailerOptions{
 		Include: []string{filepath.Join(dir, "*", "*.jsonl")}, StartAtBeginning: true, PollInterval: time.Hour,
 	}, nil, zap.New(core))
-	require.NoError(t, rt.Start(context.Background()))
-	t.Cleanup(func() { _ = rt.Shutdown(context.Background()) })
+	require.NoError(t, rt.Start(stdcontext.Background()))
+	t.Cleanup(func() { _ = rt.Shutdown(stdcontext.Background()) })
 	assert.Len(t, rt.runs, MaxRuns)
 	assert.NotContains(t, rt.runs, report)
 	assert.Equal(t, int64(1), rt.skipped)
@@ -582,16 +596,16 @@ func TestRolloutsReportPastMaxRuns(t *testing.T) {
 	assert.Equal(t, report, entries[0].ContextMap()["path"])
 }
 
-// The offsets are saved when a checkpoint takes the Locker and once more at Shutdown, not at
+// The offsets go to each checkpoint that takes the Locker (Offsets) and are saved once more at Shutdown, not at
 // every poll: every checkpoint still has the offsets of exactly the rows applied, the final
 // one (after Shutdown's last read) included.
 func TestRolloutsOffsetsSavedForEveryCheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "r.jsonl")
 	row := mainRow("m", "1", "")
-	appendFile(t, out, row+row)
+	followtest.AppendFile(t, out, row+row)
 	store := &ckptStore{}
-	ctx := context.Background()
+	ctx := stdcontext.Background()
 	rt, c, _, _ := ckptTailer(t, store, filepath.Join(dir, "*.jsonl"))
 	require.NoError(t, rt.Start(ctx))
 	t.Cleanup(func() { _ = rt.Shutdown(ctx) })
@@ -602,21 +616,21 @@ func TestRolloutsOffsetsSavedForEveryCheckpoint(t *testing.T) {
 		return savedOffsets(t, store).Files[out].Offset
 	}
 	assert.Equal(t, int64(2*len(row)), offset())
-	appendFile(t, out, row)
+	followtest.AppendFile(t, out, row)
 	rt.poll(ctx)
 	assert.Equal(t, int64(3*len(row)), offset())
 	assert.Equal(t, int64(3*len(row)), offset(), "a checkpoint with no poll between")
-	appendFile(t, out, row+row[:10])
+	followtest.AppendFile(t, out, row+row[:10])
 	require.NoError(t, rt.Shutdown(ctx)) // reads the fourth row
 	assert.Equal(t, int64(4*len(row)), offset(), "the final checkpoint, after Shutdown")
 	assert.Equal(t, int64(4*len(row)), offset())
 
 	// A poll alone saves nothing.
-	mem := &memStore{}
+	mem := &followtest.MemStore{}
 	rt2, _ := rolloutTailer(t, newTestAggregator(t), filepath.Join(dir, "*.jsonl"), true, mem, 0)
-	appendFile(t, out, row[10:])
+	followtest.AppendFile(t, out, row[10:])
 	rt2.poll(ctx)
-	assert.Zero(t, len(mem.data), "a poll saved the offsets")
+	assert.Zero(t, len(mem.Data), "a poll saved the offsets")
 	offsets, release := lockOffsets(rt2, mem)
 	release()
 	var st rolloutState

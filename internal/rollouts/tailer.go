@@ -1,9 +1,8 @@
-package transport
+package rollouts
 
 import (
 	"bytes"
-	"context"
-	"encoding/hex"
+	stdcontext "context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,27 +12,29 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
+	"github.com/gym-telemetry/otelcol-gym/internal/checkpoint"
 	"github.com/gym-telemetry/otelcol-gym/internal/events"
-	"github.com/gym-telemetry/otelcol-gym/internal/rollouts"
+	"github.com/gym-telemetry/otelcol-gym/internal/follow"
+	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
 )
 
-// RolloutsOptions configure the rollout files source.
-type RolloutsOptions struct {
+// TailerOptions configure the rollout files source.
+type TailerOptions struct {
 	// Include and Exclude are globs of main output files (STEM.jsonl).
 	Include, Exclude []string
 	StartAtBeginning bool
 	PollInterval     time.Duration
 	// MaxLineBytes is the longest row, without its newline (0: no limit).
 	MaxLineBytes int64
-	// Store keeps the offsets (nil: not kept across restarts). They are saved when a
-	// checkpoint takes Locker and once more at Shutdown, not at every poll.
-	Store OffsetStore
+	// Store keeps the offsets (nil: not kept across restarts). They are read at Start and
+	// saved at Shutdown; in between, not at every poll: each checkpoint asks for them under
+	// Locker (Offsets).
+	Store follow.OffsetStore
 }
 
 // Names of a run's files beside its main output DIR/STEM.jsonl.
@@ -51,16 +52,17 @@ const (
 // outputs themselves, even when no STEM.jsonl is beside them (yet).
 var gymSuffixes = []string{failuresSuffix, "_attempts.jsonl", "_materialized_inputs.jsonl", "_reward_profiling.jsonl", "_items.jsonl", "_task.jsonl"}
 
-// RolloutTailer follows the files of Gym rollout collections: for each main output the globs
+// Tailer is the rollouts source: it follows the files of Gym rollout collections: for each main output the globs
 // match, the main output, its failures sidecar and the health report beside it, as they are
-// written. Each row is decoded by rollouts.RowDecoder and applied as the events of the Gym event
+// written. Each row is decoded by RowDecoder and applied as the events of the Gym event
 // stream, under one resource per run. Rows are applied in order and the offsets advance row by
 // row, so the offsets always say exactly which rows the aggregator holds.
-type RolloutTailer struct {
-	opts   RolloutsOptions
+type Tailer struct {
+	opts   TailerOptions
 	agg    *aggregate.Aggregator
-	record Recorder
+	record func(*ingest.Stats)
 	logger *zap.Logger
+	now    func() time.Time // for the log limiter
 
 	runs    map[string]*run // by the run's path (log.file.path)
 	owner   map[string]string
@@ -69,19 +71,18 @@ type RolloutTailer struct {
 	polls   int
 	skipped int64
 
-	rd    *rollouts.RowDecoder
-	row   rollouts.Row
+	rd    *RowDecoder
+	row   Row
 	evs   [2]events.Event
-	stats aggregate.StreamStats
-	logs  logLimiter
+	stats ingest.Stats
+	logs  follow.LogLimiter
 
-	stop chan struct{}
-	done chan struct{}
-	mu   sync.Mutex // a poll, a checkpoint and shutdown exclude each other
-	// checkpoints waiting for mu: a poll lets them in between two rows, so a checkpoint never
-	// waits for a long file to be read to its end.
-	checkpoints atomic.Int32
-	closed      bool // Shutdown let the files go: the offsets it saved stand
+	loop follow.Poller
+	// mu: a poll, a checkpoint and shutdown exclude each other. A poll lets a waiting
+	// checkpoint in between two rows (Yield), so a checkpoint never waits for a long file to be
+	// read to its end.
+	mu     checkpoint.Gate
+	closed bool // Shutdown let the files go: the offsets it saved stand
 }
 
 // run is one rollout collection's files: the main output, its sidecar, and the health report
@@ -96,14 +97,12 @@ type run struct {
 	seen   int
 }
 
+// rowFile is a followed file of a run: its Offset is through the last complete row applied
+// (or rejected).
 type rowFile struct {
-	kind    rollouts.Kind
-	path    string
-	f       *os.File
-	id      fileID
-	fp      []byte
-	offset  int64 // through the last complete row applied (or rejected)
-	lines   int64 // complete lines before offset
+	*follow.File
+	kind    Kind
+	lines   int64 // complete lines before Offset
 	noLines bool  // started at the end of a file: line numbers unknown, rows logged by offset
 	scanned int64 // after an incomplete row: no newline lies in [offset, scanned)
 }
@@ -125,23 +124,22 @@ type storedRun struct {
 	RunID string `json:"run_id,omitempty"`
 }
 
-// NewRolloutTailer returns the rollout files source; Start begins polling.
-func NewRolloutTailer(agg *aggregate.Aggregator, opts RolloutsOptions, record Recorder, logger *zap.Logger) *RolloutTailer {
-	return &RolloutTailer{
-		opts: opts, agg: agg, record: record, logger: logger,
+// NewTailer returns the rollout files source, which applies the rows to agg and gives record
+// the counts of each poll; Start begins polling.
+func NewTailer(agg *aggregate.Aggregator, opts TailerOptions, record func(*ingest.Stats), logger *zap.Logger) *Tailer {
+	return &Tailer{
+		opts: opts, agg: agg, record: record, logger: logger, now: time.Now,
 		runs: map[string]*run{}, owner: map[string]string{},
-		rd:    rollouts.NewRowDecoder(0),
-		stats: aggregate.StreamStats{Rejected: map[string]int64{}},
-		logs:  logLimiter{burst: 10, every: 10 * time.Second},
+		rd:    NewRowDecoder(0),
+		stats: ingest.NewStats(),
+		logs:  follow.LogLimiter{Burst: 10, Every: 10 * time.Second},
 	}
 }
 
 // Start restores the offsets the store holds, polls once, and keeps polling in the background.
-func (t *RolloutTailer) Start(ctx context.Context) error {
-	for _, p := range append(append([]string{}, t.opts.Include...), t.opts.Exclude...) {
-		if _, err := filepath.Match(p, ""); err != nil {
-			return fmt.Errorf("rollouts: bad glob %q: %w", p, err)
-		}
+func (t *Tailer) Start(ctx stdcontext.Context) error {
+	if err := follow.CheckGlobs("rollouts", t.opts.Include, t.opts.Exclude); err != nil {
+		return err
 	}
 	var data []byte
 	if t.opts.Store != nil {
@@ -157,13 +155,12 @@ func (t *RolloutTailer) Start(ctx context.Context) error {
 	}
 	t.loaded = true
 	t.mu.Unlock()
-	t.stop, t.done = make(chan struct{}), make(chan struct{})
 	t.poll(ctx)
-	go t.loop()
+	t.loop.Start(t.opts.PollInterval, t.poll)
 	return nil
 }
 
-func (t *RolloutTailer) restore(data []byte) error {
+func (t *Tailer) restore(data []byte) error {
 	if len(data) == 0 {
 		return nil
 	}
@@ -175,52 +172,28 @@ func (t *RolloutTailer) restore(data []byte) error {
 	return nil
 }
 
-// Locker is the lock the receiver's checkpoint holds while it takes a checkpoint. It waits for
-// the tailer between two rows (yield lets it in mid-poll), then records the offsets of exactly
-// the rows applied so far, so the checkpoint's state and offsets agree.
-func (t *RolloutTailer) Locker() sync.Locker { return checkpointLock{t} }
+// Locker is the lock the receiver's checkpoint holds while it takes a checkpoint (with Offsets,
+// checkpoint.Section.Pull). It waits for the tailer between two rows (a poll yields there),
+// not for the end of a poll.
+func (t *Tailer) Locker() sync.Locker { return t.mu.Checkpoint() }
 
-type checkpointLock struct{ t *RolloutTailer }
-
-func (l checkpointLock) Lock() {
-	l.t.checkpoints.Add(1)
-	l.t.mu.Lock()
-	l.t.checkpoints.Add(-1)
-	// Before Start has read the store, the checkpoint keeps the offsets it restored.
-	if l.t.loaded && !l.t.closed {
-		l.t.save(context.Background())
+// Offsets returns, with Locker held, the offsets of exactly the rows applied so far, so the
+// checkpoint's state and offsets agree. Before Start has read the store, and after Shutdown
+// saved its last offsets, it has none of its own (false): the checkpoint keeps what it has.
+func (t *Tailer) Offsets() ([]byte, bool) {
+	if !t.loaded || t.closed {
+		return nil, false
 	}
+	return t.encode(), true
 }
-
-func (l checkpointLock) Unlock() { l.t.mu.Unlock() }
-
-// yield lets a waiting checkpoint in, between two rows (the state is whole there: every row
-// applied has its offset recorded). A sync.Mutex hands itself to a goroutine that has waited
-// over a millisecond, so the checkpoint gets it.
-func (t *RolloutTailer) yield() {
-	for t.checkpoints.Load() > 0 {
-		t.mu.Unlock()
-		time.Sleep(time.Millisecond)
-		t.mu.Lock()
-	}
-}
-
-func (t *RolloutTailer) loop() { pollEvery(t.opts.PollInterval, t.stop, t.done, t.poll) }
 
 // Shutdown stops polling, reads the complete rows the files hold once more, keeps the offsets
 // and closes the files. A row still being written stays unread: a restart with storage reads
 // it whole.
-func (t *RolloutTailer) Shutdown(ctx context.Context) error {
-	if t.stop == nil {
-		return nil
+func (t *Tailer) Shutdown(ctx stdcontext.Context) error {
+	if !t.loop.Stop() {
+		return nil // not started, or already shut down
 	}
-	select {
-	case <-t.stop:
-		return nil
-	default:
-	}
-	close(t.stop)
-	<-t.done
 	t.poll(ctx)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -229,7 +202,7 @@ func (t *RolloutTailer) Shutdown(ctx context.Context) error {
 	for key, r := range t.runs {
 		for _, f := range r.files {
 			if f != nil {
-				_ = f.f.Close()
+				_ = f.Close()
 			}
 		}
 		delete(t.runs, key)
@@ -239,7 +212,7 @@ func (t *RolloutTailer) Shutdown(ctx context.Context) error {
 
 // poll finds the runs, reads their files and forgets the runs that are gone. It does not save
 // the offsets: a checkpoint's Locker saves them, with the state they are the offsets of.
-func (t *RolloutTailer) poll(ctx context.Context) {
+func (t *Tailer) poll(ctx stdcontext.Context) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.polls++
@@ -305,7 +278,7 @@ func (t *RolloutTailer) poll(ctx context.Context) {
 			// rows were read to the end above; the run is forgotten.
 			for _, f := range r.files {
 				if f != nil {
-					_ = f.f.Close()
+					_ = f.Close()
 				}
 			}
 			delete(t.runs, key)
@@ -323,7 +296,7 @@ func (t *RolloutTailer) poll(ctx context.Context) {
 // dropGone forgets the stored offsets and runs whose files are gone at the first poll (deleted
 // while the collector was down), so that the offsets carried over for files not opened yet
 // (runs waiting past MaxRuns, or not matched now) cannot pile up across restarts.
-func (t *RolloutTailer) dropGone() {
+func (t *Tailer) dropGone() {
 	if t.stored == nil {
 		return
 	}
@@ -340,7 +313,7 @@ func (t *RolloutTailer) dropGone() {
 }
 
 // skipRun counts a run (a main output or a report of its own) left waiting past MaxRuns.
-func (t *RolloutTailer) skipRun(path string) {
+func (t *Tailer) skipRun(path string) {
 	t.skipped++
 	if t.skipped == 1 || t.skipped%1000 == 0 {
 		t.logger.Warn("rollouts: more runs than the receiver follows at once; the rest wait", zap.Int("max_runs", MaxRuns), zap.String("path", path), zap.Int64("waiting_so_far", t.skipped))
@@ -358,30 +331,14 @@ func sortedKeys(m map[string]*run) []string {
 
 // matchMains returns the main outputs the globs match: never the health report, a Gym
 // STEM_*.jsonl file, nor any S_*.jsonl beside an S.jsonl.
-func (t *RolloutTailer) matchMains() []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, p := range t.opts.Include {
-		paths, _ := filepath.Glob(p) // patterns were checked at Start
-	next:
-		for _, path := range paths {
-			if seen[path] || !isMainOutput(path) {
-				continue
-			}
-			seen[path] = true
-			for _, x := range t.opts.Exclude {
-				if ok, _ := filepath.Match(x, path); ok {
-					continue next
-				}
-			}
-			if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
-				continue
-			}
-			out = append(out, path)
+func (t *Tailer) matchMains() []string {
+	return follow.Match(t.opts.Include, t.opts.Exclude, func(path string) bool {
+		if !isMainOutput(path) {
+			return false
 		}
-	}
-	sort.Strings(out)
-	return out
+		fi, err := os.Stat(path)
+		return err == nil && fi.Mode().IsRegular()
+	})
 }
 
 // isMainOutput tells a main output STEM.jsonl from the other files of a run.
@@ -415,7 +372,7 @@ func nextUnderscore(s string, i int) int {
 
 // restoreRun takes a run's resource from the store, so that a restarted collector goes on
 // with the same series.
-func (t *RolloutTailer) restoreRun(r *run) {
+func (t *Tailer) restoreRun(r *run) {
 	if t.stored == nil {
 		return
 	}
@@ -431,23 +388,23 @@ func (r *run) newRun() {
 }
 
 // paths returns the files of a run: main output, sidecar, report ("" where the run has none).
-func (t *RolloutTailer) paths(r *run) [3]string {
+func (t *Tailer) paths(r *run) [3]string {
 	if r.report {
 		return [3]string{"", "", r.path}
 	}
 	stem := strings.TrimSuffix(r.path, ".jsonl")
 	var out [3]string
-	out[rollouts.Main] = r.path
-	out[rollouts.Failures] = stem + failuresSuffix
+	out[Main] = r.path
+	out[Failures] = stem + failuresSuffix
 	if t.owner[filepath.Dir(r.path)] == r.path {
-		out[rollouts.Verdicts] = filepath.Join(filepath.Dir(r.path), verdictsName)
+		out[Verdicts] = filepath.Join(filepath.Dir(r.path), verdictsName)
 	}
 	return out
 }
 
 // followRun opens the run's files that appeared, reads each, and handles a file that was
 // replaced (a new inode at the path: the old one is read to its end first) or removed.
-func (t *RolloutTailer) followRun(r *run, first, gone bool) {
+func (t *Tailer) followRun(r *run, first, gone bool) {
 	paths := t.paths(r)
 	for k, path := range paths {
 		f := r.files[k]
@@ -462,25 +419,25 @@ func (t *RolloutTailer) followRun(r *run, first, gone bool) {
 		case err != nil || !fi.Mode().IsRegular():
 			if f != nil { // removed or renamed away: what it holds is read, then it is let go
 				t.read(r, f, true)
-				_ = f.f.Close()
+				_ = f.Close()
 				r.files[k] = nil
 			}
 			continue
-		case f != nil && f.id != idOf(fi):
+		case f != nil && f.ID != follow.IDOf(fi):
 			t.read(r, f, true)
-			_ = f.f.Close()
+			_ = f.Close()
 			r.files[k] = nil
 			f = nil
 		}
 		if f == nil {
-			nf, replaced, err := t.open(rollouts.Kind(k), path, first)
+			nf, replaced, err := t.open(Kind(k), path, first)
 			if err != nil {
-				if t.logs.allow(time.Now()) { // retried every poll: the log is rate-limited
+				if t.logs.Allow(t.now()) { // retried every poll: the log is rate-limited
 					t.logger.Warn("rollouts: cannot follow file", zap.String("path", path), zap.Error(err))
 				}
 				continue
 			}
-			if k == int(rollouts.Main) && (replaced || r.stream != nil) {
+			if k == int(Main) && (replaced || r.stream != nil) {
 				r.newRun() // another main output at the path: a new run, its resource chosen anew
 			}
 			r.files[k] = nf
@@ -493,35 +450,25 @@ func (t *RolloutTailer) followRun(r *run, first, gone bool) {
 // open starts following a file: from its stored offset when the store knows its path and its
 // head is unchanged; from the end (after its last complete row) when it was there at start-up,
 // start_at is end and the store is empty; from the beginning otherwise.
-func (t *RolloutTailer) open(kind rollouts.Kind, path string, first bool) (rf *rowFile, replaced bool, err error) {
-	f, err := os.Open(path)
+func (t *Tailer) open(kind Kind, path string, first bool) (rf *rowFile, replaced bool, err error) {
+	f, size, err := follow.Open(path)
 	if err != nil {
 		return nil, false, err
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		_ = f.Close()
-		return nil, false, err
-	}
-	fp, err := head(f)
-	if err != nil {
-		_ = f.Close()
-		return nil, false, err
-	}
-	rf = &rowFile{kind: kind, path: path, f: f, id: idOf(fi), fp: fp}
+	rf = &rowFile{File: f, kind: kind}
 	if t.stored != nil {
 		if sf, ok := t.stored.Files[path]; ok {
 			delete(t.stored.Files, path) // used once: a file that comes back later is new
-			k, err := hex.DecodeString(sf.Head)
-			if err == nil && len(k) > 0 && bytes.HasPrefix(fp, k) && sf.Offset <= fi.Size() {
-				rf.offset, rf.lines, rf.noLines = sf.Offset, max(sf.Lines, 0), sf.Lines < 0
+			if follow.HasHead(f.Head, sf.Head) && sf.Offset <= size {
+				rf.Offset, rf.lines, rf.noLines = sf.Offset, max(sf.Lines, 0), sf.Lines < 0
 				return rf, false, nil
 			}
 			return rf, true, nil // another file at the path now
 		}
 	}
 	if first && t.stored == nil && !t.opts.StartAtBeginning {
-		if rf.offset, err = afterLastRow(f, fi.Size(), t.rd.Buffer()); err != nil {
+		// After the last newline (0 when there is none): rows can be of any size.
+		if rf.Offset, _, err = follow.AfterLastNewline(f.F, 0, size, t.rd.Buffer()); err != nil {
 			_ = f.Close()
 			return nil, false, err
 		}
@@ -533,25 +480,24 @@ func (t *RolloutTailer) open(kind rollouts.Kind, path string, first bool) (rf *r
 // read applies the complete rows a file holds past its offset. A file that shrank or whose
 // head changed (copy-truncate, or rewritten in place) is read again from the start. last: the
 // file is let go after this read, so a row without its newline will never be finished.
-func (t *RolloutTailer) read(r *run, f *rowFile, last bool) {
-	fi, err := f.f.Stat()
+func (t *Tailer) read(r *run, f *rowFile, last bool) {
+	fi, err := f.F.Stat()
 	if err != nil {
 		return
 	}
-	if fi.Size() < f.offset || !sameHead(f.f, f.fp) {
-		t.logger.Info("rollouts: file was truncated or replaced; reading it from the start", zap.String("path", f.path))
-		f.offset, f.lines, f.scanned, f.noLines = 0, 0, 0, false
-		f.fp, _ = head(f.f)
-		if f.kind == rollouts.Main {
+	if f.Replaced(fi.Size()) {
+		t.logger.Info("rollouts: file was truncated or replaced; reading it from the start", zap.String("path", f.Path))
+		f.lines, f.scanned, f.noLines = 0, 0, false
+		if f.kind == Main {
 			r.newRun() // the main output written again: a new run
 		}
 	}
 	size := fi.Size()
-	if size > f.offset && f.scanned > f.offset {
+	if size > f.Offset && f.scanned > f.Offset {
 		// A row is being written: wait for its newline with a bare scan before reading it.
-		nl, scanned, err := findNewline(f.f, f.scanned, size, t.rd)
+		nl, scanned, err := findNewline(f.F, f.scanned, size, t.rd)
 		if err != nil {
-			t.logger.Warn("rollouts: read failed", zap.String("path", f.path), zap.Error(err))
+			t.logger.Warn("rollouts: read failed", zap.String("path", f.Path), zap.Error(err))
 			return
 		}
 		f.scanned = scanned
@@ -562,15 +508,15 @@ func (t *RolloutTailer) read(r *run, f *rowFile, last bool) {
 			return
 		}
 	}
-	if size > f.offset {
-		t.rd.Reset(io.NewSectionReader(f.f, f.offset, size-f.offset), f.offset, f.lines, t.opts.MaxLineBytes)
+	if size > f.Offset {
+		t.rd.Reset(io.NewSectionReader(f.F, f.Offset, size-f.Offset), f.Offset, f.lines, t.opts.MaxLineBytes)
 		for {
 			err := t.rd.Next(f.kind, &t.row)
 			if errors.Is(err, io.EOF) {
 				f.scanned = 0
 				break
 			}
-			if errors.Is(err, rollouts.ErrIncomplete) {
+			if errors.Is(err, ErrIncomplete) {
 				f.scanned = t.rd.Scanned()
 				if last {
 					t.partial(f)
@@ -579,33 +525,31 @@ func (t *RolloutTailer) read(r *run, f *rowFile, last bool) {
 			}
 			// Next returns its *RowError unwrapped; errors.As would move a variable to the heap
 			// for every row.
-			if re, ok := err.(*rollouts.RowError); ok { //nolint:errorlint // see above
+			if re, ok := err.(*RowError); ok { //nolint:errorlint // see above
 				t.reject(f, t.rd.Lines(), re)
 			} else if err == nil {
 				t.apply(r, f)
 			}
-			f.offset, f.lines = t.rd.Offset(), t.rd.Lines()
-			t.yield()
+			f.Offset, f.lines = t.rd.Offset(), t.rd.Lines()
+			t.mu.Yield() // the state is whole here: every row applied has its offset
 		}
 		if err := t.rd.Err(); err != nil {
-			t.logger.Warn("rollouts: read failed", zap.String("path", f.path), zap.Error(err))
+			t.logger.Warn("rollouts: read failed", zap.String("path", f.Path), zap.Error(err))
 		}
 	}
-	if len(f.fp) < fingerprintBytes && f.offset > int64(len(f.fp)) {
-		f.fp, _ = head(f.f)
-	}
+	f.GrowHead()
 }
 
 // partial counts a last row that its file was let go before its newline.
-func (t *RolloutTailer) partial(f *rowFile) {
-	t.stats.Rejected[ReasonPartialLine]++
-	if t.logs.allow(time.Now()) {
-		t.logger.Warn("rollouts: the file was let go with a row not complete", zap.String("path", f.path), zap.Int64("offset", f.offset))
+func (t *Tailer) partial(f *rowFile) {
+	t.stats.Rejected[ingest.ReasonPartialLine]++
+	if t.logs.Allow(t.now()) {
+		t.logger.Warn("rollouts: the file was let go with a row not complete", zap.String("path", f.Path), zap.Int64("offset", f.Offset))
 	}
 }
 
 // apply fixes the run's resource before its first row, then applies the row's events.
-func (t *RolloutTailer) apply(r *run, f *rowFile) {
+func (t *Tailer) apply(r *run, f *rowFile) {
 	if r.stream == nil {
 		if !r.fixed {
 			r.runID = ""
@@ -617,7 +561,7 @@ func (t *RolloutTailer) apply(r *run, f *rowFile) {
 			}
 			r.fixed = true
 		}
-		r.stream = t.agg.NewStream(0, rollouts.Resource(r.path, r.runID))
+		r.stream = t.agg.NewStream(0, Resource(r.path, r.runID))
 	}
 	n := t.row.Events(f.kind, &t.evs)
 	for i := range n {
@@ -649,44 +593,43 @@ func manifestRunID(path string) string {
 	return s
 }
 
-func (t *RolloutTailer) reject(f *rowFile, line int64, re *rollouts.RowError) {
+func (t *Tailer) reject(f *rowFile, line int64, re *RowError) {
 	t.stats.Rejected[re.Reason]++
-	if !t.logs.allow(time.Now()) {
+	if !t.logs.Allow(t.now()) {
 		return
 	}
-	fields := []zap.Field{zap.String("path", f.path), zap.String("reason", re.Reason), zap.String("error", re.Msg)}
+	fields := []zap.Field{zap.String("path", f.Path), zap.String("reason", re.Reason), zap.String("error", re.Msg)}
 	if !f.noLines {
 		fields = append(fields, zap.Int64("line", line))
 	} else {
-		fields = append(fields, zap.Int64("offset", f.offset))
+		fields = append(fields, zap.Int64("offset", f.Offset))
 	}
-	if n := t.logs.takeSuppressed(); n > 0 {
+	if n := t.logs.TakeSuppressed(); n > 0 {
 		fields = append(fields, zap.Int64("not_logged_before", n))
 	}
 	t.logger.Warn("rollouts: row rejected", fields...)
 }
 
-func (t *RolloutTailer) flush() {
+func (t *Tailer) flush() {
 	if t.record != nil {
 		t.record(&t.stats)
 	}
-	t.stats.Accepted, t.stats.Unknown, t.stats.Overflowed = 0, 0, 0
-	clear(t.stats.Rejected)
+	t.stats.Clear()
 }
 
-func (t *RolloutTailer) encode() []byte {
+func (t *Tailer) encode() []byte {
 	st := rolloutState{Files: map[string]storedRowFile{}, Runs: map[string]storedRun{}}
 	for _, r := range t.runs {
 		if r.fixed {
 			st.Runs[r.path] = storedRun{RunID: r.runID}
 		}
 		for _, f := range r.files {
-			if f != nil && len(f.fp) > 0 {
-				sf := storedRowFile{Head: hex.EncodeToString(f.fp), Offset: f.offset, Lines: f.lines}
+			if f != nil && len(f.Head) > 0 {
+				sf := storedRowFile{Head: follow.HeadKey(f.Head), Offset: f.Offset, Lines: f.lines}
 				if f.noLines {
 					sf.Lines = -1
 				}
-				st.Files[f.path] = sf
+				st.Files[f.Path] = sf
 			}
 		}
 	}
@@ -707,7 +650,7 @@ func (t *RolloutTailer) encode() []byte {
 	return data
 }
 
-func (t *RolloutTailer) save(ctx context.Context) {
+func (t *Tailer) save(ctx stdcontext.Context) {
 	if t.opts.Store == nil {
 		return
 	}
@@ -719,7 +662,7 @@ func (t *RolloutTailer) save(ctx context.Context) {
 
 // findNewline scans f from `from` to `to` for a newline with the bare byte search, through the
 // reader's buffer: found, and how far it scanned.
-func findNewline(f io.ReaderAt, from, to int64, rd *rollouts.RowDecoder) (bool, int64, error) {
+func findNewline(f io.ReaderAt, from, to int64, rd *RowDecoder) (bool, int64, error) {
 	buf := rd.Buffer()
 	for from < to {
 		n, err := f.ReadAt(buf[:min(int64(len(buf)), to-from)], from)
@@ -735,51 +678,4 @@ func findNewline(f io.ReaderAt, from, to int64, rd *rollouts.RowDecoder) (bool, 
 		}
 	}
 	return false, from, nil
-}
-
-// afterLastRow returns the offset just after the file's last newline (0 when it has none),
-// scanning back from its end through buf: rows can be of any size, so nothing is read whole.
-func afterLastRow(f io.ReaderAt, size int64, buf []byte) (int64, error) {
-	for end := size; end > 0; {
-		from := max(0, end-int64(len(buf)))
-		n, err := f.ReadAt(buf[:end-from], from)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return 0, err
-		}
-		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
-			return from + int64(i) + 1, nil
-		}
-		end = from
-	}
-	return 0, nil
-}
-
-// logLimiter lets burst log lines through, then one per every.
-type logLimiter struct {
-	burst      int
-	every      time.Duration
-	used       int
-	last       time.Time
-	suppressed int64
-}
-
-func (l *logLimiter) allow(now time.Time) bool {
-	if now.Sub(l.last) >= l.every {
-		l.used = 0
-	}
-	if l.used < l.burst {
-		if l.used == 0 {
-			l.last = now
-		}
-		l.used++
-		return true
-	}
-	l.suppressed++
-	return false
-}
-
-func (l *logLimiter) takeSuppressed() int64 {
-	n := l.suppressed
-	l.suppressed = 0
-	return n
 }

@@ -1,0 +1,91 @@
+package follow
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func write(t *testing.T, path, s string) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(path, []byte(s), 0o600))
+}
+
+func TestMatch(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"a.jsonl", "b.jsonl", "skip.jsonl", "c.txt"} {
+		write(t, filepath.Join(dir, n), "x\n")
+	}
+	inc := []string{filepath.Join(dir, "*.jsonl"), filepath.Join(dir, "a*")}
+	exc := []string{filepath.Join(dir, "skip*")}
+	require.NoError(t, CheckGlobs("files", inc, exc))
+	assert.Equal(t, []string{filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")}, Match(inc, exc, nil), "sorted, once each, excluded left out")
+	keep := func(p string) bool { return !strings.HasPrefix(filepath.Base(p), "a") }
+	assert.Equal(t, []string{filepath.Join(dir, "b.jsonl")}, Match(inc, exc, keep))
+	assert.EqualError(t, CheckGlobs("rollouts", nil, []string{"["}), `rollouts: bad glob "[": syntax error in pattern`)
+}
+
+func TestAfterLastNewline(t *testing.T) {
+	f := strings.NewReader("one\ntwo\nthree")
+	for _, buf := range []int{1, 3, 64} {
+		off, ok, err := AfterLastNewline(f, 0, f.Size(), make([]byte, buf))
+		require.NoError(t, err)
+		assert.True(t, ok)
+		assert.Equal(t, int64(8), off, "buffer of %d", buf)
+	}
+	_, ok, err := AfterLastNewline(f, 8, f.Size(), make([]byte, 2))
+	require.NoError(t, err)
+	assert.False(t, ok, "no newline in [from, size)")
+}
+
+func TestFileReplacedAndHead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	write(t, path, "head\nmore\n")
+	f, size, err := Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	assert.Equal(t, int64(10), size)
+	assert.True(t, HasHead([]byte("head\nmore\nand more"), HeadKey(f.Head)), "grown since")
+	assert.False(t, HasHead([]byte("other"), HeadKey(f.Head)))
+	assert.False(t, HasHead([]byte("x"), ""), "an empty head finds nothing")
+	f.Offset = size
+	assert.False(t, f.Replaced(size))
+	write(t, path, "HEAD\nmore\n") // rewritten in place
+	assert.True(t, f.Replaced(size))
+	assert.Zero(t, f.Offset)
+	assert.Equal(t, "HEAD\nmore\n", string(f.Head))
+	f.Offset = size
+	require.NoError(t, os.Truncate(path, 4))
+	assert.True(t, f.Replaced(4), "truncated")
+}
+
+func TestLogLimiter(t *testing.T) {
+	l := LogLimiter{Burst: 2, Every: time.Minute}
+	now := time.Unix(1000, 0)
+	assert.True(t, l.Allow(now))
+	assert.True(t, l.Allow(now))
+	assert.False(t, l.Allow(now.Add(time.Second)))
+	assert.False(t, l.Allow(now.Add(time.Second)))
+	assert.True(t, l.Allow(now.Add(time.Minute)))
+	assert.Equal(t, int64(2), l.TakeSuppressed())
+	assert.Zero(t, l.TakeSuppressed())
+}
+
+func TestPoller(t *testing.T) {
+	var p Poller
+	assert.False(t, p.Stop(), "never started")
+	polls := make(chan struct{}, 100)
+	p.Start(time.Millisecond, func(context.Context) { polls <- struct{}{} })
+	<-polls
+	assert.True(t, p.Stop())
+	assert.False(t, p.Stop(), "stopped already")
+	n := len(polls)
+	time.Sleep(5 * time.Millisecond)
+	assert.Equal(t, n, len(polls), "no poll after Stop")
+}
