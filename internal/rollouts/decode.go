@@ -237,7 +237,7 @@ func (r *RowDecoder) more() bool {
 func (r *RowDecoder) ws() (byte, bool) {
 	for r.more() {
 		c := r.buf[r.pos]
-		if c != ' ' && c != '\t' && c != '\r' {
+		if c == '\n' || !gymjson.IsSpace(c) {
 			return c, true
 		}
 		r.pos++
