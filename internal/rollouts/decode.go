@@ -511,34 +511,44 @@ func (r *RowDecoder) boolean(name string, dst *bool) bool {
 	return true
 }
 
-// number reads a number by gymjson's rules (JSON's grammar and Python's NaN, Infinity,
-// -Infinity, converted as the events decoder converts them), or null (absent).
-func (r *RowDecoder) number(name string, dst *float64, has *bool) bool {
+// numberToken reads a number token into r.num by gymjson's grammar (JSON's, and Python's NaN,
+// Infinity, -Infinity), or null: present is false.
+func (r *RowDecoder) numberToken(name string) (present, ok bool) {
 	c := r.buf[r.pos]
 	if c != 'n' && !gymjson.StartsNumber(c) {
-		return r.wrongType(name, "a number", c)
+		return false, r.wrongType(name, "a number", c)
 	}
 	if !r.token() {
-		return false
+		return false, false
 	}
 	if string(r.num) == "null" {
-		*has = false
-		return true
+		return false, true
 	}
 	if !gymjson.IsNumber(r.num) {
 		r.failf(ReasonInvalidJSON, "key %q: %q is not a number", name, r.num)
+		return false, false
+	}
+	return true, true
+}
+
+// number reads a number, converted as the events decoder converts it, or null (absent).
+func (r *RowDecoder) number(name string, dst *float64, has *bool) bool {
+	present, ok := r.numberToken(name)
+	if !ok {
 		return false
 	}
-	*dst, *has = gymjson.ParseFloat(r.num), true
+	*has = present
+	if present {
+		*dst = gymjson.ParseFloat(r.num)
+	}
 	return true
 }
 
 // count reads an integer >= 0 by the events decoder's integer rule (the exact value of the
 // token is an integer within int64: 3.0 and 3e0 are 3), or null (absent).
 func (r *RowDecoder) count(name string, dst *int64, has *bool) bool {
-	var f float64
-	var present bool
-	if !r.number(name, &f, &present) {
+	present, ok := r.numberToken(name)
+	if !ok {
 		return false
 	}
 	if !present {
@@ -549,16 +559,15 @@ func (r *RowDecoder) count(name string, dst *int64, has *bool) bool {
 	switch {
 	case st == gymjson.IntNotIntegral:
 		r.failf(ReasonWrongType, "key %q: want an integer, got %s", name, r.num)
-		return false
 	case st != gymjson.IntOK:
 		r.failf(ReasonOutOfRange, "key %q: want an integer >= 0 within int64, got %s", name, r.num)
-		return false
 	case v < 0:
 		r.failf(ReasonOutOfRange, "key %q: want an integer >= 0, got %d", name, v)
-		return false
+	default:
+		*dst, *has = v, true
+		return true
 	}
-	*dst, *has = v, true
-	return true
+	return false
 }
 
 // token reads a scalar token (number, true, false, null, NaN, Infinity) into r.num.
