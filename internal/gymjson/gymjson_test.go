@@ -227,3 +227,22 @@ func FuzzScan(f *testing.F) {
 		}
 	})
 }
+
+func TestSkipAndMessages(t *testing.T) {
+	b := []byte(`{"a":[1,{"b":"c"}]} ,`)
+	if e, err := Skip(b, 0, 1); err != nil || e != 19 {
+		t.Fatalf("Skip: %d %v", e, err)
+	}
+	if e, err := Skip([]byte(`[1,2`), 0, MaxDepth); err == nil || err.Error() != `invalid JSON at byte 4: want ',' or ']' after an array element, got end of line` {
+		t.Fatalf("Skip: %d %v", e, err)
+	}
+	if _, err := Skip([]byte(`[[1]]`), 0, MaxDepth); err != ErrTooDeep {
+		t.Fatalf("depth: %v", err)
+	}
+	if err := SyntaxError([]byte(`{x`), 1, "want a string key"); err.Error() != `invalid JSON at byte 1: want a string key, got 'x'` || err.Offset != 1 || err.Cause != CauseSyntax {
+		t.Fatalf("message: %v", err)
+	}
+	if n := FirstInvalidUTF8([]byte("aé\xffb")); n != 3 {
+		t.Fatalf("FirstInvalidUTF8: %d", n)
+	}
+}
