@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"math/big"
 	"sort"
 	"strconv"
@@ -13,17 +12,16 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/gymjson"
 )
 
 // Python's json.dumps writes NaN, Infinity and -Infinity as bare tokens (allow_nan is on by
-// default), which JSON and encoding/json do not know. pyTokens rewrites them, outside
-// strings, into strings that start with a NUL byte: no string the SDK writes can start with
-// one unescaped, and the decoders below read them back as the float values.
-const (
-	pyNaN    = "\x00NaN"
-	pyInf    = "\x00Infinity"
-	pyNegInf = "\x00-Infinity"
-)
+// default), which encoding/json does not know (gymjson.PythonToken is the one definition of
+// them). pyTokens rewrites them, outside strings, into strings that start with a NUL byte
+// (pyMark): no string the SDK writes can start with one unescaped, and the decoders below
+// read them back as the float values.
+const pyMark = '\x00'
 
 // pyTokens returns line with the Python tokens rewritten, into buf (reused; changed=true),
 // or line itself when it has none.
@@ -47,24 +45,18 @@ func pyTokens(line, buf []byte) (out []byte, changed bool) {
 			out = append(out, c)
 			continue
 		}
-		switch {
-		case c == '"':
+		if c == '"' {
 			inStr = true
-		case c == 'N' && bytes.HasPrefix(line[i:], []byte("NaN")):
-			out = append(out, `"\u0000NaN"`...)
-			i += 2
-			changed = true
-			continue
-		case c == 'I' && bytes.HasPrefix(line[i:], []byte("Infinity")):
-			out = append(out, `"\u0000Infinity"`...)
-			i += 7
-			changed = true
-			continue
-		case c == '-' && bytes.HasPrefix(line[i:], []byte("-Infinity")):
-			out = append(out, `"\u0000-Infinity"`...)
-			i += 8
-			changed = true
-			continue
+		} else if c == 'N' || c == 'I' || c == '-' {
+			// A token gymjson takes for a number: rewritten when it is one of Python's.
+			if e, err := gymjson.ScanNumber(line, i); err == nil {
+				if _, ok := gymjson.PythonToken(line[i:e]); ok {
+					out = append(append(append(out, `"\u0000`...), line[i:e]...), '"')
+					i = e - 1
+					changed = true
+					continue
+				}
+			}
 		}
 		out = append(out, c)
 	}
@@ -74,16 +66,12 @@ func pyTokens(line, buf []byte) (out []byte, changed bool) {
 	return out, true
 }
 
+// pyFloat reads back a token pyTokens rewrote.
 func pyFloat(s string) (float64, bool) {
-	switch s {
-	case pyNaN:
-		return math.NaN(), true
-	case pyInf:
-		return math.Inf(1), true
-	case pyNegInf:
-		return math.Inf(-1), true
+	if len(s) < 2 || s[0] != pyMark {
+		return 0, false
 	}
-	return 0, false
+	return gymjson.PythonToken([]byte(s[1:]))
 }
 
 // errTrailing: a record followed by more than white space on its line is not valid JSON.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/gymjson"
 	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
@@ -133,6 +134,30 @@ type Decoder struct {
 	seed    maphash.Seed
 }
 
+// decSlot is the span of one JSON value in the line. For a string it is the text between
+// the quotes (esc tells whether it holds backslash escapes); for anything else the whole
+// token, brackets included.
+//
+// A decSlot has 7 fields: with a receiver and one more argument, or with a bool result, it
+// still fits the 9 integer registers Go passes arguments and results in (a struct that does
+// not fit goes through memory, which showed in profiles); hence the packed gymjson.Plain.
+type decSlot struct {
+	start, end int32
+	gen        uint32 // Decoder.gen of the line that wrote it (top-level slots only)
+	kind       gymjson.Kind
+	esc        bool
+	num        gymjson.Plain // a number converted while scanned, or 0
+	mant       uint64        // its digits as an integer
+}
+
+func decMakeSlot(start, end int, kind gymjson.Kind, esc bool) decSlot {
+	if kind == gymjson.String {
+		start++
+		end--
+	}
+	return decSlot{start: int32(start), end: int32(end), kind: kind, esc: esc}
+}
+
 // decMember is one key of an object the decoder reads, with the value of its last occurrence.
 type decMember struct {
 	key []byte
@@ -168,8 +193,8 @@ func (d *Decoder) Decode(line []byte, ev *Event) error {
 	if len(line) > d.max {
 		return &DecodeError{reason: ReasonTooLong, msg: fmt.Sprintf("line is %d bytes, over max_line_bytes %d", len(line), d.max)}
 	}
-	// UTF-8 is validated while scanning (decScanString): a line that parses is valid UTF-8.
-	i := decSkipWS(line, 0)
+	// UTF-8 is validated while scanning (gymjson.ScanString): a line that parses is valid UTF-8.
+	i := gymjson.SkipSpace(line, 0)
 	if i == len(line) {
 		return ErrBlank
 	}
@@ -184,11 +209,12 @@ func (d *Decoder) Decode(line []byte, ev *Event) error {
 	}
 	err := d.parseTop(i)
 	if err != nil {
+		err = scanError(err)
 		if !utf8.Valid(line) {
 			// A line that is not UTF-8 is invalid_utf8 whatever else is wrong with it, and
 			// its event is not read (the scan may have stopped at another error first).
 			err = decInvalidUTF8(line)
-		} else if s, ok := d.get(fkEvent); ok && s.kind == decString {
+		} else if s, ok := d.get(fkEvent); ok && s.kind == gymjson.String {
 			// Tell the caller what the line was meant to be when `event` came before the
 			// error, so that a broken resource line is known as one.
 			ev.Type = d.event(s)
@@ -201,8 +227,25 @@ func (d *Decoder) Decode(line []byte, ev *Event) error {
 	return err
 }
 
+// scanError is the rejection of a fault gymjson found (any other error as it is).
+func scanError(err error) error {
+	je, ok := err.(*gymjson.Error)
+	if !ok {
+		return err
+	}
+	switch je.Cause {
+	case gymjson.CauseTooDeep:
+		return errTooDeep
+	case gymjson.CauseInvalidUTF8:
+		return &DecodeError{reason: ReasonInvalidUTF8, msg: je.Error()}
+	}
+	return &DecodeError{reason: ReasonInvalidJSON, msg: je.Error()}
+}
+
+var errTooDeep = &DecodeError{reason: ReasonTooDeep, msg: gymjson.ErrTooDeep.Error()}
+
 func decInvalidUTF8(line []byte) error {
-	return &DecodeError{reason: ReasonInvalidUTF8, msg: fmt.Sprintf("not valid UTF-8 (at byte %d)", decFirstInvalidUTF8(line))}
+	return &DecodeError{reason: ReasonInvalidUTF8, msg: fmt.Sprintf("not valid UTF-8 (at byte %d)", gymjson.FirstInvalidUTF8(line))}
 }
 
 // decResetEvent clears ev, keeping the backing arrays of its slices.
@@ -261,38 +304,27 @@ func decClearType(ev *Event, t EventType) {
 	}
 }
 
-func decFirstInvalidUTF8(b []byte) int {
-	for i := 0; i < len(b); {
-		r, n := utf8.DecodeRune(b[i:])
-		if r == utf8.RuneError && n == 1 {
-			return i
-		}
-		i += n
-	}
-	return len(b)
-}
-
 // parseTop validates the whole line, whose first non-blank byte is line[i], and records the
 // last occurrence of each known top-level key.
 func (d *Decoder) parseTop(i int) error {
 	b := d.line
 	if b[i] != '{' {
-		e, kind, _, err := decScanValue(b, i, 1)
+		e, kind, _, err := gymjson.ScanValue(b, i, 1)
 		if err != nil {
 			return err
 		}
-		if e = decSkipWS(b, e); e != len(b) {
-			return decSyntaxError(b, e, "want the end of the line after the value")
+		if e = gymjson.SkipSpace(b, e); e != len(b) {
+			return gymjson.SyntaxError(b, e, "want the end of the line after the value")
 		}
-		return &DecodeError{reason: ReasonWrongType, msg: "line is " + decKindNames[kind] + ", not a JSON object"}
+		return &DecodeError{reason: ReasonWrongType, msg: "line is " + kind.String() + ", not a JSON object"}
 	}
-	i = decSkipWS(b, i+1)
+	i = gymjson.SkipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		i++
 	} else {
 		for {
 			if i >= len(b) || b[i] != '"' {
-				return decSyntaxError(b, i, "want a string key")
+				return gymjson.SyntaxError(b, i, "want a string key")
 			}
 			var (
 				id, ke int
@@ -303,38 +335,38 @@ func (d *Decoder) parseTop(i int) error {
 			} else if id, ke, err = d.topKey(b, i); err != nil {
 				return err
 			}
-			i = decSkipWS(b, ke)
+			i = gymjson.SkipSpace(b, ke)
 			if i >= len(b) || b[i] != ':' {
-				return decSyntaxError(b, i, "want ':' after an object key")
+				return gymjson.SyntaxError(b, i, "want ':' after an object key")
 			}
-			i = decSkipWS(b, i+1)
-			// Strings and numbers, nearly every value, without decScanValue's dispatch.
+			i = gymjson.SkipSpace(b, i+1)
+			// Strings and numbers, nearly every value, without gymjson.ScanValue's dispatch.
 			var (
 				ve        int
-				kind      uint8
+				kind      gymjson.Kind
 				vesc      bool
 				evType    EventType
 				evTypeSet bool
-				mant      uint64 // a number converted on the way (decNum)
-				num       decNum
+				mant      uint64 // a number converted on the way (gymjson.Plain)
+				num       gymjson.Plain
 			)
 			if i < len(b) && b[i] == '"' {
-				kind = decString
+				kind = gymjson.String
 				var w0, w1, w2 uint64
-				if ve, w0, w1, w2 = decPlainString(b, i); ve < 0 {
-					ve, vesc, err = decScanString(b, i)
+				if ve, w0, w1, w2 = gymjson.ScanPlainString(b, i); ve < 0 {
+					ve, vesc, err = gymjson.ScanString(b, i)
 				} else if id == fkEvent {
 					// The event type, from the words just scanned.
 					evType = EventType(max(0, decEventTable.findWords(w0, w1, w2, ve-i-2)))
 					evTypeSet = true
 				}
 			} else if i < len(b) && (b[i] >= '0' && b[i] <= '9' || b[i] == '-') {
-				kind = decNumber
-				if ve, mant, num = decScanPlainNumber(b, i); ve < 0 {
-					ve, err = decScanNumber(b, i)
+				kind = gymjson.Number
+				if ve, mant, num = gymjson.ScanPlainNumber(b, i); ve < 0 {
+					ve, err = gymjson.ScanNumber(b, i)
 				}
 			} else {
-				ve, kind, vesc, err = decScanValue(b, i, 2)
+				ve, kind, vesc, err = gymjson.ScanValue(b, i, 2)
 			}
 			if err != nil {
 				return err
@@ -348,16 +380,16 @@ func (d *Decoder) parseTop(i int) error {
 				// profiles (a wide copy of narrowly written fields).
 				sl := &d.slots[id]
 				sl.start, sl.end = int32(i), int32(ve)
-				if kind == decString {
+				if kind == gymjson.String {
 					sl.start, sl.end = sl.start+1, sl.end-1 // the text between the quotes
 				}
 				sl.gen, sl.kind, sl.esc = d.gen, kind, vesc
 				sl.num, sl.mant = num, mant
 			}
-			i = decSkipWS(b, ve)
+			i = gymjson.SkipSpace(b, ve)
 			if i < len(b) {
 				if b[i] == ',' {
-					i = decSkipWS(b, i+1)
+					i = gymjson.SkipSpace(b, i+1)
 					continue
 				}
 				if b[i] == '}' {
@@ -365,11 +397,11 @@ func (d *Decoder) parseTop(i int) error {
 					break
 				}
 			}
-			return decSyntaxError(b, i, "want ',' or '}' after an object member")
+			return gymjson.SyntaxError(b, i, "want ',' or '}' after an object member")
 		}
 	}
-	if i = decSkipWS(b, i); i != len(b) {
-		return decSyntaxError(b, i, "want the end of the line after the object")
+	if i = gymjson.SkipSpace(b, i); i != len(b) {
+		return gymjson.SyntaxError(b, i, "want the end of the line after the object")
 	}
 	return nil
 }
@@ -386,22 +418,22 @@ func (d *Decoder) topKey(b []byte, i int) (id, end int, err error) {
 	ks := i + 1
 	if ks+8 <= len(b) {
 		w0 := binary.LittleEndian.Uint64(b[ks:])
-		if m := decStopBytes(w0); m != 0 {
+		if m := gymjson.StopBytes(w0); m != 0 {
 			if p := bits.TrailingZeros64(m) >> 3; b[ks+p] == '"' {
-				return decKeyTable.findWords(w0&decWordMasks[p&7], 0, 0, p), ks + p + 1, nil
+				return decKeyTable.findWords(w0&gymjson.WordMasks[p&7], 0, 0, p), ks + p + 1, nil
 			}
 		} else if ks+16 <= len(b) {
 			w1 := binary.LittleEndian.Uint64(b[ks+8:])
-			if m := decStopBytes(w1); m != 0 {
+			if m := gymjson.StopBytes(w1); m != 0 {
 				if p := bits.TrailingZeros64(m) >> 3; b[ks+8+p] == '"' {
-					return decKeyTable.findWords(w0, w1&decWordMasks[p&7], 0, 8+p), ks + 8 + p + 1, nil
+					return decKeyTable.findWords(w0, w1&gymjson.WordMasks[p&7], 0, 8+p), ks + 8 + p + 1, nil
 				}
 			}
 		}
 	}
 	// Anything else (escapes, non-ASCII, a long key, the end of the line near): the general
 	// scanner.
-	end, esc, err := decScanString(b, i)
+	end, esc, err := gymjson.ScanString(b, i)
 	if err != nil {
 		return -1, end, err
 	}
@@ -409,7 +441,7 @@ func (d *Decoder) topKey(b []byte, i int) (id, end int, err error) {
 		return decKeyTable.find(b[ks : end-1]), end, nil
 	}
 	n := len(d.scratch)
-	d.scratch = decAppendUnescaped(d.scratch, b[ks:end-1])
+	d.scratch = gymjson.AppendUnescaped(d.scratch, b[ks:end-1])
 	id = decLookupKey(d.scratch[n:])
 	d.scratch = d.scratch[:n]
 	return id, end, nil
@@ -421,7 +453,7 @@ func (d *Decoder) decodeFields(ev *Event) error {
 	if !ok {
 		return &DecodeError{reason: ReasonMissingField, msg: `missing required field "event"`}
 	}
-	if s.kind != decString {
+	if s.kind != gymjson.String {
 		d.wrongType(fkEvent, "a string", s)
 		return d.err
 	}
@@ -633,9 +665,6 @@ type decNameEntry struct {
 // decNameMax is the longest name a table can hold: three words.
 const decNameMax = 24
 
-// decWordMasks[n] keeps the first n bytes of a little-endian word.
-var decWordMasks = [9]uint64{0, 0xff, 0xffff, 0xffffff, 0xffffffff, 0xffffffffff, 0xffffffffffff, 0xffffffffffffff, ^uint64(0)}
-
 // decNameWords reads the name k (at most decNameMax bytes) as three zero-padded words.
 func decNameWords(k []byte) (w [3]uint64) {
 	var buf [decNameMax]byte
@@ -715,10 +744,10 @@ func (t *decNameTable) find(k []byte) int {
 // without a copy when b has room for them.
 func (t *decNameTable) findIn(b []byte, start, n int) int {
 	if n > 0 && n <= 8 && start+8 <= len(b) {
-		return t.findWords(binary.LittleEndian.Uint64(b[start:])&decWordMasks[n], 0, 0, n)
+		return t.findWords(binary.LittleEndian.Uint64(b[start:])&gymjson.WordMasks[n], 0, 0, n)
 	}
 	if n > 8 && n <= 16 && start+16 <= len(b) {
-		return t.findWords(binary.LittleEndian.Uint64(b[start:]), binary.LittleEndian.Uint64(b[start+8:])&decWordMasks[n-8], 0, n)
+		return t.findWords(binary.LittleEndian.Uint64(b[start:]), binary.LittleEndian.Uint64(b[start+8:])&gymjson.WordMasks[n-8], 0, n)
 	}
 	return t.find(b[start : start+n])
 }
@@ -759,7 +788,7 @@ func (d *Decoder) event(s *decSlot) EventType {
 // reading it back whole (a copy) would stall on those stores.
 func (d *Decoder) get(k int) (*decSlot, bool) {
 	s := &d.slots[k]
-	if s.gen != d.gen || s.kind == decNull {
+	if s.gen != d.gen || s.kind == gymjson.Null {
 		return s, false
 	}
 	return s, true
@@ -772,16 +801,16 @@ func (d *Decoder) str(s *decSlot) []byte {
 		return d.line[s.start:s.end:s.end]
 	}
 	n := len(d.scratch)
-	d.scratch = decAppendUnescaped(d.scratch, d.line[s.start:s.end])
+	d.scratch = gymjson.AppendUnescaped(d.scratch, d.line[s.start:s.end])
 	return d.scratch[n:len(d.scratch):len(d.scratch)]
 }
 
 // raw returns the JSON text of a slot, shortened for a message.
 func (d *Decoder) raw(s *decSlot) string {
 	switch s.kind {
-	case decObject, decArray:
-		return decKindNames[s.kind]
-	case decString:
+	case gymjson.Object, gymjson.Array:
+		return s.kind.String()
+	case gymjson.String:
 		return decQuote(d.str(s))
 	}
 	t := d.line[s.start:s.end]
@@ -847,7 +876,7 @@ func (d *Decoder) name(k int) []byte {
 		d.missing(decKeyNames[k])
 		return nil
 	}
-	if s.kind != decString {
+	if s.kind != gymjson.String {
 		d.wrongType(k, "a non-empty string", s)
 		return nil
 	}
@@ -867,7 +896,7 @@ func (d *Decoder) optString(k int) []byte {
 	if !ok {
 		return nil
 	}
-	if s.kind != decString {
+	if s.kind != gymjson.String {
 		d.wrongType(k, "a string", s)
 		return nil
 	}
@@ -883,11 +912,11 @@ func (d *Decoder) optBool(k int) bool {
 	if !ok {
 		return false
 	}
-	if s.kind != decTrue && s.kind != decFalse {
+	if s.kind != gymjson.True && s.kind != gymjson.False {
 		d.wrongType(k, "a boolean", s)
 		return false
 	}
-	return s.kind == decTrue
+	return s.kind == gymjson.True
 }
 
 // optNumber returns optional number field k, any number (NaN and infinities too).
@@ -899,7 +928,7 @@ func (d *Decoder) optNumber(k int) (float64, bool) {
 	if !ok {
 		return 0, false
 	}
-	if s.kind != decNumber {
+	if s.kind != gymjson.Number {
 		d.wrongType(k, "a number", s)
 		return 0, false
 	}
@@ -929,7 +958,7 @@ func (d *Decoder) duration(k int) float64 {
 		d.missing(decKeyNames[k])
 		return 0
 	}
-	if s.kind != decNumber {
+	if s.kind != gymjson.Number {
 		d.wrongType(k, "a finite number >= 0", s)
 		return 0
 	}
@@ -952,7 +981,7 @@ func (d *Decoder) integer(k int, nonneg bool) int64 {
 		return 0
 	}
 	v, st := d.intOf(s, nonneg)
-	if st != decIntOK {
+	if st != gymjson.IntOK {
 		d.intFail(decField(decKeyNames[k]), s, nonneg, st)
 		return 0
 	}
@@ -969,63 +998,50 @@ func (d *Decoder) optCount(k int) (int64, bool) {
 		return 0, false
 	}
 	v, st := d.intOf(s, true)
-	if st != decIntOK {
+	if st != gymjson.IntOK {
 		d.intFail(decField(decKeyNames[k]), s, true, st)
 		return 0, false
 	}
 	return v, true
 }
 
-// float converts number slot s, as decParseFloat does its text.
+// float converts number slot s, as gymjson.ParseFloat does its text.
 func (d *Decoder) float(s *decSlot) float64 {
-	if n := s.num.digits(); n > 0 && n <= 15 {
-		// Converted on the way (decNum), and exact in a double: decParseFloat's fast path.
-		f := float64(s.mant)
-		if fr := s.num.frac(); fr > 0 {
-			f /= decPow10[fr&15]
-		}
-		if s.num.neg() {
-			f = -f
-		}
-		return f
+	if f, ok := gymjson.PlainFloat(s.mant, s.num); ok {
+		return f // converted on the way
 	}
-	return decParseFloat(d.line[s.start:s.end])
+	return gymjson.ParseFloat(d.line[s.start:s.end])
 }
 
 // intOf converts s by the integer rule (>= 0 when nonneg).
-func (d *Decoder) intOf(s *decSlot, nonneg bool) (int64, decIntStatus) {
-	if s.kind != decNumber {
-		return 0, decIntNotNumber
+func (d *Decoder) intOf(s *decSlot, nonneg bool) (int64, gymjson.IntStatus) {
+	if s.kind != gymjson.Number {
+		return 0, gymjson.IntNotNumber
 	}
-	var v int64
-	var st decIntStatus
-	if s.num.digits() > 0 && s.num.frac() == 0 { // converted on the way (decNum): within int64
-		v = int64(s.mant)
-		if s.num.neg() {
-			v = -v
-		}
-	} else {
-		v, st = decParseInt(d.line[s.start:s.end])
+	v, ok := gymjson.PlainInt(s.mant, s.num) // converted on the way: within int64
+	var st gymjson.IntStatus
+	if !ok {
+		v, st = gymjson.ParseInt(d.line[s.start:s.end])
 	}
-	if st == decIntOK && nonneg && v < 0 {
-		return 0, decIntNegative
+	if st == gymjson.IntOK && nonneg && v < 0 {
+		return 0, gymjson.IntNegative
 	}
 	return v, st
 }
 
 // intFail records the error of a value s that intOf refused with st; where names the place
 // (`field "x"`).
-func (d *Decoder) intFail(where string, s *decSlot, nonneg bool, st decIntStatus) {
+func (d *Decoder) intFail(where string, s *decSlot, nonneg bool, st gymjson.IntStatus) {
 	want := "an integer"
 	if nonneg {
 		want = "an integer >= 0"
 	}
 	switch st {
-	case decIntNotNumber:
+	case gymjson.IntNotNumber:
 		d.wrongTypeAt(where, want, s)
-	case decIntNotIntegral:
+	case gymjson.IntNotIntegral:
 		d.fail(ReasonWrongType, "%s: want %s, got %s", where, want, d.raw(s))
-	case decIntOutOfRange:
+	case gymjson.IntOutOfRange:
 		d.fail(ReasonOutOfRange, "%s: want %s within int64, got %s", where, want, d.raw(s))
 	default:
 		d.fail(ReasonOutOfRange, "%s: want %s, got %s", where, want, d.raw(s))
@@ -1083,7 +1099,7 @@ func (d *Decoder) enum(k int, e *decEnum) []byte {
 		d.missing(decKeyNames[k])
 		return nil
 	}
-	if s.kind != decString {
+	if s.kind != gymjson.String {
 		d.wrongType(k, "one of "+e.list, s)
 		return nil
 	}
@@ -1111,7 +1127,7 @@ func (d *Decoder) generation(k int) int64 {
 		return 0
 	}
 	v, st := d.intOf(s, false)
-	if st != decIntOK {
+	if st != gymjson.IntOK {
 		d.intFail(decField(decKeyNames[k]), s, false, st)
 		return 0
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/gymjson"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
@@ -21,30 +22,30 @@ func (d *Decoder) iter(s *decSlot) decIter { return decIter{i: int(s.start) + 1}
 // *key (the slots travel in registers, two of them would not).
 func (d *Decoder) nextMember(it *decIter, key *decSlot) (val decSlot, ok bool) {
 	b := d.line
-	i := decSkipWS(b, it.i)
+	i := gymjson.SkipSpace(b, it.i)
 	if i >= len(b) || b[i] != '"' {
 		return val, false
 	}
-	ke, _, _, _ := decPlainString(b, i)
+	ke, _, _, _ := gymjson.ScanPlainString(b, i)
 	kesc := false
 	if ke < 0 {
 		var err error
-		if ke, kesc, err = decScanString(b, i); err != nil {
+		if ke, kesc, err = gymjson.ScanString(b, i); err != nil {
 			d.invalid(err)
 			return val, false
 		}
 	}
-	*key = decMakeSlot(i, ke, decString, kesc)
-	i = decSkipWS(b, ke)
+	*key = decMakeSlot(i, ke, gymjson.String, kesc)
+	i = gymjson.SkipSpace(b, ke)
 	if i >= len(b) || b[i] != ':' {
-		d.invalid(decSyntaxError(b, i, "want ':'"))
+		d.invalid(gymjson.SyntaxError(b, i, "want ':'"))
 		return val, false
 	}
-	val, ve := d.scanSlot(b, decSkipWS(b, i+1))
+	val, ve := d.scanSlot(b, gymjson.SkipSpace(b, i+1))
 	if ve < 0 {
 		return val, false
 	}
-	i = decSkipWS(b, ve)
+	i = gymjson.SkipSpace(b, ve)
 	if i < len(b) && b[i] == ',' {
 		i++
 	}
@@ -55,7 +56,7 @@ func (d *Decoder) nextMember(it *decIter, key *decSlot) (val decSlot, ok bool) {
 // nextElem returns the next element of the array being walked.
 func (d *Decoder) nextElem(it *decIter) (val decSlot, ok bool) {
 	b := d.line
-	i := decSkipWS(b, it.i)
+	i := gymjson.SkipSpace(b, it.i)
 	if i >= len(b) || b[i] == ']' {
 		return val, false
 	}
@@ -63,7 +64,7 @@ func (d *Decoder) nextElem(it *decIter) (val decSlot, ok bool) {
 	if ve < 0 {
 		return val, false
 	}
-	i = decSkipWS(b, ve)
+	i = gymjson.SkipSpace(b, ve)
 	if i < len(b) && b[i] == ',' {
 		i++
 	}
@@ -78,16 +79,16 @@ func (d *Decoder) scanSlot(b []byte, i int) (decSlot, int) {
 	if i < len(b) {
 		switch c := b[i]; {
 		case c == '"':
-			if e, _, _, _ := decPlainString(b, i); e >= 0 {
-				return decMakeSlot(i, e, decString, false), e
+			if e, _, _, _ := gymjson.ScanPlainString(b, i); e >= 0 {
+				return decMakeSlot(i, e, gymjson.String, false), e
 			}
 		case c == '-' || (c >= '0' && c <= '9'):
-			if e, mant, num := decScanPlainNumber(b, i); e >= 0 {
-				return decSlot{start: int32(i), end: int32(e), kind: decNumber, num: num, mant: mant}, e
+			if e, mant, num := gymjson.ScanPlainNumber(b, i); e >= 0 {
+				return decSlot{start: int32(i), end: int32(e), kind: gymjson.Number, num: num, mant: mant}, e
 			}
 		}
 	}
-	e, kind, esc, err := decScanValue(b, i, 1)
+	e, kind, esc, err := gymjson.ScanValue(b, i, 1)
 	if err != nil {
 		d.invalid(err)
 		return decSlot{}, -1
@@ -98,7 +99,7 @@ func (d *Decoder) scanSlot(b []byte, i int) (decSlot, int) {
 // invalid records a syntax error found while walking (cannot happen on a validated line).
 func (d *Decoder) invalid(err error) {
 	if d.err == nil {
-		d.err = err
+		d.err = scanError(err)
 	}
 }
 
@@ -173,7 +174,7 @@ func (d *Decoder) decodeResource(ev *Event) {
 		d.missing("attributes")
 		return
 	}
-	if s.kind != decObject {
+	if s.kind != gymjson.Object {
 		d.wrongType(fkAttributes, "an object", s)
 		return
 	}
@@ -208,16 +209,16 @@ func (d *Decoder) decodeResource(ev *Event) {
 		m := &d.members[i]
 		a := ResourceAttr{Key: m.key}
 		switch m.val.kind {
-		case decString:
+		case gymjson.String:
 			a.Kind = ValueString
 			a.Str = decCutRunes(d.str(&m.val), schema.DefaultStringMaxBytes)
-		case decTrue, decFalse:
+		case gymjson.True, gymjson.False:
 			a.Kind = ValueBool
-			a.Bool = m.val.kind == decTrue
-		case decNumber:
+			a.Bool = m.val.kind == gymjson.True
+		case gymjson.Number:
 			a.Kind = ValueInt
 			v, st := d.intOf(&m.val, false)
-			if st != decIntOK {
+			if st != gymjson.IntOK {
 				d.intFail(`field "attributes": key `+decQuote(m.key), &m.val, false, st)
 				return
 			}
@@ -240,7 +241,7 @@ func (d *Decoder) decodeFlagged(ev *Event) {
 	if !ok {
 		return
 	}
-	if s.kind != decArray {
+	if s.kind != gymjson.Array {
 		d.wrongType(fkFlaggedChecks, "an array of strings", s)
 		return
 	}
@@ -250,7 +251,7 @@ func (d *Decoder) decodeFlagged(ev *Event) {
 		if !ok || d.err != nil {
 			return
 		}
-		if v.kind != decString {
+		if v.kind != gymjson.String {
 			d.wrongTypeAt(decField(fmt.Sprintf("flagged_checks[%d]", j)), "a string", &v)
 			return
 		}
@@ -266,7 +267,7 @@ func (d *Decoder) decodeCounts(ev *Event) {
 		d.missing("counts")
 		return
 	}
-	if s.kind != decObject {
+	if s.kind != gymjson.Object {
 		d.wrongType(fkCounts, "an object of server name to count", s)
 		return
 	}
@@ -301,7 +302,7 @@ func (d *Decoder) decodeCounts(ev *Event) {
 // memberCount converts the value of a snapshot entry, an integer >= 0.
 func (d *Decoder) memberCount(field string, m *decMember) (int64, bool) {
 	v, st := d.intOf(&m.val, true)
-	if st != decIntOK {
+	if st != gymjson.IntOK {
 		d.intFail(decField(field)+": key "+decQuote(m.key), &m.val, true, st)
 		return 0, false
 	}
@@ -319,7 +320,7 @@ func (d *Decoder) decodeResponses(ev *Event) {
 		d.missing("responses")
 		return
 	}
-	if s.kind != decObject {
+	if s.kind != gymjson.Object {
 		d.wrongType(fkResponses, "an object of status code to count", s)
 		return
 	}
@@ -387,7 +388,7 @@ func (d *Decoder) decodeCancelled(ev *Event) {
 	if !ok {
 		return
 	}
-	if s.kind != decArray {
+	if s.kind != gymjson.Array {
 		d.wrongType(fkCancelled, "an array of {route, response_started, count}", s)
 		return
 	}
@@ -397,7 +398,7 @@ func (d *Decoder) decodeCancelled(ev *Event) {
 		if !ok || d.err != nil {
 			return
 		}
-		if e.kind != decObject {
+		if e.kind != gymjson.Object {
 			d.wrongTypeAt(decField(fmt.Sprintf("cancelled[%d]", j)), "an object", &e)
 			return
 		}
@@ -426,31 +427,31 @@ func (d *Decoder) decodeCancelled(ev *Event) {
 		}
 		var c CancelledCount
 		switch route.kind {
-		case decNone, decNull:
+		case gymjson.None, gymjson.Null:
 			d.missing(fmt.Sprintf("cancelled[%d].route", j))
 			return
-		case decString:
+		case gymjson.String:
 			c.Route = d.str(&route)
 		default:
 			d.wrongTypeAt(decField(fmt.Sprintf("cancelled[%d].route", j)), "a string", &route)
 			return
 		}
 		switch started.kind {
-		case decNone, decNull:
+		case gymjson.None, gymjson.Null:
 			d.missing(fmt.Sprintf("cancelled[%d].response_started", j))
 			return
-		case decTrue, decFalse:
-			c.ResponseStarted = started.kind == decTrue
+		case gymjson.True, gymjson.False:
+			c.ResponseStarted = started.kind == gymjson.True
 		default:
 			d.wrongTypeAt(decField(fmt.Sprintf("cancelled[%d].response_started", j)), "a boolean", &started)
 			return
 		}
-		if count.kind == decNone || count.kind == decNull {
+		if count.kind == gymjson.None || count.kind == gymjson.Null {
 			d.missing(fmt.Sprintf("cancelled[%d].count", j))
 			return
 		}
 		n, st := d.intOf(&count, true)
-		if st != decIntOK {
+		if st != gymjson.IntOK {
 			d.intFail(decField(fmt.Sprintf("cancelled[%d].count", j)), &count, true, st)
 			return
 		}
@@ -471,7 +472,7 @@ func (d *Decoder) gcTriple(k int, out *[3]int64) {
 		d.missing(decKeyNames[k])
 		return
 	}
-	if s.kind != decArray {
+	if s.kind != gymjson.Array {
 		d.wrongType(k, "an array of 3 integers >= 0", s)
 		return
 	}
@@ -484,7 +485,7 @@ func (d *Decoder) gcTriple(k int, out *[3]int64) {
 		}
 		if n < 3 {
 			x, st := d.intOf(&v, true)
-			if st != decIntOK {
+			if st != gymjson.IntOK {
 				d.intFail(decField(fmt.Sprintf("%s[%d]", decKeyNames[k], n)), &v, true, st)
 				return
 			}

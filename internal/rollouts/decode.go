@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"strconv"
 	"unicode/utf8"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/gymjson"
 	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
 )
 
@@ -240,7 +239,7 @@ func (r *RowDecoder) more() bool {
 func (r *RowDecoder) ws() (byte, bool) {
 	for r.more() {
 		c := r.buf[r.pos]
-		if c != ' ' && c != '\t' && c != '\r' {
+		if c == '\n' || !gymjson.IsSpace(c) {
 			return c, true
 		}
 		r.pos++
@@ -439,7 +438,7 @@ func kindOf(c byte) string {
 		return "a bool"
 	case c == 'n':
 		return "null"
-	case c == '-' || c == 'N' || c == 'I' || (c >= '0' && c <= '9'):
+	case gymjson.StartsNumber(c):
 		return "a number"
 	}
 	return fmt.Sprintf("%q", c)
@@ -514,92 +513,63 @@ func (r *RowDecoder) boolean(name string, dst *bool) bool {
 	return true
 }
 
-// number reads a number as Python's json writes it (NaN, Infinity, -Infinity included), or
-// null (absent).
-func (r *RowDecoder) number(name string, dst *float64, has *bool) bool {
+// numberToken reads a number token into r.num by gymjson's grammar (JSON's, and Python's NaN,
+// Infinity, -Infinity), or null: present is false.
+func (r *RowDecoder) numberToken(name string) (present, ok bool) {
 	c := r.buf[r.pos]
-	if c != '-' && c != 'N' && c != 'I' && c != 'n' && (c < '0' || c > '9') {
-		return r.wrongType(name, "a number", c)
+	if c != 'n' && !gymjson.StartsNumber(c) {
+		return false, r.wrongType(name, "a number", c)
 	}
 	if !r.token() {
-		return false
+		return false, false
 	}
-	v, ok, null := parseNumber(r.num)
-	if null {
-		*has = false
-		return true
+	if string(r.num) == "null" {
+		return false, true
 	}
-	if !ok {
+	if !gymjson.IsNumber(r.num) {
 		r.failf(ReasonInvalidJSON, "key %q: %q is not a number", name, r.num)
+		return false, false
+	}
+	return true, true
+}
+
+// number reads a number, converted as the events decoder converts it, or null (absent).
+func (r *RowDecoder) number(name string, dst *float64, has *bool) bool {
+	present, ok := r.numberToken(name)
+	if !ok {
 		return false
 	}
-	*dst, *has = v, true
+	*has = present
+	if present {
+		*dst = gymjson.ParseFloat(r.num)
+	}
 	return true
 }
 
-// count reads an integer >= 0 within int64 (3.0 is 3), or null (absent).
+// count reads an integer >= 0 by the events decoder's integer rule (the exact value of the
+// token is an integer within int64: 3.0 and 3e0 are 3), or null (absent).
 func (r *RowDecoder) count(name string, dst *int64, has *bool) bool {
-	var f float64
-	var present bool
-	if !r.number(name, &f, &present) {
+	present, ok := r.numberToken(name)
+	if !ok {
 		return false
 	}
 	if !present {
 		*has = false
 		return true
 	}
-	if v, err := strconv.ParseInt(string(r.num), 10, 64); err == nil {
-		if v < 0 {
-			r.failf(ReasonOutOfRange, "key %q: want an integer >= 0, got %d", name, v)
-			return false
-		}
+	v, st := gymjson.ParseInt(r.num)
+	switch {
+	case st == gymjson.IntNotIntegral:
+		r.failf(ReasonWrongType, "key %q: want an integer, got %s", name, r.num)
+	case st != gymjson.IntOK:
+		r.failf(ReasonOutOfRange, "key %q: want an integer >= 0 within int64, got %s", name, r.num)
+	case v < 0:
+		r.failf(ReasonOutOfRange, "key %q: want an integer >= 0, got %d", name, v)
+	default:
 		*dst, *has = v, true
 		return true
 	}
-	switch {
-	case math.IsNaN(f) || f != math.Trunc(f):
-		r.failf(ReasonWrongType, "key %q: want an integer, got %s", name, r.num)
-		return false
-	case f < 0 || f >= 9.223372036854775807e18:
-		r.failf(ReasonOutOfRange, "key %q: want an integer >= 0 within int64, got %s", name, r.num)
-		return false
-	}
-	*dst, *has = int64(f), true
-	return true
-}
-
-// parseNumber parses a JSON number or one of Python's tokens; null reports "null".
-func parseNumber(tok []byte) (v float64, ok, null bool) {
-	switch string(tok) {
-	case "null":
-		return 0, false, true
-	case "NaN":
-		return math.NaN(), true, false
-	case "Infinity":
-		return math.Inf(1), true, false
-	case "-Infinity":
-		return math.Inf(-1), true, false
-	}
-	if len(tok) == 0 {
-		return 0, false, false
-	}
-	for _, c := range tok {
-		if (c < '0' || c > '9') && c != '-' && c != '+' && c != '.' && c != 'e' && c != 'E' {
-			return 0, false, false
-		}
-	}
-	if tok[0] == '+' || tok[0] == '.' {
-		return 0, false, false
-	}
-	v, err := strconv.ParseFloat(string(tok), 64)
-	if err != nil {
-		var ne *strconv.NumError
-		if errors.As(err, &ne) && errors.Is(ne.Err, strconv.ErrRange) {
-			return v, true, false // 1e400 is an infinity; 1e-400 is 0
-		}
-		return 0, false, false
-	}
-	return v, true, false
+	return false
 }
 
 // token reads a scalar token (number, true, false, null, NaN, Infinity) into r.num.
@@ -747,13 +717,10 @@ func (r *RowDecoder) readString(name string, limit int) ([]byte, bool) {
 	var u utf8State
 	for r.more() {
 		if u.need == 0 {
-			// A run of plain ASCII (no quote, backslash or control byte): taken at once.
+			// A run of what the string holds as it is (no quote, backslash, control byte or
+			// invalid or cut UTF-8): taken at once.
 			b := r.buf[r.pos:r.end]
-			n := 0
-			for n < len(b) && plainASCII[b[n]] {
-				n++
-			}
-			if n > 0 {
+			if n := gymjson.StringRun(b); n > 0 {
 				if room := limit + utf8.UTFMax + 1 - (len(r.scratch) - start); room > 0 {
 					r.scratch = append(r.scratch, b[:min(n, room)]...)
 				}
@@ -795,15 +762,6 @@ func (r *RowDecoder) readString(name string, limit int) ([]byte, bool) {
 	return nil, false
 }
 
-// plainASCII are the bytes a string holds as they are: printable ASCII but the quote and the
-// backslash.
-var plainASCII = func() (t [256]bool) {
-	for c := 0x20; c < 0x80; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
 // escape decodes one escape after its backslash; a lone surrogate becomes U+FFFD.
 func (r *RowDecoder) escape(start, limit int) bool {
 	if !r.more() {
@@ -815,64 +773,49 @@ func (r *RowDecoder) escape(start, limit int) bool {
 		return false // the newline is the line's: not consumed
 	}
 	r.pos++
-	var out rune
-	switch c {
-	case '"', '\\', '/':
-		out = rune(c)
-	case 'b':
-		out = '\b'
-	case 'f':
-		out = '\f'
-	case 'n':
-		out = '\n'
-	case 'r':
-		out = '\r'
-	case 't':
-		out = '\t'
-	case 'u':
-		v, ok := r.hex4()
-		if !ok {
-			return false
-		}
-		// A high surrogate pairs with a low one that follows; alone it is U+FFFD, and the
-		// escape after it is decoded on its own (it may be the next pair's high half).
-		for v >= 0xD800 && v < 0xDC00 {
-			if !r.more() {
-				return false
-			}
-			if r.buf[r.pos] != '\\' {
-				r.appendRune(start, limit, utf8.RuneError)
-				return true
-			}
-			r.pos++
-			if !r.more() {
-				return false
-			}
-			if r.buf[r.pos] != 'u' {
-				r.appendRune(start, limit, utf8.RuneError)
-				return r.escape(start, limit) // not a \u: no further recursion
-			}
-			r.pos++
-			lo, ok := r.hex4()
-			if !ok {
-				return false
-			}
-			if lo >= 0xDC00 && lo < 0xE000 {
-				r.appendRune(start, limit, rune((v-0xD800)<<10|(lo-0xDC00))+0x10000)
-				return true
-			}
-			r.appendRune(start, limit, utf8.RuneError)
-			v = lo
-		}
-		out = rune(v)
-		if v >= 0xDC00 && v < 0xE000 {
-			out = utf8.RuneError
-		}
-	default:
+	if e, ok := gymjson.Escape(c); ok {
+		r.appendRune(start, limit, rune(e))
+		return true
+	}
+	if c != 'u' {
 		r.failf(ReasonInvalidJSON, "a bad escape \\%c inside a string", c)
 		return false
 	}
-	r.appendRune(start, limit, out)
+	v, ok := r.hex4()
+	if !ok {
+		return false
+	}
+	// A high surrogate pairs with a low one that follows; alone it is U+FFFD, and the
+	// escape after it is decoded on its own (it may be the next pair's high half).
+	for gymjson.IsHighSurrogate(v) {
+		if !r.more() {
+			return false
+		}
+		if r.buf[r.pos] != '\\' {
+			r.appendRune(start, limit, utf8.RuneError)
+			return true
+		}
+		r.pos++
+		if !r.more() {
+			return false
+		}
+		if r.buf[r.pos] != 'u' {
+			r.appendRune(start, limit, utf8.RuneError)
+			return r.escape(start, limit) // not a \u: no further recursion
+		}
+		r.pos++
+		lo, ok := r.hex4()
+		if !ok {
+			return false
+		}
+		if p, ok := gymjson.Surrogates(v, lo); ok {
+			r.appendRune(start, limit, p)
+			return true
+		}
+		r.appendRune(start, limit, utf8.RuneError)
+		v = lo
+	}
+	r.appendRune(start, limit, gymjson.Lone(v))
 	return true
 }
 
@@ -882,26 +825,18 @@ func (r *RowDecoder) appendRune(start, limit int, c rune) {
 	}
 }
 
-func (r *RowDecoder) hex4() (uint32, bool) {
-	var v uint32
+func (r *RowDecoder) hex4() (rune, bool) {
+	var v rune
 	for range 4 {
 		if !r.more() {
 			return 0, false
 		}
-		c := r.buf[r.pos]
-		var d byte
-		switch {
-		case c >= '0' && c <= '9':
-			d = c - '0'
-		case c >= 'a' && c <= 'f':
-			d = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			d = c - 'A' + 10
-		default:
+		d := gymjson.HexVal(r.buf[r.pos])
+		if d == 0xff {
 			r.failf(ReasonInvalidJSON, "a bad \\u escape inside a string")
 			return 0, false
 		}
-		v = v<<4 | uint32(d)
+		v = v<<4 | rune(d)
 		r.pos++
 	}
 	return v, true

@@ -461,3 +461,41 @@ func TestSchemaValues(t *testing.T) {
 	assert.Len(t, attrs[2].Str, 256)
 	assert.Len(t, attrs[3].Str, 256)
 }
+
+// Run-file numbers follow the events decoder's rules (gymjson): JSON's grammar plus Python's
+// NaN and infinities, exact integers.
+func TestNumberRules(t *testing.T) {
+	d128 := strings.Repeat("9", 128)
+	rows := []struct {
+		row  string
+		want result
+	}{
+		{`{"reward":01}`, result{Err: ReasonInvalidJSON}},
+		{`{"reward":1.}`, result{Err: ReasonInvalidJSON}},
+		{`{"reward":+1}`, result{Err: ReasonWrongType}},
+		{`{"reward":.5}`, result{Err: ReasonWrongType}},
+		{`{"reward":1e}`, result{Err: ReasonInvalidJSON}},
+		{`{"reward":nan}`, result{Err: ReasonInvalidJSON}},
+		{`{"reward":-NaN}`, result{Err: ReasonInvalidJSON}},
+		{`{"reward":Inf}`, result{Err: ReasonInvalidJSON}},
+		{`{"reward":1e-400}`, result{Dispatch: "unknown", Reward: "0"}},
+		{`{"reward":-1e400}`, result{Dispatch: "unknown", Reward: "-Inf"}},
+		{`{"reward":` + d128 + `}`, result{Dispatch: "unknown", Reward: "1e+128"}},
+		{`{"reward":` + d128 + `9}`, result{Err: ReasonInvalidJSON}}, // over maxNumberBytes
+		{`{"ng_perf":{"num_turns":3e0,"num_tool_calls":0.3e1}}`, result{Dispatch: "unknown", Turns: 3, ToolCalls: 3, HasTurns: true, HasToolCalls: true}},
+		{`{"ng_perf":{"num_turns":9223372036854775807.0}}`, result{Dispatch: "unknown", Turns: math.MaxInt64, HasTurns: true}},
+		{`{"ng_perf":{"num_turns":9223372036854775808}}`, result{Err: ReasonOutOfRange}},
+		{`{"ng_perf":{"num_turns":` + d128 + `}}`, result{Err: ReasonOutOfRange}},
+		{`{"ng_perf":{"num_turns":1e-400}}`, result{Err: ReasonWrongType}},
+		{`{"ng_perf":{"num_turns":3.5}}`, result{Err: ReasonWrongType}},
+		{`{"ng_perf":{"num_turns":NaN}}`, result{Err: ReasonWrongType}},
+		{`{"ng_perf":{"num_turns":Infinity}}`, result{Err: ReasonOutOfRange}},
+		{`{"ng_perf":{"num_turns":-3.0}}`, result{Err: ReasonOutOfRange}},
+		{`{"ng_perf":{"num_turns":-0}}`, result{Dispatch: "unknown", HasTurns: true}},
+	}
+	for _, c := range rows {
+		got, _, _ := collect(t, Main, strings.NewReader(c.row+"\n"), 0, 0)
+		c.want.Line = 1
+		assert.Equal(t, []result{c.want}, got, c.row)
+	}
+}

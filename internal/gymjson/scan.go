@@ -1,0 +1,328 @@
+package gymjson
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"unicode/utf8"
+)
+
+// MaxDepth is the deepest nesting of objects and arrays ScanValue accepts, the outermost
+// value counting as 1.
+const MaxDepth = 64
+
+// Kind is the kind of a JSON value.
+type Kind uint8
+
+const (
+	None Kind = iota
+	String
+	Number
+	Object
+	Array
+	True
+	False
+	Null
+)
+
+var kindNames = [...]string{
+	None:   "nothing",
+	String: "a string",
+	Number: "a number",
+	Object: "an object",
+	Array:  "an array",
+	True:   "a boolean",
+	False:  "a boolean",
+	Null:   "null",
+}
+
+// String names the kind in messages ("a string", "a boolean", ...).
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "nothing"
+}
+
+// IsSpace reports JSON white space: space, tab, CR and LF.
+func IsSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+// SkipSpace returns the index of the first byte at or after b[i] that is not white space.
+func SkipSpace(b []byte, i int) int {
+	// Most calls find no white space at all: one compare says so.
+	for i < len(b) && b[i] <= ' ' && IsSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// hexVal maps a hex digit to its value, anything else to 0xff.
+var hexVal = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = byte(c - '0')
+	}
+	for c := 'a'; c <= 'f'; c++ {
+		t[c] = byte(c - 'a' + 10)
+		t[c-'a'+'A'] = byte(c - 'a' + 10)
+	}
+	return t
+}()
+
+// HexVal returns the value of hex digit c, or 0xff when c is not one.
+func HexVal(c byte) byte { return hexVal[c] }
+
+// StopBytes flags (with its high bit) each byte of the little-endian word v at which a string
+// scan must stop and look: '"', '\\', a control character or a byte >= 0x80. Only the lowest
+// flag is exact (a borrow may flag a byte above it).
+func StopBytes(v uint64) uint64 {
+	q := v ^ (lsb * '"')
+	s := v ^ (lsb * '\\')
+	return (((v - lsb*0x20) & ^v) | ((q - lsb) & ^q) | ((s - lsb) & ^s) | v) & msb
+}
+
+// WordMasks[n] keeps the first n bytes of a little-endian word.
+var WordMasks = [9]uint64{0, 0xff, 0xffff, 0xffffff, 0xffffffff, 0xffffffffff, 0xffffffffffff, 0xffffffffffffff, ^uint64(0)}
+
+// StringRun returns the length of the longest prefix of b that a string holds as it is: no
+// '"', '\\' or control character, and only complete, valid UTF-8 sequences. The byte at the
+// returned index (when it is < len(b)) is a quote, a backslash, a control character, the
+// start of invalid UTF-8 or of a sequence b cuts short (utf8.FullRune tells which).
+func StringRun(b []byte) int {
+	i := 0
+	for {
+		// Eight bytes at a time while none is '"', '\\', a control character or >= 0x80.
+		for i+8 <= len(b) {
+			m := StopBytes(binary.LittleEndian.Uint64(b[i:]))
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) >> 3 // the lowest flagged byte is a true hit
+			break
+		}
+		if i >= len(b) {
+			return i
+		}
+		c := b[i]
+		switch {
+		case c == '"' || c == '\\' || c < 0x20:
+			return i
+		case c >= utf8.RuneSelf:
+			r, n := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && n == 1 {
+				return i
+			}
+			i += n
+		default:
+			i++
+		}
+	}
+}
+
+// ScanString scans the string whose opening quote is b[i]. It returns the index just past
+// the closing quote and whether the string holds escapes. It validates the UTF-8 of the
+// string too (ErrInvalidUTF8): bytes >= 0x80 can only be valid inside strings (anywhere else
+// they are a syntax error), so an input that scans without error is valid UTF-8.
+func ScanString(b []byte, i int) (end int, esc bool, err error) {
+	i++
+	for {
+		i += StringRun(b[i:])
+		if i >= len(b) {
+			return i, esc, SyntaxError(b, i, "unterminated string")
+		}
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, esc, nil
+		case c == '\\':
+			esc = true
+			if i+1 >= len(b) {
+				return i, esc, SyntaxError(b, i+1, "unterminated escape")
+			}
+			if b[i+1] == 'u' {
+				for j := i + 2; j < i+6; j++ {
+					if j >= len(b) || hexVal[b[j]] == 0xff {
+						return j, esc, SyntaxError(b, j, `want 4 hex digits after \u`)
+					}
+				}
+				i += 6
+			} else if _, ok := Escape(b[i+1]); ok {
+				i += 2
+			} else {
+				return i + 1, esc, SyntaxError(b, i+1, "invalid escape")
+			}
+		case c < 0x20:
+			return i, esc, SyntaxError(b, i, "control character in string")
+		default: // not UTF-8
+			return i, esc, ErrInvalidUTF8
+		}
+	}
+}
+
+// ScanPlainString scans the string whose opening quote is b[i] when it is plain (no escape,
+// control character or byte >= 0x80) and under 24 bytes, as most values are, a word at a
+// time. It returns the index just past the closing quote and the string as three zero-padded
+// little-endian words, or end -1 for any other string (and near the end of b), which
+// ScanString then reads.
+func ScanPlainString(b []byte, i int) (end int, w0, w1, w2 uint64) {
+	j := i + 1
+	if j+8 > len(b) {
+		return -1, 0, 0, 0
+	}
+	w0 = binary.LittleEndian.Uint64(b[j:])
+	if m := StopBytes(w0); m != 0 {
+		p := bits.TrailingZeros64(m) >> 3
+		if b[j+p] != '"' {
+			return -1, 0, 0, 0
+		}
+		return j + p + 1, w0 & WordMasks[p&7], 0, 0
+	}
+	if j+16 > len(b) {
+		return -1, 0, 0, 0
+	}
+	w1 = binary.LittleEndian.Uint64(b[j+8:])
+	if m := StopBytes(w1); m != 0 {
+		p := bits.TrailingZeros64(m) >> 3
+		if b[j+8+p] != '"' {
+			return -1, 0, 0, 0
+		}
+		return j + 8 + p + 1, w0, w1 & WordMasks[p&7], 0
+	}
+	if j+24 > len(b) {
+		return -1, 0, 0, 0
+	}
+	w2 = binary.LittleEndian.Uint64(b[j+16:])
+	if m := StopBytes(w2); m != 0 {
+		p := bits.TrailingZeros64(m) >> 3
+		if b[j+16+p] != '"' {
+			return -1, 0, 0, 0
+		}
+		return j + 16 + p + 1, w0, w1, w2 & WordMasks[p&7]
+	}
+	return -1, 0, 0, 0
+}
+
+// ScanLiteral checks that lit is at b[i] and returns the index just past it.
+func ScanLiteral(b []byte, i int, lit string) (int, error) {
+	for j := 0; j < len(lit); j++ {
+		if i+j >= len(b) || b[i+j] != lit[j] {
+			return i + j, SyntaxError(b, i+j, "want "+lit)
+		}
+	}
+	return i + len(lit), nil
+}
+
+// ScanValue validates the value starting at b[i]; depth is the depth an object or array
+// there would have (1 for the outermost value). It returns the index just past the value,
+// its kind and, for a string, whether it holds escapes.
+func ScanValue(b []byte, i, depth int) (end int, kind Kind, esc bool, err error) {
+	if i >= len(b) {
+		return i, None, false, SyntaxError(b, i, "want a value")
+	}
+	switch c := b[i]; c {
+	case '"':
+		e, esc, err := ScanString(b, i)
+		return e, String, esc, err
+	case '{':
+		e, err := scanObject(b, i, depth)
+		return e, Object, false, err
+	case '[':
+		e, err := scanArray(b, i, depth)
+		return e, Array, false, err
+	case 't':
+		e, err := ScanLiteral(b, i, "true")
+		return e, True, false, err
+	case 'f':
+		e, err := ScanLiteral(b, i, "false")
+		return e, False, false, err
+	case 'n':
+		e, err := ScanLiteral(b, i, "null")
+		return e, Null, false, err
+	default:
+		if StartsNumber(c) {
+			e, err := ScanNumber(b, i)
+			return e, Number, false, err
+		}
+		return i, None, false, SyntaxError(b, i, "want a value")
+	}
+}
+
+// Skip passes over the value at b[i], validating it (depth as ScanValue's), and returns the
+// index just past it.
+func Skip(b []byte, i, depth int) (int, error) {
+	e, _, _, err := ScanValue(b, i, depth)
+	return e, err
+}
+
+// scanObject validates the object whose '{' is b[i].
+func scanObject(b []byte, i, depth int) (int, error) {
+	if depth > MaxDepth {
+		return i, ErrTooDeep
+	}
+	i = SkipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return i, SyntaxError(b, i, "want a string key")
+		}
+		var err error
+		if i, _, err = ScanString(b, i); err != nil {
+			return i, err
+		}
+		i = SkipSpace(b, i)
+		if i >= len(b) || b[i] != ':' {
+			return i, SyntaxError(b, i, "want ':' after an object key")
+		}
+		i = SkipSpace(b, i+1)
+		if i, _, _, err = ScanValue(b, i, depth+1); err != nil {
+			return i, err
+		}
+		i = SkipSpace(b, i)
+		if i < len(b) {
+			if b[i] == ',' {
+				i = SkipSpace(b, i+1)
+				continue
+			}
+			if b[i] == '}' {
+				return i + 1, nil
+			}
+		}
+		return i, SyntaxError(b, i, "want ',' or '}' after an object member")
+	}
+}
+
+// scanArray validates the array whose '[' is b[i].
+func scanArray(b []byte, i, depth int) (int, error) {
+	if depth > MaxDepth {
+		return i, ErrTooDeep
+	}
+	i = SkipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return i + 1, nil
+	}
+	for {
+		var err error
+		if i, _, _, err = ScanValue(b, i, depth+1); err != nil {
+			return i, err
+		}
+		i = SkipSpace(b, i)
+		if i < len(b) {
+			if b[i] == ',' {
+				i = SkipSpace(b, i+1)
+				continue
+			}
+			if b[i] == ']' {
+				return i + 1, nil
+			}
+		}
+		return i, SyntaxError(b, i, "want ',' or ']' after an array element")
+	}
+}
