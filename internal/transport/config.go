@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -84,33 +83,4 @@ func (sc *StreamConfig) Check() error {
 		return fmt.Errorf("stream.idle_timeout: must be 0 (never) or positive, got %s", sc.IdleTimeout)
 	}
 	return nil
-}
-
-// CheckFiles names each bad key of a `files:` block (the gym receiver's and gym_console's
-// share these keys, whatever their storage means) and says why.
-func CheckFiles(include, exclude []string, startAt string, pollInterval time.Duration, maxFiles int) error {
-	var errs []error
-	if len(include) == 0 {
-		errs = append(errs, errors.New("files.include: at least one glob is required"))
-	}
-	for _, p := range include {
-		if _, err := filepath.Match(p, ""); err != nil {
-			errs = append(errs, fmt.Errorf("files.include: bad glob %q: %w", p, err))
-		}
-	}
-	for _, p := range exclude {
-		if _, err := filepath.Match(p, ""); err != nil {
-			errs = append(errs, fmt.Errorf("files.exclude: bad glob %q: %w", p, err))
-		}
-	}
-	if startAt != "end" && startAt != "beginning" {
-		errs = append(errs, fmt.Errorf("files.start_at: %q is not end or beginning", startAt))
-	}
-	if pollInterval <= 0 {
-		errs = append(errs, fmt.Errorf("files.poll_interval: must be positive, got %s", pollInterval))
-	}
-	if maxFiles < 1 {
-		errs = append(errs, fmt.Errorf("files.max_files: must be at least 1, got %d", maxFiles))
-	}
-	return errors.Join(errs...)
 }

@@ -3,7 +3,7 @@ package gymconsolereceiver
 import (
 	"errors"
 	"fmt"
-	"time"
+	"github.com/gym-telemetry/otelcol-gym/internal/follow"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configoptional"
@@ -29,15 +29,10 @@ type Config struct {
 	_ struct{}
 }
 
-// FilesConfig is the `files:` block.
+// FilesConfig is the `files:` block: the keys every file-following source shares
+// (follow.Config: include, exclude, start_at, poll_interval) and its own.
 type FilesConfig struct {
-	// Include and Exclude are globs (filepath.Match syntax) of the files to follow.
-	Include []string `mapstructure:"include"`
-	Exclude []string `mapstructure:"exclude"`
-	// StartAt is where files found at start-up are read from: end or beginning.
-	StartAt string `mapstructure:"start_at"`
-	// PollInterval is how often the globs are matched and the files read.
-	PollInterval time.Duration `mapstructure:"poll_interval"`
+	follow.Config `mapstructure:",squash"`
 	// MaxFiles bounds the files followed at once.
 	MaxFiles int `mapstructure:"max_files"`
 	// Storage names a storage extension (file_storage) that keeps read offsets across restarts.
@@ -73,5 +68,9 @@ func (cfg *Config) Validate() error {
 }
 
 func (fc *FilesConfig) validate() error {
-	return transport.CheckFiles(fc.Include, fc.Exclude, fc.StartAt, fc.PollInterval, fc.MaxFiles)
+	errs := []error{fc.Check("files")}
+	if fc.MaxFiles < 1 {
+		errs = append(errs, fmt.Errorf("files.max_files: must be at least 1, got %d", fc.MaxFiles))
+	}
+	return errors.Join(errs...)
 }

@@ -9,6 +9,7 @@ package gymconsolereceiver
 
 import (
 	"context"
+	"github.com/gym-telemetry/otelcol-gym/internal/follow"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -43,7 +44,7 @@ func NewFactory() receiver.Factory {
 
 func createDefaultConfig() component.Config {
 	return &Config{
-		Files:        configoptional.Default(FilesConfig{StartAt: "end", PollInterval: 200 * time.Millisecond, MaxFiles: 1024}),
+		Files:        configoptional.Default(FilesConfig{Config: follow.Config{StartAt: follow.StartAtEnd, PollInterval: 200 * time.Millisecond}, MaxFiles: 1024}),
 		Stream:       configoptional.Default(transport.DefaultStreamConfig(defaultSocketPath)),
 		MaxLineBytes: defaultMaxLineBytes,
 		Gymattrs:     bound.DefaultConfig(),

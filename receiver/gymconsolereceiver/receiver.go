@@ -135,7 +135,7 @@ func (r *consoleReceiver) Start(ctx context.Context, host component.Host) error 
 			return console.NewStream(path, max, r, r.warn)
 		}, transport.FilesOptions{
 			Include: fc.Include, Exclude: fc.Exclude,
-			StartAtBeginning: fc.StartAt == "beginning",
+			StartAtBeginning: fc.Beginning(),
 			PollInterval:     fc.PollInterval,
 			MaxLineBytes:     max,
 			MaxFiles:         fc.MaxFiles,

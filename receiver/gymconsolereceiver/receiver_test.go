@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/gym-telemetry/otelcol-gym/internal/follow"
 	"net"
 	"os"
 	"path/filepath"
@@ -82,7 +83,7 @@ func registered(t *testing.T, cfg *Config) *consoleReceiver {
 
 func filesConfig(include string) *Config {
 	cfg := createDefaultConfig().(*Config)
-	cfg.Files = configoptional.Some(FilesConfig{Include: []string{include}, StartAt: "beginning", PollInterval: 20 * time.Millisecond, MaxFiles: 8})
+	cfg.Files = configoptional.Some(FilesConfig{Config: follow.Config{Include: []string{include}, StartAt: follow.StartAtBeginning, PollInterval: 20 * time.Millisecond}, MaxFiles: 8})
 	return cfg
 }
 

@@ -3,7 +3,7 @@ package gymreceiver
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
+	"github.com/gym-telemetry/otelcol-gym/internal/follow"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -70,16 +70,10 @@ type HTTPConfig struct {
 // StreamConfig is the `stream:` block: a TCP or Unix-domain socket server.
 type StreamConfig = transport.StreamConfig
 
-// FilesConfig is the `files:` block.
+// FilesConfig is the `files:` block: the keys every file-following source shares
+// (follow.Config: include, exclude, start_at, poll_interval) and its own.
 type FilesConfig struct {
-	// Include and Exclude are globs (filepath.Match syntax) of the files to follow.
-	Include []string `mapstructure:"include"`
-	Exclude []string `mapstructure:"exclude"`
-	// StartAt is where files found at start-up are read from: end (after their last complete
-	// line) or beginning. Files that appear later, or that storage knows, ignore it.
-	StartAt string `mapstructure:"start_at"`
-	// PollInterval is how often the globs are matched and the files read.
-	PollInterval time.Duration `mapstructure:"poll_interval"`
+	follow.Config `mapstructure:",squash"`
 	// MaxFiles bounds the files followed at once.
 	MaxFiles int `mapstructure:"max_files"`
 	// Storage is the older spelling of the receiver's `storage` (kept working): the same
@@ -88,22 +82,20 @@ type FilesConfig struct {
 }
 
 func (fc *FilesConfig) validate() error {
-	return transport.CheckFiles(fc.Include, fc.Exclude, fc.StartAt, fc.PollInterval, fc.MaxFiles)
+	errs := []error{fc.Check("files")}
+	if fc.MaxFiles < 1 {
+		errs = append(errs, fmt.Errorf("files.max_files: must be at least 1, got %d", fc.MaxFiles))
+	}
+	return errors.Join(errs...)
 }
 
 // RolloutsConfig is the `rollouts:` block: the main outputs of Gym rollout collections
-// (`gym eval run --output DIR/STEM.jsonl`), their failures sidecars and health reports.
+// (`gym eval run --output DIR/STEM.jsonl`), their failures sidecars and health reports. Its
+// include and exclude globs name main output files: the sidecar STEM_failures.jsonl and the
+// report rollout_verdicts.jsonl beside each are found by the receiver, and Gym's other files
+// are never read as main outputs.
 type RolloutsConfig struct {
-	// Include and Exclude are globs (filepath.Match syntax) of main output files. The sidecar
-	// STEM_failures.jsonl and the report rollout_verdicts.jsonl beside each are found by the
-	// receiver; Gym's other files are never read as main outputs.
-	Include []string `mapstructure:"include"`
-	Exclude []string `mapstructure:"exclude"`
-	// StartAt is where files found at start-up are read from: beginning or end (after their
-	// last complete row). Files that appear later, or that storage knows, ignore it.
-	StartAt string `mapstructure:"start_at"`
-	// PollInterval is how often the globs are matched and the files read.
-	PollInterval time.Duration `mapstructure:"poll_interval"`
+	follow.Config `mapstructure:",squash"`
 	// MaxLineBytes is the longest row accepted, without its newline; 0: no limit (rows are
 	// streamed, never held whole, so a long row costs no memory).
 	MaxLineBytes int64 `mapstructure:"max_line_bytes"`
@@ -113,26 +105,7 @@ type RolloutsConfig struct {
 }
 
 func (rc *RolloutsConfig) validate() error {
-	var errs []error
-	if len(rc.Include) == 0 {
-		errs = append(errs, errors.New("rollouts.include: at least one glob of main output files (for example /results/*.jsonl) is required"))
-	}
-	for _, p := range rc.Include {
-		if _, err := filepath.Match(p, ""); err != nil {
-			errs = append(errs, fmt.Errorf("rollouts.include: bad glob %q: %w", p, err))
-		}
-	}
-	for _, p := range rc.Exclude {
-		if _, err := filepath.Match(p, ""); err != nil {
-			errs = append(errs, fmt.Errorf("rollouts.exclude: bad glob %q: %w", p, err))
-		}
-	}
-	if rc.StartAt != "end" && rc.StartAt != "beginning" {
-		errs = append(errs, fmt.Errorf("rollouts.start_at: %q is not beginning or end", rc.StartAt))
-	}
-	if rc.PollInterval <= 0 {
-		errs = append(errs, fmt.Errorf("rollouts.poll_interval: must be positive, got %s", rc.PollInterval))
-	}
+	errs := []error{rc.Check("rollouts")}
 	if rc.MaxLineBytes < 0 {
 		errs = append(errs, fmt.Errorf("rollouts.max_line_bytes: must be 0 (no limit) or positive, got %d", rc.MaxLineBytes))
 	}

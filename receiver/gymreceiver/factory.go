@@ -4,6 +4,7 @@ package gymreceiver
 
 import (
 	"context"
+	"github.com/gym-telemetry/otelcol-gym/internal/follow"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -50,8 +51,8 @@ func createDefaultConfig() component.Config {
 	return &Config{
 		HTTP:               configoptional.Default(HTTPConfig{ServerConfig: httpCfg, MaxConnections: transport.DefaultMaxConnections}),
 		Stream:             configoptional.Default(transport.DefaultStreamConfig("/tmp/otelcol-gym.sock")),
-		Files:              configoptional.Default(FilesConfig{StartAt: "end", PollInterval: 200 * time.Millisecond, MaxFiles: 1024}),
-		Rollouts:           configoptional.Default(RolloutsConfig{StartAt: "beginning", PollInterval: 200 * time.Millisecond}),
+		Files:              configoptional.Default(FilesConfig{Config: follow.Config{StartAt: follow.StartAtEnd, PollInterval: 200 * time.Millisecond}, MaxFiles: 1024}),
+		Rollouts:           configoptional.Default(RolloutsConfig{Config: follow.Config{StartAt: follow.StartAtBeginning, PollInterval: 200 * time.Millisecond}}),
 		CollectionInterval: defaultCollectionInterval,
 		ExpireAfter:        defaultExpireAfter,
 		MaxLineBytes:       defaultMaxLineBytes,

@@ -174,7 +174,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 		r.files = transport.NewFileTailer(r.fileStreams(), transport.FilesOptions{
 			Include:          fc.Include,
 			Exclude:          fc.Exclude,
-			StartAtBeginning: fc.StartAt == "beginning",
+			StartAtBeginning: fc.Beginning(),
 			PollInterval:     fc.PollInterval,
 			MaxLineBytes:     r.cfg.MaxLineBytes,
 			MaxFiles:         fc.MaxFiles,
@@ -197,7 +197,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 		r.rollouts = rollouts.NewTailer(r.agg, rollouts.TailerOptions{
 			Include:          rc.Include,
 			Exclude:          rc.Exclude,
-			StartAtBeginning: rc.StartAt == "beginning",
+			StartAtBeginning: rc.Beginning(),
 			PollInterval:     rc.PollInterval,
 			MaxLineBytes:     rc.MaxLineBytes,
 			Store:            store,
