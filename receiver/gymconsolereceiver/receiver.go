@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gym-telemetry/otelcol-gym/internal/checkpoint"
 
 	"time"
 
@@ -124,12 +125,12 @@ func (r *consoleReceiver) Start(ctx context.Context, host component.Host) error 
 	if fc := r.cfg.Files.Get(); fc != nil {
 		var store transport.OffsetStore
 		if fc.Storage != nil {
-			client, err := storageClient(ctx, host, *fc.Storage, r.set.ID)
+			client, err := checkpoint.Client(ctx, host, "files.storage", *fc.Storage, r.set.ID, "files")
 			if err != nil {
 				return err
 			}
 			r.store = client
-			store = offsetStore{client}
+			store = checkpoint.KeyStore{Client: client, Key: offsetsKey}
 		}
 		r.files = transport.NewFileTailer(func(path string) transport.LineStream {
 			return console.NewStream(path, max, r, r.warn)
@@ -238,22 +239,5 @@ func (r *consoleReceiver) record(st *ingest.Stats) {
 	}
 }
 
-func storageClient(ctx context.Context, host component.Host, id, owner component.ID) (storage.Client, error) {
-	ext, ok := host.GetExtensions()[id]
-	if !ok {
-		return nil, fmt.Errorf("files.storage: no extension %q is configured", id)
-	}
-	se, ok := ext.(storage.Extension)
-	if !ok {
-		return nil, fmt.Errorf("files.storage: extension %q is not a storage extension", id)
-	}
-	return se.GetClient(ctx, component.KindReceiver, owner, "files")
-}
-
-// offsetStore keeps the file offsets under one key of the storage client.
-type offsetStore struct{ c storage.Client }
-
+// offsetsKey is where the files' offsets are kept in the storage client named "files".
 const offsetsKey = "file_offsets"
-
-func (s offsetStore) Load(ctx context.Context) ([]byte, error) { return s.c.Get(ctx, offsetsKey) }
-func (s offsetStore) Save(ctx context.Context, b []byte) error { return s.c.Set(ctx, offsetsKey, b) }

@@ -302,18 +302,6 @@ func (r *gymReceiver) scrapeProcesses(ctx context.Context) {
 	}
 }
 
-func storageClient(ctx context.Context, host component.Host, key string, id, owner component.ID, name string) (storage.Client, error) {
-	ext, ok := host.GetExtensions()[id]
-	if !ok {
-		return nil, fmt.Errorf("%s: no extension %q is configured", key, id)
-	}
-	se, ok := ext.(storage.Extension)
-	if !ok {
-		return nil, fmt.Errorf("%s: extension %q is not a storage extension", key, id)
-	}
-	return se.GetClient(ctx, component.KindReceiver, owner, name)
-}
-
 // filesSection and rolloutsSection name the offsets of the files and rollouts sources in the
 // checkpoint.
 const (
@@ -335,7 +323,7 @@ func (r *gymReceiver) startCheckpoints(ctx context.Context, host component.Host)
 	if id == nil {
 		return nil
 	}
-	client, err := storageClient(ctx, host, key, *id, r.set.ID, "")
+	client, err := checkpoint.Client(ctx, host, key, *id, r.set.ID, "")
 	if err != nil {
 		return err
 	}
@@ -352,11 +340,11 @@ func (r *gymReceiver) startCheckpoints(ctx context.Context, host component.Host)
 		return nil
 	}
 	if r.cfg.Files.HasValue() {
-		legacy, err := storageClient(ctx, host, key, *id, r.set.ID, legacyClientName)
+		legacy, err := checkpoint.Client(ctx, host, key, *id, r.set.ID, legacyClientName)
 		if err != nil {
 			return err
 		}
-		if b, err := legacy.Get(ctx, legacyOffsetsKey); err == nil {
+		if b, err := (checkpoint.KeyStore{Client: legacy, Key: legacyOffsetsKey}).Load(ctx); err == nil {
 			r.ckpt.SetLegacy(filesSection, b)
 		}
 		_ = legacy.Close(ctx)
