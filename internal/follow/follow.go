@@ -260,3 +260,56 @@ func (l *LogLimiter) TakeSuppressed() int64 {
 	l.suppressed = 0
 	return n
 }
+
+// Start says where a file just opened begins (Begin).
+type Start int
+
+const (
+	// FromStart: offset 0, a file new to the source (or another file at a stored path).
+	FromStart Start = iota
+	// Resumed: the offset the store kept for it.
+	Resumed
+	// AtEnd: start_at end, after its last complete line.
+	AtEnd
+)
+
+// Stored is a store's entry for a file: its head (HeadKey) and the offset it was read to.
+type Stored struct {
+	Head   string
+	Offset int64
+}
+
+// Begin sets the Offset of a file just opened, of size bytes, by the one rule of both sources:
+// at the stored offset when stored (the store's entry for it, nil: none) has a head that begins
+// the file's and an offset within it; else, when atEnd (it was there at start-up, start_at is
+// end and the store held nothing), after the last newline; else at 0. The last newline is
+// looked for in the last window+1 bytes, and when there is none there the file begins at its
+// end (a line longer than window is being written: it is skipped); with window < 0 in the whole
+// file, and when there is none the file begins at 0 (lines of any size: the one being written
+// is read whole). buf is the scan's buffer (nil: one of the bytes scanned).
+func (f *File) Begin(size int64, stored *Stored, atEnd bool, window int64, buf []byte) (Start, error) {
+	f.Offset = 0
+	if stored != nil && HasHead(f.Head, stored.Head) && stored.Offset <= size {
+		f.Offset = stored.Offset
+		return Resumed, nil
+	}
+	if !atEnd {
+		return FromStart, nil
+	}
+	from, none := int64(0), int64(0)
+	if window >= 0 {
+		from, none = max(0, size-window-1), size
+	}
+	if buf == nil {
+		buf = make([]byte, size-from)
+	}
+	off, found, err := AfterLastNewline(f.F, from, size, buf)
+	if err != nil {
+		return AtEnd, err
+	}
+	f.Offset = none
+	if found {
+		f.Offset = off
+	}
+	return AtEnd, nil
+}

@@ -89,3 +89,42 @@ func TestPoller(t *testing.T) {
 	time.Sleep(5 * time.Millisecond)
 	assert.Equal(t, n, len(polls), "no poll after Stop")
 }
+
+// Begin is the one rule of where a file opened begins, for both sources.
+func TestBegin(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	require.NoError(t, os.WriteFile(p, []byte("one\ntwo\nthr"), 0o600))
+	open := func() (*File, int64) {
+		f, size, err := Open(p)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = f.Close() })
+		return f, size
+	}
+	f, size := open()
+	st, err := f.Begin(size, &Stored{Head: HeadKey([]byte("one\n")), Offset: 4}, true, -1, nil)
+	require.NoError(t, err)
+	assert.Equal(t, Resumed, st)
+	assert.EqualValues(t, 4, f.Offset)
+
+	st, err = f.Begin(size, &Stored{Head: HeadKey([]byte("other")), Offset: 4}, false, -1, nil)
+	require.NoError(t, err)
+	assert.Equal(t, FromStart, st, "another head")
+	assert.EqualValues(t, 0, f.Offset)
+
+	st, _ = f.Begin(size, &Stored{Head: HeadKey([]byte("one")), Offset: size + 1}, false, -1, nil)
+	assert.Equal(t, FromStart, st, "an offset past the end")
+
+	st, _ = f.Begin(size, nil, true, -1, make([]byte, 3))
+	assert.Equal(t, AtEnd, st)
+	assert.EqualValues(t, 8, f.Offset, "after the last newline")
+
+	st, _ = f.Begin(size, nil, true, 2, nil)
+	assert.Equal(t, AtEnd, st)
+	assert.Equal(t, size, f.Offset, "no newline in the window: at the end")
+
+	require.NoError(t, os.WriteFile(p, []byte("partial"), 0o600))
+	f, size = open()
+	_, _ = f.Begin(size, nil, true, -1, nil)
+	assert.EqualValues(t, 0, f.Offset, "no newline in the whole file: at 0")
+}

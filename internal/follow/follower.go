@@ -196,21 +196,20 @@ func (t *Follower) open(path string, first bool) error {
 		return err
 	}
 	var resource string
-	if key, sf, ok := t.lookupStored(f.Head); ok && sf.Offset <= size {
-		f.Offset, resource = sf.Offset, sf.Resource
+	key, sf, ok := t.lookupStored(f.Head)
+	var entry *Stored
+	if ok {
+		entry = &Stored{Head: key, Offset: sf.Offset}
+	}
+	atEnd := first && t.stored == nil && !t.opts.StartAtBeginning
+	start, err := f.Begin(size, entry, atEnd, int64(t.opts.MaxLineBytes), nil)
+	if err != nil {
+		_ = f.Close()
+		return err
+	}
+	if start == Resumed {
+		resource = sf.Resource
 		delete(t.stored, key) // used once: from now on the open file's own entry stands for it
-	} else if first && t.stored == nil && !t.opts.StartAtBeginning {
-		// After the last newline of the last max+1 bytes (else at the end).
-		from := max(0, size-int64(t.opts.MaxLineBytes)-1)
-		off, found, err := AfterLastNewline(f.F, from, size, make([]byte, size-from))
-		if err != nil {
-			_ = f.Close()
-			return err
-		}
-		f.Offset = size
-		if found {
-			f.Offset = off
-		}
 	}
 	rd := t.newReader(path)
 	if resource != "" {

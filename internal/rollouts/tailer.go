@@ -456,22 +456,26 @@ func (t *Tailer) open(kind Kind, path string, first bool) (rf *rowFile, replaced
 		return nil, false, err
 	}
 	rf = &rowFile{File: f, kind: kind}
+	var entry *follow.Stored
+	var lines int64
 	if t.stored != nil {
 		if sf, ok := t.stored.Files[path]; ok {
 			delete(t.stored.Files, path) // used once: a file that comes back later is new
-			if follow.HasHead(f.Head, sf.Head) && sf.Offset <= size {
-				rf.Offset, rf.lines, rf.noLines = sf.Offset, max(sf.Lines, 0), sf.Lines < 0
-				return rf, false, nil
-			}
-			return rf, true, nil // another file at the path now
+			entry, lines = &follow.Stored{Head: sf.Head, Offset: sf.Offset}, sf.Lines
 		}
 	}
-	if first && t.stored == nil && !t.opts.StartAtBeginning {
-		// After the last newline (0 when there is none): rows can be of any size.
-		if rf.Offset, _, err = follow.AfterLastNewline(f.F, 0, size, t.rd.Buffer()); err != nil {
-			_ = f.Close()
-			return nil, false, err
-		}
+	// start_at end: after the last newline (0 when there is none): rows can be of any size.
+	atEnd := first && t.stored == nil && !t.opts.StartAtBeginning
+	start, err := f.Begin(size, entry, atEnd, -1, t.rd.Buffer())
+	switch {
+	case err != nil:
+		_ = f.Close()
+		return nil, false, err
+	case start == follow.Resumed:
+		rf.lines, rf.noLines = max(lines, 0), lines < 0
+	case entry != nil:
+		return rf, true, nil // another file at the path now
+	case start == follow.AtEnd:
 		rf.noLines = true // rows are logged by offset
 	}
 	return rf, false, nil
