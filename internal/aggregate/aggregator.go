@@ -1,7 +1,6 @@
 package aggregate
 
 import (
-	"github.com/gym-telemetry/otelcol-gym/internal/events"
 	"hash/maphash"
 	"math/rand/v2"
 	"sort"
@@ -11,6 +10,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/events"
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )

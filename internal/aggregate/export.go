@@ -1,10 +1,10 @@
 package aggregate
 
 import (
-	"github.com/gym-telemetry/otelcol-gym/internal/events"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/events"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 

@@ -1,9 +1,10 @@
 package aggregate
 
 import (
-	"github.com/gym-telemetry/otelcol-gym/internal/events"
 	"sync"
 	"sync/atomic"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/events"
 )
 
 // A Gym process that restarts announces a new resource: the same service.name and

@@ -1,12 +1,12 @@
 package aggregate
 
 import (
-	"github.com/gym-telemetry/otelcol-gym/internal/events"
 	"sort"
 	"sync"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/events"
 	"github.com/gym-telemetry/otelcol-gym/internal/procstats"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )

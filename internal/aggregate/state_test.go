@@ -2,7 +2,6 @@ package aggregate
 
 import (
 	"fmt"
-	"github.com/gym-telemetry/otelcol-gym/internal/gymgen"
 	"testing"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/gymgen"
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 	"github.com/gym-telemetry/otelcol-gym/internal/procstats"
 )

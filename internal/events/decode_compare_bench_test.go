@@ -2,10 +2,11 @@ package events
 
 import (
 	"encoding/json"
-	"github.com/gym-telemetry/otelcol-gym/internal/gymgen"
 	"testing"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/gymgen"
 )
 
 // The JSON approach was chosen by these benchmarks (docs/performance.md): the same realistic

@@ -3,6 +3,7 @@ package gymjson
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -62,8 +63,8 @@ func TestScanValue(t *testing.T) {
 			}
 			continue
 		}
-		je, isErr := err.(*Error)
-		if !isErr || je.Cause != c.cause {
+		var je *Error
+		if !errors.As(err, &je) || je.Cause != c.cause {
 			t.Errorf("%q: err %v, want cause %d", c.in, err, c.cause)
 		}
 	}
@@ -92,7 +93,7 @@ func TestPythonToken(t *testing.T) {
 	if f, ok := PythonToken([]byte("-Infinity")); !ok || f != math.Inf(-1) {
 		t.Error("-Infinity")
 	}
-	for _, s := range []string{"nan", "inf", "+Infinity", "-NaN", "Infinit"} {
+	for _, s := range []string{"nan", "inf", "+Infinity", "-NaN", "Infinit"} { //nolint:misspell // a token cut short, on purpose
 		if _, ok := PythonToken([]byte(s)); ok {
 			t.Errorf("%q accepted", s)
 		}
@@ -184,7 +185,7 @@ func FuzzScan(f *testing.F) {
 		ok := err == nil && SkipSpace(b, end) == len(b)
 		valid := json.Valid(b) && utf8.Valid(b) // encoding/json takes bad UTF-8 in strings
 		if valid && !ok {
-			if je, isErr := err.(*Error); !isErr || je.Cause != CauseTooDeep {
+			if je := (*Error)(nil); !errors.As(err, &je) || je.Cause != CauseTooDeep {
 				t.Fatalf("valid JSON %q: end %d err %v", b, end, err)
 			}
 			return
@@ -236,7 +237,7 @@ func TestSkipAndMessages(t *testing.T) {
 	if e, err := Skip([]byte(`[1,2`), 0, MaxDepth); err == nil || err.Error() != `invalid JSON at byte 4: want ',' or ']' after an array element, got end of line` {
 		t.Fatalf("Skip: %d %v", e, err)
 	}
-	if _, err := Skip([]byte(`[[1]]`), 0, MaxDepth); err != ErrTooDeep {
+	if _, err := Skip([]byte(`[[1]]`), 0, MaxDepth); !errors.Is(err, ErrTooDeep) {
 		t.Fatalf("depth: %v", err)
 	}
 	if err := SyntaxError([]byte(`{x`), 1, "want a string key"); err.Error() != `invalid JSON at byte 1: want a string key, got 'x'` || err.Offset != 1 || err.Cause != CauseSyntax {

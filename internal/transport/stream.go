@@ -192,7 +192,8 @@ func (s *StreamServer) accept() {
 		s.mu.Lock()
 		if s.opts.MaxConnections > 0 && len(s.conns) >= s.opts.MaxConnections {
 			s.mu.Unlock()
-			_ = c.Close()
+			// Counted before the close, so that whoever sees the connection closed sees it
+			// counted too.
 			if s.refused.Add(1) == 1 {
 				s.logger.Warn("stream: connection refused: stream.max_connections are open (counted in the receiver's stream_connections_refused metric; further refusals are not logged)",
 					zap.Int("max_connections", s.opts.MaxConnections))
@@ -200,6 +201,7 @@ func (s *StreamServer) accept() {
 			if s.opts.OnRefused != nil {
 				s.opts.OnRefused()
 			}
+			_ = c.Close()
 			continue
 		}
 		s.conns[c] = struct{}{}

@@ -3,12 +3,12 @@ package gymconsolereceiver
 import (
 	"errors"
 	"fmt"
-	"github.com/gym-telemetry/otelcol-gym/internal/follow"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configoptional"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/bound"
+	"github.com/gym-telemetry/otelcol-gym/internal/follow"
 	"github.com/gym-telemetry/otelcol-gym/internal/transport"
 )
 

@@ -9,7 +9,6 @@ package gymconsolereceiver
 
 import (
 	"context"
-	"github.com/gym-telemetry/otelcol-gym/internal/follow"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -18,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/receiver"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/bound"
+	"github.com/gym-telemetry/otelcol-gym/internal/follow"
 	"github.com/gym-telemetry/otelcol-gym/internal/sharedcomponent"
 	"github.com/gym-telemetry/otelcol-gym/internal/transport"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymconsolereceiver/internal/metadata"

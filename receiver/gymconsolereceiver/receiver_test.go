@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/gym-telemetry/otelcol-gym/internal/follow"
 	"net"
 	"os"
 	"path/filepath"
@@ -29,6 +28,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/follow"
 	"github.com/gym-telemetry/otelcol-gym/internal/sharedcomponent"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymconsolereceiver/internal/metadatatest"
 )

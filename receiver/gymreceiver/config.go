@@ -3,13 +3,13 @@ package gymreceiver
 import (
 	"errors"
 	"fmt"
-	"github.com/gym-telemetry/otelcol-gym/internal/follow"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/confighttp"
 	"go.opentelemetry.io/collector/config/configoptional"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/follow"
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 	"github.com/gym-telemetry/otelcol-gym/internal/procstats"
 	"github.com/gym-telemetry/otelcol-gym/internal/transport"

@@ -4,7 +4,6 @@ package gymreceiver
 
 import (
 	"context"
-	"github.com/gym-telemetry/otelcol-gym/internal/follow"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -13,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/receiver"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/follow"
 	"github.com/gym-telemetry/otelcol-gym/internal/procstats"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 	"github.com/gym-telemetry/otelcol-gym/internal/transport"
