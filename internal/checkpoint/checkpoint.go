@@ -21,8 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
-	"time"
 )
 
 // Store is where checkpoints are kept: a storage extension's client.
@@ -149,27 +147,61 @@ func (s *Section) Join(src Source) {
 // Gate is the lock of a source that holds it for long (a poll that reads a long file row by
 // row) and can let a checkpoint in between two rows: the source Locks it for a poll and calls
 // Yield wherever its state and offsets agree; the checkpoint takes Checkpoint (give it to
-// GuardedBy or Pull). The zero Gate is unlocked.
+// GuardedBy or Pull). A waiting checkpoint is handed the gate at the source's next Yield, and
+// the source goes on once every waiting checkpoint is done: no sleeping, no polling. The zero
+// Gate is unlocked.
 type Gate struct {
-	mu      sync.Mutex
-	waiting atomic.Int32 // checkpoints waiting for mu
+	mu      sync.Mutex // guards held and waiting
+	cond    *sync.Cond // on mu; made by the first user
+	held    bool
+	waiting int // checkpoints waiting for the gate
 }
 
-// Lock takes the gate for the source.
-func (g *Gate) Lock() { g.mu.Lock() }
-
-// Unlock releases it.
-func (g *Gate) Unlock() { g.mu.Unlock() }
-
-// Yield lets the checkpoints waiting for the gate in, then takes it again. Called with the
-// gate held. A sync.Mutex hands itself to a goroutine that has waited over a millisecond, so
-// the checkpoint gets it.
-func (g *Gate) Yield() {
-	for g.waiting.Load() > 0 {
-		g.mu.Unlock()
-		time.Sleep(time.Millisecond)
-		g.mu.Lock()
+// wait and broadcast are the condition's, made when first needed (the zero Gate works).
+func (g *Gate) wait() {
+	if g.cond == nil {
+		g.cond = sync.NewCond(&g.mu)
 	}
+	g.cond.Wait()
+}
+
+func (g *Gate) broadcast() {
+	if g.cond != nil {
+		g.cond.Broadcast()
+	}
+}
+
+// Lock takes the gate for the source, after the checkpoints already waiting for it.
+func (g *Gate) Lock() {
+	g.mu.Lock()
+	for g.held || g.waiting > 0 {
+		g.wait()
+	}
+	g.held = true
+	g.mu.Unlock()
+}
+
+// Unlock releases the gate (the source's or a checkpoint's hold).
+func (g *Gate) Unlock() {
+	g.mu.Lock()
+	g.held = false
+	g.broadcast()
+	g.mu.Unlock()
+}
+
+// Yield lets the checkpoints waiting for the gate in, one after the other, then takes it
+// again. Called by the source with the gate held.
+func (g *Gate) Yield() {
+	g.mu.Lock()
+	if g.waiting > 0 {
+		g.held = false
+		g.broadcast()
+		for g.held || g.waiting > 0 {
+			g.wait()
+		}
+		g.held = true
+	}
+	g.mu.Unlock()
 }
 
 // Checkpoint returns the lock a checkpoint takes: it waits for the source's next Yield (or
@@ -179,12 +211,18 @@ func (g *Gate) Checkpoint() sync.Locker { return gateCheckpoint{g} }
 type gateCheckpoint struct{ g *Gate }
 
 func (l gateCheckpoint) Lock() {
-	l.g.waiting.Add(1)
-	l.g.mu.Lock()
-	l.g.waiting.Add(-1)
+	g := l.g
+	g.mu.Lock()
+	g.waiting++
+	for g.held {
+		g.wait()
+	}
+	g.waiting--
+	g.held = true
+	g.mu.Unlock()
 }
 
-func (l gateCheckpoint) Unlock() { l.g.mu.Unlock() }
+func (l gateCheckpoint) Unlock() { l.g.Unlock() }
 
 // Load returns the source's offsets from the restored checkpoint (nil: none).
 func (s *Section) Load(context.Context) ([]byte, error) {

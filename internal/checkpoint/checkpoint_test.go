@@ -268,3 +268,47 @@ func TestJoin(t *testing.T) {
 	}
 	assert.True(t, push.mu.TryLock(), "the lock is released after the checkpoint")
 }
+
+// Checkpoints waiting for a Gate are each handed it at the source's next Yield, and the source
+// goes on only once they are done; a Lock of the source waits for them too.
+func TestGateHandsOff(t *testing.T) {
+	var g Gate
+	waiting := func() int { g.mu.Lock(); defer g.mu.Unlock(); return g.waiting }
+	var done atomic.Int32
+	checkpoint := func() {
+		l := g.Checkpoint()
+		l.Lock()
+		done.Add(1)
+		l.Unlock()
+	}
+	g.Lock()
+	go checkpoint()
+	go checkpoint()
+	require.Eventually(t, func() bool { return waiting() == 2 }, 5*time.Second, time.Millisecond)
+	assert.Zero(t, done.Load(), "a checkpoint waits while the source holds the gate")
+	g.Yield()
+	assert.Equal(t, int32(2), done.Load(), "Yield returns once every waiting checkpoint is done")
+	g.Yield() // none waiting: goes straight on
+	g.Unlock()
+
+	// the source's Lock yields to a checkpoint already waiting
+	var order []string
+	var mu sync.Mutex
+	note := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+	g.Lock()
+	ck := make(chan struct{})
+	go func() {
+		defer close(ck)
+		l := g.Checkpoint()
+		l.Lock()
+		note("checkpoint")
+		l.Unlock()
+	}()
+	require.Eventually(t, func() bool { return waiting() == 1 }, 5*time.Second, time.Millisecond)
+	g.Unlock()
+	g.Lock()
+	note("source")
+	g.Unlock()
+	<-ck
+	assert.Equal(t, []string{"checkpoint", "source"}, order)
+}
