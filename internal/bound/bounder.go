@@ -233,8 +233,8 @@ func (p *Bounder) dropIfUnknown(m pmetric.Metric) bool {
 	return true
 }
 
-// processed reports whether m is a schema metric with the schema's kind and unit (and a
-// temporality, for sums and histograms): the metrics whose points are bounded.
+// processed reports whether m is a schema metric with a kind the schema accepts for it, its
+// unit (and a temporality, for sums and histograms): the metrics whose points are bounded.
 func processed(m pmetric.Metric) (schema.InstrumentID, bool) {
 	id, ok := schema.Lookup(m.Name())
 	if !ok {
@@ -244,14 +244,19 @@ func processed(m pmetric.Metric) (schema.InstrumentID, bool) {
 	if m.Unit() != in.Unit {
 		return 0, false
 	}
-	switch in.Kind {
-	case schema.KindCounter, schema.KindUpDown:
-		return id, m.Type() == pmetric.MetricTypeSum && m.Sum().IsMonotonic() == in.Monotonic() &&
-			knownTemporality(m.Sum().AggregationTemporality())
-	case schema.KindGauge:
-		return id, m.Type() == pmetric.MetricTypeGauge
-	case schema.KindHistogram:
-		return id, m.Type() == pmetric.MetricTypeHistogram &&
+	// The kind as sent: an instrument may accept more than its own (the "now" values of a
+	// concurrency limit come as a Gauge or a non-monotonic Sum), and its points keep it.
+	switch m.Type() {
+	case pmetric.MetricTypeSum:
+		kind := schema.KindUpDown
+		if m.Sum().IsMonotonic() {
+			kind = schema.KindCounter
+		}
+		return id, in.Accepts(kind) && knownTemporality(m.Sum().AggregationTemporality())
+	case pmetric.MetricTypeGauge:
+		return id, in.Accepts(schema.KindGauge)
+	case pmetric.MetricTypeHistogram:
+		return id, in.Kind == schema.KindHistogram &&
 			knownTemporality(m.Histogram().AggregationTemporality())
 	}
 	return 0, false

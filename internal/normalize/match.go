@@ -10,6 +10,16 @@ var handMatchers = map[schema.AttrID]func([]byte) bool{
 	schema.AttrNemoGymFailureClass: isLowerIdent,  // [a-z][a-z0-9_]*
 	schema.AttrNemoGymFailureKind:  isNamespaced,  // [a-z][a-z0-9_]*:[a-z][a-z0-9_]*
 	schema.AttrNemoGymFailureType:  isDottedIdent, // [A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*
+
+	schema.AttrNemoGymConcurrencyComponent:       isLowerIdent,  // [a-z][a-z0-9_]*
+	schema.AttrNemoGymConcurrencyLimitName:       isLimitName,   // [a-z][a-z0-9_.-]*
+	schema.AttrNemoGymModelCallOutcome:           isLowerIdent,  // [a-z][a-z0-9_]*
+	schema.AttrNemoGymTokenCaptureOperation:      isLooseDotted, // [A-Za-z_][A-Za-z0-9_.]*
+	schema.AttrNemoGymTokenCaptureImplementation: isLooseDotted,
+	schema.AttrNemoGymTokenCaptureOutcome:        isLooseDotted,
+	schema.AttrNemoGymTokenCaptureReason:         isLooseDotted,
+	schema.AttrNemoGymTokenCaptureDigest:         isLooseDotted,
+	schema.AttrNemoGymTokenCaptureCache:          isLooseDotted,
 }
 
 func isLower(c byte) bool { return c >= 'a' && c <= 'z' }
@@ -61,4 +71,31 @@ func isDottedIdent(v []byte) bool {
 		}
 	}
 	return !start // non-empty, no trailing dot
+}
+
+// isLimitName matches [a-z][a-z0-9_.-]*.
+func isLimitName(v []byte) bool {
+	if len(v) == 0 || !isLower(v[0]) {
+		return false
+	}
+	for _, c := range v[1:] {
+		if !isLower(c) && !isDigit(c) && c != '_' && c != '.' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// isLooseDotted matches [A-Za-z_][A-Za-z0-9_.]*: unlike isDottedIdent, dots may repeat, trail,
+// or come before a digit.
+func isLooseDotted(v []byte) bool {
+	if len(v) == 0 || !isAlpha(v[0]) && v[0] != '_' {
+		return false
+	}
+	for _, c := range v[1:] {
+		if !isAlpha(c) && !isDigit(c) && c != '_' && c != '.' {
+			return false
+		}
+	}
+	return true
 }

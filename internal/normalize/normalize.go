@@ -301,7 +301,7 @@ func Int(id schema.AttrID, v int64) bool {
 		return false
 	}
 	switch rules[id].rule {
-	case schema.RuleStatusCode:
+	case schema.RuleStatusCode, schema.RuleIntRange:
 		a := schema.Attr(id)
 		return v >= a.Min && v <= a.Max
 	case schema.RuleIntEnum:

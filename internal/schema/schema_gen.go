@@ -15,14 +15,20 @@ const (
 
 // Bucket boundary sets.
 var (
-	BucketsLagMs        = []float64{0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000}
-	BucketsGcPauseMs    = []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000}
-	BucketsDriverMs     = []float64{0.1, 1, 10, 100, 500, 1000, 5000, 10000, 30000, 60000, 300000, 1.8e+06}
-	BucketsWriteBytes   = []float64{1000, 10000, 100000, 1e+06, 1e+07, 1e+08}
-	BucketsRolloutCount = []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096}
-	BucketsSandboxMs    = []float64{250, 500, 1000, 2000, 5000, 10000, 30000, 60000, 120000, 300000, 600000, 1.8e+06}
-	BucketsStartupMs    = []float64{100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 120000, 300000, 600000, 1.8e+06, 3.6e+06}
-	BucketsPoolMs       = []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 5000, 30000}
+	BucketsLagMs          = []float64{0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000}
+	BucketsGcPauseMs      = []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000}
+	BucketsDriverMs       = []float64{0.1, 1, 10, 100, 500, 1000, 5000, 10000, 30000, 60000, 300000, 1.8e+06}
+	BucketsWriteBytes     = []float64{1000, 10000, 100000, 1e+06, 1e+07, 1e+08}
+	BucketsRolloutCount   = []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096}
+	BucketsSandboxMs      = []float64{250, 500, 1000, 2000, 5000, 10000, 30000, 60000, 120000, 300000, 600000, 1.8e+06}
+	BucketsStartupMs      = []float64{100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 120000, 300000, 600000, 1.8e+06, 3.6e+06}
+	BucketsPoolMs         = []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 5000, 30000}
+	BucketsModelCallMs    = []float64{100, 250, 500, 1000, 2000, 5000, 10000, 30000, 60000, 120000, 300000, 600000, 1.8e+06}
+	BucketsModelTtftMs    = []float64{50, 100, 250, 500, 1000, 2000, 5000, 10000, 30000, 60000, 120000, 300000}
+	BucketsModelTokens    = []float64{16, 64, 256, 1024, 4096, 16384, 32768, 65536, 131072, 262144, 524288, 1.048576e+06}
+	BucketsLensMs         = []float64{100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 120000, 300000, 600000, 1.2e+06, 1.8e+06, 3.6e+06}
+	BucketsTokenCaptureMs = []float64{0.01, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 300000}
+	BucketsGenaiTokens    = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1.048576e+06, 4.194304e+06, 1.6777216e+07, 6.7108864e+07}
 )
 
 // FailureKinds is NeMo Gym's failure-kind registry.
@@ -57,6 +63,25 @@ const (
 	AttrHttpRoute
 	AttrNemoGymRequestPhase
 	AttrCpuMode
+	AttrNemoGymConcurrencyComponent
+	AttrNemoGymConcurrencyLimitName
+	AttrNemoGymModelCallDialect
+	AttrNemoGymModelCallOutcome
+	AttrNemoGymModelCallTokenType
+	AttrNemoGymModelCallFinishReason
+	AttrNemoGymRolloutFinishReason
+	AttrGenAiTokenType
+	AttrGenAiResponseModel
+	AttrMemoryType
+	AttrProcessPid
+	AttrNemoGymTokenCaptureSizeClass
+	AttrNemoGymTokenCaptureError
+	AttrNemoGymTokenCaptureOperation
+	AttrNemoGymTokenCaptureImplementation
+	AttrNemoGymTokenCaptureOutcome
+	AttrNemoGymTokenCaptureReason
+	AttrNemoGymTokenCaptureDigest
+	AttrNemoGymTokenCaptureCache
 	NumAttributes
 )
 
@@ -86,6 +111,25 @@ var Attributes = [NumAttributes]Attribute{
 	AttrHttpRoute:                                {Key: "http.route", Type: AttrString, Rule: RuleRoute, Description: "The route template; unmatched for a request no route matched, or a value that is not a template.", Fallback: "unmatched", MaxBytes: 256},
 	AttrNemoGymRequestPhase:                      {Key: "nemo.gym.request.phase", Type: AttrString, Rule: RulePhase, Description: "Whether the response had started when the request was cancelled.", Values: []string{"before_response", "during_response"}},
 	AttrCpuMode:                                  {Key: "cpu.mode", Type: AttrString, Rule: RuleEnum, Description: "The CPU mode (OpenTelemetry process conventions).", Values: []string{"user", "system", "wait"}},
+	AttrNemoGymConcurrencyComponent:              {Key: "nemo.gym.concurrency.component", Type: AttrString, Rule: RuleIdentifier, Description: "The Gym component that holds the concurrency limit.", Fallback: "other", Pattern: "[a-z][a-z0-9_]*", MaxBytes: 64},
+	AttrNemoGymConcurrencyLimitName:              {Key: "nemo.gym.concurrency.limit_name", Type: AttrString, Rule: RuleIdentifier, Description: "The name of the concurrency limit.", Fallback: "other", Pattern: "[a-z][a-z0-9_.-]*", MaxBytes: 128},
+	AttrNemoGymModelCallDialect:                  {Key: "nemo.gym.model_call.dialect", Type: AttrString, Rule: RuleFallbackEnum, Description: "The API dialect of the model call: chat completions, responses or messages.", Values: []string{"chat", "responses", "messages", "unknown"}, Fallback: "unknown"},
+	AttrNemoGymModelCallOutcome:                  {Key: "nemo.gym.model_call.outcome", Type: AttrString, Rule: RuleIdentifier, Description: "ok, or the error category of a failed model call.", Fallback: "other", Pattern: "[a-z][a-z0-9_]*", MaxBytes: 64},
+	AttrNemoGymModelCallTokenType:                {Key: "nemo.gym.model_call.token.type", Type: AttrString, Rule: RuleEnum, Description: "The kind of tokens the provider reported for a model call.", Values: []string{"input", "output", "reasoning"}},
+	AttrNemoGymModelCallFinishReason:             {Key: "nemo.gym.model_call.finish_reason", Type: AttrString, Rule: RuleFallbackEnum, Description: "Why the model stopped generating, as the provider reported it.", Values: []string{"stop", "length", "tool_calls", "content_filter", "function_call", "completed", "incomplete", "max_output_tokens", "end_turn", "max_tokens", "tool_use", "stop_sequence", "pause_turn", "refusal"}, Fallback: "other"},
+	AttrNemoGymRolloutFinishReason:               {Key: "nemo.gym.rollout.finish_reason", Type: AttrString, Rule: RuleFallbackEnum, Description: "How a rollout's response ended: its incomplete_details.reason, else its status, else unknown.", Values: []string{"stop", "length", "tool_calls", "content_filter", "function_call", "completed", "incomplete", "max_output_tokens", "end_turn", "max_tokens", "tool_use", "stop_sequence", "pause_turn", "refusal", "failed", "cancelled", "in_progress", "queued", "unknown"}, Fallback: "other"},
+	AttrGenAiTokenType:                           {Key: "gen_ai.token.type", Type: AttrString, Rule: RuleEnum, Description: "The kind of tokens (GenAI conventions); reasoning is part of output and cached_input of input: never sum across types.", Values: []string{"input", "output", "reasoning", "cached_input"}},
+	AttrGenAiResponseModel:                       {Key: "gen_ai.response.model", Type: AttrString, Rule: RuleString, Description: "The model that produced the response.", MaxBytes: 256},
+	AttrMemoryType:                               {Key: "memory.type", Type: AttrString, Rule: RuleEnum, Description: "The memory measured: resident set (rss) or proportional set (pss) size.", Values: []string{"rss", "pss"}},
+	AttrProcessPid:                               {Key: "process.pid", Type: AttrInt, Rule: RuleIntRange, Description: "The root process id of a server's process tree (a data-point attribute here).", Min: 0, Max: 2147483647},
+	AttrNemoGymTokenCaptureSizeClass:             {Key: "nemo.gym.token_capture.size_class", Type: AttrString, Rule: RuleEnum, Description: "The size class of the captured tokens.", Values: []string{"lt_4k", "lt_32k", "lt_128k", "ge_128k"}},
+	AttrNemoGymTokenCaptureError:                 {Key: "nemo.gym.token_capture.error", Type: AttrString, Rule: RuleEnum, Description: "How an operation that did not complete ended.", Values: []string{"error", "cancelled"}},
+	AttrNemoGymTokenCaptureOperation:             {Key: "nemo.gym.token_capture.operation", Type: AttrString, Rule: RuleIdentifier, Description: "The token-capture operation.", Fallback: "other", Pattern: "[A-Za-z_][A-Za-z0-9_.]*", MaxBytes: 128},
+	AttrNemoGymTokenCaptureImplementation:        {Key: "nemo.gym.token_capture.implementation", Type: AttrString, Rule: RuleIdentifier, Description: "The implementation that ran the operation.", Fallback: "other", Pattern: "[A-Za-z_][A-Za-z0-9_.]*", MaxBytes: 128},
+	AttrNemoGymTokenCaptureOutcome:               {Key: "nemo.gym.token_capture.outcome", Type: AttrString, Rule: RuleIdentifier, Description: "The outcome of a token capture.", Fallback: "other", Pattern: "[A-Za-z_][A-Za-z0-9_.]*", MaxBytes: 128},
+	AttrNemoGymTokenCaptureReason:                {Key: "nemo.gym.token_capture.reason", Type: AttrString, Rule: RuleIdentifier, Description: "Why a token capture had its outcome.", Fallback: "other", Pattern: "[A-Za-z_][A-Za-z0-9_.]*", MaxBytes: 128},
+	AttrNemoGymTokenCaptureDigest:                {Key: "nemo.gym.token_capture.digest", Type: AttrString, Rule: RuleIdentifier, Description: "The digest algorithm.", Fallback: "other", Pattern: "[A-Za-z_][A-Za-z0-9_.]*", MaxBytes: 128},
+	AttrNemoGymTokenCaptureCache:                 {Key: "nemo.gym.token_capture.cache", Type: AttrString, Rule: RuleIdentifier, Description: "The token-capture cache.", Fallback: "other", Pattern: "[A-Za-z_][A-Za-z0-9_.]*", MaxBytes: 128},
 }
 
 // Instrument IDs.
@@ -129,6 +173,36 @@ const (
 	ProcessMemoryUsage
 	ProcessThreadCount
 	ProcessOpenFileDescriptorCount
+	GymConcurrencyLimit
+	GymConcurrencyActive
+	GymConcurrencyAvailable
+	GymConcurrencyQueueDepth
+	GymConcurrencyAdmissionTimeoutsTotal
+	GymConcurrencyAdmissionCancelledTotal
+	GymModelCallDurationMs
+	GymModelCallTtftMs
+	GymModelCallTokens
+	GymModelCallFinishTotal
+	GymServerMemoryUsage
+	GymServerMemorySampledPeak
+	GymServerProcesses
+	GymHostMemoryUsage
+	GymHostMemoryAvailable
+	GymHostMemoryTotal
+	GymHostMemorySampledPeak
+	GymRolloutDurationMs
+	GymVerifyDurationMs
+	GymVerifySuccessRate
+	GymServersActive
+	GymTokenCaptureOperationDurationMs
+	GymTokenCaptureOperationTokensTotal
+	GymTokenCaptureOutcomeTotal
+	GymTokenCaptureDigestCallsTotal
+	GymTokenCaptureDigestBytesTotal
+	GymTokenCaptureCacheSize
+	GymRolloutTokens
+	GymRolloutFinishTotal
+	GymRolloutToolCalls
 	NumInstruments
 )
 
@@ -424,5 +498,275 @@ var Instruments = [NumInstruments]Instrument{
 	ProcessOpenFileDescriptorCount: {
 		Name: "process.open_file_descriptor.count", Description: "Number of file descriptors in use by the process.", Group: "Host process stats",
 		Kind: KindUpDown, ValueType: ValueInt, Unit: "{file_descriptor}", Source: "process", Snapshot: false,
+	},
+	GymConcurrencyLimit: {
+		Name: "gym.concurrency.limit", Description: "The size of a concurrency limit (a MeteredSemaphore), summed over the limits with the same attributes.", Group: "Concurrency limits",
+		Kind: KindGauge, ValueType: ValueInt, Unit: "{slot}", Source: "events", Snapshot: true,
+		Events:      []string{"concurrency.limits"},
+		AcceptKinds: []Kind{KindGauge, KindUpDown},
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymConcurrencyComponent},
+			{ID: AttrNemoGymConcurrencyLimitName},
+			{ID: AttrNemoGymServerName, Optional: true, When: "the limit belongs to a server"},
+		},
+	},
+	GymConcurrencyActive: {
+		Name: "gym.concurrency.active", Description: "Slots of a concurrency limit held now.", Group: "Concurrency limits",
+		Kind: KindGauge, ValueType: ValueInt, Unit: "{slot}", Source: "events", Snapshot: true,
+		Events:      []string{"concurrency.limits"},
+		AcceptKinds: []Kind{KindGauge, KindUpDown},
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymConcurrencyComponent},
+			{ID: AttrNemoGymConcurrencyLimitName},
+			{ID: AttrNemoGymServerName, Optional: true, When: "the limit belongs to a server"},
+		},
+	},
+	GymConcurrencyAvailable: {
+		Name: "gym.concurrency.available", Description: "Slots of a concurrency limit free now (limit - active).", Group: "Concurrency limits",
+		Kind: KindGauge, ValueType: ValueInt, Unit: "{slot}", Source: "events", Snapshot: true,
+		Events:      []string{"concurrency.limits"},
+		AcceptKinds: []Kind{KindGauge, KindUpDown},
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymConcurrencyComponent},
+			{ID: AttrNemoGymConcurrencyLimitName},
+			{ID: AttrNemoGymServerName, Optional: true, When: "the limit belongs to a server"},
+		},
+	},
+	GymConcurrencyQueueDepth: {
+		Name: "gym.concurrency.queue_depth", Description: "Callers waiting for a slot of a concurrency limit now.", Group: "Concurrency limits",
+		Kind: KindGauge, ValueType: ValueInt, Unit: "{waiter}", Source: "events", Snapshot: true,
+		Events:      []string{"concurrency.limits"},
+		AcceptKinds: []Kind{KindGauge, KindUpDown},
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymConcurrencyComponent},
+			{ID: AttrNemoGymConcurrencyLimitName},
+			{ID: AttrNemoGymServerName, Optional: true, When: "the limit belongs to a server"},
+		},
+	},
+	GymConcurrencyAdmissionTimeoutsTotal: {
+		Name: "gym.concurrency.admission_timeouts_total", Description: "Waits for a slot that timed out.", Group: "Concurrency limits",
+		Kind: KindCounter, ValueType: ValueInt, Unit: "1", Source: "events", Snapshot: true,
+		Events: []string{"concurrency.limits"},
+		Note:   "Only for a limit that has an admission timeout.",
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymConcurrencyComponent},
+			{ID: AttrNemoGymConcurrencyLimitName},
+			{ID: AttrNemoGymServerName, Optional: true, When: "the limit belongs to a server"},
+		},
+	},
+	GymConcurrencyAdmissionCancelledTotal: {
+		Name: "gym.concurrency.admission_cancelled_total", Description: "Waits for a slot cancelled before a slot was free.", Group: "Concurrency limits",
+		Kind: KindCounter, ValueType: ValueInt, Unit: "1", Source: "events", Snapshot: true,
+		Events: []string{"concurrency.limits"},
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymConcurrencyComponent},
+			{ID: AttrNemoGymConcurrencyLimitName},
+			{ID: AttrNemoGymServerName, Optional: true, When: "the limit belongs to a server"},
+		},
+	},
+	GymModelCallDurationMs: {
+		Name: "gym.model_call.duration_ms", Description: "Latency of one captured model call, failures included.", Group: "Model calls",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "ms", Source: "events", Snapshot: false,
+		Buckets: "MODEL_CALL_MS", Bounds: BucketsModelCallMs,
+		Events: []string{"model_call"},
+		Note:   "Recorded when the latency is known. The server name is unknown when the call does not name its model server.",
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymServerName},
+			{ID: AttrNemoGymModelCallDialect},
+			{ID: AttrNemoGymModelCallOutcome},
+		},
+	},
+	GymModelCallTtftMs: {
+		Name: "gym.model_call.ttft_ms", Description: "Time to the first token of one streamed model call.", Group: "Model calls",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "ms", Source: "events", Snapshot: false,
+		Buckets: "MODEL_TTFT_MS", Bounds: BucketsModelTtftMs,
+		Events: []string{"model_call"},
+		Note:   "Streamed responses only.",
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymServerName},
+			{ID: AttrNemoGymModelCallDialect},
+		},
+	},
+	GymModelCallTokens: {
+		Name: "gym.model_call.tokens", Description: "Tokens of one model call, by type.", Group: "Model calls",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "{token}", Source: "events", Snapshot: false,
+		Buckets: "MODEL_TOKENS", Bounds: BucketsModelTokens,
+		Events: []string{"model_call"},
+		Note:   "One sample per type the provider reported (never a zero for a type not reported); a failed call records none.",
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymServerName},
+			{ID: AttrNemoGymModelCallDialect},
+			{ID: AttrNemoGymModelCallTokenType},
+		},
+	},
+	GymModelCallFinishTotal: {
+		Name: "gym.model_call.finish_total", Description: "Model calls by finish reason.", Group: "Model calls",
+		Kind: KindCounter, ValueType: ValueInt, Unit: "1", Source: "events", Snapshot: false,
+		Events: []string{"model_call"},
+		Note:   "A failed call records no finish reason.",
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymServerName},
+			{ID: AttrNemoGymModelCallDialect},
+			{ID: AttrNemoGymModelCallFinishReason},
+		},
+	},
+	GymServerMemoryUsage: {
+		Name: "gym.server.memory.usage", Description: "Memory of a server's process tree, by type (latest sample).", Group: "Memory of server process trees",
+		Kind: KindGauge, ValueType: ValueInt, Unit: "By", Source: "events", Snapshot: false,
+		Events: []string{"memory.sample"},
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymServerName},
+			{ID: AttrNemoGymServerType},
+			{ID: AttrProcessPid},
+			{ID: AttrMemoryType},
+		},
+	},
+	GymServerMemorySampledPeak: {
+		Name: "gym.server.memory.sampled_peak", Description: "The highest memory of a server's process tree among its samples, by type.", Group: "Memory of server process trees",
+		Kind: KindGauge, ValueType: ValueInt, Unit: "By", Source: "events", Snapshot: false,
+		Events: []string{"memory.sample"},
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymServerName},
+			{ID: AttrNemoGymServerType},
+			{ID: AttrProcessPid},
+			{ID: AttrMemoryType},
+		},
+	},
+	GymServerProcesses: {
+		Name: "gym.server.processes", Description: "Processes in a server's process tree (latest sample).", Group: "Memory of server process trees",
+		Kind: KindGauge, ValueType: ValueInt, Unit: "{process}", Source: "events", Snapshot: false,
+		Events: []string{"memory.sample"},
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymServerName},
+			{ID: AttrNemoGymServerType},
+			{ID: AttrProcessPid},
+		},
+	},
+	GymHostMemoryUsage: {
+		Name: "gym.host.memory.usage", Description: "Memory in use on the host (latest sample).", Group: "Memory of server process trees",
+		Kind: KindGauge, ValueType: ValueInt, Unit: "By", Source: "events", Snapshot: false,
+		Events: []string{"memory.sample"},
+	},
+	GymHostMemoryAvailable: {
+		Name: "gym.host.memory.available", Description: "Memory available on the host (latest sample).", Group: "Memory of server process trees",
+		Kind: KindGauge, ValueType: ValueInt, Unit: "By", Source: "events", Snapshot: false,
+		Events: []string{"memory.sample"},
+	},
+	GymHostMemoryTotal: {
+		Name: "gym.host.memory.total", Description: "Memory of the host.", Group: "Memory of server process trees",
+		Kind: KindGauge, ValueType: ValueInt, Unit: "By", Source: "events", Snapshot: false,
+		Events: []string{"memory.sample"},
+	},
+	GymHostMemorySampledPeak: {
+		Name: "gym.host.memory.sampled_peak", Description: "The highest host memory in use among the samples.", Group: "Memory of server process trees",
+		Kind: KindGauge, ValueType: ValueInt, Unit: "By", Source: "events", Snapshot: false,
+		Events: []string{"memory.sample"},
+	},
+	GymRolloutDurationMs: {
+		Name: "gym.rollout.duration_ms", Description: "Wall-clock time of one rollout, failed rollouts included.", Group: "nemo-lens",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "ms", Source: "events", Snapshot: false,
+		Buckets: "LENS_MS", Bounds: BucketsLensMs,
+		Events: []string{"rollout.duration"},
+		Row:    "ng_perf.total_latency_ms",
+	},
+	GymVerifyDurationMs: {
+		Name: "gym.verify.duration_ms", Description: "Time of one verification.", Group: "nemo-lens",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "ms", Source: "events", Snapshot: false,
+		Buckets: "LENS_MS", Bounds: BucketsLensMs,
+		Events: []string{"verify"},
+	},
+	GymVerifySuccessRate: {
+		Name: "gym.verify.success_rate", Description: "Verifications completed over all verifications since the process's first.", Group: "nemo-lens",
+		Kind: KindGauge, ValueType: ValueDouble, Unit: "1", Source: "events", Snapshot: false,
+		Events: []string{"verify"},
+	},
+	GymServersActive: {
+		Name: "gym.servers.active", Description: "Gym servers active (written by the orchestrator only).", Group: "nemo-lens",
+		Kind: KindGauge, ValueType: ValueInt, Unit: "{server}", Source: "events", Snapshot: false,
+		Events: []string{"servers.active"},
+	},
+	GymTokenCaptureOperationDurationMs: {
+		Name: "gym.token_capture.operation.duration_ms", Description: "Time of one token-capture operation.", Group: "Training-token capture",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "ms", Source: "otlp", Snapshot: false,
+		Buckets: "TOKEN_CAPTURE_MS", Bounds: BucketsTokenCaptureMs,
+		Note: "Sent by OTLP only (Gym caps each synchronous instrument at 512 attribute sets itself, with values other).",
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymTokenCaptureOperation},
+			{ID: AttrNemoGymTokenCaptureImplementation},
+			{ID: AttrNemoGymTokenCaptureSizeClass, Optional: true, When: "the size is known"},
+			{ID: AttrNemoGymTokenCaptureError, Optional: true, When: "the operation did not complete"},
+		},
+	},
+	GymTokenCaptureOperationTokensTotal: {
+		Name: "gym.token_capture.operation.tokens_total", Description: "Tokens handled by token-capture operations.", Group: "Training-token capture",
+		Kind: KindCounter, ValueType: ValueInt, Unit: "{token}", Source: "otlp", Snapshot: false,
+		Note: "Sent by OTLP only (Gym caps each synchronous instrument at 512 attribute sets itself, with values other).",
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymTokenCaptureOperation},
+		},
+	},
+	GymTokenCaptureOutcomeTotal: {
+		Name: "gym.token_capture.outcome_total", Description: "Token captures by outcome and reason.", Group: "Training-token capture",
+		Kind: KindCounter, ValueType: ValueInt, Unit: "1", Source: "otlp", Snapshot: false,
+		Note: "Sent by OTLP only (Gym caps each synchronous instrument at 512 attribute sets itself, with values other).",
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymTokenCaptureOutcome},
+			{ID: AttrNemoGymTokenCaptureReason},
+		},
+	},
+	GymTokenCaptureDigestCallsTotal: {
+		Name: "gym.token_capture.digest.calls_total", Description: "Digest computations of token capture.", Group: "Training-token capture",
+		Kind: KindCounter, ValueType: ValueInt, Unit: "1", Source: "otlp", Snapshot: false,
+		Note: "Sent by OTLP only (Gym caps each synchronous instrument at 512 attribute sets itself, with values other).",
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymTokenCaptureDigest},
+		},
+	},
+	GymTokenCaptureDigestBytesTotal: {
+		Name: "gym.token_capture.digest.bytes_total", Description: "Bytes digested by token capture.", Group: "Training-token capture",
+		Kind: KindCounter, ValueType: ValueInt, Unit: "By", Source: "otlp", Snapshot: false,
+		Note: "Sent by OTLP only (Gym caps each synchronous instrument at 512 attribute sets itself, with values other).",
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymTokenCaptureDigest},
+		},
+	},
+	GymTokenCaptureCacheSize: {
+		Name: "gym.token_capture.cache.size", Description: "Entries in a token-capture cache.", Group: "Training-token capture",
+		Kind: KindUpDown, ValueType: ValueInt, Unit: "1", Source: "otlp", Snapshot: false,
+		Note: "Sent by OTLP only (Gym caps each synchronous instrument at 512 attribute sets itself, with values other).",
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymTokenCaptureCache},
+		},
+	},
+	GymRolloutTokens: {
+		Name: "gym.rollout.tokens", Description: "Tokens of one rollout's response (summed over its turns), by type and model.", Group: "Run-file tokens and finish",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "{token}", Source: "run_files", Snapshot: false,
+		Buckets: "GENAI_TOKENS", Bounds: BucketsGenaiTokens,
+		Row:  "response.usage: input_tokens (input), output_tokens (output), output_tokens_details.reasoning_tokens (reasoning), input_tokens_details.cached_tokens (cached_input); or the chat spelling prompt_tokens, completion_tokens, completion_tokens_details.reasoning_tokens, prompt_tokens_details.cached_tokens",
+		Note: "A type absent, null or not a number records nothing (a reported 0 is recorded); when both spellings are present, the Responses one counts. total_tokens is not recorded.",
+		Attrs: []InstrumentAttr{
+			{ID: AttrGenAiTokenType},
+			{ID: AttrGenAiResponseModel, Optional: true, When: "response.model is a non-empty string"},
+			{ID: AttrNemoGymRolloutDispatchName},
+		},
+	},
+	GymRolloutFinishTotal: {
+		Name: "gym.rollout.finish_total", Description: "Rollout responses by how they ended.", Group: "Run-file tokens and finish",
+		Kind: KindCounter, ValueType: ValueInt, Unit: "1", Source: "run_files", Snapshot: false,
+		Row: "response.incomplete_details.reason when a non-empty string, else response.status when a non-empty string, else unknown; once per row with a response object",
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymRolloutFinishReason},
+			{ID: AttrGenAiResponseModel, Optional: true, When: "response.model is a non-empty string"},
+			{ID: AttrNemoGymRolloutDispatchName},
+		},
+	},
+	GymRolloutToolCalls: {
+		Name: "gym.rollout.tool_calls", Description: "Function calls in one rollout's response.", Group: "Run-file tokens and finish",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "{tool_call}", Source: "run_files", Snapshot: false,
+		Buckets: "ROLLOUT_COUNT", Bounds: BucketsRolloutCount,
+		Row: "the response.output items whose type is function_call; once per row whose response.output is a list",
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymRolloutDispatchName},
+		},
 	},
 }

@@ -29,7 +29,7 @@ func TestGeneratedFilesAreFresh(t *testing.T) {
 }
 
 func TestSchemaShape(t *testing.T) {
-	require.Len(t, schema.Instruments, 39, "the schema lists 39 instruments")
+	require.Len(t, schema.Instruments, 69, "the schema lists 69 instruments")
 	names := map[string]bool{}
 	for i := range schema.Instruments {
 		in := &schema.Instruments[i]
@@ -44,10 +44,11 @@ func TestSchemaShape(t *testing.T) {
 		} else {
 			assert.Empty(t, in.Bounds, in.Name)
 		}
-		// Sums and gauges of counts are int64; only process.cpu.time is a double.
+		// Sums and gauges of counts are int64; only process.cpu.time and the verify success
+		// rate are doubles.
 		if in.Kind != schema.KindHistogram {
 			want := schema.ValueInt
-			if in.Name == "process.cpu.time" {
+			if in.Name == "process.cpu.time" || in.Name == "gym.verify.success_rate" {
 				want = schema.ValueDouble
 			}
 			assert.Equal(t, want, in.ValueType, in.Name)
@@ -63,6 +64,16 @@ func TestSchemaShape(t *testing.T) {
 	active, _ := schema.Lookup("gym.sandbox.active")
 	assert.Equal(t, schema.KindUpDown, schema.Get(active).Kind)
 	assert.Equal(t, "{sandbox}", schema.Get(active).Unit)
+	tokens, _ := schema.Lookup("gym.rollout.tokens")
+	assert.Equal(t, 67108864.0, schema.Get(tokens).Bounds[len(schema.Get(tokens).Bounds)-1])
+	assert.Equal(t, "run_files", schema.Get(tokens).Source)
+	queue, _ := schema.Lookup("gym.concurrency.queue_depth")
+	assert.True(t, schema.Get(queue).Accepts(schema.KindUpDown))
+	assert.True(t, schema.Get(queue).Accepts(schema.KindGauge))
+	assert.False(t, schema.Get(queue).Accepts(schema.KindCounter))
+	assert.False(t, schema.Get(active).Accepts(schema.KindGauge), "gym.sandbox.active is an updown only")
+	capture, _ := schema.Lookup("gym.token_capture.operation.duration_ms")
+	assert.Equal(t, 300000.0, schema.Get(capture).Bounds[len(schema.Get(capture).Bounds)-1])
 	assert.Len(t, schema.FailureKinds, 24)
 	assert.Len(t, schema.HealthChecks, 12)
 }

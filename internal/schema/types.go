@@ -61,6 +61,7 @@ const (
 	RuleBool                         // a boolean
 	RuleRewardRange                  // derived from a reward number (Values lists the ranges)
 	RulePhase                        // derived from response_started (Values[0] before, Values[1] during)
+	RuleIntRange                     // an int within [Min, Max], else rejected
 )
 
 // AttrID indexes Attributes.
@@ -77,7 +78,7 @@ type Attribute struct {
 	Fallback    string   // the value that replaces one that breaks the rule
 	Pattern     string   // the documented pattern (RuleFailureKind, RuleIdentifier)
 	MaxBytes    int      // cap for string values (0: none)
-	Min, Max    int64    // RuleStatusCode
+	Min, Max    int64    // RuleStatusCode, RuleIntRange
 }
 
 // InstrumentID indexes Instruments.
@@ -107,9 +108,25 @@ type Instrument struct {
 	Bounds      []float64 // explicit bucket boundaries (histograms)
 	Attrs       []InstrumentAttr
 	Events      []string // the events-v1 events that feed it
-	Source      string   // "events" or "process" (read by the collector)
+	Source      string   // "events", "process" (read by the collector), "run_files" or "otlp" (OTLP only)
+	Row         string   // the run-file field that feeds it (source run_files, or also an events one)
+	AcceptKinds []Kind   // the kinds an OTLP sender may use, kept as sent (nil: Kind only)
 	Snapshot    bool     // fed by a snapshot total the process keeps itself
 	Note        string
+}
+
+// Accepts reports whether a metric of kind k from OTLP is this instrument's: its own kind, or
+// one of AcceptKinds.
+func (in *Instrument) Accepts(k Kind) bool {
+	if k == in.Kind {
+		return true
+	}
+	for _, a := range in.AcceptKinds {
+		if a == k {
+			return true
+		}
+	}
+	return false
 }
 
 // Monotonic reports whether the instrument is a monotonic Sum.

@@ -85,6 +85,8 @@ type Instrument struct {
 	Events      []string         `yaml:"events"`
 	Snapshot    bool             `yaml:"snapshot"`
 	Source      string           `yaml:"source"`
+	Row         string           `yaml:"row"`
+	AcceptKinds []string         `yaml:"accept_kinds"`
 	Note        string           `yaml:"note"`
 	Attributes  []InstrumentAttr `yaml:"attributes"`
 	Bounds      []float64        `yaml:"-"`
@@ -108,7 +110,7 @@ type Schema struct {
 var (
 	kinds      = map[string]string{"counter": "KindCounter", "updown": "KindUpDown", "gauge": "KindGauge", "histogram": "KindHistogram"}
 	attrTypes  = map[string]string{"string": "AttrString", "int": "AttrInt", "bool": "AttrBool"}
-	rules      = map[string]string{"string": "RuleString", "enum": "RuleEnum", "fallback_enum": "RuleFallbackEnum", "failure_kind": "RuleFailureKind", "identifier": "RuleIdentifier", "health_check": "RuleHealthCheck", "route": "RuleRoute", "status_code": "RuleStatusCode", "int_enum": "RuleIntEnum", "bool": "RuleBool", "reward_range": "RuleRewardRange", "phase": "RulePhase"}
+	rules      = map[string]string{"string": "RuleString", "enum": "RuleEnum", "fallback_enum": "RuleFallbackEnum", "failure_kind": "RuleFailureKind", "identifier": "RuleIdentifier", "health_check": "RuleHealthCheck", "route": "RuleRoute", "status_code": "RuleStatusCode", "int_range": "RuleIntRange", "int_enum": "RuleIntEnum", "bool": "RuleBool", "reward_range": "RuleRewardRange", "phase": "RulePhase"}
 	nameRe     = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$`)
 	bucketName = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
 )
@@ -251,7 +253,7 @@ func checkAttr(a *Attribute) error {
 		return need(a.Fallback != "", "fallback")
 	case "route":
 		return need(a.Fallback != "" && a.MaxBytes > 0, "fallback and max_bytes")
-	case "status_code":
+	case "status_code", "int_range":
 		return need(a.Type == "int" && a.Min <= a.Max && a.Max > 0, "type int, min and max")
 	case "int_enum":
 		return need(a.Type == "int" && len(a.IntValues) > 0, "type int and int_values")
@@ -283,12 +285,26 @@ func (s *Schema) checkInstrument(in *Instrument) error {
 	switch in.Source {
 	case "":
 		in.Source = "events"
-	case "events", "process":
+	case "events", "process", "run_files", "otlp":
 	default:
-		return fmt.Errorf("instrument %s: source %q is not events or process", in.Name, in.Source)
+		return fmt.Errorf("instrument %s: source %q is not events, process, run_files or otlp", in.Name, in.Source)
 	}
 	if (in.Source == "events") != (len(in.Events) > 0) {
 		return fmt.Errorf("instrument %s: events are required exactly for source events", in.Name)
+	}
+	if in.Source == "run_files" && in.Row == "" || in.Row != "" && in.Source != "run_files" && in.Source != "events" {
+		return fmt.Errorf("instrument %s: row is required for source run_files, and only events may also have one", in.Name)
+	}
+	if len(in.AcceptKinds) > 0 {
+		if in.AcceptKinds[0] != in.Kind {
+			return fmt.Errorf("instrument %s: accept_kinds must start with its kind %s", in.Name, in.Kind)
+		}
+		for _, k := range in.AcceptKinds[1:] {
+			// Only a gauge and a non-monotonic sum say the same thing (a value now).
+			if !(in.Kind == "gauge" && k == "updown" || in.Kind == "updown" && k == "gauge") {
+				return fmt.Errorf("instrument %s: accept_kinds: %q cannot stand for a %s", in.Name, k, in.Kind)
+			}
+		}
 	}
 	if in.Kind == "histogram" {
 		i, ok := s.bucketsIndex[in.Buckets]
@@ -373,7 +389,7 @@ func (s *Schema) Go() ([]byte, error) {
 		if a.MaxBytes != 0 {
 			p(", MaxBytes: %d", a.MaxBytes)
 		}
-		if a.Rule == "status_code" {
+		if a.Rule == "status_code" || a.Rule == "int_range" {
 			p(", Min: %d, Max: %d", a.Min, a.Max)
 		}
 		p("},\n")
@@ -395,6 +411,16 @@ func (s *Schema) Go() ([]byte, error) {
 		}
 		if len(in.Events) > 0 {
 			p("\t\tEvents: []string{%s},\n", quoted(in.Events))
+		}
+		if in.Row != "" {
+			p("\t\tRow: %q,\n", in.Row)
+		}
+		if len(in.AcceptKinds) > 0 {
+			var ks []string
+			for _, k := range in.AcceptKinds {
+				ks = append(ks, kinds[k])
+			}
+			p("\t\tAcceptKinds: []Kind{%s},\n", strings.Join(ks, ", "))
 		}
 		if in.Note != "" {
 			p("\t\tNote: %q,\n", in.Note)
@@ -480,12 +506,25 @@ func (s *Schema) Markdown() []byte {
 			}
 			attrs = append(attrs, t)
 		}
-		fed := "the collector (process stats)"
-		if in.Source == "events" {
+		var fed string
+		switch in.Source {
+		case "process":
+			fed = "the collector (process stats)"
+		case "otlp":
+			fed = "OTLP only"
+		case "run_files":
+			fed = "run files: " + in.Row
+		default:
 			fed = "`" + strings.Join(in.Events, "`, `") + "`"
 			if in.Snapshot {
 				fed += " (snapshot)"
 			}
+			if in.Row != "" {
+				fed += "; run files: `" + in.Row + "`"
+			}
+		}
+		if len(in.AcceptKinds) > 1 {
+			fed += "; by OTLP also as " + strings.Join(in.AcceptKinds[1:], ", ") + ", kept as sent"
 		}
 		p("| `%s` | %s (%s) | `%s` | %s | %s | %s | %s |\n", in.Name, in.Kind, kindWords[in.Kind], in.Unit, in.ValueType,
 			in.Buckets, strings.Join(attrs, "<br>"), fed)
@@ -522,7 +561,7 @@ func allowed(a *Attribute) string {
 		parts = append(parts, strings.Join(a.Values, ", ")+" (derived)")
 	case "int_enum":
 		parts = append(parts, ints(a.IntValues)+"; anything else rejects the line")
-	case "status_code":
+	case "status_code", "int_range":
 		parts = append(parts, fmt.Sprintf("%d..%d; anything else rejects the line", a.Min, a.Max))
 	case "failure_kind":
 		parts = append(parts, fmt.Sprintf("a registered kind, or `%s` within %d bytes; else `%s`", a.Pattern, a.MaxBytes, a.Fallback))

@@ -14,7 +14,7 @@ func TestParseRealSchema(t *testing.T) {
 	require.NoError(t, err)
 	s, err := Parse(data)
 	require.NoError(t, err)
-	assert.Len(t, s.Instruments, 39)
+	assert.Len(t, s.Instruments, 69)
 	assert.Equal(t, "GymHttpConnectionPoolConnectTotal", GoName("gym.http.connection_pool.connect_total"))
 }
 
@@ -30,6 +30,12 @@ func TestParseRejects(t *testing.T) {
 		{"unknown attribute", "attributes: [nemo.gym.event_loop]", "attributes: [nemo.gym.event_looop]", `unknown attribute "nemo.gym.event_looop"`},
 		{"unknown field", "schema_version: 1", "schema_version: 1\nschema_colour: red", "schema_colour"},
 		{"narrowed to a foreign value", "values: [scored, failed]}", "values: [scored, lost]}", `narrows to "lost"`},
+		{"accept_kinds not led by the kind", "accept_kinds: [gauge, updown]", "accept_kinds: [updown, gauge]", "must start with its kind gauge"},
+		{"a counter for a gauge", "accept_kinds: [gauge, updown]", "accept_kinds: [gauge, counter]", `"counter" cannot stand for a gauge`},
+		{"run_files without row", "    source: run_files\n    row: \"the response.output", "    source: run_files\n    note: \"the response.output", "row is required for source run_files"},
+		{"row on a process instrument", "    source: process\n    attributes: [cpu.mode]", "    source: process\n    row: x\n    attributes: [cpu.mode]", "only events may also have one"},
+		{"unknown source", "    source: otlp\n    note: Sent by OTLP only", "    source: grpc\n    note: Sent by OTLP only", `source "grpc"`},
+		{"int_range without max", "    rule: int_range\n    min: 0\n    max: 2147483647", "    rule: int_range\n    min: 0", "needs type int, min and max"},
 		{"enum without values", "    rule: enum\n    values: [healthy, unhealthy, unobserved]", "    rule: enum", "needs values"},
 	}
 	for _, c := range cases {

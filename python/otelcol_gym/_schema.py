@@ -103,6 +103,12 @@ BUCKETS_ROLLOUT_COUNT: tuple[float, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 51
 BUCKETS_SANDBOX_MS: tuple[float, ...] = (250, 500, 1000, 2000, 5000, 10000, 30000, 60000, 120000, 300000, 600000, 1800000)
 BUCKETS_STARTUP_MS: tuple[float, ...] = (100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 120000, 300000, 600000, 1800000, 3600000)
 BUCKETS_POOL_MS: tuple[float, ...] = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 5000, 30000)
+BUCKETS_MODEL_CALL_MS: tuple[float, ...] = (100, 250, 500, 1000, 2000, 5000, 10000, 30000, 60000, 120000, 300000, 600000, 1800000)
+BUCKETS_MODEL_TTFT_MS: tuple[float, ...] = (50, 100, 250, 500, 1000, 2000, 5000, 10000, 30000, 60000, 120000, 300000)
+BUCKETS_MODEL_TOKENS: tuple[float, ...] = (16, 64, 256, 1024, 4096, 16384, 32768, 65536, 131072, 262144, 524288, 1048576)
+BUCKETS_LENS_MS: tuple[float, ...] = (100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 120000, 300000, 600000, 1200000, 1800000, 3600000)
+BUCKETS_TOKEN_CAPTURE_MS: tuple[float, ...] = (0.01, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 300000)
+BUCKETS_GENAI_TOKENS: tuple[float, ...] = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)
 
 # NeMo Gym's failure-kind registry.
 FAILURE_KINDS: tuple[str, ...] = ("transport_unreachable", "transport_peer_drop", "transport_timeout", "transport_local_resource", "agent_run_error", "agent_request_failed", "agent_timeout", "agent_command_not_allowed", "environment_server_failed", "protocol_violation", "judge_failed", "judge_unparseable", "verifier_error", "provider_unavailable", "provider_quota_exhausted", "provider_oom_killed", "session_lost", "session_expired", "session_release_failed", "cancelled", "kill_shaped", "shutdown", "persistence_failed", "cohort_incomplete")
@@ -160,6 +166,44 @@ ATTR_HTTP_ROUTE = Attribute("http.route", "string", "route", fallback="unmatched
 ATTR_NEMO_GYM_REQUEST_PHASE = Attribute("nemo.gym.request.phase", "string", "phase", values=("before_response", "during_response"))
 # The CPU mode (OpenTelemetry process conventions).
 ATTR_CPU_MODE = Attribute("cpu.mode", "string", "enum", values=("user", "system", "wait"))
+# The Gym component that holds the concurrency limit.
+ATTR_NEMO_GYM_CONCURRENCY_COMPONENT = Attribute("nemo.gym.concurrency.component", "string", "identifier", fallback="other", pattern="[a-z][a-z0-9_]*", max_bytes=64)
+# The name of the concurrency limit.
+ATTR_NEMO_GYM_CONCURRENCY_LIMIT_NAME = Attribute("nemo.gym.concurrency.limit_name", "string", "identifier", fallback="other", pattern="[a-z][a-z0-9_.-]*", max_bytes=128)
+# The API dialect of the model call: chat completions, responses or messages.
+ATTR_NEMO_GYM_MODEL_CALL_DIALECT = Attribute("nemo.gym.model_call.dialect", "string", "fallback_enum", values=("chat", "responses", "messages", "unknown"), fallback="unknown")
+# ok, or the error category of a failed model call.
+ATTR_NEMO_GYM_MODEL_CALL_OUTCOME = Attribute("nemo.gym.model_call.outcome", "string", "identifier", fallback="other", pattern="[a-z][a-z0-9_]*", max_bytes=64)
+# The kind of tokens the provider reported for a model call.
+ATTR_NEMO_GYM_MODEL_CALL_TOKEN_TYPE = Attribute("nemo.gym.model_call.token.type", "string", "enum", values=("input", "output", "reasoning"))
+# Why the model stopped generating, as the provider reported it.
+ATTR_NEMO_GYM_MODEL_CALL_FINISH_REASON = Attribute("nemo.gym.model_call.finish_reason", "string", "fallback_enum", values=("stop", "length", "tool_calls", "content_filter", "function_call", "completed", "incomplete", "max_output_tokens", "end_turn", "max_tokens", "tool_use", "stop_sequence", "pause_turn", "refusal"), fallback="other")
+# How a rollout's response ended: its incomplete_details.reason, else its status, else unknown.
+ATTR_NEMO_GYM_ROLLOUT_FINISH_REASON = Attribute("nemo.gym.rollout.finish_reason", "string", "fallback_enum", values=("stop", "length", "tool_calls", "content_filter", "function_call", "completed", "incomplete", "max_output_tokens", "end_turn", "max_tokens", "tool_use", "stop_sequence", "pause_turn", "refusal", "failed", "cancelled", "in_progress", "queued", "unknown"), fallback="other")
+# The kind of tokens (GenAI conventions); reasoning is part of output and cached_input of input: never sum across types.
+ATTR_GEN_AI_TOKEN_TYPE = Attribute("gen_ai.token.type", "string", "enum", values=("input", "output", "reasoning", "cached_input"))
+# The model that produced the response.
+ATTR_GEN_AI_RESPONSE_MODEL = Attribute("gen_ai.response.model", "string", "string", max_bytes=256)
+# The memory measured: resident set (rss) or proportional set (pss) size.
+ATTR_MEMORY_TYPE = Attribute("memory.type", "string", "enum", values=("rss", "pss"))
+# The root process id of a server's process tree (a data-point attribute here).
+ATTR_PROCESS_PID = Attribute("process.pid", "int", "int_range")
+# The size class of the captured tokens.
+ATTR_NEMO_GYM_TOKEN_CAPTURE_SIZE_CLASS = Attribute("nemo.gym.token_capture.size_class", "string", "enum", values=("lt_4k", "lt_32k", "lt_128k", "ge_128k"))
+# How an operation that did not complete ended.
+ATTR_NEMO_GYM_TOKEN_CAPTURE_ERROR = Attribute("nemo.gym.token_capture.error", "string", "enum", values=("error", "cancelled"))
+# The token-capture operation.
+ATTR_NEMO_GYM_TOKEN_CAPTURE_OPERATION = Attribute("nemo.gym.token_capture.operation", "string", "identifier", fallback="other", pattern="[A-Za-z_][A-Za-z0-9_.]*", max_bytes=128)
+# The implementation that ran the operation.
+ATTR_NEMO_GYM_TOKEN_CAPTURE_IMPLEMENTATION = Attribute("nemo.gym.token_capture.implementation", "string", "identifier", fallback="other", pattern="[A-Za-z_][A-Za-z0-9_.]*", max_bytes=128)
+# The outcome of a token capture.
+ATTR_NEMO_GYM_TOKEN_CAPTURE_OUTCOME = Attribute("nemo.gym.token_capture.outcome", "string", "identifier", fallback="other", pattern="[A-Za-z_][A-Za-z0-9_.]*", max_bytes=128)
+# Why a token capture had its outcome.
+ATTR_NEMO_GYM_TOKEN_CAPTURE_REASON = Attribute("nemo.gym.token_capture.reason", "string", "identifier", fallback="other", pattern="[A-Za-z_][A-Za-z0-9_.]*", max_bytes=128)
+# The digest algorithm.
+ATTR_NEMO_GYM_TOKEN_CAPTURE_DIGEST = Attribute("nemo.gym.token_capture.digest", "string", "identifier", fallback="other", pattern="[A-Za-z_][A-Za-z0-9_.]*", max_bytes=128)
+# The token-capture cache.
+ATTR_NEMO_GYM_TOKEN_CAPTURE_CACHE = Attribute("nemo.gym.token_capture.cache", "string", "identifier", fallback="other", pattern="[A-Za-z_][A-Za-z0-9_.]*", max_bytes=128)
 
 # Instruments, in the schema's order, each after its description.
 
@@ -634,6 +678,390 @@ PROCESS_OPEN_FILE_DESCRIPTOR_COUNT = Instrument(
     value_type="int",
     source="process",
 )
+# The size of a concurrency limit (a MeteredSemaphore), summed over the limits with the same attributes.
+GYM_CONCURRENCY_LIMIT = Instrument(
+    name="gym.concurrency.limit",
+    kind="gauge",
+    unit="{slot}",
+    value_type="int",
+    source="events",
+    snapshot=True,
+    events=("concurrency.limits",),
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_CONCURRENCY_COMPONENT.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_CONCURRENCY_LIMIT_NAME.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_SERVER_NAME.key, optional=True),
+    ),
+)
+# Slots of a concurrency limit held now.
+GYM_CONCURRENCY_ACTIVE = Instrument(
+    name="gym.concurrency.active",
+    kind="gauge",
+    unit="{slot}",
+    value_type="int",
+    source="events",
+    snapshot=True,
+    events=("concurrency.limits",),
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_CONCURRENCY_COMPONENT.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_CONCURRENCY_LIMIT_NAME.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_SERVER_NAME.key, optional=True),
+    ),
+)
+# Slots of a concurrency limit free now (limit - active).
+GYM_CONCURRENCY_AVAILABLE = Instrument(
+    name="gym.concurrency.available",
+    kind="gauge",
+    unit="{slot}",
+    value_type="int",
+    source="events",
+    snapshot=True,
+    events=("concurrency.limits",),
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_CONCURRENCY_COMPONENT.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_CONCURRENCY_LIMIT_NAME.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_SERVER_NAME.key, optional=True),
+    ),
+)
+# Callers waiting for a slot of a concurrency limit now.
+GYM_CONCURRENCY_QUEUE_DEPTH = Instrument(
+    name="gym.concurrency.queue_depth",
+    kind="gauge",
+    unit="{waiter}",
+    value_type="int",
+    source="events",
+    snapshot=True,
+    events=("concurrency.limits",),
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_CONCURRENCY_COMPONENT.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_CONCURRENCY_LIMIT_NAME.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_SERVER_NAME.key, optional=True),
+    ),
+)
+# Waits for a slot that timed out. Only for a limit that has an admission timeout.
+GYM_CONCURRENCY_ADMISSION_TIMEOUTS_TOTAL = Instrument(
+    name="gym.concurrency.admission_timeouts_total",
+    kind="counter",
+    unit="1",
+    value_type="int",
+    source="events",
+    snapshot=True,
+    events=("concurrency.limits",),
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_CONCURRENCY_COMPONENT.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_CONCURRENCY_LIMIT_NAME.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_SERVER_NAME.key, optional=True),
+    ),
+)
+# Waits for a slot cancelled before a slot was free.
+GYM_CONCURRENCY_ADMISSION_CANCELLED_TOTAL = Instrument(
+    name="gym.concurrency.admission_cancelled_total",
+    kind="counter",
+    unit="1",
+    value_type="int",
+    source="events",
+    snapshot=True,
+    events=("concurrency.limits",),
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_CONCURRENCY_COMPONENT.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_CONCURRENCY_LIMIT_NAME.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_SERVER_NAME.key, optional=True),
+    ),
+)
+# Latency of one captured model call, failures included. Recorded when the latency is known. The server name is unknown when the call does not name its model server.
+GYM_MODEL_CALL_DURATION_MS = Instrument(
+    name="gym.model_call.duration_ms",
+    kind="histogram",
+    unit="ms",
+    value_type="double",
+    source="events",
+    buckets="MODEL_CALL_MS",
+    bounds=BUCKETS_MODEL_CALL_MS,
+    events=("model_call",),
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_SERVER_NAME.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_MODEL_CALL_DIALECT.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_MODEL_CALL_OUTCOME.key),
+    ),
+)
+# Time to the first token of one streamed model call. Streamed responses only.
+GYM_MODEL_CALL_TTFT_MS = Instrument(
+    name="gym.model_call.ttft_ms",
+    kind="histogram",
+    unit="ms",
+    value_type="double",
+    source="events",
+    buckets="MODEL_TTFT_MS",
+    bounds=BUCKETS_MODEL_TTFT_MS,
+    events=("model_call",),
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_SERVER_NAME.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_MODEL_CALL_DIALECT.key),
+    ),
+)
+# Tokens of one model call, by type. One sample per type the provider reported (never a zero for a type not reported); a failed call records none.
+GYM_MODEL_CALL_TOKENS = Instrument(
+    name="gym.model_call.tokens",
+    kind="histogram",
+    unit="{token}",
+    value_type="double",
+    source="events",
+    buckets="MODEL_TOKENS",
+    bounds=BUCKETS_MODEL_TOKENS,
+    events=("model_call",),
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_SERVER_NAME.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_MODEL_CALL_DIALECT.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_MODEL_CALL_TOKEN_TYPE.key),
+    ),
+)
+# Model calls by finish reason. A failed call records no finish reason.
+GYM_MODEL_CALL_FINISH_TOTAL = Instrument(
+    name="gym.model_call.finish_total",
+    kind="counter",
+    unit="1",
+    value_type="int",
+    source="events",
+    events=("model_call",),
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_SERVER_NAME.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_MODEL_CALL_DIALECT.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_MODEL_CALL_FINISH_REASON.key),
+    ),
+)
+# Memory of a server's process tree, by type (latest sample).
+GYM_SERVER_MEMORY_USAGE = Instrument(
+    name="gym.server.memory.usage",
+    kind="gauge",
+    unit="By",
+    value_type="int",
+    source="events",
+    events=("memory.sample",),
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_SERVER_NAME.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_SERVER_TYPE.key),
+        InstrumentAttribute(ATTR_PROCESS_PID.key),
+        InstrumentAttribute(ATTR_MEMORY_TYPE.key),
+    ),
+)
+# The highest memory of a server's process tree among its samples, by type.
+GYM_SERVER_MEMORY_SAMPLED_PEAK = Instrument(
+    name="gym.server.memory.sampled_peak",
+    kind="gauge",
+    unit="By",
+    value_type="int",
+    source="events",
+    events=("memory.sample",),
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_SERVER_NAME.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_SERVER_TYPE.key),
+        InstrumentAttribute(ATTR_PROCESS_PID.key),
+        InstrumentAttribute(ATTR_MEMORY_TYPE.key),
+    ),
+)
+# Processes in a server's process tree (latest sample).
+GYM_SERVER_PROCESSES = Instrument(
+    name="gym.server.processes",
+    kind="gauge",
+    unit="{process}",
+    value_type="int",
+    source="events",
+    events=("memory.sample",),
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_SERVER_NAME.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_SERVER_TYPE.key),
+        InstrumentAttribute(ATTR_PROCESS_PID.key),
+    ),
+)
+# Memory in use on the host (latest sample).
+GYM_HOST_MEMORY_USAGE = Instrument(
+    name="gym.host.memory.usage",
+    kind="gauge",
+    unit="By",
+    value_type="int",
+    source="events",
+    events=("memory.sample",),
+)
+# Memory available on the host (latest sample).
+GYM_HOST_MEMORY_AVAILABLE = Instrument(
+    name="gym.host.memory.available",
+    kind="gauge",
+    unit="By",
+    value_type="int",
+    source="events",
+    events=("memory.sample",),
+)
+# Memory of the host.
+GYM_HOST_MEMORY_TOTAL = Instrument(
+    name="gym.host.memory.total",
+    kind="gauge",
+    unit="By",
+    value_type="int",
+    source="events",
+    events=("memory.sample",),
+)
+# The highest host memory in use among the samples.
+GYM_HOST_MEMORY_SAMPLED_PEAK = Instrument(
+    name="gym.host.memory.sampled_peak",
+    kind="gauge",
+    unit="By",
+    value_type="int",
+    source="events",
+    events=("memory.sample",),
+)
+# Wall-clock time of one rollout, failed rollouts included.
+GYM_ROLLOUT_DURATION_MS = Instrument(
+    name="gym.rollout.duration_ms",
+    kind="histogram",
+    unit="ms",
+    value_type="double",
+    source="events",
+    buckets="LENS_MS",
+    bounds=BUCKETS_LENS_MS,
+    events=("rollout.duration",),
+)
+# Time of one verification.
+GYM_VERIFY_DURATION_MS = Instrument(
+    name="gym.verify.duration_ms",
+    kind="histogram",
+    unit="ms",
+    value_type="double",
+    source="events",
+    buckets="LENS_MS",
+    bounds=BUCKETS_LENS_MS,
+    events=("verify",),
+)
+# Verifications completed over all verifications since the process's first.
+GYM_VERIFY_SUCCESS_RATE = Instrument(
+    name="gym.verify.success_rate",
+    kind="gauge",
+    unit="1",
+    value_type="double",
+    source="events",
+    events=("verify",),
+)
+# Gym servers active (written by the orchestrator only).
+GYM_SERVERS_ACTIVE = Instrument(
+    name="gym.servers.active",
+    kind="gauge",
+    unit="{server}",
+    value_type="int",
+    source="events",
+    events=("servers.active",),
+)
+# Time of one token-capture operation. Sent by OTLP only (Gym caps each synchronous instrument at 512 attribute sets itself, with values other).
+GYM_TOKEN_CAPTURE_OPERATION_DURATION_MS = Instrument(
+    name="gym.token_capture.operation.duration_ms",
+    kind="histogram",
+    unit="ms",
+    value_type="double",
+    source="otlp",
+    buckets="TOKEN_CAPTURE_MS",
+    bounds=BUCKETS_TOKEN_CAPTURE_MS,
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_TOKEN_CAPTURE_OPERATION.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_TOKEN_CAPTURE_IMPLEMENTATION.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_TOKEN_CAPTURE_SIZE_CLASS.key, optional=True),
+        InstrumentAttribute(ATTR_NEMO_GYM_TOKEN_CAPTURE_ERROR.key, optional=True),
+    ),
+)
+# Tokens handled by token-capture operations. Sent by OTLP only (Gym caps each synchronous instrument at 512 attribute sets itself, with values other).
+GYM_TOKEN_CAPTURE_OPERATION_TOKENS_TOTAL = Instrument(
+    name="gym.token_capture.operation.tokens_total",
+    kind="counter",
+    unit="{token}",
+    value_type="int",
+    source="otlp",
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_TOKEN_CAPTURE_OPERATION.key),
+    ),
+)
+# Token captures by outcome and reason. Sent by OTLP only (Gym caps each synchronous instrument at 512 attribute sets itself, with values other).
+GYM_TOKEN_CAPTURE_OUTCOME_TOTAL = Instrument(
+    name="gym.token_capture.outcome_total",
+    kind="counter",
+    unit="1",
+    value_type="int",
+    source="otlp",
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_TOKEN_CAPTURE_OUTCOME.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_TOKEN_CAPTURE_REASON.key),
+    ),
+)
+# Digest computations of token capture. Sent by OTLP only (Gym caps each synchronous instrument at 512 attribute sets itself, with values other).
+GYM_TOKEN_CAPTURE_DIGEST_CALLS_TOTAL = Instrument(
+    name="gym.token_capture.digest.calls_total",
+    kind="counter",
+    unit="1",
+    value_type="int",
+    source="otlp",
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_TOKEN_CAPTURE_DIGEST.key),
+    ),
+)
+# Bytes digested by token capture. Sent by OTLP only (Gym caps each synchronous instrument at 512 attribute sets itself, with values other).
+GYM_TOKEN_CAPTURE_DIGEST_BYTES_TOTAL = Instrument(
+    name="gym.token_capture.digest.bytes_total",
+    kind="counter",
+    unit="By",
+    value_type="int",
+    source="otlp",
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_TOKEN_CAPTURE_DIGEST.key),
+    ),
+)
+# Entries in a token-capture cache. Sent by OTLP only (Gym caps each synchronous instrument at 512 attribute sets itself, with values other).
+GYM_TOKEN_CAPTURE_CACHE_SIZE = Instrument(
+    name="gym.token_capture.cache.size",
+    kind="updown",
+    unit="1",
+    value_type="int",
+    source="otlp",
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_TOKEN_CAPTURE_CACHE.key),
+    ),
+)
+# Tokens of one rollout's response (summed over its turns), by type and model. A type absent, null or not a number records nothing (a reported 0 is recorded); when both spellings are present, the Responses one counts. total_tokens is not recorded.
+GYM_ROLLOUT_TOKENS = Instrument(
+    name="gym.rollout.tokens",
+    kind="histogram",
+    unit="{token}",
+    value_type="double",
+    source="run_files",
+    buckets="GENAI_TOKENS",
+    bounds=BUCKETS_GENAI_TOKENS,
+    attributes=(
+        InstrumentAttribute(ATTR_GEN_AI_TOKEN_TYPE.key),
+        InstrumentAttribute(ATTR_GEN_AI_RESPONSE_MODEL.key, optional=True),
+        InstrumentAttribute(ATTR_NEMO_GYM_ROLLOUT_DISPATCH_NAME.key),
+    ),
+)
+# Rollout responses by how they ended.
+GYM_ROLLOUT_FINISH_TOTAL = Instrument(
+    name="gym.rollout.finish_total",
+    kind="counter",
+    unit="1",
+    value_type="int",
+    source="run_files",
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_ROLLOUT_FINISH_REASON.key),
+        InstrumentAttribute(ATTR_GEN_AI_RESPONSE_MODEL.key, optional=True),
+        InstrumentAttribute(ATTR_NEMO_GYM_ROLLOUT_DISPATCH_NAME.key),
+    ),
+)
+# Function calls in one rollout's response.
+GYM_ROLLOUT_TOOL_CALLS = Instrument(
+    name="gym.rollout.tool_calls",
+    kind="histogram",
+    unit="{tool_call}",
+    value_type="double",
+    source="run_files",
+    buckets="ROLLOUT_COUNT",
+    bounds=BUCKETS_ROLLOUT_COUNT,
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_ROLLOUT_DISPATCH_NAME.key),
+    ),
+)
 
 # Every attribute by its key, in the schema's order.
 ATTRIBUTES: dict[str, Attribute] = {
@@ -661,6 +1089,25 @@ ATTRIBUTES: dict[str, Attribute] = {
     ATTR_HTTP_ROUTE.key: ATTR_HTTP_ROUTE,
     ATTR_NEMO_GYM_REQUEST_PHASE.key: ATTR_NEMO_GYM_REQUEST_PHASE,
     ATTR_CPU_MODE.key: ATTR_CPU_MODE,
+    ATTR_NEMO_GYM_CONCURRENCY_COMPONENT.key: ATTR_NEMO_GYM_CONCURRENCY_COMPONENT,
+    ATTR_NEMO_GYM_CONCURRENCY_LIMIT_NAME.key: ATTR_NEMO_GYM_CONCURRENCY_LIMIT_NAME,
+    ATTR_NEMO_GYM_MODEL_CALL_DIALECT.key: ATTR_NEMO_GYM_MODEL_CALL_DIALECT,
+    ATTR_NEMO_GYM_MODEL_CALL_OUTCOME.key: ATTR_NEMO_GYM_MODEL_CALL_OUTCOME,
+    ATTR_NEMO_GYM_MODEL_CALL_TOKEN_TYPE.key: ATTR_NEMO_GYM_MODEL_CALL_TOKEN_TYPE,
+    ATTR_NEMO_GYM_MODEL_CALL_FINISH_REASON.key: ATTR_NEMO_GYM_MODEL_CALL_FINISH_REASON,
+    ATTR_NEMO_GYM_ROLLOUT_FINISH_REASON.key: ATTR_NEMO_GYM_ROLLOUT_FINISH_REASON,
+    ATTR_GEN_AI_TOKEN_TYPE.key: ATTR_GEN_AI_TOKEN_TYPE,
+    ATTR_GEN_AI_RESPONSE_MODEL.key: ATTR_GEN_AI_RESPONSE_MODEL,
+    ATTR_MEMORY_TYPE.key: ATTR_MEMORY_TYPE,
+    ATTR_PROCESS_PID.key: ATTR_PROCESS_PID,
+    ATTR_NEMO_GYM_TOKEN_CAPTURE_SIZE_CLASS.key: ATTR_NEMO_GYM_TOKEN_CAPTURE_SIZE_CLASS,
+    ATTR_NEMO_GYM_TOKEN_CAPTURE_ERROR.key: ATTR_NEMO_GYM_TOKEN_CAPTURE_ERROR,
+    ATTR_NEMO_GYM_TOKEN_CAPTURE_OPERATION.key: ATTR_NEMO_GYM_TOKEN_CAPTURE_OPERATION,
+    ATTR_NEMO_GYM_TOKEN_CAPTURE_IMPLEMENTATION.key: ATTR_NEMO_GYM_TOKEN_CAPTURE_IMPLEMENTATION,
+    ATTR_NEMO_GYM_TOKEN_CAPTURE_OUTCOME.key: ATTR_NEMO_GYM_TOKEN_CAPTURE_OUTCOME,
+    ATTR_NEMO_GYM_TOKEN_CAPTURE_REASON.key: ATTR_NEMO_GYM_TOKEN_CAPTURE_REASON,
+    ATTR_NEMO_GYM_TOKEN_CAPTURE_DIGEST.key: ATTR_NEMO_GYM_TOKEN_CAPTURE_DIGEST,
+    ATTR_NEMO_GYM_TOKEN_CAPTURE_CACHE.key: ATTR_NEMO_GYM_TOKEN_CAPTURE_CACHE,
 }
 
 # Every instrument by its name, in the schema's order.
@@ -704,4 +1151,34 @@ INSTRUMENTS: dict[str, Instrument] = {
     PROCESS_MEMORY_USAGE.name: PROCESS_MEMORY_USAGE,
     PROCESS_THREAD_COUNT.name: PROCESS_THREAD_COUNT,
     PROCESS_OPEN_FILE_DESCRIPTOR_COUNT.name: PROCESS_OPEN_FILE_DESCRIPTOR_COUNT,
+    GYM_CONCURRENCY_LIMIT.name: GYM_CONCURRENCY_LIMIT,
+    GYM_CONCURRENCY_ACTIVE.name: GYM_CONCURRENCY_ACTIVE,
+    GYM_CONCURRENCY_AVAILABLE.name: GYM_CONCURRENCY_AVAILABLE,
+    GYM_CONCURRENCY_QUEUE_DEPTH.name: GYM_CONCURRENCY_QUEUE_DEPTH,
+    GYM_CONCURRENCY_ADMISSION_TIMEOUTS_TOTAL.name: GYM_CONCURRENCY_ADMISSION_TIMEOUTS_TOTAL,
+    GYM_CONCURRENCY_ADMISSION_CANCELLED_TOTAL.name: GYM_CONCURRENCY_ADMISSION_CANCELLED_TOTAL,
+    GYM_MODEL_CALL_DURATION_MS.name: GYM_MODEL_CALL_DURATION_MS,
+    GYM_MODEL_CALL_TTFT_MS.name: GYM_MODEL_CALL_TTFT_MS,
+    GYM_MODEL_CALL_TOKENS.name: GYM_MODEL_CALL_TOKENS,
+    GYM_MODEL_CALL_FINISH_TOTAL.name: GYM_MODEL_CALL_FINISH_TOTAL,
+    GYM_SERVER_MEMORY_USAGE.name: GYM_SERVER_MEMORY_USAGE,
+    GYM_SERVER_MEMORY_SAMPLED_PEAK.name: GYM_SERVER_MEMORY_SAMPLED_PEAK,
+    GYM_SERVER_PROCESSES.name: GYM_SERVER_PROCESSES,
+    GYM_HOST_MEMORY_USAGE.name: GYM_HOST_MEMORY_USAGE,
+    GYM_HOST_MEMORY_AVAILABLE.name: GYM_HOST_MEMORY_AVAILABLE,
+    GYM_HOST_MEMORY_TOTAL.name: GYM_HOST_MEMORY_TOTAL,
+    GYM_HOST_MEMORY_SAMPLED_PEAK.name: GYM_HOST_MEMORY_SAMPLED_PEAK,
+    GYM_ROLLOUT_DURATION_MS.name: GYM_ROLLOUT_DURATION_MS,
+    GYM_VERIFY_DURATION_MS.name: GYM_VERIFY_DURATION_MS,
+    GYM_VERIFY_SUCCESS_RATE.name: GYM_VERIFY_SUCCESS_RATE,
+    GYM_SERVERS_ACTIVE.name: GYM_SERVERS_ACTIVE,
+    GYM_TOKEN_CAPTURE_OPERATION_DURATION_MS.name: GYM_TOKEN_CAPTURE_OPERATION_DURATION_MS,
+    GYM_TOKEN_CAPTURE_OPERATION_TOKENS_TOTAL.name: GYM_TOKEN_CAPTURE_OPERATION_TOKENS_TOTAL,
+    GYM_TOKEN_CAPTURE_OUTCOME_TOTAL.name: GYM_TOKEN_CAPTURE_OUTCOME_TOTAL,
+    GYM_TOKEN_CAPTURE_DIGEST_CALLS_TOTAL.name: GYM_TOKEN_CAPTURE_DIGEST_CALLS_TOTAL,
+    GYM_TOKEN_CAPTURE_DIGEST_BYTES_TOTAL.name: GYM_TOKEN_CAPTURE_DIGEST_BYTES_TOTAL,
+    GYM_TOKEN_CAPTURE_CACHE_SIZE.name: GYM_TOKEN_CAPTURE_CACHE_SIZE,
+    GYM_ROLLOUT_TOKENS.name: GYM_ROLLOUT_TOKENS,
+    GYM_ROLLOUT_FINISH_TOTAL.name: GYM_ROLLOUT_FINISH_TOTAL,
+    GYM_ROLLOUT_TOOL_CALLS.name: GYM_ROLLOUT_TOOL_CALLS,
 }
