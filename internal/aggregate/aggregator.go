@@ -416,7 +416,120 @@ func (r *Resource) apply(a *Aggregator, st *Stream, ev *events.Event) {
 		r.histogram(a, st, k.begin(schema.GymDriverOutputWriteBytes), float64(ev.Bytes))
 	case events.EventDriverMaterialize:
 		r.histogram(a, st, k.begin(schema.GymDriverMaterializeDurationMs), ev.DurationMS)
+	case events.EventConcurrencyLimits:
+		r.seq++
+		for i := range ev.Limits {
+			r.limit(a, st, &ev.Limits[i])
+		}
+		r.commitSnapshots(a, st)
+	case events.EventModelCall:
+		r.modelCall(a, st, ev)
+	case events.EventMemorySample:
+		for i := range ev.Servers {
+			r.serverMemory(a, st, &ev.Servers[i])
+		}
+		if ev.HasHost {
+			r.gauge(a, st, k.begin(schema.GymHostMemoryUsage), ev.Host.Usage)
+			r.gauge(a, st, k.begin(schema.GymHostMemoryAvailable), ev.Host.Available)
+			r.gauge(a, st, k.begin(schema.GymHostMemoryTotal), ev.Host.Total)
+			r.gauge(a, st, k.begin(schema.GymHostMemorySampledPeak), ev.Host.Peak)
+		}
+	case events.EventRolloutDuration:
+		r.histogram(a, st, k.begin(schema.GymRolloutDurationMs), ev.DurationMS)
+	case events.EventVerify:
+		if ev.HasDuration {
+			r.histogram(a, st, k.begin(schema.GymVerifyDurationMs), ev.DurationMS)
+		}
+		r.verified(r.series(a, st, k.begin(schema.GymVerifySuccessRate)), ev.Completed)
+	case events.EventServersActive:
+		r.gauge(a, st, k.begin(schema.GymServersActive), ev.ServersActive)
 	}
+}
+
+// limit records one entry of a concurrency.limits snapshot: entries whose attributes
+// normalise alike are summed (snapshot), available is limit - active.
+func (r *Resource) limit(a *Aggregator, st *Stream, l *events.ConcurrencyLimit) {
+	k := &st.kb
+	attrs := func(id schema.InstrumentID) *keyBuilder {
+		return k.begin(id).str(l.Component).str(l.LimitName).str(l.ServerName)
+	}
+	r.snapshot(a, st, attrs(schema.GymConcurrencyLimit), l.Limit)
+	r.snapshot(a, st, attrs(schema.GymConcurrencyActive), l.Active)
+	r.snapshot(a, st, attrs(schema.GymConcurrencyAvailable), l.Limit-l.Active)
+	r.snapshot(a, st, attrs(schema.GymConcurrencyQueueDepth), l.QueueDepth)
+	if l.HasTimeouts {
+		r.snapshot(a, st, attrs(schema.GymConcurrencyAdmissionTimeoutsTotal), l.AdmissionTimeouts)
+	}
+	r.snapshot(a, st, attrs(schema.GymConcurrencyAdmissionCancelledTotal), l.AdmissionCancelled)
+}
+
+// Values of the model-call and memory attributes the aggregator writes itself.
+var (
+	modelCallOK       = []byte("ok")
+	unknownServerName = []byte("unknown")
+	memoryRSS         = []byte(schema.Attr(schema.AttrMemoryType).Values[0])
+	memoryPSS         = []byte(schema.Attr(schema.AttrMemoryType).Values[1])
+	tokenTypes        = func() (out [events.NumTokenTypes][]byte) {
+		for i, n := range events.TokenTypeNames {
+			out[i] = []byte(n)
+		}
+		return out
+	}()
+)
+
+// modelCall records one model_call by Gym's rules: the duration when known, TTFT when
+// streamed, and for a call that succeeded one token sample per type reported and its finish
+// reason (a failed call records neither).
+func (r *Resource) modelCall(a *Aggregator, st *Stream, ev *events.Event) {
+	k := &st.kb
+	server := ev.ServerName
+	if len(server) == 0 {
+		server = unknownServerName
+	}
+	if ev.HasDuration {
+		r.histogram(a, st, k.begin(schema.GymModelCallDurationMs).str(server).str(ev.Dialect).str(ev.CallOutcome), ev.DurationMS)
+	}
+	if ev.HasTTFT {
+		r.histogram(a, st, k.begin(schema.GymModelCallTtftMs).str(server).str(ev.Dialect), ev.TTFTMS)
+	}
+	if string(ev.CallOutcome) != string(modelCallOK) {
+		return
+	}
+	for t := range events.NumTokenTypes {
+		if ev.HasTokens[t] {
+			r.histogram(a, st, k.begin(schema.GymModelCallTokens).str(server).str(ev.Dialect).str(tokenTypes[t]), float64(ev.Tokens[t]))
+		}
+	}
+	if len(ev.FinishReason) > 0 {
+		r.series(a, st, k.begin(schema.GymModelCallFinishTotal).str(server).str(ev.Dialect).str(ev.FinishReason)).val++
+	}
+}
+
+// serverMemory records the latest sample of one server's process tree.
+func (r *Resource) serverMemory(a *Aggregator, st *Stream, m *events.ServerMemory) {
+	k := &st.kb
+	mem := func(id schema.InstrumentID, typ []byte, v int64) {
+		r.gauge(a, st, k.begin(id).str(m.ServerName).str(m.ServerType).int(m.PID).str(typ), v)
+	}
+	mem(schema.GymServerMemoryUsage, memoryRSS, m.RSS)
+	mem(schema.GymServerMemorySampledPeak, memoryRSS, m.RSSPeak)
+	if m.HasPSS {
+		mem(schema.GymServerMemoryUsage, memoryPSS, m.PSS)
+	}
+	if m.HasPSSPeak {
+		mem(schema.GymServerMemorySampledPeak, memoryPSS, m.PSSPeak)
+	}
+	r.gauge(a, st, k.begin(schema.GymServerProcesses).str(m.ServerName).str(m.ServerType).int(m.PID), m.Processes)
+}
+
+// verified counts one verification in the success-rate series, which keeps the two counts
+// it is the ratio of (count: verifications, val: those completed) since the process's first.
+func (r *Resource) verified(s *series, completed bool) {
+	s.count++
+	if completed {
+		s.val++
+	}
+	s.dval, s.hasVal = float64(s.val)/float64(s.count), true
 }
 
 // scoredOutcome is the outcome under which failure fields are not attributes and rewards count.

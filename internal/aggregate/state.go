@@ -166,11 +166,20 @@ func appendSeries(b []byte, def *schema.Instrument, s *series) []byte {
 		}
 		return b
 	}
+	if isRatio(def) {
+		b = binary.AppendUvarint(b, s.count)
+		return binary.AppendVarint(b, s.val)
+	}
 	if def.ValueType == schema.ValueDouble {
 		return binary.LittleEndian.AppendUint64(b, math.Float64bits(s.dval))
 	}
 	return binary.AppendVarint(b, s.val)
 }
+
+// isRatio tells the gauge that is a ratio of two counts kept with it (gym.verify.success_rate):
+// its state is the two counts, from which the ratio is computed again. (A state written before
+// the instrument existed never holds it.)
+func isRatio(def *schema.Instrument) bool { return def == schema.Get(schema.GymVerifySuccessRate) }
 
 // RestoreState loads a state saved by AppendState into an empty aggregator, before any
 // stream runs. A state that cannot be read is an error and leaves the aggregator empty.
@@ -415,9 +424,18 @@ func (d *stateReader) series(def *schema.Instrument, overflow bool) *series {
 		}
 		return s
 	}
-	if def.ValueType == schema.ValueDouble {
+	switch {
+	case isRatio(def):
+		s.count, s.val = d.uvarint(), d.varint()
+		if s.count > 0 && (s.val < 0 || uint64(s.val) > s.count) {
+			d.fail("a ratio of counts out of range")
+		}
+		if s.count > 0 {
+			s.dval = float64(s.val) / float64(s.count)
+		}
+	case def.ValueType == schema.ValueDouble:
 		s.dval = d.float()
-	} else {
+	default:
 		s.val = d.varint()
 	}
 	return s

@@ -37,6 +37,12 @@ func stateFixture(t *testing.T) (*Aggregator, *clock) {
 		`{"event":"sandbox.active","provider":"docker","delta":1}`,
 		// snapshot totals past the cardinality limit: folded into the overflow series
 		`{"event":"server.requests","in_flight":1,"unhandled_exceptions":0,"responses":{"200":5,"201":6,"202":7,"203":8,"204":9,"205":10}}`,
+		// the events of Gym's newer releases: snapshot gauges and counters, a ratio gauge
+		`{"event":"concurrency.limits","limits":[{"component":"model_server","limit_name":"max_requests","limit":64,"active":60,"queue_depth":12,"admission_timeouts":3,"admission_cancelled":1}]}`,
+		`{"event":"model_call","server_name":"policy","dialect":"chat","outcome":"ok","duration_ms":120,"tokens":{"input":10},"finish_reason":"stop"}`,
+		`{"event":"memory.sample","servers":[{"server_name":"math","server_type":"resources_servers","pid":4243,"rss":100,"rss_peak":150,"processes":3}],"host":{"usage":1,"available":2,"total":3,"peak":1}}`,
+		`{"event":"verify","duration_ms":230.5,"completed":true}`,
+		`{"event":"verify","completed":false}`,
 	)
 	a.ApplyProcesses(&procstats.Result{Readings: []procstats.Reading{{
 		PID: 77, CreateTime: 1_600_000_000_000, ExecutableName: "python3", New: true,

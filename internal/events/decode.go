@@ -253,7 +253,8 @@ func decInvalidUTF8(line []byte) error {
 // decResetEvent clears ev, keeping the backing arrays of its slices.
 func decResetEvent(ev *Event) {
 	flagged, counts, responses, cancelled, attrs := ev.Flagged[:0], ev.Counts[:0], ev.Responses[:0], ev.Cancelled[:0], ev.Attrs[:0]
-	*ev = Event{Flagged: flagged, Counts: counts, Responses: responses, Cancelled: cancelled, Attrs: attrs}
+	limits, servers := ev.Limits[:0], ev.Servers[:0]
+	*ev = Event{Flagged: flagged, Counts: counts, Responses: responses, Cancelled: cancelled, Attrs: attrs, Limits: limits, Servers: servers}
 }
 
 // decClearType clears the fields of ev that the decoding of an event of type t writes
@@ -303,6 +304,20 @@ func decClearType(ev *Event, t EventType) {
 		ev.DurationMS = 0
 	case EventDriverOutputWrite:
 		ev.DurationMS, ev.Bytes = 0, 0
+	case EventConcurrencyLimits:
+		ev.Limits = ev.Limits[:0]
+	case EventModelCall:
+		ev.ServerName, ev.Dialect, ev.CallOutcome, ev.FinishReason = nil, nil, nil, nil
+		ev.DurationMS, ev.HasDuration, ev.TTFTMS, ev.HasTTFT = 0, false, 0, false
+		ev.Tokens, ev.HasTokens = [NumTokenTypes]int64{}, [NumTokenTypes]bool{}
+	case EventMemorySample:
+		ev.Servers, ev.Host, ev.HasHost = ev.Servers[:0], HostMemory{}, false
+	case EventRolloutDuration:
+		ev.DurationMS = 0
+	case EventVerify:
+		ev.DurationMS, ev.HasDuration, ev.Completed = 0, false, false
+	case EventServersActive:
+		ev.ServersActive = 0
 	}
 }
 
@@ -548,6 +563,19 @@ func (d *Decoder) decodeFields(ev *Event) error {
 	case EventDriverOutputWrite:
 		ev.DurationMS = d.duration(fkDurationMS)
 		ev.Bytes = d.integer(fkBytes, true)
+	case EventConcurrencyLimits:
+		d.decodeLimits(ev)
+	case EventModelCall:
+		d.decodeModelCall(ev)
+	case EventMemorySample:
+		d.decodeMemorySample(ev)
+	case EventRolloutDuration:
+		ev.DurationMS = d.duration(fkDurationMS)
+	case EventVerify:
+		ev.DurationMS, ev.HasDuration = d.optDuration(fkDurationMS)
+		ev.Completed = d.boolean(fkCompleted)
+	case EventServersActive:
+		ev.ServersActive = d.integer(fkCount, true)
 	}
 	return d.err
 }
@@ -598,6 +626,14 @@ const (
 	fkActive
 	fkBytes
 	fkAttributes
+	fkLimits
+	fkDialect
+	fkTTFTMS
+	fkTokens
+	fkFinishReason
+	fkServers
+	fkHost
+	fkCompleted
 	decNumKeys
 )
 
@@ -645,6 +681,14 @@ var decKeyNames = [decNumKeys]string{
 	fkActive:              "active",
 	fkBytes:               "bytes",
 	fkAttributes:          "attributes",
+	fkLimits:              "limits",
+	fkDialect:             "dialect",
+	fkTTFTMS:              "ttft_ms",
+	fkTokens:              "tokens",
+	fkFinishReason:        "finish_reason",
+	fkServers:             "servers",
+	fkHost:                "host",
+	fkCompleted:           "completed",
 }
 
 // decNameTable finds a name among a fixed set (field keys, event names) with one multiply and
@@ -868,22 +912,52 @@ func (d *Decoder) wrongTypeAt(where, want string, s *decSlot) {
 // decField names a field in a message.
 func decField(name string) string { return "field " + strconv.Quote(name) }
 
+// A place names a value in messages: a top-level field (`event`), a member of one of its
+// objects (`host.usage`) or of an array's element (`limits[2].active`). It is formatted only
+// when a value there is rejected.
+type decPlace struct {
+	field  string
+	idx    int    // the element of field's array, or -1
+	member string // the member of the object, or ""
+}
+
+func decTop(k int) decPlace { return decPlace{field: decKeyNames[k], idx: -1} }
+
+func (p decPlace) String() string {
+	s := p.field
+	if p.idx >= 0 {
+		s += "[" + strconv.Itoa(p.idx) + "]"
+	}
+	if p.member != "" {
+		s += "." + p.member
+	}
+	return s
+}
+
+// present reports whether slot s holds a value (not absent, not null).
+func decPresent(s *decSlot, ok bool) bool { return ok && s.kind != gymjson.None && s.kind != gymjson.Null }
+
 // name returns required non-empty string field k.
 func (d *Decoder) name(k int) []byte {
+	s, ok := d.get(k)
+	return d.nameAt(decTop(k), s, ok)
+}
+
+// nameAt is name for the value s at p (ok: present).
+func (d *Decoder) nameAt(p decPlace, s *decSlot, ok bool) []byte {
 	if d.err != nil {
 		return nil
 	}
-	s, ok := d.get(k)
-	if !ok {
-		d.missing(decKeyNames[k])
+	if !decPresent(s, ok) {
+		d.missing(p.String())
 		return nil
 	}
 	if s.kind != gymjson.String {
-		d.wrongType(k, "a non-empty string", s)
+		d.wrongTypeAt(decField(p.String()), "a non-empty string", s)
 		return nil
 	}
 	if s.start == s.end {
-		d.fail(ReasonInvalidValue, "field %q: want a non-empty string, got \"\"", decKeyNames[k])
+		d.fail(ReasonInvalidValue, "field %q: want a non-empty string, got \"\"", p.String())
 		return nil
 	}
 	return d.str(s)
@@ -891,15 +965,16 @@ func (d *Decoder) name(k int) []byte {
 
 // optString returns optional string field k, nil when absent or null.
 func (d *Decoder) optString(k int) []byte {
-	if d.err != nil {
-		return nil
-	}
 	s, ok := d.get(k)
-	if !ok {
+	return d.optStringAt(decTop(k), s, ok)
+}
+
+func (d *Decoder) optStringAt(p decPlace, s *decSlot, ok bool) []byte {
+	if d.err != nil || !decPresent(s, ok) {
 		return nil
 	}
 	if s.kind != gymjson.String {
-		d.wrongType(k, "a string", s)
+		d.wrongTypeAt(decField(p.String()), "a string", s)
 		return nil
 	}
 	return d.str(s)
@@ -919,6 +994,18 @@ func (d *Decoder) optBool(k int) bool {
 		return false
 	}
 	return s.kind == gymjson.True
+}
+
+// boolean returns required boolean field k.
+func (d *Decoder) boolean(k int) bool {
+	if d.err != nil {
+		return false
+	}
+	if _, ok := d.get(k); !ok {
+		d.missing(decKeyNames[k])
+		return false
+	}
+	return d.optBool(k)
 }
 
 // optNumber returns optional number field k, any number (NaN and infinities too).
@@ -952,56 +1039,72 @@ func (d *Decoder) number(k int) (float64, bool) {
 
 // duration returns required field k, a finite number >= 0.
 func (d *Decoder) duration(k int) float64 {
-	if d.err != nil {
-		return 0
-	}
 	s, ok := d.get(k)
-	if !ok {
+	if d.err == nil && !ok {
 		d.missing(decKeyNames[k])
 		return 0
 	}
+	f, _ := d.durationAt(decTop(k), s, ok)
+	return f
+}
+
+// optDuration returns optional field k, a finite number >= 0 when present.
+func (d *Decoder) optDuration(k int) (float64, bool) {
+	s, ok := d.get(k)
+	return d.durationAt(decTop(k), s, ok)
+}
+
+// durationAt reads the value s at p, when present, as a duration: a finite number >= 0
+// (-0 is given as 0).
+func (d *Decoder) durationAt(p decPlace, s *decSlot, ok bool) (float64, bool) {
+	if d.err != nil || !decPresent(s, ok) {
+		return 0, false
+	}
 	if s.kind != gymjson.Number {
-		d.wrongType(k, "a finite number >= 0", s)
-		return 0
+		d.wrongTypeAt(decField(p.String()), "a finite number >= 0", s)
+		return 0, false
 	}
 	f := d.float(s)
 	if !(f >= 0 && f <= math.MaxFloat64) { // also NaN
-		d.fail(ReasonOutOfRange, "field %q: want a finite number >= 0, got %s", decKeyNames[k], d.raw(s))
-		return 0
+		d.fail(ReasonOutOfRange, "field %q: want a finite number >= 0, got %s", p.String(), d.raw(s))
+		return 0, false
 	}
-	return f + 0 // -0 becomes 0
+	return f + 0, true // -0 becomes 0
 }
 
 // integer returns required integer field k (>= 0 when nonneg).
 func (d *Decoder) integer(k int, nonneg bool) int64 {
+	s, ok := d.get(k)
+	return d.integerAt(decTop(k), s, ok, nonneg)
+}
+
+// integerAt is integer for the value s at p.
+func (d *Decoder) integerAt(p decPlace, s *decSlot, ok, nonneg bool) int64 {
 	if d.err != nil {
 		return 0
 	}
-	s, ok := d.get(k)
-	if !ok {
-		d.missing(decKeyNames[k])
+	if !decPresent(s, ok) {
+		d.missing(p.String())
 		return 0
 	}
-	v, st := d.intOf(s, nonneg)
-	if st != gymjson.IntOK {
-		d.intFail(decField(decKeyNames[k]), s, nonneg, st)
-		return 0
-	}
+	v, _ := d.optIntegerAt(p, s, ok, nonneg)
 	return v
 }
 
 // optCount returns optional integer field k, >= 0.
 func (d *Decoder) optCount(k int) (int64, bool) {
-	if d.err != nil {
-		return 0, false
-	}
 	s, ok := d.get(k)
-	if !ok {
+	return d.optIntegerAt(decTop(k), s, ok, true)
+}
+
+// optIntegerAt reads the value s at p, when present, by the integer rule.
+func (d *Decoder) optIntegerAt(p decPlace, s *decSlot, ok, nonneg bool) (int64, bool) {
+	if d.err != nil || !decPresent(s, ok) {
 		return 0, false
 	}
-	v, st := d.intOf(s, true)
+	v, st := d.intOf(s, nonneg)
 	if st != gymjson.IntOK {
-		d.intFail(decField(decKeyNames[k]), s, true, st)
+		d.intFail(decField(p.String()), s, nonneg, st)
 		return 0, false
 	}
 	return v, true

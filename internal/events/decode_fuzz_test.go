@@ -25,7 +25,7 @@ var decReasons = map[string]bool{
 // on the same decoder or a new one, gives the same Event), that what it accepts obeys
 // docs/receiver.md, and that it agrees with encoding/json on JSON syntax and on string values.
 func FuzzDecode(f *testing.F) {
-	for _, l := range decMix {
+	for _, l := range append(append([]string{}, decMix...), decMixGymToday...) {
 		f.Add([]byte(l))
 	}
 	for _, l := range []string{

@@ -31,6 +31,12 @@ const (
 	EventDriverOutputWrite
 	EventDriverMaterialize
 	EventRolloutReward
+	EventConcurrencyLimits
+	EventModelCall
+	EventMemorySample
+	EventRolloutDuration
+	EventVerify
+	EventServersActive
 	numEventTypes
 )
 
@@ -59,6 +65,12 @@ var EventNames = [numEventTypes]string{
 	EventDriverOutputWrite:  "driver.output_write",
 	EventDriverMaterialize:  "driver.materialize",
 	EventRolloutReward:      "rollout.reward",
+	EventConcurrencyLimits:  "concurrency.limits",
+	EventModelCall:          "model_call",
+	EventMemorySample:       "memory.sample",
+	EventRolloutDuration:    "rollout.duration",
+	EventVerify:             "verify",
+	EventServersActive:      "servers.active",
 }
 
 func (t EventType) String() string {
@@ -112,6 +124,44 @@ type CancelledCount struct {
 	ResponseStarted bool
 	Count           int64
 }
+
+// ConcurrencyLimit is one entry of concurrency.limits' `limits`: the totals of one limit.
+type ConcurrencyLimit struct {
+	Component, LimitName []byte
+	ServerName           []byte // nil when absent, null or empty
+	Limit, Active        int64
+	QueueDepth           int64
+	AdmissionTimeouts    int64
+	HasTimeouts          bool // admission_timeouts was given (a limit with an admission timeout)
+	AdmissionCancelled   int64
+}
+
+// ServerMemory is one entry of memory.sample's `servers`: a server's process tree.
+type ServerMemory struct {
+	ServerName, ServerType []byte
+	PID                    int64
+	RSS, RSSPeak           int64
+	PSS, PSSPeak           int64
+	HasPSS, HasPSSPeak     bool
+	Processes              int64
+}
+
+// HostMemory is memory.sample's `host`, in bytes.
+type HostMemory struct {
+	Usage, Available, Total, Peak int64
+}
+
+// Token types of model_call's `tokens`, indexing Event.Tokens.
+const (
+	TokenInput = iota
+	TokenOutput
+	TokenReasoning
+	NumTokenTypes
+)
+
+// TokenTypeNames are the keys of model_call's `tokens` (the values of
+// nemo.gym.model_call.token.type), indexed by the Token constants.
+var TokenTypeNames = [NumTokenTypes]string{TokenInput: "input", TokenOutput: "output", TokenReasoning: "reasoning"}
 
 // Event is one decoded line. The decoder reuses one Event per stream: every []byte points
 // into the line or into the decoder's scratch space and is valid only until the next Decode.
@@ -180,6 +230,30 @@ type Event struct {
 
 	// driver.output_write
 	Bytes int64
+
+	// concurrency.limits
+	Limits []ConcurrencyLimit
+
+	// model_call (ServerName: nil when absent; DurationMS with HasDuration, also verify's)
+	Dialect      []byte
+	CallOutcome  []byte
+	FinishReason []byte // nil when absent
+	HasDuration  bool
+	TTFTMS       float64
+	HasTTFT      bool
+	Tokens       [NumTokenTypes]int64
+	HasTokens    [NumTokenTypes]bool
+
+	// memory.sample
+	Servers []ServerMemory
+	Host    HostMemory
+	HasHost bool
+
+	// verify
+	Completed bool
+
+	// servers.active
+	ServersActive int64
 
 	// resource
 	Attrs []ResourceAttr
