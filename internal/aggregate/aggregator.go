@@ -443,6 +443,32 @@ func (r *Resource) apply(a *Aggregator, st *Stream, ev *events.Event) {
 		r.verified(r.series(a, st, k.begin(schema.GymVerifySuccessRate)), ev.Completed)
 	case events.EventServersActive:
 		r.gauge(a, st, k.begin(schema.GymServersActive), ev.ServersActive)
+	case events.EventRolloutResponse:
+		r.rolloutResponse(a, st, ev)
+	}
+}
+
+// responseTokenTypes are the gen_ai.token.type values, indexed as events.ResponseTokens.
+var responseTokenTypes = func() (out [events.NumResponseTokenTypes][]byte) {
+	vals := schema.Attr(schema.AttrGenAiTokenType).Values // input, output, reasoning, cached_input
+	for i := range out {
+		out[i] = []byte(vals[i])
+	}
+	return out
+}()
+
+// rolloutResponse records what a run file's row says of its response: its finish, one
+// sample per token type given, and its function calls when the output is a list.
+func (r *Resource) rolloutResponse(a *Aggregator, st *Stream, ev *events.Event) {
+	k := &st.kb
+	r.series(a, st, k.begin(schema.GymRolloutFinishTotal).str(ev.FinishReason).str(ev.Model).str(ev.DispatchName)).val++
+	for t := range events.NumResponseTokenTypes {
+		if ev.HasResponseTokens[t] {
+			r.histogram(a, st, k.begin(schema.GymRolloutTokens).str(responseTokenTypes[t]).str(ev.Model).str(ev.DispatchName), float64(ev.ResponseTokens[t]))
+		}
+	}
+	if ev.HasOutput {
+		r.histogram(a, st, k.begin(schema.GymRolloutToolCalls).str(ev.DispatchName), float64(ev.ToolCalls))
 	}
 }
 

@@ -73,9 +73,17 @@ var EventNames = [numEventTypes]string{
 	EventServersActive:      "servers.active",
 }
 
+// EventRolloutResponse is what a run file's main-output row says of the model's response
+// (its tokens, finish and function calls): made by the rollouts source, never decoded from a
+// line (the event stream has no such event; its name is not in EventNames).
+const EventRolloutResponse = numEventTypes
+
 func (t EventType) String() string {
 	if int(t) < len(EventNames) {
 		return EventNames[t]
+	}
+	if t == EventRolloutResponse {
+		return "(rollout response)"
 	}
 	return "invalid"
 }
@@ -162,6 +170,15 @@ const (
 // TokenTypeNames are the keys of model_call's `tokens` (the values of
 // nemo.gym.model_call.token.type), indexed by the Token constants.
 var TokenTypeNames = [NumTokenTypes]string{TokenInput: "input", TokenOutput: "output", TokenReasoning: "reasoning"}
+
+// Token types of a rollout's response (gen_ai.token.type), indexing Event.ResponseTokens.
+const (
+	ResponseTokenInput = iota
+	ResponseTokenOutput
+	ResponseTokenReasoning
+	ResponseTokenCachedInput
+	NumResponseTokenTypes
+)
 
 // Event is one decoded line. The decoder reuses one Event per stream: every []byte points
 // into the line or into the decoder's scratch space and is valid only until the next Decode.
@@ -254,6 +271,12 @@ type Event struct {
 
 	// servers.active
 	ServersActive int64
+
+	// the rollout response of a run file's row (DispatchName, FinishReason, ToolCalls too)
+	Model             []byte // nil when the response names none
+	ResponseTokens    [NumResponseTokenTypes]int64
+	HasResponseTokens [NumResponseTokenTypes]bool
+	HasOutput         bool // ToolCalls counts the function calls of the response's output
 
 	// resource
 	Attrs []ResourceAttr

@@ -72,6 +72,8 @@ type RowDecoder struct {
 	slots   [numSlots][]byte
 	check   []byte // a finding object's check
 	checkID []byte // ... and check_id
+	// itemType is the type of the response.output item being read.
+	itemType []byte
 }
 
 // Slots of the mapped strings.
@@ -87,6 +89,10 @@ const (
 	slotVerdict
 	slotCheck
 	slotCheckID
+	slotModel
+	slotStatus
+	slotIncomplete
+	slotItemType
 	numSlots
 )
 
@@ -272,6 +278,16 @@ const (
 	ctxFailureRecord
 	ctxFailure
 	ctxFinding
+	// Main rows' response (response.*), read leniently: a value of another type than the
+	// mapping wants records nothing instead of rejecting the row.
+	ctxResponse
+	ctxIncomplete
+	ctxUsage
+	ctxInputDetails      // usage.input_tokens_details
+	ctxOutputDetails     // usage.output_tokens_details
+	ctxPromptDetails     // usage.prompt_tokens_details
+	ctxCompletionDetails // usage.completion_tokens_details
+	ctxOutputItem
 )
 
 func ctxOf(k Kind) context {
@@ -352,6 +368,14 @@ func (r *RowDecoder) member(ctx context, row *Row) bool {
 			return r.boolean("mask_sample", &row.Masked)
 		case "ng_perf":
 			return r.nested("ng_perf", ctxPerf, row)
+		case "response":
+			row.clear(ctxResponse)
+			if r.buf[r.pos] != '{' {
+				return r.skipValue() // not an object: no response
+			}
+			r.pos++
+			row.HasResponse = true
+			return r.object(ctxResponse, row)
 		}
 		return r.identity(k, row)
 	case ctxFailures:
@@ -387,6 +411,8 @@ func (r *RowDecoder) member(ctx context, row *Row) bool {
 			return r.count("ng_perf.num_turns", &row.Turns, &row.HasTurns)
 		case "num_tool_calls":
 			return r.count("ng_perf.num_tool_calls", &row.ToolCalls, &row.HasToolCalls)
+		case "total_latency_ms":
+			return r.latency(row)
 		}
 	case ctxFailureRecord:
 		if string(k) == "failure" {
@@ -403,6 +429,8 @@ func (r *RowDecoder) member(ctx context, row *Row) bool {
 		case "check_id":
 			return r.str("findings[].check_id", slotCheckID, &r.checkID)
 		}
+	default:
+		return r.responseMember(ctx, k, row)
 	}
 	return r.skipValue()
 }
@@ -557,8 +585,15 @@ func (r *RowDecoder) count(name string, dst *int64, has *bool) bool {
 		*has = false
 		return true
 	}
+	return r.countToken(name, dst, has)
+}
+
+// countToken converts the number token in r.num by count's rule.
+func (r *RowDecoder) countToken(name string, dst *int64, has *bool) bool {
 	v, st := gymjson.ParseInt(r.num)
 	switch {
+	case st == gymjson.IntNotNumber:
+		r.failf(ReasonInvalidJSON, "key %q: %q is not a number", name, r.num)
 	case st == gymjson.IntNotIntegral:
 		r.failf(ReasonWrongType, "key %q: want an integer, got %s", name, r.num)
 	case st != gymjson.IntOK:

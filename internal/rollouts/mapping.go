@@ -39,28 +39,47 @@ var (
 	failed   = []byte(outcomes[1])
 )
 
+// MaxRowEvents is the most events a row maps to.
+const MaxRowEvents = 4
+
 // Events maps a row of a file of kind to the events the aggregator applies (the same events
-// the Gym event stream's rollout.completed, rollout.size and rollout.health lines decode to),
-// and returns how many of evs it filled. Normalisation is the aggregator's: the events carry
-// the raw values.
-func (r *Row) Events(kind Kind, evs *[2]events.Event) int {
+// the Gym event stream's rollout.completed, rollout.size, rollout.duration and rollout.health
+// lines decode to, and the rollout response only run files give), and returns how many of evs
+// it filled. Normalisation is the aggregator's: the events carry the raw values.
+func (r *Row) Events(kind Kind, evs *[MaxRowEvents]events.Event) int {
 	switch kind {
 	case Main:
 		evs[0] = events.Event{
 			Type: events.EventRolloutCompleted, Outcome: scored, DispatchName: r.DispatchName(),
 			Reward: r.Reward, HasReward: r.HasReward, Masked: r.Masked,
 		}
-		if !r.HasTurns && !r.HasToolCalls {
-			return 1
+		n := 1
+		if r.HasTurns || r.HasToolCalls {
+			evs[n] = events.Event{Type: events.EventRolloutSize, Turns: r.Turns, ToolCalls: r.ToolCalls}
+			if r.HasTurns {
+				evs[n].SizeFields |= events.HasTurns
+			}
+			if r.HasToolCalls {
+				evs[n].SizeFields |= events.HasToolCalls
+			}
+			n++
 		}
-		evs[1] = events.Event{Type: events.EventRolloutSize, Turns: r.Turns, ToolCalls: r.ToolCalls}
-		if r.HasTurns {
-			evs[1].SizeFields |= events.HasTurns
+		if r.HasResponse {
+			ev := &evs[n]
+			*ev = events.Event{
+				Type: events.EventRolloutResponse, DispatchName: r.DispatchName(), Model: r.Model,
+				FinishReason: r.FinishReason(), HasOutput: r.HasOutput, ToolCalls: r.FunctionCalls,
+			}
+			for t := range NumTokenTypes {
+				ev.ResponseTokens[t], ev.HasResponseTokens[t] = r.Tokens(t)
+			}
+			n++
 		}
-		if r.HasToolCalls {
-			evs[1].SizeFields |= events.HasToolCalls
+		if r.HasLatency {
+			evs[n] = events.Event{Type: events.EventRolloutDuration, DurationMS: r.Latency}
+			n++
 		}
-		return 2
+		return n
 	case Failures:
 		evs[0] = events.Event{
 			Type: events.EventRolloutCompleted, Outcome: failed, DispatchName: r.DispatchName(),

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"strings"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/events"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
@@ -65,6 +66,21 @@ type Row struct {
 	HasTurns     bool // ng_perf.num_turns
 	HasToolCalls bool // ng_perf.num_tool_calls
 
+	// Main rows: the model's response (response.*) and the rollout's latency.
+	HasResponse bool   // response is an object
+	Model       []byte // response.model, nil unless a non-empty string
+	Status      []byte // response.status, nil unless a string
+	Incomplete  []byte // response.incomplete_details.reason, nil unless a string
+	HasOutput   bool   // response.output is an array
+	// FunctionCalls counts the response.output items whose type is function_call.
+	FunctionCalls int64
+	// usage: response.usage's token counts by spelling (Responses, Chat) and type, and
+	// which are given: Tokens chooses.
+	usage    [numSpellings][NumTokenTypes]int64
+	usageHas [numSpellings][NumTokenTypes]bool
+	Latency    float64 // ng_perf.total_latency_ms
+	HasLatency bool
+
 	// Failures rows.
 	FailureClass []byte // _ng_failure_class
 	FailureType  []byte // _ng_failure_type
@@ -96,10 +112,10 @@ func (r *Row) DispatchName() []byte {
 	if len(r.AgentName) > 0 {
 		return r.AgentName
 	}
-	return unknownDispatch
+	return unknown
 }
 
-var unknownDispatch = []byte("unknown")
+var unknown = []byte("unknown") // the dispatch name and the finish reason of a row that names none
 
 func (r *Row) reset() {
 	findings := r.Findings[:0]
@@ -129,7 +145,53 @@ func (r *Row) clear(ctx context) {
 		r.Turns, r.ToolCalls, r.HasTurns, r.HasToolCalls = 0, 0, false, false
 	case ctxFailureRecord, ctxFailure:
 		r.kinds[2] = nil
+	case ctxResponse:
+		r.HasResponse, r.Model, r.Status, r.Incomplete, r.HasOutput, r.FunctionCalls = false, nil, nil, nil, false, 0
+		r.usage, r.usageHas = [numSpellings][NumTokenTypes]int64{}, [numSpellings][NumTokenTypes]bool{}
+	case ctxIncomplete:
+		r.Incomplete = nil
+	case ctxUsage:
+		r.usage, r.usageHas = [numSpellings][NumTokenTypes]int64{}, [numSpellings][NumTokenTypes]bool{}
 	}
+}
+
+// Token types of gym.rollout.tokens (gen_ai.token.type), the events' own.
+const (
+	TokenInput       = events.ResponseTokenInput
+	TokenOutput      = events.ResponseTokenOutput
+	TokenReasoning   = events.ResponseTokenReasoning
+	TokenCachedInput = events.ResponseTokenCachedInput
+	NumTokenTypes    = events.NumResponseTokenTypes
+)
+
+// Spellings of response.usage: the Responses API's, and Chat Completions'.
+const (
+	spellingResponses = iota
+	spellingChat
+	numSpellings
+)
+
+// Tokens returns the count of token type t the usage gives: in the Responses spelling when
+// it gives the type, else in the Chat spelling.
+func (r *Row) Tokens(t int) (int64, bool) {
+	for sp := range numSpellings {
+		if r.usageHas[sp][t] {
+			return r.usage[sp][t], true
+		}
+	}
+	return 0, false
+}
+
+// FinishReason is response.incomplete_details.reason when a non-empty string, else
+// response.status when a non-empty string, else unknown.
+func (r *Row) FinishReason() []byte {
+	if len(r.Incomplete) > 0 {
+		return r.Incomplete
+	}
+	if len(r.Status) > 0 {
+		return r.Status
+	}
+	return unknown
 }
 
 // Verdict values of the health report: the schema's nemo.gym.health.verdict.

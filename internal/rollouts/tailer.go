@@ -73,7 +73,7 @@ type Tailer struct {
 
 	rd    *RowDecoder
 	row   Row
-	evs   [2]events.Event
+	evs   [MaxRowEvents]events.Event
 	stats ingest.Stats
 	logs  follow.LogLimiter
 

@@ -1,0 +1,200 @@
+package rollouts
+
+import (
+	"math"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/gymjson"
+)
+
+// A main-output row's response (response.*): the model's answer, most often with its token
+// usage. Only the keys of the mapping are read; everything else, the output items' content
+// included (megabytes for long agentic rollouts), is skipped as any unmapped value.
+//
+// The mapping records nothing for a value that is absent, null or not of the type it wants
+// (a response that is not an object, a model that is not a string, a token count that is not
+// a number): these keys are optional in every Gym version, and a rollout is counted whatever
+// its response holds. A token count or latency that is a number but outside the instrument's
+// domain (negative, fractional, beyond int64, an infinity) rejects the row, as a bad
+// ng_perf count does: the file says something wrong, and the reason is counted.
+
+// responseMember reads the member r.key of an object of a response context.
+func (r *RowDecoder) responseMember(ctx context, k []byte, row *Row) bool {
+	switch ctx {
+	case ctxResponse:
+		switch string(k) {
+		case "model":
+			if !r.lenientString("response.model", slotModel, &row.Model) {
+				return false
+			}
+			if len(row.Model) == 0 {
+				row.Model = nil // an empty model names none
+			}
+			return true
+		case "status":
+			return r.lenientString("response.status", slotStatus, &row.Status)
+		case "incomplete_details":
+			return r.lenientObject(ctxIncomplete, row)
+		case "usage":
+			return r.lenientObject(ctxUsage, row)
+		case "output":
+			return r.outputItems(row)
+		}
+	case ctxIncomplete:
+		if string(k) == "reason" {
+			return r.lenientString("response.incomplete_details.reason", slotIncomplete, &row.Incomplete)
+		}
+	case ctxUsage:
+		switch string(k) {
+		case "input_tokens":
+			return r.tokens("response.usage.input_tokens", row, spellingResponses, TokenInput)
+		case "output_tokens":
+			return r.tokens("response.usage.output_tokens", row, spellingResponses, TokenOutput)
+		case "prompt_tokens":
+			return r.tokens("response.usage.prompt_tokens", row, spellingChat, TokenInput)
+		case "completion_tokens":
+			return r.tokens("response.usage.completion_tokens", row, spellingChat, TokenOutput)
+		case "input_tokens_details":
+			return r.lenientObject(ctxInputDetails, row)
+		case "output_tokens_details":
+			return r.lenientObject(ctxOutputDetails, row)
+		case "prompt_tokens_details":
+			return r.lenientObject(ctxPromptDetails, row)
+		case "completion_tokens_details":
+			return r.lenientObject(ctxCompletionDetails, row)
+		}
+	case ctxInputDetails, ctxPromptDetails:
+		if string(k) == "cached_tokens" {
+			sp := spellingResponses
+			if ctx == ctxPromptDetails {
+				sp = spellingChat
+			}
+			return r.tokens("response.usage.*_details.cached_tokens", row, sp, TokenCachedInput)
+		}
+	case ctxOutputDetails, ctxCompletionDetails:
+		if string(k) == "reasoning_tokens" {
+			sp := spellingResponses
+			if ctx == ctxCompletionDetails {
+				sp = spellingChat
+			}
+			return r.tokens("response.usage.*_details.reasoning_tokens", row, sp, TokenReasoning)
+		}
+	case ctxOutputItem:
+		if string(k) == "type" {
+			return r.lenientString("response.output[].type", slotItemType, &r.itemType)
+		}
+	}
+	return r.skipValue()
+}
+
+// lenientString reads a string into *dst; any other value is skipped and leaves *dst nil.
+func (r *RowDecoder) lenientString(name string, slot int, dst *[]byte) bool {
+	if r.buf[r.pos] != '"' {
+		*dst = nil
+		return r.skipValue()
+	}
+	return r.str(name, slot, dst)
+}
+
+// lenientObject reads an object of ctx; any other value is skipped and leaves ctx's values
+// cleared (a duplicate key's last value wins, as everywhere).
+func (r *RowDecoder) lenientObject(ctx context, row *Row) bool {
+	row.clear(ctx)
+	if r.buf[r.pos] != '{' {
+		return r.skipValue()
+	}
+	r.pos++
+	return r.object(ctx, row)
+}
+
+// tokens reads a token count of spelling sp and type t: an integer >= 0 (by the events
+// decoder's integer rule) is given; null, and a value that is not a number, give nothing.
+func (r *RowDecoder) tokens(name string, row *Row, sp, t int) bool {
+	row.usageHas[sp][t] = false
+	if c := r.buf[r.pos]; c != 'n' && !gymjson.StartsNumber(c) {
+		return r.skipValue()
+	}
+	if !r.token() {
+		return false
+	}
+	if string(r.num) == "null" || string(r.num) == "NaN" {
+		return true
+	}
+	return r.countToken(name, &row.usage[sp][t], &row.usageHas[sp][t])
+}
+
+// latency reads ng_perf.total_latency_ms: a finite number >= 0 is given; null, NaN and a
+// value that is not a number give nothing.
+func (r *RowDecoder) latency(row *Row) bool {
+	row.HasLatency = false
+	if c := r.buf[r.pos]; c != 'n' && !gymjson.StartsNumber(c) {
+		return r.skipValue()
+	}
+	if !r.token() {
+		return false
+	}
+	if string(r.num) == "null" || string(r.num) == "NaN" {
+		return true
+	}
+	if !gymjson.IsNumber(r.num) {
+		r.failf(ReasonInvalidJSON, "key %q: %q is not a number", "ng_perf.total_latency_ms", r.num)
+		return false
+	}
+	f := gymjson.ParseFloat(r.num)
+	if !(f >= 0 && f <= math.MaxFloat64) {
+		r.failf(ReasonOutOfRange, "key %q: want a finite number >= 0, got %s", "ng_perf.total_latency_ms", r.num)
+		return false
+	}
+	row.Latency, row.HasLatency = f+0, true // -0 is 0
+	return true
+}
+
+// outputItems reads response.output: when it is an array, the items whose type is
+// function_call are counted; any other value gives no output.
+func (r *RowDecoder) outputItems(row *Row) bool {
+	row.HasOutput, row.FunctionCalls = false, 0
+	if r.buf[r.pos] != '[' {
+		return r.skipValue()
+	}
+	r.pos++
+	row.HasOutput = true
+	c, ok := r.ws()
+	if !ok {
+		return false
+	}
+	if c == ']' {
+		r.pos++
+		return true
+	}
+	for {
+		if c == '{' {
+			r.pos++
+			r.itemType = nil
+			if !r.object(ctxOutputItem, row) {
+				return false
+			}
+			if string(r.itemType) == functionCall {
+				row.FunctionCalls++
+			}
+		} else if !r.skipValue() { // an item that is not an object is no call
+			return false
+		}
+		if c, ok = r.ws(); !ok {
+			return false
+		}
+		switch c {
+		case ',':
+			r.pos++
+			if c, ok = r.ws(); !ok {
+				return false
+			}
+		case ']':
+			r.pos++
+			return true
+		default:
+			r.failf(ReasonInvalidJSON, "want ',' or ']' in response.output, got %q", c)
+			return false
+		}
+	}
+}
+
+const functionCall = "function_call"
