@@ -935,7 +935,9 @@ func (p decPlace) String() string {
 }
 
 // present reports whether slot s holds a value (not absent, not null).
-func decPresent(s *decSlot, ok bool) bool { return ok && s.kind != gymjson.None && s.kind != gymjson.Null }
+func decPresent(s *decSlot, ok bool) bool {
+	return ok && s.kind != gymjson.None && s.kind != gymjson.Null
+}
 
 // name returns required non-empty string field k.
 func (d *Decoder) name(k int) []byte {

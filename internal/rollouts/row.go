@@ -76,8 +76,8 @@ type Row struct {
 	FunctionCalls int64
 	// usage: response.usage's token counts by spelling (Responses, Chat) and type, and
 	// which are given: Tokens chooses.
-	usage    [numSpellings][NumTokenTypes]int64
-	usageHas [numSpellings][NumTokenTypes]bool
+	usage      [numSpellings][NumTokenTypes]int64
+	usageHas   [numSpellings][NumTokenTypes]bool
 	Latency    float64 // ng_perf.total_latency_ms
 	HasLatency bool
 
