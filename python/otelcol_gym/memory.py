@@ -246,8 +246,17 @@ def _server_entry(s: tuple) -> str:
 def _fmt_sample(it: tuple) -> str:
     _, servers, host = it
     parts = []
-    if servers:
-        parts.append('"servers":[%s]' % ",".join([_server_entry(s) for s in servers]))
+    entries = []
+    bad = 0
+    for s in servers:
+        try:
+            entries.append(_server_entry(s))
+        except (ValueError, TypeError, AttributeError):
+            bad += 1  # left out, and counted: the receiver would reject the whole line for it
+    if bad:
+        _E.count_invalid(bad)
+    if entries:
+        parts.append('"servers":[%s]' % ",".join(entries))
     if host is not None:
         parts.append('"host":{"usage":%s,"available":%s,"total":%s,"peak":%s}' % tuple(integer(v) for v in host))
     return '{"event":"memory.sample"%s}\n' % "".join("," + p for p in parts)
@@ -273,7 +282,7 @@ class MemoryProfiler:
     """Periodically report host memory and Gym-managed server process trees.
 
     ``interval_seconds`` is raised to ``MIN_INTERVAL_SECONDS`` (1 s); at most
-    ``max_servers`` targets (``MAX_SERVERS``, 64) are sampled. ``collector`` measures one
+    ``max_servers`` targets (at most ``MAX_SERVERS``, 64) are sampled. ``collector`` measures one
     tree by its root pid, ``host_collector`` the host (None: no host memory). Each sample
     queues one ``memory.sample`` line, with the peaks seen so far; ``sample()`` takes one at
     once on the caller's thread, ``start()`` starts the daemon thread that takes one every
@@ -294,7 +303,10 @@ class MemoryProfiler:
         self.interval_seconds = interval if interval >= MIN_INTERVAL_SECONDS else MIN_INTERVAL_SECONDS
         self._collector = collector
         self._host_collector = host_collector
-        self.max_servers = max(0, int(max_servers))
+        try:
+            self.max_servers = max(0, min(int(max_servers), MAX_SERVERS))
+        except (TypeError, ValueError):
+            self.max_servers = MAX_SERVERS
         self._lock = threading.Lock()
         self._targets: dict[int, ServerMemoryTarget] = {}
         self._peaks: dict[int, list[Optional[int]]] = {}  # pid -> [rss peak, pss peak]
@@ -431,6 +443,9 @@ def register_server(server_name: str, server_type: str, pid: int) -> bool:
     ``MAX_SERVERS`` are sampled already."""
     global _PROFILER
     if not memory_profiling_enabled() or not process_tree_memory_supported():
+        return False
+    if not (server_name and isinstance(server_name, str) and server_type and isinstance(server_type, str)):
+        logger.warning("otelcol_gym: a server to sample needs a name and a type; got %r, %r", server_name, server_type)
         return False
     try:
         with _PROFILER_LOCK:

@@ -165,6 +165,8 @@ class TestProfiler(unittest.TestCase):
         self.assertTrue(prof.add_target(mm.ServerMemoryTarget("b2", "t", 2)), "a known pid is replaced, not refused")
         self.assertEqual(len(prof.targets()), 2)
         self.assertEqual(mm.MAX_SERVERS, 64)
+        self.assertEqual(mm.MemoryProfiler(1, max_servers=10_000).max_servers, mm.MAX_SERVERS)
+        self.assertEqual(mm.MemoryProfiler(1, max_servers=None).max_servers, mm.MAX_SERVERS)  # type: ignore[arg-type]
 
     def test_thread_starts_and_stops(self) -> None:
         calls: list[float] = []
@@ -226,9 +228,21 @@ class TestSampleLine(unittest.TestCase):
             s[i] = bad
             with self.subTest(field=i, value=bad):
                 with self.assertRaises((_lines.Invalid, TypeError, ValueError, AttributeError)):
-                    mm._fmt_sample((mm._SAMPLE, (tuple(s),), None))
+                    mm._server_entry(tuple(s))
+                self.assertEqual(mm._fmt_sample((mm._SAMPLE, (tuple(s),), None)), '{"event":"memory.sample"}\n', "the entry is left out")
         with self.assertRaises(_lines.Invalid):
             mm._fmt_sample((mm._SAMPLE, (), (1, -2, 3, 4)))
+
+    def test_a_bad_server_entry_is_left_out_and_counted(self) -> None:
+        good = ("math", "resources_servers", 4242, 1000, 600, 1200, 700, 3)
+        bad = ("judge", None, 4243, 1000, 600, 1200, 700, 3)
+        before = otelcol_gym.stats()["invalid"]
+        self.assertEqual(
+            mm._fmt_sample((mm._SAMPLE, (bad, good), (1, 2, 3, 4))),
+            '{"event":"memory.sample","servers":[{"server_name":"math","server_type":"resources_servers","pid":4242,"rss":1000,"pss":600,"rss_peak":1200,"pss_peak":700,"processes":3}],'
+            '"host":{"usage":1,"available":2,"total":3,"peak":4}}\n',
+        )
+        self.assertEqual(otelcol_gym.stats()["invalid"] - before, 1)
 
 
 @unittest.skipUnless(mm.process_tree_memory_supported(), "needs Linux procfs")
@@ -238,6 +252,11 @@ class TestThroughTheListener(LineTest):
         settings = otelcol_gym._E.settings  # type: ignore[attr-defined]
         settings.memory_profiling = True
         try:
+            with self.assertLogs("otelcol_gym.memory", "WARNING"):
+                self.assertFalse(mm.register_server("", "resources_servers", p.pid))
+            with self.assertLogs("otelcol_gym.memory", "WARNING"):
+                self.assertFalse(mm.register_server("math", None, p.pid))  # type: ignore[arg-type]
+            self.assertIsNone(mm.memory_profiler(), "nothing started for a refused server")
             self.assertTrue(mm.register_server("math", "resources_servers", p.pid))
             prof = mm.memory_profiler()
             assert prof is not None
