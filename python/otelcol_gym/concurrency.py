@@ -69,9 +69,35 @@ _KEYS: set[tuple[Any, Any, Any]] = set()
 _warned_full = False
 
 
+# Records kept before a registration folds those of gone semaphores (a snapshot folds them too):
+# a process that makes a semaphore per request keeps a bounded list between two snapshots.
+_COMPACT_AT = 4 * MAX_LIMITS
+
+
+def _compact_locked() -> None:
+    """Fold the totals of the semaphores that are gone into one record per attribute set
+    (``_LOCK`` held)."""
+    kept: list[_LimitState] = []
+    gone: dict[tuple[Any, Any, Any], _LimitState] = {}
+    for s in _STATES:
+        if s.ref is not None and s.ref() is not None:
+            kept.append(s)
+            continue
+        g = gone.get(s.key)
+        if g is None:
+            g = gone[s.key] = _LimitState(s.key, 0, False)
+            kept.append(g)
+        g.timeouts += s.timeouts
+        g.cancelled += s.cancelled
+        g.has_timeout = g.has_timeout or s.has_timeout
+    _STATES[:] = kept
+
+
 def _register(state: _LimitState) -> bool:
     global _warned_full
     with _LOCK:
+        if len(_STATES) >= _COMPACT_AT:
+            _compact_locked()
         if state.key not in _KEYS:
             if len(_KEYS) >= MAX_LIMITS:
                 if not _warned_full:
@@ -132,7 +158,8 @@ class MeteredSemaphore(asyncio.BoundedSemaphore):
         m = _LimitState((getattr(component, "value", component), limit_name, server_name), value, admission_timeout is not None)
         m.ref = weakref.ref(self)
         self._m = m
-        if _register(m):
+        # Registered only while telemetry is on: nothing would read the records otherwise.
+        if _E.on and _register(m):
             _E.ensure_started()
 
     @property
@@ -220,30 +247,18 @@ def _read_states() -> list[tuple[tuple[Any, Any, Any], list[Any]]]:
     the semaphores that are gone into one record per attribute set."""
     groups: dict[tuple[Any, Any, Any], list[Any]] = {}
     with _LOCK:
-        kept: list[_LimitState] = []
-        gone: dict[tuple[Any, Any, Any], _LimitState] = {}
+        _compact_locked()
         for s in _STATES:
-            live = s.ref is not None and s.ref() is not None
             t = groups.get(s.key)
             if t is None:
                 t = groups[s.key] = [0, 0, 0, None, 0]  # limit, active, queue_depth, timeouts, cancelled
-            if live:
+            if s.ref is not None:  # a live semaphore (a gone one's record has no ref)
                 t[0] += s.limit
                 t[1] += s.active
                 t[2] += s.queue_depth
-                kept.append(s)
-            else:
-                g = gone.get(s.key)
-                if g is None:
-                    g = gone[s.key] = _LimitState(s.key, 0, False)
-                    kept.append(g)
-                g.timeouts += s.timeouts
-                g.cancelled += s.cancelled
-                g.has_timeout = g.has_timeout or s.has_timeout
             if s.has_timeout:
                 t[3] = (t[3] or 0) + s.timeouts
             t[4] += s.cancelled
-        _STATES[:] = kept
     return list(groups.items())
 
 

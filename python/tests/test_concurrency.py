@@ -300,6 +300,37 @@ class TestMeteredSemaphore(unittest.TestCase):
         self.assertIn('"limit":3,"active":0,"queue_depth":0,"admission_timeouts":1', cc._limits_lines()["concurrency.limits"])
         del again
 
+    def test_a_semaphore_per_request_keeps_the_records_bounded(self) -> None:
+        async def request() -> None:
+            s = cc.MeteredSemaphore(1, component="c", limit_name="per_request", admission_timeout=1)
+            async with s:
+                pass
+
+        async def main() -> None:
+            for _ in range(cc._COMPACT_AT * 2 + 10):
+                await request()
+
+        run(main())
+        self.assertLessEqual(len(cc._STATES), cc._COMPACT_AT)
+        self.assertEqual(cc._limits_lines(), {"concurrency.limits": '{"event":"concurrency.limits","limits":[{"component":"c","limit_name":"per_request","limit":0,"active":0,"queue_depth":0,"admission_timeouts":0,"admission_cancelled":0}]}\n'})
+        self.assertEqual(len(cc._STATES), 1)
+
+    def test_not_registered_while_telemetry_is_off(self) -> None:
+        e = cc._E
+        on, e.on = e.on, False
+        try:
+            s = cc.MeteredSemaphore(2, component="c", limit_name="l")
+        finally:
+            e.on = on
+        self.assertEqual(cc._STATES, [])
+        self.assertEqual(cc._limits_lines(), {})
+
+        async def main() -> None:
+            async with s:  # it limits and counts all the same
+                self.assertEqual(s.active, 1)
+
+        run(main())
+
     def test_an_enumeration_component(self) -> None:
         import enum
 
