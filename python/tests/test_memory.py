@@ -16,6 +16,7 @@ import otelcol_gym
 from otelcol_gym import _lines
 from otelcol_gym import memory as mm
 
+from support import wait_for
 from test_lines import LineTest
 
 # A root that starts three sleeping children, says so, and sleeps.
@@ -36,6 +37,14 @@ def spawn_tree() -> tuple[subprocess.Popen, list[int]]:
     return p, kids
 
 
+def gone(pid: int) -> bool:
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(") ", 1)[1][0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
 def kill_tree(p: subprocess.Popen, kids: list[int]) -> None:
     for k in kids:
         try:
@@ -44,9 +53,11 @@ def kill_tree(p: subprocess.Popen, kids: list[int]) -> None:
             pass
     p.kill()
     p.wait()
+    if p.stdout is not None:
+        p.stdout.close()
     for k in kids:  # reaped by init; wait until they are gone
         for _ in range(200):
-            if not os.path.exists("/proc/%d" % k) or open("/proc/%d/stat" % k).read().split(") ")[1][0] == "Z":
+            if gone(k):
                 break
             time.sleep(0.01)
 
@@ -261,8 +272,14 @@ class TestThroughTheListener(LineTest):
             prof = mm.memory_profiler()
             assert prof is not None
             self.assertTrue(prof.running)
-            got = [e for e in self.sent("memory.sample") if [s["pid"] for s in e.get("servers", [])] == [p.pid]]
-            self.assertTrue(got)
+            self.assertTrue(wait_for(lambda: prof.samples >= 1, 10), "the thread samples at once")
+            got: list = []
+
+            def arrived() -> bool:
+                got[:] = [e for e in self.sent("memory.sample") if [s["pid"] for s in e.get("servers", [])] == [p.pid]]
+                return bool(got)
+
+            self.assertTrue(wait_for(arrived, 10))
             (server,) = got[-1]["servers"]
             self.assertEqual((server["server_name"], server["server_type"], server["pid"], server["processes"]), ("math", "resources_servers", p.pid, 4))
             self.assertGreater(server["rss"], 0)
