@@ -77,6 +77,31 @@ class TestProcfs(unittest.TestCase):
         self.assertEqual(sorted(mm._descendant_pids(self.p.pid, mm._parent_map())), sorted([self.p.pid] + self.kids))
         self.assertEqual(mm._descendant_pids(self.kids[0]), [self.kids[0]])
 
+    def test_a_child_started_by_another_thread(self) -> None:
+        # The kernel lists a child under the thread that forked it (task/<tid>/children).
+        code = (
+            "import subprocess, sys, threading, time\n"
+            "kids = []\n"
+            "def start():\n"
+            "    k = subprocess.Popen([sys.executable, '-c', 'import time; print(1, flush=True); time.sleep(30)'], stdout=subprocess.PIPE)\n"
+            "    k.stdout.readline()\n"
+            "    kids.append(k)\n"
+            "    time.sleep(30)\n"
+            "threading.Thread(target=start, daemon=True).start()\n"
+            "while not kids:\n"
+            "    time.sleep(0.01)\n"
+            "print(kids[0].pid, flush=True)\n"
+            "time.sleep(30)\n"
+        )
+        p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+        assert p.stdout is not None
+        kid = int(p.stdout.readline())
+        try:
+            self.assertEqual(sorted(mm._descendant_pids(p.pid)), sorted([p.pid, kid]))
+            self.assertEqual(mm.collect_process_tree_memory(p.pid).processes, 2)
+        finally:
+            kill_tree(p, [kid])
+
     def test_tree_memory(self) -> None:
         m = mm.collect_process_tree_memory(self.p.pid)
         self.assertEqual(m.processes, 4)
