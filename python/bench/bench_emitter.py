@@ -10,6 +10,10 @@
    figures, as it would be in a Gym process.
 2. The emitter's thread alone: lines per second it formats and writes to a Unix socket that
    another process reads (a queue filled beforehand, then timed until ``flush`` returns).
+3. ``concurrency.MeteredSemaphore`` against ``asyncio.BoundedSemaphore``: the caller's cost
+   of one uncontended ``acquire()`` and ``release()`` pair, and of one ``async with``.
+4. The memory sampler: CPU time of one sample of a server tree of four real processes (a
+   ``python3`` root and three sleeping ``python3`` children) and of the host, and its parts.
 
 Each measurement runs in a fresh interpreter. Prints a Markdown table and, last, one JSON line.
 """
@@ -80,6 +84,7 @@ cases = {
     "record_rollout_completed (failure fields)": 'gm.record_rollout_completed("failed", "math", "agent_request_failed", "transport_timeout", "TimeoutError")',
     "record_sandbox_exec_duration": 'gm.record_sandbox_exec_duration(88.125, "docker")',
     "RequestCounts.count_response": "rc.count_response(200)",
+    "record_model_call (9 keyword arguments)": 'gm.record_model_call(server_name="policy_model", dialect="chat", latency_ms=812.5, ttft_ms=90.25, error_category=None, finish_reason="stop", tokens_in=900, tokens_out=45, tokens_reasoning=None)',
     "floor: deque.append of a tuple": 'q.append((5, 88.125, "docker"))',
     "floor: int += (attribute)": "c.n += 1",
 }
@@ -197,6 +202,99 @@ print(json.dumps({"lines": N, "seconds": dt, "cpu_seconds": cpu, "lines_per_s": 
 """
 
 
+# One uncontended acquire/release pair (and one ``async with``) on the caller, in one coroutine:
+# repeats of 2,000 pairs, the median repeat per pair, for both classes in the same interpreter.
+SEMAPHORE = r"""
+import asyncio, json, statistics, sys, time
+import otelcol_gym
+from otelcol_gym.concurrency import MeteredSemaphore
+
+otelcol_gym.configure(endpoint="unix://" + sys.argv[1] + ".nobody")  # nothing listens: the thread idles
+timer = time.thread_time if sys.argv[2] == "cpu" else time.perf_counter
+NUMBER, REPEAT = 2000, 301
+
+async def pairs(s):
+    t0 = timer()
+    for _ in range(NUMBER):
+        await s.acquire()
+        s.release()
+    return (timer() - t0) / NUMBER * 1e9
+
+async def with_blocks(s):
+    t0 = timer()
+    for _ in range(NUMBER):
+        async with s:
+            pass
+    return (timer() - t0) / NUMBER * 1e9
+
+async def main():
+    out = {}
+    sems = {"asyncio.BoundedSemaphore": asyncio.BoundedSemaphore(8), "MeteredSemaphore": MeteredSemaphore(8, component="bench", limit_name="slots")}
+    for label, s in sems.items():
+        out[label] = {
+            "pair_ns": statistics.median([await pairs(s) for _ in range(REPEAT)]),
+            "with_ns": statistics.median([await with_blocks(s) for _ in range(REPEAT)]),
+        }
+    return out
+
+print(json.dumps(asyncio.run(main())))
+"""
+
+# One memory sample of a tree of four real processes, on this thread's CPU clock (user and
+# system time: reading smaps_rollup is the kernel's walk of the page tables).
+MEMORY = r"""
+import json, os, statistics, subprocess, sys, time
+import otelcol_gym
+from otelcol_gym import memory as mm
+
+otelcol_gym.configure(endpoint="unix:///nonexistent/otelcol-gym-bench.sock")  # the lines wait in the queue
+
+TREE = (
+    "import subprocess, sys, time\n"
+    "kids = [subprocess.Popen([sys.executable, '-c', 'import time; print(1, flush=True); time.sleep(120)'], stdout=subprocess.PIPE) for _ in range(3)]\n"
+    "[k.stdout.readline() for k in kids]\n"
+    "print(' '.join(str(k.pid) for k in kids), flush=True)\n"
+    "time.sleep(120)\n"
+)
+root = subprocess.Popen([sys.executable, "-c", TREE], stdout=subprocess.PIPE, text=True)
+kids = [int(x) for x in root.stdout.readline().split()]
+try:
+    prof = mm.MemoryProfiler(10)
+    prof.add_target(mm.ServerMemoryTarget("bench", "resources_servers", root.pid))
+
+    def per_call(f, n=50, repeat=21):
+        times = []
+        for _ in range(repeat):
+            t0 = time.thread_time()
+            for _ in range(n):
+                f()
+            times.append((time.thread_time() - t0) / n * 1e3)
+        return statistics.median(times)
+
+    parents = mm._parent_map()
+    out = {
+        "host_processes": sum(1 for e in os.listdir("/proc") if e.isdigit()),
+        "tree_processes": mm.collect_process_tree_memory(root.pid).processes,
+        "children_files": mm._children_files_work(),
+        "smaps_rollup": os.path.exists("/proc/self/smaps_rollup"),
+        "sample_ms": per_call(prof.sample),
+        "tree_ms": per_call(lambda: mm.collect_process_tree_memory(root.pid, parents)),
+        "parent_map_ms": per_call(mm._parent_map),
+        "host_ms": per_call(mm.collect_host_memory),
+        "read_one_process_ms": per_call(lambda: mm._read_process_memory(root.pid), n=200),
+    }
+finally:
+    for k in kids:
+        try:
+            os.kill(k, 9)
+        except OSError:
+            pass
+    root.kill()
+    root.wait()
+print(json.dumps(out))
+"""
+
+
 def run(code: str, *args: str, env: dict | None = None) -> dict:
     e = dict(os.environ, PYTHONPATH=PKG)
     e.update(env or {})
@@ -232,6 +330,8 @@ def main() -> None:
         sdk = {m: run(SDK, m, env={"PYTHONPATH": sdk_path}) for m in ("cpu", "wall")} if sdk_path else {}
         n = int(os.environ.get("BENCH_LINES", "500000"))
         thr = [run(THROUGHPUT, path, str(n)) for _ in range(3)]
+        sem = {m: run(SEMAPHORE, path, m) for m in ("cpu", "wall")}
+        mem = run(MEMORY)
     finally:
         reader.kill()
         reader.wait()
@@ -259,7 +359,18 @@ def main() -> None:
         " / ".join(format(int(t["lines_per_cpu_s"]), ",") for t in thr),
         " / ".join(format(int(t["lines_per_s"]), ",") for t in thr),
     ))
-    print(json.dumps({"machine": machine, "caller_cpu_emitter_waiting": cpu, "caller_emitter_waiting": idle, "caller_emitter_draining": caller, "disabled": disabled, "sdk": sdk, "throughput": thr}))
+    print()
+    print("| semaphore, uncontended, per call (median of 301 repeats of 2,000) | CPU time | wall |")
+    print("|---|---:|---:|")
+    for label in ("asyncio.BoundedSemaphore", "MeteredSemaphore"):
+        print("| %s: `await s.acquire(); s.release()` | %.0f ns | %.0f ns |" % (label, sem["cpu"][label]["pair_ns"], sem["wall"][label]["pair_ns"]))
+        print("| %s: `async with s: pass` | %.0f ns | %.0f ns |" % (label, sem["cpu"][label]["with_ns"], sem["wall"][label]["with_ns"]))
+    print()
+    print("memory sampler, CPU time (user + system) per call, a tree of %d processes among %d on the host (children files: %s, smaps_rollup: %s):" % (
+        mem["tree_processes"], mem["host_processes"], mem["children_files"], mem["smaps_rollup"]))
+    print("  one sample (tree, the ppid pass where needed, host): %.3f ms; the tree: %.3f ms; one process: %.3f ms; the ppid pass over /proc: %.3f ms; host: %.3f ms" % (
+        mem["sample_ms"], mem["tree_ms"], mem["read_one_process_ms"], mem["parent_map_ms"], mem["host_ms"]))
+    print(json.dumps({"machine": machine, "caller_cpu_emitter_waiting": cpu, "caller_emitter_waiting": idle, "caller_emitter_draining": caller, "disabled": disabled, "sdk": sdk, "throughput": thr, "semaphore": sem, "memory": mem}))
 
 
 if __name__ == "__main__":

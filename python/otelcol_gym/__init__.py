@@ -1,8 +1,9 @@
 """otelcol_gym: NeMo Gym's telemetry recorders, sending events-v1 to otelcol-gym.
 
-A Gym process imports ``otelcol_gym.gym_metrics`` and ``otelcol_gym.observer`` in place of
-``nemo_gym.telemetry.gym_metrics`` and ``nemo_gym.telemetry.observer``: same functions, same
-signatures. Each call appends one tuple to a bounded queue; a daemon thread formats the
+A Gym process imports ``otelcol_gym.gym_metrics``, ``otelcol_gym.observer``,
+``otelcol_gym.concurrency`` and ``otelcol_gym.memory`` in place of Gym's modules of those names
+under ``nemo_gym.telemetry``: same functions, same signatures. ``otelcol_gym.lens`` records
+nemo-lens' own instruments (this package's recorders, not Gym's). Each call appends one tuple to a bounded queue; a daemon thread formats the
 events-v1 lines and sends them in batches to the collector, which aggregates.
 
 Configuration is read from the environment once (``OTELCOL_GYM_ENDPOINT``,

@@ -112,6 +112,8 @@ class Settings:
         self.interval = _env_float("OTELCOL_GYM_INTERVAL", DEFAULT_INTERVAL)
         self.queue_size = int(_env_float("OTELCOL_GYM_QUEUE_SIZE", DEFAULT_QUEUE_SIZE))
         self.count_tasks = _env_bool("OTELCOL_GYM_COUNT_TASKS", False)
+        # Gym's telemetry.memory_profiling.enabled: sample the registered servers' memory.
+        self.memory_profiling = _env_bool("OTELCOL_GYM_MEMORY_PROFILING", False)
         self.exit_timeout = _env_float("OTELCOL_GYM_EXIT_TIMEOUT", DEFAULT_EXIT_TIMEOUT)
         # HTTP headers of every request (`k=v,...`, percent-encoded, as OTEL_EXPORTER_OTLP_HEADERS):
         # for the receiver's bearertokenauth, `authorization=Bearer%20TOKEN`.

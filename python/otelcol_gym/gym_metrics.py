@@ -18,8 +18,10 @@ from ._lines import CACHE, CACHE_TYPED, boolean, duration, enc, integer, name, n
 from ._sender import EMITTER as _E
 
 __all__ = [
+    "metrics_exporting",
     "record_http_connection_pool_connect_duration",
     "record_http_connection_pool_queue_duration",
+    "record_model_call",
     "record_rollout_completed",
     "record_rollout_health",
     "record_rollout_reward",
@@ -49,6 +51,21 @@ HTTP_CONNECTION_POOL_QUEUE_DURATION_BOUNDARIES_MS: tuple[float, ...] = _schema.B
 HTTP_CONNECTION_POOL_QUEUE_DURATION_INSTRUMENT = _schema.GYM_HTTP_CONNECTION_POOL_QUEUE_DURATION_MS.name
 HTTP_CONNECTION_POOL_QUEUE_OUTCOME_ATTRIBUTE = _schema.ATTR_NEMO_GYM_HTTP_CONNECTION_POOL_QUEUE_OUTCOME.key
 HTTP_DESTINATION_SERVER_NAME_ATTRIBUTE = _schema.ATTR_NEMO_GYM_HTTP_DESTINATION_SERVER_NAME.key
+MODEL_CALL_DIALECT_ATTRIBUTE = _schema.ATTR_NEMO_GYM_MODEL_CALL_DIALECT.key
+MODEL_CALL_DURATION_BOUNDARIES_MS: tuple[float, ...] = _schema.BUCKETS_MODEL_CALL_MS
+MODEL_CALL_DURATION_INSTRUMENT = _schema.GYM_MODEL_CALL_DURATION_MS.name
+MODEL_CALL_FINISH_INSTRUMENT = _schema.GYM_MODEL_CALL_FINISH_TOTAL.name
+MODEL_CALL_FINISH_REASON_ATTRIBUTE = _schema.ATTR_NEMO_GYM_MODEL_CALL_FINISH_REASON.key
+MODEL_CALL_OUTCOME_ATTRIBUTE = _schema.ATTR_NEMO_GYM_MODEL_CALL_OUTCOME.key
+MODEL_CALL_OUTCOME_OK = "ok"
+# Gym's alias of SERVER_NAME_ATTRIBUTE: the model server's span attribute, so that span- and
+# metric-derived series share the label.
+MODEL_CALL_SERVER_NAME_ATTRIBUTE = _schema.ATTR_NEMO_GYM_SERVER_NAME.key
+MODEL_CALL_TOKEN_BOUNDARIES: tuple[float, ...] = _schema.BUCKETS_MODEL_TOKENS
+MODEL_CALL_TOKEN_TYPE_ATTRIBUTE = _schema.ATTR_NEMO_GYM_MODEL_CALL_TOKEN_TYPE.key
+MODEL_CALL_TOKENS_INSTRUMENT = _schema.GYM_MODEL_CALL_TOKENS.name
+MODEL_CALL_TTFT_BOUNDARIES_MS: tuple[float, ...] = _schema.BUCKETS_MODEL_TTFT_MS
+MODEL_CALL_TTFT_INSTRUMENT = _schema.GYM_MODEL_CALL_TTFT_MS.name
 REWARD_RANGE_ATTRIBUTE = _schema.ATTR_NEMO_GYM_ROLLOUT_REWARD_RANGE.key
 ROLLOUT_COMPLETED_INSTRUMENT = _schema.GYM_ROLLOUT_COMPLETED_TOTAL.name
 ROLLOUT_HEALTH_FLAGGED_INSTRUMENT = _schema.GYM_ROLLOUT_HEALTH_FLAGGED_TOTAL.name
@@ -77,6 +94,7 @@ _HEALTH_OUTCOMES = frozenset(_schema.GYM_ROLLOUT_HEALTH_VERDICT_TOTAL.attribute_
 _HEALTH_VERDICTS = frozenset(_schema.ATTR_NEMO_GYM_HEALTH_VERDICT.values)
 _QUEUE_CONSTRAINTS = frozenset(_schema.ATTR_NEMO_GYM_HTTP_CONNECTION_POOL_QUEUE_CONSTRAINT.values)
 _QUEUE_OUTCOMES = frozenset(_schema.ATTR_NEMO_GYM_HTTP_CONNECTION_POOL_QUEUE_OUTCOME.values)
+_UNKNOWN = "unknown"  # a model call's server name or dialect when it names none (Gym's)
 _CONNECT_OUTCOMES = frozenset(_schema.GYM_HTTP_CONNECTION_POOL_CONNECT_DURATION_MS.attribute_values(HTTP_CONNECTION_POOL_CONNECT_OUTCOME_ATTRIBUTE))
 
 
@@ -157,6 +175,29 @@ def _fmt_connect(it: tuple) -> str:
     )
 
 
+def _fmt_model_call(it: tuple) -> str:
+    _, server_name, dialect, latency_ms, ttft_ms, error_category, finish_reason, tokens_in, tokens_out, tokens_reasoning = it
+    # Gym's defaults: a call that names no model server or dialect is "unknown", one without
+    # an error category is "ok". A failed call records no tokens and no finish reason.
+    parts = ['{"event":"model_call","server_name":%s,"dialect":%s,"outcome":%s' % (
+        name(server_name or _UNKNOWN),
+        name(dialect or _UNKNOWN),
+        name(error_category or MODEL_CALL_OUTCOME_OK),
+    )]
+    if latency_ms is not None:
+        parts.append(',"duration_ms":%s' % duration(latency_ms))
+    if ttft_ms is not None:
+        parts.append(',"ttft_ms":%s' % duration(ttft_ms))
+    if not error_category:
+        tokens = ['"%s":%s' % (k, integer(v)) for k, v in (("input", tokens_in), ("output", tokens_out), ("reasoning", tokens_reasoning)) if v is not None]
+        if tokens:
+            parts.append(',"tokens":{%s}' % ",".join(tokens))
+        if finish_reason:
+            parts.append(',"finish_reason":%s' % enc(finish_reason))
+    parts.append("}\n")
+    return "".join(parts)
+
+
 _COMPLETED = register_kind(_fmt_completed, CACHE)
 _REWARD = register_kind(_fmt_reward, CACHE_TYPED)
 _HEALTH = register_kind(_fmt_health, CACHE)
@@ -167,6 +208,7 @@ _RETRY = register_kind(_fmt_retry, CACHE)
 _STAGE = register_kind(_fmt_stage)
 _QUEUE = register_kind(_fmt_queue)
 _CONNECT = register_kind(_fmt_connect)
+_MODEL_CALL = register_kind(_fmt_model_call)
 
 # ---- the recorders (the caller's thread: one tuple, one append) ----
 #
@@ -312,6 +354,45 @@ def record_http_connection_pool_connect_duration(duration_ms: float, outcome: st
             q.append((_CONNECT, duration_ms, outcome, server_name))
         else:
             e.overflow((_CONNECT, duration_ms, outcome, server_name))
+
+
+def metrics_exporting() -> bool:
+    """True when a recorder here would send its line (telemetry is on in this process): the
+    call-site gate for work done only for metrics, as Gym's."""
+    return _E.on
+
+
+def record_model_call(
+    *,
+    server_name: Optional[str],
+    dialect: Optional[str],
+    latency_ms: Optional[float],
+    ttft_ms: Optional[float],
+    error_category: Optional[str],
+    finish_reason: Optional[str],
+    tokens_in: Optional[int],
+    tokens_out: Optional[int],
+    tokens_reasoning: Optional[int],
+) -> None:
+    """Record one captured model call (``model_call``): its duration with its outcome, its
+    time to first token, its tokens and its finish reason, as Gym's rules say.
+
+    - One call per captured exchange, failures included: ``error_category`` is the failure's
+      category (the outcome), None for a call that succeeded (outcome ``ok``).
+    - ``latency_ms``: None when the latency is not known (nothing recorded).
+    - ``ttft_ms``: recorded as given; pass None for a response that was not streamed.
+    - ``tokens_in``, ``tokens_out``, ``tokens_reasoning``: None for a type the provider did not
+      report, which records nothing (never a zero); a reported 0 is recorded.
+    - A failed call records no tokens and no finish reason, whatever is passed.
+    - ``server_name`` and ``dialect``: ``unknown`` when None or empty, as Gym's recorder does.
+    """
+    e = _E
+    if e.on:
+        q = e.queue
+        if len(q) < e.cap:
+            q.append((_MODEL_CALL, server_name, dialect, latency_ms, ttft_ms, error_category, finish_reason, tokens_in, tokens_out, tokens_reasoning))
+        else:
+            e.overflow((_MODEL_CALL, server_name, dialect, latency_ms, ttft_ms, error_category, finish_reason, tokens_in, tokens_out, tokens_reasoning))
 
 
 # ---- the connection-attempt counter: a snapshot read on the emitter's thread ----

@@ -9,15 +9,23 @@ import logging
 import os
 import unittest
 
-from otelcol_gym import _lines, _schema, _settings
+from otelcol_gym import _lines, _schema, _settings, concurrency, lens, memory, run_files
 from otelcol_gym import gym_metrics as gm
 from otelcol_gym import observer as ob
+from otelcol_gym import token_capture_metrics as tcm
+
+# Every module that holds instrument and attribute constants: Gym's five, and the package's
+# own two for what Gym has no module for (nemo-lens' instruments, the run files').
+MODULES = (gm, ob, concurrency, memory, tcm, lens, run_files)
+
+# Gym defines these constants twice, under two names; every other attribute has one constant.
+ALIASES = {frozenset({"otelcol_gym.gym_metrics.SERVER_NAME_ATTRIBUTE", "otelcol_gym.gym_metrics.MODEL_CALL_SERVER_NAME_ATTRIBUTE"})}
 
 
 def constants(suffix: str) -> dict[str, str]:
-    """Gym's constants of both modules whose name ends with suffix, by name."""
+    """The constants of every module whose name ends with suffix, by name."""
     out = {}
-    for m in (gm, ob):
+    for m in MODULES:
         for k, v in vars(m).items():
             if k.endswith(suffix) and k.isupper():
                 out["%s.%s" % (m.__name__, k)] = v
@@ -31,9 +39,15 @@ class TestGymConstants(unittest.TestCase):
 
     def test_every_attribute_has_its_constant(self) -> None:
         got = constants("_ATTRIBUTE")
-        self.assertEqual(sorted(got.values()), sorted(_schema.ATTRIBUTES), "one *_ATTRIBUTE constant per attribute of the schema")
+        self.assertEqual(sorted(set(got.values())), sorted(_schema.ATTRIBUTES), "an *_ATTRIBUTE constant per attribute of the schema, and no other")
+        by_value: dict[str, set[str]] = {}
+        for k, v in got.items():
+            by_value.setdefault(v, set()).add(k)
+        shared = {frozenset(names) for names in by_value.values() if len(names) > 1}
+        self.assertEqual(shared, ALIASES, "one constant per attribute, except Gym's own aliases")
 
     def test_bucket_boundaries_are_the_instruments_own(self) -> None:
+        covered: set[str] = set()
         for got, instruments in [
             (ob.EVENT_LOOP_LAG_BOUNDARIES_MS, [_schema.GYM_EVENT_LOOP_LAG_MS]),
             (ob.GC_PAUSE_BOUNDARIES_MS, [_schema.GYM_GC_PAUSE_DURATION_MS]),
@@ -43,12 +57,25 @@ class TestGymConstants(unittest.TestCase):
             (gm.SANDBOX_DURATION_BOUNDARIES_MS, [_schema.GYM_SANDBOX_STARTUP_DURATION_MS, _schema.GYM_SANDBOX_EXEC_DURATION_MS]),
             (gm.SERVER_STARTUP_BOUNDARIES_MS, [_schema.GYM_SERVER_STARTUP_STAGE_DURATION_MS]),
             (gm.HTTP_CONNECTION_POOL_QUEUE_DURATION_BOUNDARIES_MS, [_schema.GYM_HTTP_CONNECTION_POOL_QUEUE_DURATION_MS, _schema.GYM_HTTP_CONNECTION_POOL_CONNECT_DURATION_MS]),
+            (gm.MODEL_CALL_DURATION_BOUNDARIES_MS, [_schema.GYM_MODEL_CALL_DURATION_MS]),
+            (gm.MODEL_CALL_TTFT_BOUNDARIES_MS, [_schema.GYM_MODEL_CALL_TTFT_MS]),
+            (gm.MODEL_CALL_TOKEN_BOUNDARIES, [_schema.GYM_MODEL_CALL_TOKENS]),
+            (lens.LENS_DURATION_BOUNDARIES_MS, [_schema.GYM_ROLLOUT_DURATION_MS, _schema.GYM_VERIFY_DURATION_MS]),
+            (tcm.OPERATION_DURATION_BOUNDARIES_MS, [_schema.GYM_TOKEN_CAPTURE_OPERATION_DURATION_MS]),
+            (run_files.ROLLOUT_TOKENS_BOUNDARIES, [_schema.GYM_ROLLOUT_TOKENS]),
+            (run_files.ROLLOUT_TOOL_CALLS_BOUNDARIES, [_schema.GYM_ROLLOUT_TOOL_CALLS]),
         ]:
             for inst in instruments:
                 with self.subTest(inst.name):
                     self.assertEqual(got, inst.bounds)
+                    covered.add(inst.name)
         histograms = {i.name for i in _schema.INSTRUMENTS.values() if i.kind == "histogram"}
-        self.assertEqual(len(histograms), 15, "every histogram of the schema is in the table above")
+        self.assertEqual(len(histograms), 23, "every histogram of the schema is in the table above")
+        self.assertEqual(covered, histograms, "every histogram of the schema is in the table above")
+
+    def test_token_capture_size_classes(self) -> None:
+        self.assertEqual(tuple(label for _, label in tcm.SIZE_CLASSES) + (tcm.LARGEST_SIZE_CLASS,), _schema.ATTR_NEMO_GYM_TOKEN_CAPTURE_SIZE_CLASS.values)
+        self.assertEqual([tcm.size_class(n) for n in (0, 4095, 4096, 32767, 32768, 131071, 131072)], ["lt_4k", "lt_4k", "lt_32k", "lt_32k", "lt_128k", "lt_128k", "ge_128k"])
 
     def test_unregistered_failure_kind(self) -> None:
         self.assertEqual(gm.UNREGISTERED_FAILURE_KIND, _schema.ATTRIBUTES[gm.FAILURE_KIND_ATTRIBUTE].fallback)
