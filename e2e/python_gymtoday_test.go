@@ -1,0 +1,138 @@
+//go:build linux
+
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The Python emitter's recorders of Gym's newer releases (model calls, MeteredSemaphore,
+// nemo-lens, the memory sampler) through the real binary: testdata/gym_today_sim.py is a Gym
+// model server over HTTP; what the OTLP sink receives is checked against the values its calls
+// imply, computed by hand (the script's docstring).
+
+const pythonGymTodayConfig = `
+extensions:
+  health_check:
+    endpoint: 127.0.0.1:{{.P.Health}}
+receivers:
+  gym:
+    http:
+      endpoint: 127.0.0.1:{{.P.Gym}}
+    collection_interval: 300ms
+    process:
+      enabled: false
+` + sinkExporterAndService + `
+  pipelines:
+    metrics:
+      receivers: [gym]
+      exporters: [otlp_http]
+`
+
+func TestPythonEmitterGymToday(t *testing.T) {
+	t.Parallel()
+	python := pythonOrSkip(t)
+	sink := newCtlSink(t)
+	col, ports := startCollector(t, func(p collectorPorts) []string {
+		return []string{render(t, pythonGymTodayConfig, tmplData{P: p, Sink: sink.URL()})}
+	})
+	root, err := filepath.Abs("..")
+	require.NoError(t, err)
+	cmd := exec.Command(python, filepath.Join("testdata", "gym_today_sim.py"))
+	cmd.Env = append(os.Environ(),
+		"PYTHONPATH="+filepath.Join(root, "python"),
+		"GYM_HTTP="+fmt.Sprintf("http://127.0.0.1:%d", ports.Gym),
+		"OTELCOL_GYM_MEMORY_PROFILING=true",
+	)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "gym_today_sim.py: %s\n%s", out, stderr.String())
+	require.Empty(t, stderr.String(), "nothing raised or logged in the Gym process")
+	var st map[string]float64
+	require.NoError(t, json.Unmarshal(bytes.TrimSpace(out), &st), string(out))
+	assert.Equal(t, 1.0, st["flushed"], "%s", out)
+	for _, k := range []string{"dropped", "invalid", "lost", "rejected", "in_queue"} {
+		assert.Zero(t, st[k], "%s: %s", k, out)
+	}
+	require.Equal(t, 1.0, st["memory_registered"], "the memory sampler runs on this machine's /proc")
+	child := int64(st["child_pid"])
+
+	const svc = "nemo-gym/policy"
+	pol := "nemo.gym.model_call.dialect=responses,nemo.gym.server.name=policy"
+	lim := "nemo.gym.concurrency.component=model_server,nemo.gym.concurrency.limit_name=max_requests,nemo.gym.server.name=policy"
+	wants := map[string]map[string]string{
+		"gym.model_call.duration_ms": {
+			"nemo.gym.model_call.dialect=responses,nemo.gym.model_call.outcome=ok,nemo.gym.server.name=policy":           "3/2500",
+			"nemo.gym.model_call.dialect=responses,nemo.gym.model_call.outcome=rate_limited,nemo.gym.server.name=policy": "1/40",
+			"nemo.gym.model_call.dialect=unknown,nemo.gym.model_call.outcome=ok,nemo.gym.server.name=unknown":            "1/20",
+		},
+		"gym.model_call.ttft_ms": {pol: "2/200"},
+		"gym.model_call.tokens": {
+			"nemo.gym.model_call.dialect=responses,nemo.gym.model_call.token.type=input,nemo.gym.server.name=policy":     "3/600",
+			"nemo.gym.model_call.dialect=responses,nemo.gym.model_call.token.type=output,nemo.gym.server.name=policy":    "3/60",
+			"nemo.gym.model_call.dialect=responses,nemo.gym.model_call.token.type=reasoning,nemo.gym.server.name=policy": "1/5",
+		},
+		"gym.model_call.finish_total": {
+			"nemo.gym.model_call.dialect=responses,nemo.gym.model_call.finish_reason=stop,nemo.gym.server.name=policy":   "2",
+			"nemo.gym.model_call.dialect=responses,nemo.gym.model_call.finish_reason=length,nemo.gym.server.name=policy": "1",
+		},
+		"gym.concurrency.limit":                     {lim: "2"},
+		"gym.concurrency.active":                    {lim: "0"},
+		"gym.concurrency.available":                 {lim: "2"},
+		"gym.concurrency.queue_depth":               {lim: "0"},
+		"gym.concurrency.admission_timeouts_total":  {lim: "1"},
+		"gym.concurrency.admission_cancelled_total": {lim: "1"},
+		"gym.rollout.duration_ms":                   {"": "2/5000"},
+		"gym.verify.duration_ms":                    {"": "2/400"},
+		"gym.verify.success_rate":                   {"": fmt.Sprintf("%g", 2.0/3)},
+		"gym.servers.active":                        {"": "2"},
+	}
+	err = eventually(30*time.Second, 200*time.Millisecond, func() error {
+		md := latestOf(sink.exports(), svc)
+		for name, want := range wants {
+			if got := values(pyPoints(md, svc, name)); !maps.Equal(got, want) {
+				return fmt.Errorf("%s: got %v, want %v", name, got, want)
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+
+	// Memory: the child's tree, and the host; values are the machine's, so bounds only.
+	md := latestOf(sink.exports(), svc)
+	server := fmt.Sprintf("nemo.gym.server.name=math,nemo.gym.server.type=resources_servers,process.pid=%d", child)
+	usage := values(pyPoints(md, svc, "gym.server.memory.usage"))
+	var rss float64
+	_, err = fmt.Sscan(usage["memory.type=rss,"+server], &rss)
+	require.NoError(t, err, "the child's RSS: %v", usage)
+	assert.Greater(t, rss, float64(8<<20), "the child holds 8 MiB")
+	assert.Less(t, rss, float64(1<<30))
+	procs := values(pyPoints(md, svc, "gym.server.processes"))
+	assert.Equal(t, "1", procs[server], "%v", procs)
+	var total, avail float64
+	_, err = fmt.Sscan(values(pyPoints(md, svc, "gym.host.memory.total"))[""], &total)
+	require.NoError(t, err)
+	_, err = fmt.Sscan(values(pyPoints(md, svc, "gym.host.memory.available"))[""], &avail)
+	require.NoError(t, err)
+	assert.Greater(t, total, float64(64<<20))
+	assert.LessOrEqual(t, avail, total)
+	for k := range usage {
+		assert.True(t, strings.HasPrefix(k, "memory.type=rss,") || strings.HasPrefix(k, "memory.type=pss,"), k)
+	}
+
+	require.Empty(t, sink.errors())
+	require.NoError(t, col.stop(30*time.Second))
+}
