@@ -26,13 +26,17 @@ import (
 
 // The dashboards and rules of deploy/ against real data: the shipped configuration fed a
 // generated Gym run (events), crafted lines (a rejected one, an unknown event, a cardinality
-// bomb) and OTLP through gymattrs, scraped by Debian's Prometheus with deploy's rules loaded.
+// bomb), OTLP through gymattrs, the events of Gym's newer releases and a Gym run file with
+// responses (dashboards_newer_test.go), scraped by Debian's Prometheus with deploy's rules
+// loaded.
 
 // dashboardsOverride: the collector reads its own process (the Processes dashboard), collects
-// every 300ms (the default configuration's override), and keeps at most bombLimit series per
-// instrument and resource (in the receiver and in gymattrs), so that the bombs stay small. The
-// generated run has at most 64 series per instrument and resource.
-const dashboardsOverride = `
+// every 300ms (the default configuration's override), follows the Gym run files of results
+// (the Models dashboard), and keeps at most bombLimit series per instrument and resource (in
+// the receiver and in gymattrs), so that the bombs stay small. The generated run has at most
+// 64 series per instrument and resource.
+func dashboardsOverride(results string) string {
+	return `
 receivers:
   gym:
     cardinality_limit: 100
@@ -40,10 +44,15 @@ receivers:
       enabled: true
       include_self: true
       collection_interval: 1s
+    rollouts:
+      include: [` + filepath.Join(results, "*.jsonl") + `]
+      start_at: beginning
+      poll_interval: 100ms
 processors:
   gymattrs:
     cardinality_limit: 100
 `
+}
 
 // bombSize attribute sets are sent to an instrument whose limit is 100: 99 keep their series,
 // the other 51 fold into the overflow series.
@@ -59,6 +68,7 @@ var dashboardVars = map[string]string{
 	"$service":         ".*",
 	"$instance":        ".*",
 	"$dispatch":        ".*",
+	"$model":           ".*",
 	"$collector":       ".*",
 	"$receiver":        ".*",
 }
@@ -282,15 +292,17 @@ func labelValues(base, query string) ([]string, error) {
 // gymRun is a running collector on the shipped configuration, fed a realistic run, and the
 // Prometheus that scrapes it with deploy/prometheus/gym.rules.yaml loaded.
 type gymRun struct {
+	col     *collector
 	prom    string
 	implies runImplies
-	extra   struct{ accepted, rejected, unknown, sdkScored int }
+	extra   struct{ accepted, rejected, unknown, sdkScored, rows int }
 }
 
 // startGymRun feeds the run in three parts a few scrapes apart, so rates see it grow.
 func startGymRun(t *testing.T) *gymRun {
 	t.Helper()
-	col, ports := startDefaultCollector(t, dashboardsOverride)
+	results := t.TempDir()
+	col, ports := startDefaultCollector(t, dashboardsOverride(results))
 	rules, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "prometheus", "gym.rules.yaml"))
 	require.NoError(t, err)
 	cfg := fmt.Sprintf(`global:
@@ -305,7 +317,7 @@ scrape_configs:
   - job_name: otelcol
     static_configs: [{targets: ["127.0.0.1:%d"]}]
 `, ports.Prometheus, ports.Telemetry)
-	run := &gymRun{prom: startPrometheusWith(t, cfg, map[string]string{"gym.rules.yaml": string(rules)})}
+	run := &gymRun{col: col, prom: startPrometheusWith(t, cfg, map[string]string{"gym.rules.yaml": string(rules)})}
 
 	// A realistic run: 30,000 events of 6 Gym processes (process 0 is the rollout driver).
 	stream := filepath.Join(t.TempDir(), "run.jsonl")
@@ -325,20 +337,40 @@ scrape_configs:
 			require.Zero(t, ans.Rejected+ans.Unknown, "body %d: %+v", i, ans)
 		}
 	}
+	// Stage k of the newer instruments: a body of events and the run file's next rows.
+	runFile := filepath.Join(results, "eval.jsonl")
+	newer := func(k int) {
+		body, lines := dashNewerEvents(k)
+		status, ans := col.postEvents(t, body)
+		require.Equal(t, http.StatusOK, status)
+		require.Equal(t, []int{lines, 0, 0}, []int{ans.Accepted, ans.Rejected, ans.Unknown}, "stage %d: %+v", k, ans)
+		run.extra.accepted += lines
+		f, err := os.OpenFile(runFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		require.NoError(t, err)
+		_, err = f.WriteString(strings.Join(dashNewerRows[k-1], "\n") + "\n") // whole rows, each with its newline
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		run.extra.rows += len(dashNewerRows[k-1])
+	}
 	third := len(bodies) / 3
 	post(bodies[:third])
+	newer(1)
 	crafted, acc, rej, unk := craftedLines()
 	status, ans := col.postEvents(t, crafted)
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, []int{acc, rej, unk}, []int{ans.Accepted, ans.Rejected, ans.Unknown}, "%+v", ans)
-	run.extra.accepted, run.extra.rejected, run.extra.unknown = acc, rej, unk
+	run.extra.accepted += acc
+	run.extra.rejected, run.extra.unknown = rej, unk
 	md, scored := otlpAgent()
 	postOTLP(t, fmt.Sprintf("http://127.0.0.1:%d", ports.OTLPHTTP), md)
 	run.extra.sdkScored = scored
 	time.Sleep(3 * time.Second)
 	post(bodies[third : 2*third])
+	newer(2)
 	time.Sleep(3 * time.Second)
 	post(bodies[2*third:])
+	newer(dashNewerStages)
+	require.Equal(t, dashNewerRowCount(), run.extra.rows)
 	return run
 }
 
@@ -438,6 +470,7 @@ func TestDashboardsAndRulesOnRealData(t *testing.T) {
 	// OTLP: gymattrs keeps cardinality_limit-1 (99) dispatches as series of their own and
 	// folds the other 51 into the overflow series, whose only attribute is the overflow marker.
 	outcomes[`{nemo_gym_rollout_outcome="scored"}`] += float64(run.extra.sdkScored - bombOverflow)
+	outcomes[`{nemo_gym_rollout_outcome="scored"}`] += float64(run.extra.rows) // every main-output row is a scored attempt
 	outcomes[`{}`] = bombOverflow
 	want(panelQuery("gym-rollouts", "Rollouts completed since start, by outcome"), outcomes)
 
@@ -450,6 +483,42 @@ func TestDashboardsAndRulesOnRealData(t *testing.T) {
 	// The stage of server math recorded by the resource head stays math.
 	want(`sum by (nemo_gym_server_name) (gym_server_startup_stage_duration_ms_milliseconds_count{job="nemo-gym/head"})`,
 		map[string]float64{`{nemo_gym_server_name="math"}`: 1})
+
+	// The newer instruments against what dashboards_newer_test.go fed, computed by hand there.
+	// Run files: tokens by type, truncated share, tool calls, finish reasons.
+	want(panelQuery("gym-models", "Tokens since start, by type"), dashNewerTokens)
+	want(panelQuery("gym-models", "Truncated share since start"), map[string]float64{`{}`: dashNewerTruncated})
+	want(`sum(gym_rollout_tool_calls_sum)`, map[string]float64{`{}`: dashNewerToolCalls})
+	want(`sum(gym_rollout_tool_calls_count)`, map[string]float64{`{}`: dashNewerToolCallRows})
+	want(`sum by (nemo_gym_rollout_finish_reason) (gym_rollout_finish_total)`, map[string]float64{
+		`{nemo_gym_rollout_finish_reason="completed"}`:         3,
+		`{nemo_gym_rollout_finish_reason="max_output_tokens"}`: 2,
+		`{nemo_gym_rollout_finish_reason="failed"}`:            1,
+	})
+	want(`sum(otelcol_receiver_gym_rollout_rows_accepted)`, map[string]float64{`{}`: float64(run.extra.rows)})
+	// Events: model-call tokens and finish reasons of the ok calls only, the last snapshot's
+	// waiters, the last memory sample, 2 of 3 verifications completed.
+	want(`sum by (nemo_gym_server_name, nemo_gym_model_call_token_type) (gym_model_call_tokens_sum)`, dashNewerCallTokens)
+	want(`sum by (nemo_gym_model_call_finish_reason) (gym_model_call_finish_total)`, map[string]float64{
+		`{nemo_gym_model_call_finish_reason="stop"}`:   dashNewerStages,
+		`{nemo_gym_model_call_finish_reason="length"}`: dashNewerStages,
+	})
+	want(`sum by (nemo_gym_model_call_outcome) (gym_model_call_duration_ms_milliseconds_count)`, map[string]float64{
+		`{nemo_gym_model_call_outcome="ok"}`:      2 * dashNewerStages,
+		`{nemo_gym_model_call_outcome="timeout"}`: dashNewerStages,
+	})
+	want(panelQuery("gym-concurrency-memory", "Queue depth (callers waiting for a slot)"), map[string]float64{
+		`{nemo_gym_concurrency_component="model_client",nemo_gym_concurrency_limit_name="requests",nemo_gym_server_name="policy"}`: dashNewerStages,
+		`{nemo_gym_concurrency_component="driver",nemo_gym_concurrency_limit_name="rollouts"}`:                                     0,
+	})
+	want(panelQuery("gym-concurrency-memory", "Server memory by server and type"), map[string]float64{
+		`{memory_type="rss",nemo_gym_server_name="math"}`:  dashNewerStages * 100_000_000,
+		`{memory_type="pss",nemo_gym_server_name="math"}`:  dashNewerStages * 80_000_000,
+		`{memory_type="rss",nemo_gym_server_name="judge"}`: dashNewerStages * 50_000_000,
+	})
+	want(panelQuery("gym-rollouts", "Verification success rate"), map[string]float64{
+		fmt.Sprintf(`{instance=%q,job=%q}`, dashNewerInstance, dashNewerJob): 2.0 / 3.0,
+	})
 
 	// The collector's counters (the Collector dashboard's panels are their rates).
 	want(`sum(otelcol_receiver_gym_lines_accepted)`, map[string]float64{`{}`: float64(run.implies.lines + run.extra.accepted)})
@@ -476,6 +545,17 @@ func TestDashboardsAndRulesOnRealData(t *testing.T) {
 	want(`group by (metric, job) (ALERTS{alertname="GymSeriesOverflowing", alertstate="firing"})`, map[string]float64{
 		`{job="nemo-gym/bomb",metric="gym_sandbox_create_retry_total"}`:   1,
 		`{job="nemo-gym/sdk-agent",metric="gym_rollout_completed_total"}`: 1,
+	})
+	// The model client's waits time out again after Prometheus has seen the last total (on a
+	// loaded machine the first scrapes can come after every stage was fed): the alert fires,
+	// for that limit only (the driver's limit has no admission timeout).
+	body, lines := dashNewerTimeouts(2*dashNewerStages + 2)
+	status, ans := run.col.postEvents(t, body)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, lines, ans.Accepted, "%+v", ans)
+	want(`sum(gym_concurrency_admission_timeouts_total)`, map[string]float64{`{}`: 2*dashNewerStages + 2})
+	want(`group by (job, nemo_gym_concurrency_component, nemo_gym_concurrency_limit_name) (ALERTS{alertname="GymAdmissionTimeouts", alertstate="firing"})`, map[string]float64{
+		fmt.Sprintf(`{job=%q,nemo_gym_concurrency_component="model_client",nemo_gym_concurrency_limit_name="requests"}`, dashNewerJob): 1,
 	})
 }
 

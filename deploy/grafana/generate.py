@@ -63,6 +63,30 @@ GC_PAUSE = "gym_gc_pause_duration_ms_milliseconds_bucket"
 QUEUE = "gym_http_connection_pool_queue_duration_ms_milliseconds"
 CONNECT = "gym_http_connection_pool_connect_duration_ms_milliseconds"
 
+# Run-file rollouts (gym.rollout.tokens, .finish_total, .tool_calls), selected by dispatch and
+# model. gen_ai.token.type: reasoning is part of output and cached_input of input, so every
+# token panel is split by type and never sums across types.
+ROLL = DISP + ', gen_ai_response_model=~"$model"'
+TOKENS = "gym_rollout_tokens"
+FINISH = "gym_rollout_finish_total"
+# Finish reasons that mean the response was cut at its token limit: Responses'
+# incomplete_details.reason max_output_tokens, Chat's length, Messages' max_tokens.
+TRUNCATED = 'nemo_gym_rollout_finish_reason=~"max_output_tokens|length|max_tokens"'
+MODEL_CALL = "gym_model_call_duration_ms_milliseconds"
+TTFT = "gym_model_call_ttft_ms_milliseconds"
+MC_TOKENS = "gym_model_call_tokens"
+# Concurrency limits (MeteredSemaphore), one series per component, limit and server.
+LIMIT_BY = "nemo_gym_concurrency_component, nemo_gym_concurrency_limit_name, nemo_gym_server_name"
+LIMIT_LEGEND = "{{nemo_gym_concurrency_component}}/{{nemo_gym_concurrency_limit_name}} {{nemo_gym_server_name}}"
+
+
+def share(num_sel, all_sel, metric, by, rate=True):
+    """num / all of a counter, 0 (not absent) where num has no series; by: a label list."""
+    grp = f"sum by ({by}) " if by else "sum "
+    def f(sel):
+        return f"{grp}(rate({metric}{{{sel}}}[{RI}]))" if rate else f"{grp}({metric}{{{sel}}})"
+    return f"({f(num_sel)} or 0 * {f(all_sel)}) / {f(all_sel)}"
+
 DASHBOARDS = [
     {
         "uid": "gym-rollouts",
@@ -99,6 +123,12 @@ DASHBOARDS = [
             timeseries("Flagged health checks", [
                 q(f"sum by (nemo_gym_health_check) (rate(gym_rollout_health_flagged_total{{{PROC}}}[{RI}]))",
                   "{{nemo_gym_health_check}}")], unit="ops", stack=True),
+            timeseries("Rollout duration (p50, p99)", quantiles("gym_rollout_duration_ms_milliseconds_bucket", [], PROC), unit="ms",
+                description="Wall-clock time of one rollout, failed ones included (events rollout.duration, or the run files' ng_perf.total_latency_ms)."),
+            timeseries("Verification duration (p50, p99)", quantiles("gym_verify_duration_ms_milliseconds_bucket", [], PROC), unit="ms"),
+            timeseries("Verification success rate", [
+                q(f"min by (job, instance) (gym_verify_success_rate_ratio{{{PROC}}})", "{{job}} {{instance}}")], unit="percentunit",
+                description="Verifications completed over all verifications since each process's first."),
         ],
     },
     {
@@ -138,6 +168,9 @@ DASHBOARDS = [
                   "{{http_route}} {{nemo_gym_request_phase}}")], unit="ops", stack=True),
             timeseries("Outbound requests in flight", [
                 q(f"sum by (job, instance) (gym_http_client_requests_in_flight{{{PROC}}})", "{{job}} {{instance}}")]),
+            timeseries("Gym servers active", [
+                q(f"sum by (nemo_run_id) (gym_servers_active{{{PROC}}})", "{{nemo_run_id}}")],
+                description="As the orchestrator reports it (servers.active)."),
             timeseries("Startup stage mean duration by server", [
                 q(f"max by (nemo_gym_server_name, nemo_gym_startup_stage) (gym_server_startup_stage_duration_ms_milliseconds_sum{{{PROC}}}"
                   f" / gym_server_startup_stage_duration_ms_milliseconds_count{{{PROC}}})",
@@ -236,6 +269,112 @@ DASHBOARDS = [
         ],
     },
     {
+        "uid": "gym-models",
+        "title": "Gym / Models and tokens",
+        "description": "Tokens, truncation, tool calls and finish reasons of rollout responses (Gym run files); latency, time to first token, tokens and finish reasons of model calls.",
+        "variables": [("model", "Model", 'label_values(gym_rollout_tokens_count{nemo_run_id=~"$run"}, gen_ai_response_model)')],
+        "panels": [
+            timeseries("Tokens per rollout by type (mean)", [
+                q(f"sum by (gen_ai_token_type) (rate({TOKENS}_sum{{{ROLL}}}[{RI}])) / sum by (gen_ai_token_type) (rate({TOKENS}_count{{{ROLL}}}[{RI}]))",
+                  "{{gen_ai_token_type}}")],
+                description="One sample per rollout and type its response.usage gives. reasoning is part of output and cached_input of input: never add the types up."),
+            stat("Tokens since start, by type", [
+                q(f"sum by (gen_ai_token_type) ({TOKENS}_sum{{{ROLL}}})", "{{gen_ai_token_type}}", instant=True)],
+                description="Cumulative totals of the selected rollouts. reasoning is part of output and cached_input of input."),
+            timeseries("Tokens per rollout by type, model and environment (mean)", [
+                q(f"sum by (gen_ai_token_type, gen_ai_response_model, nemo_gym_rollout_dispatch_name) (rate({TOKENS}_sum{{{ROLL}}}[{RI}]))"
+                  f" / sum by (gen_ai_token_type, gen_ai_response_model, nemo_gym_rollout_dispatch_name) (rate({TOKENS}_count{{{ROLL}}}[{RI}]))",
+                  "{{gen_ai_token_type}} {{gen_ai_response_model}} {{nemo_gym_rollout_dispatch_name}}")],
+                description="The environment is the dispatch (_ng_environment_server, else agent_ref.name)."),
+            timeseries("Tokens per rollout by type (p50, p99)", quantiles(TOKENS + "_bucket", ["gen_ai_token_type"], ROLL,
+                                                                          legend="{{gen_ai_token_type}}"),
+                description="From the histogram's buckets (powers of 4): coarse."),
+            timeseries("Truncated share of rollout responses by model", [
+                q(share(ROLL + ", " + TRUNCATED, ROLL, FINISH, "gen_ai_response_model"), "{{gen_ai_response_model}}")],
+                unit="percentunit",
+                description="Responses that ended at their token limit (max_output_tokens, length, max_tokens) over all responses."),
+            stat("Truncated share since start", [
+                q(share(ROLL + ", " + TRUNCATED, ROLL, FINISH, "", rate=False), "truncated", instant=True)],
+                unit="percentunit", description="Over every response of the selected rollouts so far."),
+            timeseries("Rollout finish reasons", [
+                q(f"sum by (nemo_gym_rollout_finish_reason) (rate({FINISH}{{{ROLL}}}[{RI}]))",
+                  "{{nemo_gym_rollout_finish_reason}}")], unit="ops", stack=True,
+                description="incomplete_details.reason, else status, else unknown."),
+            timeseries("Tool calls per rollout", [
+                q(f"sum by (nemo_gym_rollout_dispatch_name) (rate(gym_rollout_tool_calls_sum{{{DISP}}}[{RI}]))"
+                  f" / sum by (nemo_gym_rollout_dispatch_name) (rate(gym_rollout_tool_calls_count{{{DISP}}}[{RI}]))",
+                  "mean {{nemo_gym_rollout_dispatch_name}}")]
+                + quantiles("gym_rollout_tool_calls_bucket", [], DISP, (0.5, 0.99)),
+                description="function_call items of each rollout's response.output."),
+            timeseries("Model-call latency by server and dialect (p50, p99)", quantiles(
+                MODEL_CALL + "_bucket", ["nemo_gym_server_name", "nemo_gym_model_call_dialect"], PROC,
+                legend="{{nemo_gym_server_name}} {{nemo_gym_model_call_dialect}}"), unit="ms",
+                description="Every captured call whose latency is known, failed calls included."),
+            timeseries("Time to first token by server and dialect (p50, p99)", quantiles(
+                TTFT + "_bucket", ["nemo_gym_server_name", "nemo_gym_model_call_dialect"], PROC,
+                legend="{{nemo_gym_server_name}} {{nemo_gym_model_call_dialect}}"), unit="ms",
+                description="Streamed responses only."),
+            timeseries("Model calls by server and outcome", [
+                q(f"sum by (nemo_gym_server_name, nemo_gym_model_call_outcome) (rate({MODEL_CALL}_count{{{PROC}}}[{RI}]))",
+                  "{{nemo_gym_server_name}} {{nemo_gym_model_call_outcome}}")], unit="ops", stack=True,
+                description="ok, or the error category of a failed call. Calls whose latency is unknown are not counted here."),
+            timeseries("Model-call tokens per second by server and type", [
+                q(f"sum by (nemo_gym_server_name, nemo_gym_model_call_token_type) (rate({MC_TOKENS}_sum{{{PROC}}}[{RI}]))",
+                  "{{nemo_gym_server_name}} {{nemo_gym_model_call_token_type}}")], unit="short",
+                description="Successful calls only. reasoning is part of output: never add the types up."),
+            timeseries("Model-call tokens per call by server and type (mean)", [
+                q(f"sum by (nemo_gym_server_name, nemo_gym_model_call_token_type) (rate({MC_TOKENS}_sum{{{PROC}}}[{RI}]))"
+                  f" / sum by (nemo_gym_server_name, nemo_gym_model_call_token_type) (rate({MC_TOKENS}_count{{{PROC}}}[{RI}]))",
+                  "{{nemo_gym_server_name}} {{nemo_gym_model_call_token_type}}")]),
+            timeseries("Model-call finish reasons", [
+                q(f"sum by (nemo_gym_model_call_finish_reason) (rate(gym_model_call_finish_total{{{PROC}}}[{RI}]))",
+                  "{{nemo_gym_model_call_finish_reason}}")], unit="ops", stack=True,
+                description="As the provider reported it (stop, length, tool_calls, end_turn, max_tokens, ...); failed calls record none."),
+        ],
+    },
+    {
+        "uid": "gym-concurrency-memory",
+        "title": "Gym / Concurrency and memory",
+        "description": "Concurrency limits (MeteredSemaphore) of Gym components: slots, waiters, admission timeouts and cancellations; memory of server process trees and of the host.",
+        "panels": [
+            timeseries("Limit and active slots", [
+                q(f"sum by ({LIMIT_BY}) (gym_concurrency_limit{{{PROC}}})", "limit " + LIMIT_LEGEND),
+                q(f"sum by ({LIMIT_BY}) (gym_concurrency_active{{{PROC}}})", "active " + LIMIT_LEGEND)],
+                description="By component and limit name (and server, for a limit that belongs to one), summed over processes."),
+            timeseries("Queue depth (callers waiting for a slot)", [
+                q(f"sum by ({LIMIT_BY}) (gym_concurrency_queue_depth{{{PROC}}})", LIMIT_LEGEND)],
+                description="A queue that stays above 0 means the limit is the bottleneck."),
+            timeseries("Available slots", [
+                q(f"sum by ({LIMIT_BY}) (gym_concurrency_available{{{PROC}}})", LIMIT_LEGEND)],
+                description="limit - active; negative when a limit shrank below what is held."),
+            timeseries("Utilisation (active / limit)", [
+                q(f"sum by ({LIMIT_BY}) (gym_concurrency_active{{{PROC}}}) / sum by ({LIMIT_BY}) (gym_concurrency_limit{{{PROC}}})",
+                  LIMIT_LEGEND)], unit="percentunit"),
+            timeseries("Admission timeouts and cancellations", [
+                q(f"sum by ({LIMIT_BY}) (rate(gym_concurrency_admission_timeouts_total{{{PROC}}}[{RI}]))", "timeouts " + LIMIT_LEGEND),
+                q(f"sum by ({LIMIT_BY}) (rate(gym_concurrency_admission_cancelled_total{{{PROC}}}[{RI}]))", "cancelled " + LIMIT_LEGEND)],
+                unit="ops", description="Waits for a slot that timed out (limits with an admission timeout only) or were cancelled."),
+            timeseries("Server memory by server and type", [
+                q(f"sum by (nemo_gym_server_name, memory_type) (gym_server_memory_usage_bytes{{{PROC}}})",
+                  "{{nemo_gym_server_name}} {{memory_type}}")], unit="bytes",
+                description="Each server's process tree, latest sample: rss (resident set) and pss (proportional set, where sampled). Never add rss and pss."),
+            timeseries("Server sampled peak memory by server and type", [
+                q(f"max by (nemo_gym_server_name, memory_type) (gym_server_memory_sampled_peak_bytes{{{PROC}}})",
+                  "{{nemo_gym_server_name}} {{memory_type}}")], unit="bytes",
+                description="The highest of the samples (not a true peak between samples); the largest process tree of the server."),
+            timeseries("Processes per server", [
+                q(f"sum by (nemo_gym_server_name) (gym_server_processes{{{PROC}}})", "{{nemo_gym_server_name}}")],
+                description="Processes in each server's process tree (workers and their children included)."),
+            timeseries("Host memory", [
+                q(f"max by (host_name) (gym_host_memory_{m}_bytes{{{PROC}}})", "{{host_name}} " + m.replace("_", " "))
+                for m in ("usage", "available", "total", "sampled_peak")], unit="bytes",
+                description="Latest samples of each host; several processes that sample one host give one line."),
+            timeseries("Host memory in use (share of total)", [
+                q(f"max by (host_name) (gym_host_memory_usage_bytes{{{PROC}}}) / max by (host_name) (gym_host_memory_total_bytes{{{PROC}}})",
+                  "{{host_name}}")], unit="percentunit"),
+        ],
+    },
+    {
         "uid": "gym-collector",
         "title": "Gym / Collector",
         "description": "otelcol-gym itself: lines accepted and rejected, unknown events, overflowed series, resources held, metric points.",
@@ -277,7 +416,7 @@ def variable(name, label, query):
     }
 
 
-def templating(collector):
+def templating(collector, extra=()):
     ds = {
         "name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus",
         "current": {}, "hide": 0, "refresh": 1, "regex": "", "options": [],
@@ -290,7 +429,8 @@ def templating(collector):
             variable("run", "Run", "label_values(target_info, nemo_run_id)"),
             variable("service", "Service", 'label_values(target_info{nemo_run_id=~"$run"}, job)'),
             variable("instance", "Instance", 'label_values(target_info{nemo_run_id=~"$run", job=~"$service"}, instance)'),
-            variable("dispatch", "Dispatch", 'label_values(gym_rollout_completed_total{nemo_run_id=~"$run"}, nemo_gym_rollout_dispatch_name)')]
+            variable("dispatch", "Dispatch", 'label_values(gym_rollout_completed_total{nemo_run_id=~"$run"}, nemo_gym_rollout_dispatch_name)')] + [
+                variable(*v) for v in extra]
 
 
 def panel_json(pid, p, x, y):
@@ -333,7 +473,7 @@ def dashboard_json(d):
         "tags": ["nemo-gym", "otelcol-gym"], "timezone": "browser", "editable": True,
         "schemaVersion": 39, "version": 1, "refresh": "30s", "graphTooltip": 1,
         "time": {"from": "now-1h", "to": "now"},
-        "templating": {"list": templating(d.get("collector", False))},
+        "templating": {"list": templating(d.get("collector", False), d.get("variables", ()))},
         "annotations": {"list": []},
         "links": [{"type": "dashboards", "tags": ["nemo-gym"], "asDropdown": True, "title": "Gym dashboards",
                    "includeVars": True, "keepTime": True}],
