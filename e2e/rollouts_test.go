@@ -86,6 +86,33 @@ func latestPoints(exports []pmetric.Metrics, res func(pcommon.Map) bool, name st
 	return -1
 }
 
+// latestHistogramCount is the count of the named histogram's points under resources that
+// match, in the last export that has it (-1: none has).
+func latestHistogramCount(exports []pmetric.Metrics, res func(pcommon.Map) bool, name string) float64 {
+	for i := len(exports) - 1; i >= 0; i-- {
+		total, found := 0.0, false
+		for _, rm := range exports[i].ResourceMetrics().All() {
+			if !res(rm.Resource().Attributes()) {
+				continue
+			}
+			for _, sm := range rm.ScopeMetrics().All() {
+				for _, m := range sm.Metrics().All() {
+					if m.Name() == name && m.Type() == pmetric.MetricTypeHistogram {
+						for _, dp := range m.Histogram().DataPoints().All() {
+							found = true
+							total += float64(dp.Count())
+						}
+					}
+				}
+			}
+		}
+		if found {
+			return total
+		}
+	}
+	return -1
+}
+
 func waitPoints(t *testing.T, sink *ctlSink, what string, res func(pcommon.Map) bool, name string, point func(pcommon.Map) bool, want float64) {
 	t.Helper()
 	var got float64
@@ -190,6 +217,10 @@ func TestRolloutFilesLiveAndRestart(t *testing.T) {
 		return nil
 	}))
 	assert.Equal(t, 24.0, latestPoints(sink2.exports(), run, completedTotal, outcomeIs("scored")))
+	// The responses' instruments went through the same checkpoint: once per scored row.
+	assert.Equal(t, 24.0, latestPoints(sink2.exports(), run, "gym.rollout.finish_total", attrIs("nemo.gym.rollout.finish_reason", "unknown")))
+	assert.Equal(t, 24.0, latestHistogramCount(sink2.exports(), run, "gym.rollout.tool_calls"), "one sample per row whose output is a list")
+	assert.Equal(t, 24.0, latestHistogramCount(sink2.exports(), run, "gym.rollout.duration_ms"), "ng_perf.total_latency_ms of each row")
 	require.NoError(t, col2.stop(30*time.Second))
 	require.Empty(t, sink1.errors())
 	require.Empty(t, sink2.errors())
