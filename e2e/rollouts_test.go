@@ -56,7 +56,7 @@ func outcomeIs(outcome string) func(pcommon.Map) bool {
 	return attrIs("nemo.gym.rollout.outcome", outcome)
 }
 
-// latestPoints sums the named metric's points whose attributes match, under resources that
+// latestPoints sums the named metric's points (a histogram's: their counts) whose attributes match, under resources that
 // match, in the last export that has the metric for them (-1: none has).
 func latestPoints(exports []pmetric.Metrics, res func(pcommon.Map) bool, name string, point func(pcommon.Map) bool) float64 {
 	for i := len(exports) - 1; i >= 0; i-- {
@@ -67,40 +67,23 @@ func latestPoints(exports []pmetric.Metrics, res func(pcommon.Map) bool, name st
 			}
 			for _, sm := range rm.ScopeMetrics().All() {
 				for _, m := range sm.Metrics().All() {
-					if m.Name() != name || m.Type() != pmetric.MetricTypeSum {
+					if m.Name() != name {
 						continue
 					}
-					for _, dp := range m.Sum().DataPoints().All() {
-						found = true
-						if point == nil || point(dp.Attributes()) {
-							total += numberOf(dp)
+					switch m.Type() {
+					case pmetric.MetricTypeSum:
+						for _, dp := range m.Sum().DataPoints().All() {
+							found = true
+							if point == nil || point(dp.Attributes()) {
+								total += numberOf(dp)
+							}
 						}
-					}
-				}
-			}
-		}
-		if found {
-			return total
-		}
-	}
-	return -1
-}
-
-// latestHistogramCount is the count of the named histogram's points under resources that
-// match, in the last export that has it (-1: none has).
-func latestHistogramCount(exports []pmetric.Metrics, res func(pcommon.Map) bool, name string) float64 {
-	for i := len(exports) - 1; i >= 0; i-- {
-		total, found := 0.0, false
-		for _, rm := range exports[i].ResourceMetrics().All() {
-			if !res(rm.Resource().Attributes()) {
-				continue
-			}
-			for _, sm := range rm.ScopeMetrics().All() {
-				for _, m := range sm.Metrics().All() {
-					if m.Name() == name && m.Type() == pmetric.MetricTypeHistogram {
+					case pmetric.MetricTypeHistogram: // its count
 						for _, dp := range m.Histogram().DataPoints().All() {
 							found = true
-							total += float64(dp.Count())
+							if point == nil || point(dp.Attributes()) {
+								total += float64(dp.Count())
+							}
 						}
 					}
 				}
@@ -219,8 +202,8 @@ func TestRolloutFilesLiveAndRestart(t *testing.T) {
 	assert.Equal(t, 24.0, latestPoints(sink2.exports(), run, completedTotal, outcomeIs("scored")))
 	// The responses' instruments went through the same checkpoint: once per scored row.
 	assert.Equal(t, 24.0, latestPoints(sink2.exports(), run, "gym.rollout.finish_total", attrIs("nemo.gym.rollout.finish_reason", "unknown")))
-	assert.Equal(t, 24.0, latestHistogramCount(sink2.exports(), run, "gym.rollout.tool_calls"), "one sample per row whose output is a list")
-	assert.Equal(t, 24.0, latestHistogramCount(sink2.exports(), run, "gym.rollout.duration_ms"), "ng_perf.total_latency_ms of each row")
+	assert.Equal(t, 24.0, latestPoints(sink2.exports(), run, "gym.rollout.tool_calls", nil), "one sample per row whose output is a list")
+	assert.Equal(t, 24.0, latestPoints(sink2.exports(), run, "gym.rollout.duration_ms", nil), "ng_perf.total_latency_ms of each row")
 	require.NoError(t, col2.stop(30*time.Second))
 	require.Empty(t, sink1.errors())
 	require.Empty(t, sink2.errors())

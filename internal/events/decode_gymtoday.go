@@ -53,6 +53,41 @@ func (d *Decoder) readMembers(s *decSlot, names []string, vals *[decMaxMembers]d
 	}
 }
 
+// eachObject walks array field k (want describes it in the message of another type), whose
+// elements must be objects: f reads element j while no error is recorded. Absent or null, it
+// is missing when required, else nothing.
+func (d *Decoder) eachObject(k int, required bool, want string, f func(j int, e decSlot)) {
+	if d.err != nil {
+		return
+	}
+	s, ok := d.get(k)
+	if !ok {
+		if required {
+			d.missing(decKeyNames[k])
+		}
+		return
+	}
+	if s.kind != gymjson.Array {
+		d.wrongType(k, want, s)
+		return
+	}
+	it := d.iter(s)
+	for j := 0; ; j++ {
+		e, ok := d.nextElem(&it)
+		if !ok || d.err != nil {
+			return
+		}
+		if e.kind != gymjson.Object {
+			d.wrongTypeAt(decField(decPlace{field: decKeyNames[k], idx: j}.String()), "an object", &e)
+			return
+		}
+		f(j, e)
+		if d.err != nil {
+			return
+		}
+	}
+}
+
 // object returns the slot of field k when it is an object (ok=false when absent or null).
 func (d *Decoder) object(k int, want string) (*decSlot, bool) {
 	s, ok := d.get(k)
@@ -71,30 +106,9 @@ func (d *Decoder) object(k int, want string) (*decSlot, bool) {
 var limitMembers = []string{"component", "limit_name", "server_name", "limit", "active", "queue_depth", "admission_timeouts", "admission_cancelled"}
 
 func (d *Decoder) decodeLimits(ev *Event) {
-	if d.err != nil {
-		return
-	}
-	s, ok := d.get(fkLimits)
-	if !ok {
-		d.missing("limits")
-		return
-	}
-	if s.kind != gymjson.Array {
-		d.wrongType(fkLimits, "an array of limits", s)
-		return
-	}
 	var m [decMaxMembers]decSlot
-	it := d.iter(s)
-	for j := 0; ; j++ {
-		e, ok := d.nextElem(&it)
-		if !ok || d.err != nil {
-			return
-		}
+	d.eachObject(fkLimits, true, "an array of limits", func(j int, e decSlot) {
 		at := func(member string) decPlace { return decPlace{field: "limits", idx: j, member: member} }
-		if e.kind != gymjson.Object {
-			d.wrongTypeAt(decField(decPlace{field: "limits", idx: j}.String()), "an object", &e)
-			return
-		}
 		d.readMembers(&e, limitMembers, &m)
 		var l ConcurrencyLimit
 		l.Component = d.nameAt(at("component"), &m[0], true)
@@ -105,11 +119,10 @@ func (d *Decoder) decodeLimits(ev *Event) {
 		l.QueueDepth = d.integerAt(at("queue_depth"), &m[5], true, true)
 		l.AdmissionTimeouts, l.HasTimeouts = d.optIntegerAt(at("admission_timeouts"), &m[6], true, true)
 		l.AdmissionCancelled = d.integerAt(at("admission_cancelled"), &m[7], true, true)
-		if d.err != nil {
-			return
+		if d.err == nil {
+			ev.Limits = append(ev.Limits, l)
 		}
-		ev.Limits = append(ev.Limits, l)
-	}
+	})
 }
 
 // ---- model_call ----
@@ -161,44 +174,28 @@ var (
 const decMaxPID = 1<<31 - 1
 
 func (d *Decoder) decodeMemorySample(ev *Event) {
-	if d.err != nil {
-		return
-	}
 	var m [decMaxMembers]decSlot
-	if s, ok := d.get(fkServers); ok {
-		if s.kind != gymjson.Array {
-			d.wrongType(fkServers, "an array of servers", s)
-			return
+	d.eachObject(fkServers, false, "an array of servers", func(j int, e decSlot) {
+		at := func(member string) decPlace { return decPlace{field: "servers", idx: j, member: member} }
+		d.readMembers(&e, serverMemoryMembers, &m)
+		var sm ServerMemory
+		sm.ServerName = d.nameAt(at("server_name"), &m[0], true)
+		sm.ServerType = d.nameAt(at("server_type"), &m[1], true)
+		sm.PID = d.integerAt(at("pid"), &m[2], true, true)
+		if d.err == nil && sm.PID > decMaxPID {
+			d.fail(ReasonOutOfRange, "field %q: want a process id within 0..%d, got %s", at("pid").String(), decMaxPID, d.raw(&m[2]))
 		}
-		it := d.iter(s)
-		for j := 0; ; j++ {
-			e, ok := d.nextElem(&it)
-			if !ok || d.err != nil {
-				break
-			}
-			at := func(member string) decPlace { return decPlace{field: "servers", idx: j, member: member} }
-			if e.kind != gymjson.Object {
-				d.wrongTypeAt(decField(decPlace{field: "servers", idx: j}.String()), "an object", &e)
-				return
-			}
-			d.readMembers(&e, serverMemoryMembers, &m)
-			var sm ServerMemory
-			sm.ServerName = d.nameAt(at("server_name"), &m[0], true)
-			sm.ServerType = d.nameAt(at("server_type"), &m[1], true)
-			sm.PID = d.integerAt(at("pid"), &m[2], true, true)
-			if d.err == nil && sm.PID > decMaxPID {
-				d.fail(ReasonOutOfRange, "field %q: want a process id within 0..%d, got %s", at("pid").String(), decMaxPID, d.raw(&m[2]))
-			}
-			sm.RSS = d.integerAt(at("rss"), &m[3], true, true)
-			sm.PSS, sm.HasPSS = d.optIntegerAt(at("pss"), &m[4], true, true)
-			sm.RSSPeak = d.integerAt(at("rss_peak"), &m[5], true, true)
-			sm.PSSPeak, sm.HasPSSPeak = d.optIntegerAt(at("pss_peak"), &m[6], true, true)
-			sm.Processes = d.integerAt(at("processes"), &m[7], true, true)
-			if d.err != nil {
-				return
-			}
+		sm.RSS = d.integerAt(at("rss"), &m[3], true, true)
+		sm.PSS, sm.HasPSS = d.optIntegerAt(at("pss"), &m[4], true, true)
+		sm.RSSPeak = d.integerAt(at("rss_peak"), &m[5], true, true)
+		sm.PSSPeak, sm.HasPSSPeak = d.optIntegerAt(at("pss_peak"), &m[6], true, true)
+		sm.Processes = d.integerAt(at("processes"), &m[7], true, true)
+		if d.err == nil {
 			ev.Servers = append(ev.Servers, sm)
 		}
+	})
+	if d.err != nil {
+		return
 	}
 	if s, ok := d.object(fkHost, "an object {usage, available, total, peak}"); ok {
 		d.readMembers(s, hostMemoryMembers, &m)

@@ -381,59 +381,19 @@ func (d *Decoder) statusCode(key []byte) (int64, bool) {
 // `route` (string, required), `response_started` (boolean, required) and `count` (integer
 // >= 0, required); other keys are ignored, a duplicate key is last-wins and null is absent.
 func (d *Decoder) decodeCancelled(ev *Event) {
-	if d.err != nil {
-		return
-	}
-	s, ok := d.get(fkCancelled)
-	if !ok {
-		return
-	}
-	if s.kind != gymjson.Array {
-		d.wrongType(fkCancelled, "an array of {route, response_started, count}", s)
-		return
-	}
-	it := d.iter(s)
-	for j := 0; ; j++ {
-		e, ok := d.nextElem(&it)
-		if !ok || d.err != nil {
-			return
-		}
-		if e.kind != gymjson.Object {
-			d.wrongTypeAt(decField(fmt.Sprintf("cancelled[%d]", j)), "an object", &e)
-			return
-		}
-		var route, started, count, k decSlot
-		mit := d.iter(&e)
-		for {
-			v, ok := d.nextMember(&mit, &k)
-			if !ok {
-				break
-			}
-			key := d.line[k.start:k.end]
-			if k.esc {
-				key = d.str(&k)
-			}
-			switch string(key) {
-			case "route":
-				route = v
-			case "response_started":
-				started = v
-			case "count":
-				count = v
-			}
-		}
-		if d.err != nil {
-			return
-		}
+	var m [decMaxMembers]decSlot
+	d.eachObject(fkCancelled, false, "an array of {route, response_started, count}", func(j int, e decSlot) {
+		d.readMembers(&e, cancelledMembers, &m)
+		route, started, count := &m[0], &m[1], &m[2]
 		var c CancelledCount
 		switch route.kind {
 		case gymjson.None, gymjson.Null:
 			d.missing(fmt.Sprintf("cancelled[%d].route", j))
 			return
 		case gymjson.String:
-			c.Route = d.str(&route)
+			c.Route = d.str(route)
 		default:
-			d.wrongTypeAt(decField(fmt.Sprintf("cancelled[%d].route", j)), "a string", &route)
+			d.wrongTypeAt(decField(fmt.Sprintf("cancelled[%d].route", j)), "a string", route)
 			return
 		}
 		switch started.kind {
@@ -443,22 +403,17 @@ func (d *Decoder) decodeCancelled(ev *Event) {
 		case gymjson.True, gymjson.False:
 			c.ResponseStarted = started.kind == gymjson.True
 		default:
-			d.wrongTypeAt(decField(fmt.Sprintf("cancelled[%d].response_started", j)), "a boolean", &started)
+			d.wrongTypeAt(decField(fmt.Sprintf("cancelled[%d].response_started", j)), "a boolean", started)
 			return
 		}
-		if count.kind == gymjson.None || count.kind == gymjson.Null {
-			d.missing(fmt.Sprintf("cancelled[%d].count", j))
-			return
+		c.Count = d.integerAt(decPlace{field: "cancelled", idx: j, member: "count"}, count, true, true)
+		if d.err == nil {
+			ev.Cancelled = append(ev.Cancelled, c)
 		}
-		n, st := d.intOf(&count, true)
-		if st != gymjson.IntOK {
-			d.intFail(decField(fmt.Sprintf("cancelled[%d].count", j)), &count, true, st)
-			return
-		}
-		c.Count = n
-		ev.Cancelled = append(ev.Cancelled, c)
-	}
+	})
 }
+
+var cancelledMembers = []string{"route", "response_started", "count"}
 
 // ---- gc.stats ----
 

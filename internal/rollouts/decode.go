@@ -668,15 +668,7 @@ func (r *RowDecoder) findings(row *Row) bool {
 	default:
 		return r.wrongType("findings", "an array", c)
 	}
-	c, ok := r.ws()
-	if !ok {
-		return false
-	}
-	if c == ']' {
-		r.pos++
-		return true
-	}
-	for {
+	return r.elements("findings", func(c byte) bool {
 		switch c {
 		case '"':
 			r.pos++
@@ -706,11 +698,28 @@ func (r *RowDecoder) findings(row *Row) bool {
 				row.Findings = append(row.Findings, r.scratch[start:])
 			}
 		case 'n':
-			if !r.null("findings[]", "a string or an object") {
-				return false
-			}
+			return r.null("findings[]", "a string or an object")
 		default:
 			return r.wrongType("findings[]", "a string or an object", c)
+		}
+		return true
+	})
+}
+
+// elements reads the elements of an array after its '[' (name says which, in messages): elem
+// reads each one, given its first byte.
+func (r *RowDecoder) elements(name string, elem func(c byte) bool) bool {
+	c, ok := r.ws()
+	if !ok {
+		return false
+	}
+	if c == ']' {
+		r.pos++
+		return true
+	}
+	for {
+		if !elem(c) {
+			return false
 		}
 		if c, ok = r.ws(); !ok {
 			return false
@@ -725,7 +734,7 @@ func (r *RowDecoder) findings(row *Row) bool {
 			r.pos++
 			return true
 		default:
-			r.failf(ReasonInvalidJSON, "want ',' or ']' in findings, got %q", c)
+			r.failf(ReasonInvalidJSON, "want ',' or ']' in %s, got %q", name, c)
 			return false
 		}
 	}

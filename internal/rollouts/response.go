@@ -106,18 +106,25 @@ func (r *RowDecoder) lenientObject(ctx context, row *Row) bool {
 	return r.object(ctx, row)
 }
 
+// lenientNumber reads a value that the mapping takes when it is a number: present is false
+// for null, NaN and a value that is not a number (skipped); else r.num holds its token.
+func (r *RowDecoder) lenientNumber() (present, ok bool) {
+	if c := r.buf[r.pos]; c != 'n' && !gymjson.StartsNumber(c) {
+		return false, r.skipValue()
+	}
+	if !r.token() {
+		return false, false
+	}
+	return string(r.num) != "null" && string(r.num) != "NaN", true
+}
+
 // tokens reads a token count of spelling sp and type t: an integer >= 0 (by the events
 // decoder's integer rule) is given; null, and a value that is not a number, give nothing.
 func (r *RowDecoder) tokens(name string, row *Row, sp, t int) bool {
 	row.usageHas[sp][t] = false
-	if c := r.buf[r.pos]; c != 'n' && !gymjson.StartsNumber(c) {
-		return r.skipValue()
-	}
-	if !r.token() {
-		return false
-	}
-	if string(r.num) == "null" || string(r.num) == "NaN" {
-		return true
+	present, ok := r.lenientNumber()
+	if !present {
+		return ok
 	}
 	return r.countToken(name, &row.usage[sp][t], &row.usageHas[sp][t])
 }
@@ -126,14 +133,9 @@ func (r *RowDecoder) tokens(name string, row *Row, sp, t int) bool {
 // value that is not a number give nothing.
 func (r *RowDecoder) latency(row *Row) bool {
 	row.HasLatency = false
-	if c := r.buf[r.pos]; c != 'n' && !gymjson.StartsNumber(c) {
-		return r.skipValue()
-	}
-	if !r.token() {
-		return false
-	}
-	if string(r.num) == "null" || string(r.num) == "NaN" {
-		return true
+	present, ok := r.lenientNumber()
+	if !present {
+		return ok
 	}
 	if !gymjson.IsNumber(r.num) {
 		r.failf(ReasonInvalidJSON, "key %q: %q is not a number", "ng_perf.total_latency_ms", r.num)
@@ -157,44 +159,20 @@ func (r *RowDecoder) outputItems(row *Row) bool {
 	}
 	r.pos++
 	row.HasOutput = true
-	c, ok := r.ws()
-	if !ok {
-		return false
-	}
-	if c == ']' {
+	return r.elements("response.output", func(c byte) bool {
+		if c != '{' {
+			return r.skipValue() // an item that is not an object is no call
+		}
 		r.pos++
+		r.itemType = nil
+		if !r.object(ctxOutputItem, row) {
+			return false
+		}
+		if string(r.itemType) == functionCall {
+			row.FunctionCalls++
+		}
 		return true
-	}
-	for {
-		if c == '{' {
-			r.pos++
-			r.itemType = nil
-			if !r.object(ctxOutputItem, row) {
-				return false
-			}
-			if string(r.itemType) == functionCall {
-				row.FunctionCalls++
-			}
-		} else if !r.skipValue() { // an item that is not an object is no call
-			return false
-		}
-		if c, ok = r.ws(); !ok {
-			return false
-		}
-		switch c {
-		case ',':
-			r.pos++
-			if c, ok = r.ws(); !ok {
-				return false
-			}
-		case ']':
-			r.pos++
-			return true
-		default:
-			r.failf(ReasonInvalidJSON, "want ',' or ']' in response.output, got %q", c)
-			return false
-		}
-	}
+	})
 }
 
 const functionCall = "function_call"
