@@ -16,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
 // The Python emitter's recorders of Gym's newer releases (model calls, MeteredSemaphore,
@@ -133,6 +135,12 @@ func TestPythonEmitterGymToday(t *testing.T) {
 		assert.True(t, strings.HasPrefix(k, "memory.type=rss,") || strings.HasPrefix(k, "memory.type=pss,"), k)
 	}
 
+	// Every instrument of those groups that events feed came from this process.
+	for _, in := range schema.Instruments {
+		if in.Source == "events" && gymTodayGroups[in.Group] {
+			assert.NotEmpty(t, pyPoints(md, svc, in.Name), "%s: nothing from the Python process", in.Name)
+		}
+	}
 	require.Empty(t, sink.errors())
 	require.NoError(t, col.stop(30*time.Second))
 }
