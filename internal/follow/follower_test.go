@@ -23,8 +23,9 @@ type lineCollector struct {
 	partial []byte
 }
 
-func (c *lineCollector) ReadFrom(r io.Reader) (int64, error) {
-	b, err := io.ReadAll(r)
+func (c *lineCollector) Read(f *File, size int64, _ func()) error {
+	b, err := io.ReadAll(io.NewSectionReader(f.F, f.Offset, size-f.Offset))
+	f.Offset += int64(len(b))
 	c.partial = append(c.partial, b...)
 	for {
 		i := bytes.IndexByte(c.partial, '\n')
@@ -34,7 +35,7 @@ func (c *lineCollector) ReadFrom(r io.Reader) (int64, error) {
 		*c.got = append(*c.got, filepath.Base(c.path)+":"+string(c.partial[:i]))
 		c.partial = c.partial[i+1:]
 	}
-	return int64(len(b)), err
+	return err
 }
 func (c *lineCollector) Pending() int64       { return int64(len(c.partial)) }
 func (c *lineCollector) Discard()             { c.partial = nil }
@@ -45,7 +46,7 @@ func (c *lineCollector) Restore([]byte) error { return nil }
 
 func newTestFollower(t *testing.T, dir string, store OffsetStore, got *[]string) *Follower {
 	t.Helper()
-	f := NewFollower(func(path string) Reader { return &lineCollector{path: path, got: got} }, Options{
+	f := NewFollower(func(f *File, _ Opened) Reader { return &lineCollector{path: f.Path, got: got} }, Options{
 		Include: []string{filepath.Join(dir, "*.log")}, PollInterval: time.Hour, MaxLineBytes: 1 << 10, MaxFiles: 10, Store: store,
 	}, zap.NewNop())
 	require.NoError(t, f.Start(context.Background()))
