@@ -462,7 +462,8 @@ func (s *ckptStore) Set(_ stdcontext.Context, k string, v []byte) error {
 }
 
 // ckptTailer is a rollouts tailer joined to a checkpointer as the receiver joins them: the
-// checkpoint restored, the section pulled under the tailer's Locker before it starts.
+// checkpoint restored, the tailer made with its section (which pulls its offsets under its
+// Locker) before it starts.
 func ckptTailer(t *testing.T, store *ckptStore, include string) (*Tailer, *checkpoint.Checkpointer, *aggregate.Aggregator, *followtest.Counts) {
 	t.Helper()
 	agg := newTestAggregator(t)
@@ -473,8 +474,7 @@ func ckptTailer(t *testing.T, store *ckptStore, include string) (*Tailer, *check
 	got := followtest.NewCounts()
 	rt := NewTailer(agg, TailerOptions{
 		Include: []string{include}, StartAtBeginning: true, PollInterval: time.Hour, Store: section,
-	}, got.Record, zap.NewNop())
-	section.Join(rt)
+	}, got.Record, zap.NewNop()) // made with its section: joined
 	return rt, c, agg, got
 }
 
@@ -632,13 +632,14 @@ func TestRolloutsOffsetsSavedForEveryCheckpoint(t *testing.T) {
 	assert.Equal(t, int64(4*len(row)), offset(), "the final checkpoint, after Shutdown")
 	assert.Equal(t, int64(4*len(row)), offset())
 
-	// A poll alone saves nothing.
-	mem := &followtest.MemStore{}
-	rt2, _ := rolloutTailer(t, newTestAggregator(t), filepath.Join(dir, "*.jsonl"), true, mem, 0)
+	// A poll alone saves nothing into a store that pulls the offsets (a checkpoint section).
+	pull := &followtest.PullStore{}
+	rt2, _ := rolloutTailer(t, newTestAggregator(t), filepath.Join(dir, "*.jsonl"), true, pull, 0)
+	require.NotNil(t, pull.Offsets, "made with its store: joined")
 	followtest.AppendFile(t, out, row[10:])
 	rt2.poll(ctx)
-	assert.Zero(t, len(mem.Data), "a poll saved the offsets")
-	offsets, release := lockOffsets(rt2, mem)
+	assert.Zero(t, len(pull.Data), "a poll saved the offsets")
+	offsets, release := lockOffsets(rt2, &pull.MemStore)
 	release()
 	var st rolloutState
 	require.NoError(t, json.Unmarshal(offsets, &st))
