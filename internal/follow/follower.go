@@ -30,7 +30,8 @@ type Options struct {
 
 	// Identity is how a file is known again (ByHead, the default, or ByPath).
 	Identity Identity
-	// Codec is the store's format (nil: the events files' format, by head).
+	// Codec is the store's format (nil: by head, the events files' format; by path, Stored
+	// as JSON).
 	Codec Codec
 	// Lock serialises polls, checkpoints and shutdown (nil: a mutex; a checkpoint.Gate lets a
 	// checkpoint in where the Reader yields).
@@ -195,6 +196,9 @@ func NewFollower(newReader NewReader, opts Options, logger *zap.Logger) *Followe
 	}
 	if t.codec == nil {
 		t.codec = headCodec{}
+		if opts.Identity == ByPath {
+			t.codec = pathCodec{}
+		}
 	}
 	if t.mu == nil {
 		t.mu = &mutexLock{}
@@ -562,5 +566,21 @@ func (headCodec) Encode(files map[string]Stored) []byte {
 		m[key] = storedFile{Offset: sf.Offset, Resource: string(sf.State)}
 	}
 	data, _ := json.Marshal(m)
+	return data
+}
+
+// pathCodec is a format by path: each file's Stored as JSON.
+type pathCodec struct{}
+
+func (pathCodec) Decode(data []byte) (map[string]Stored, error) {
+	var m map[string]Stored
+	if err := json.Unmarshal(data, &m); err != nil || m == nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (pathCodec) Encode(files map[string]Stored) []byte {
+	data, _ := json.Marshal(files)
 	return data
 }

@@ -645,3 +645,23 @@ func TestRolloutsOffsetsSavedForEveryCheckpoint(t *testing.T) {
 	require.NoError(t, json.Unmarshal(offsets, &st))
 	assert.Equal(t, int64(5*len(row)), st.Files[out].Offset)
 }
+
+// The section's format is unchanged by the move onto follow.Follower: offsets written in it
+// (by an earlier version) restore, and the offsets given back are in it.
+func TestRolloutsStoredFormat(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "r.jsonl")
+	row := mainRow("m", "1", `,"_ng_run_id":"from-row"`)
+	followtest.AppendFile(t, out, row+row)
+	head := []byte(row + row)[:follow.FingerprintBytes]
+	stored := fmt.Sprintf(`{"files":{%q:{"head":%q,"offset":%d,"lines":1}},"runs":{%q:{"run_id":"r1"}}}`, out, fmt.Sprintf("%x", head), len(row), out)
+	store := &followtest.MemStore{Data: []byte(stored)}
+	agg := newTestAggregator(t)
+	rt, got := rolloutTailer(t, agg, filepath.Join(dir, "*.jsonl"), false, store, 0)
+	assert.Equal(t, int64(1), got.Accepted, "resumed after the stored row")
+	assert.Equal(t, int64(1), rolloutCounts(agg.Collect(aggregate.Scope{}))["r.jsonl|r1|completed_total|dispatch.name=m,outcome=scored"], "under the stored run id")
+	offsets, release := lockOffsets(rt, store)
+	release()
+	want := fmt.Sprintf(`{"files":{%q:{"head":%q,"offset":%d,"lines":2}},"runs":{%q:{"run_id":"r1"}}}`, out, fmt.Sprintf("%x", head), 2*len(row), out)
+	assert.JSONEq(t, want, string(offsets))
+}
