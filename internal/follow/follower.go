@@ -412,14 +412,14 @@ func (t *Follower) open(path string, first bool) (*tailedFile, error) {
 	} else if k, sf, ok := t.lookupStored(f.Head); ok {
 		storeKey, entry = k, &sf
 	}
-	if t.scan == nil {
-		t.scan = make([]byte, 64<<10)
-	}
 	window := int64(t.opts.MaxLineBytes)
 	if window <= 0 {
 		window = -1
 	}
 	atEnd := first && !t.held && !t.opts.StartAtBeginning
+	if atEnd && t.scan == nil {
+		t.scan = make([]byte, 64<<10) // the scan back for the last newline, in windows
+	}
 	start, err := f.Begin(size, entry, atEnd, window, t.scan)
 	if err != nil {
 		_ = f.Close()
