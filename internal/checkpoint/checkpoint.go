@@ -5,10 +5,13 @@
 //
 // A checkpoint is one value under one key (one atomic Set): the State's encoding and, per
 // source, one named opaque offsets section. What the state is, and what a source's offsets
-// say, is theirs: the checkpoint imports neither. A source registers a Section: it reads its
-// offsets from the section's Load at start, and either Saves its new offsets in the same
-// critical section (its lock, given with GuardedBy) as it applies the lines they cover, or
-// lets the checkpoint ask for them under its lock (Pull). The checkpointer takes a checkpoint
+// say, is theirs: the checkpoint imports neither. A source is made with its Section as its
+// offset store, and that is the one step of joining: it reads its offsets from the section's
+// Load at start, and gives the section its lock and its offsets (Pull, which follow.Follower
+// calls when it is made), so that each checkpoint asks for the offsets of exactly what was
+// applied, under the source's lock; at shutdown it Saves its last offsets. (A source may
+// instead Save its offsets in the same critical section as it applies the lines they cover,
+// its lock given with GuardedBy.) The checkpointer takes a checkpoint
 // with every source's lock held, so a line is either in both the state and the offsets or in
 // neither, while sources without offsets (HTTP bodies, stream connections) ingest on, each
 // resource caught under its own lock. A source that holds its lock for long (a poll through a
@@ -86,8 +89,8 @@ type Section struct {
 	has     bool
 }
 
-// Section returns the offsets section of the named source, registering it. Call Join (or
-// GuardedBy, Pull) before the source starts.
+// Section returns the offsets section of the named source, registering it: the store the
+// source is made with, which Pulls (or is GuardedBy) before the source starts.
 func (c *Checkpointer) Section(name string) *Section {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -121,33 +124,10 @@ func (s *Section) Pull(l sync.Locker, offsets func() (data []byte, ok bool)) {
 	s.guard, s.offsets = l, offsets
 }
 
-// Source is a source that joins a checkpoint: Locker is the lock it holds while it applies
-// lines and records their offsets. A Source that Saves its offsets as it applies them joins as
-// with GuardedBy; one that also has Offsets joins as with Pull.
-type Source interface {
-	Locker() sync.Locker
-}
-
-// Puller is a Source whose offsets each checkpoint asks for (Pull).
-type Puller interface {
-	Source
-	Offsets() (data []byte, ok bool)
-}
-
-// Join registers src's lock (and its Offsets, for a Puller) with the section: the one call a
-// receiver makes for a source, before the source starts.
-func (s *Section) Join(src Source) {
-	if p, ok := src.(Puller); ok {
-		s.Pull(p.Locker(), p.Offsets)
-		return
-	}
-	s.GuardedBy(src.Locker())
-}
-
 // Gate is the lock of a source that holds it for long (a poll that reads a long file row by
 // row) and can let a checkpoint in between two rows: the source Locks it for a poll and calls
 // Yield wherever its state and offsets agree; the checkpoint takes Checkpoint (give it to
-// GuardedBy or Pull). A waiting checkpoint is handed the gate at the source's next Yield, and
+// Pull or GuardedBy). A waiting checkpoint is handed the gate at the source's next Yield, and
 // the source goes on once every waiting checkpoint is done: no sleeping, no polling. The zero
 // Gate is unlocked.
 type Gate struct {
@@ -239,9 +219,9 @@ func (s *Section) Save(_ context.Context, data []byte) error {
 	return nil
 }
 
-// SetLegacy makes Load of a section return data when the restored checkpoint has none (the
-// offsets of an older version, kept under another key).
-func (c *Checkpointer) SetLegacy(name string, data []byte) {
+// setLegacy makes Load of a section return data when the restored checkpoint has none (the
+// offsets of an older version, kept under another key: RestoreLegacy).
+func (c *Checkpointer) setLegacy(name string, data []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.restored[name]; !ok && len(data) > 0 {

@@ -238,37 +238,6 @@ func TestGateAndPull(t *testing.T) {
 	assert.Equal(t, strconv.Itoa(applied), saved())
 }
 
-type pushSource struct{ mu sync.Mutex }
-
-func (p *pushSource) Locker() sync.Locker { return &p.mu }
-
-type pullSource struct {
-	pushSource
-	n int
-}
-
-func (p *pullSource) Offsets() ([]byte, bool) { return []byte(strconv.Itoa(p.n)), true }
-
-// Join takes a source's lock, and its offsets when it has Offsets.
-func TestJoin(t *testing.T) {
-	store := &memStore{data: map[string][]byte{}}
-	c := New(store, newAgg(t))
-	push, pull := &pushSource{}, &pullSource{n: 7}
-	c.Section("push").Join(push)
-	c.Section("pull").Join(pull)
-	require.NoError(t, c.Section("push").Save(context.Background(), []byte("pushed")))
-	_, err := c.Save(context.Background())
-	require.NoError(t, err)
-	r := New(&memStore{data: map[string][]byte{Key: store.data[Key]}}, newAgg(t))
-	_, err = r.Restore(context.Background())
-	require.NoError(t, err)
-	for name, want := range map[string]string{"push": "pushed", "pull": "7"} {
-		got, _ := r.Section(name).Load(context.Background())
-		assert.Equal(t, want, string(got), name)
-	}
-	assert.True(t, push.mu.TryLock(), "the lock is released after the checkpoint")
-}
-
 // Checkpoints waiting for a Gate are each handed it at the source's next Yield, and the source
 // goes on only once they are done; a Lock of the source waits for them too.
 func TestGateHandsOff(t *testing.T) {
@@ -311,4 +280,25 @@ func TestGateHandsOff(t *testing.T) {
 	g.Unlock()
 	<-ck
 	assert.Equal(t, []string{"checkpoint", "source"}, order)
+}
+
+// A section takes a source's lock, and its offsets when it pulls them.
+func TestPushAndPull(t *testing.T) {
+	store := &memStore{data: map[string][]byte{}}
+	c := New(store, newAgg(t))
+	var push, pull sync.Mutex
+	c.Section("push").GuardedBy(&push)
+	c.Section("pull").Pull(&pull, func() ([]byte, bool) { return []byte(strconv.Itoa(7)), true })
+	require.NoError(t, c.Section("push").Save(context.Background(), []byte("pushed")))
+	_, err := c.Save(context.Background())
+	require.NoError(t, err)
+	r := New(&memStore{data: map[string][]byte{Key: store.data[Key]}}, newAgg(t))
+	_, err = r.Restore(context.Background())
+	require.NoError(t, err)
+	for name, want := range map[string]string{"push": "pushed", "pull": "7"} {
+		got, _ := r.Section(name).Load(context.Background())
+		assert.Equal(t, want, string(got), name)
+	}
+	assert.True(t, push.TryLock(), "the lock is released after the checkpoint")
+	assert.True(t, pull.TryLock(), "the lock is released after the checkpoint")
 }

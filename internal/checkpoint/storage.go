@@ -6,6 +6,7 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.uber.org/zap"
 )
 
 // Client returns the client named name that the storage extension id gives the receiver
@@ -36,3 +37,29 @@ func (s KeyStore) Load(ctx context.Context) ([]byte, error) { return s.Client.Ge
 
 // Save replaces the value.
 func (s KeyStore) Save(ctx context.Context, b []byte) error { return s.Client.Set(ctx, s.Key, b) }
+
+// Legacy is where a source kept its offsets alone before checkpoints: the storage client named
+// Client, under Key. Its Section of the checkpoint starts from them once, when there is no
+// checkpoint yet.
+type Legacy struct {
+	Section, Client, Key string
+}
+
+// RestoreLegacy gives l's section the offsets kept at l (in the storage extension id, for the
+// receiver owner; key names the configuration key of id), when Restore found no checkpoint:
+// the migration from before checkpoints, in the one place that owns the record. Offsets that
+// cannot be read are left behind (the source follows start_at).
+func (c *Checkpointer) RestoreLegacy(ctx context.Context, host component.Host, key string, id, owner component.ID, l Legacy, logger *zap.Logger) error {
+	client, err := Client(ctx, host, key, id, owner, l.Client)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = client.Close(ctx) }()
+	b, err := (KeyStore{Client: client, Key: l.Key}).Load(ctx)
+	if err != nil || len(b) == 0 {
+		return nil
+	}
+	c.setLegacy(l.Section, b)
+	logger.Info("checkpoint: no checkpoint yet; resuming from the offsets kept before checkpoints", zap.String("section", l.Section), zap.String("key", l.Key))
+	return nil
+}

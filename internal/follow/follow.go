@@ -1,10 +1,11 @@
 // Package follow holds what the sources that follow files share: matching the globs,
 // identifying a file (its device and inode, and its head: the fingerprint that finds it again
 // across renames and restarts), start_at end's seek past the last complete line, noticing a
-// file truncated or replaced in place, the store of offsets, the poll loop and a log limiter.
-// The events files tailer (transport.FileTailer, for the gym receiver and gym_console) and the
-// rollouts source (rollouts.Tailer) both follow files with it; what a line or a row means is
-// theirs. It imports nothing of the engine.
+// file truncated or replaced in place, the store of offsets, and Follower, the poll loop of
+// every source that follows files: the events files tailer (transport.FileTailer, for the gym
+// receiver and gym_console) and the rollouts source (rollouts.Tailer), which injects what
+// differs (its targets, the identity of its files, its store's format, its lock and reader).
+// What a line or a row means is theirs. It imports nothing of the engine.
 package follow
 
 import (
@@ -273,10 +274,12 @@ const (
 	AtEnd
 )
 
-// Stored is a store's entry for a file: its head (HeadKey) and the offset it was read to.
+// Stored is a store's entry for a file: its head (HeadKey), the offset it was read to, and
+// what its reader keeps to resume (Reader.State).
 type Stored struct {
 	Head   string
 	Offset int64
+	State  []byte
 }
 
 // Begin sets the Offset of a file just opened, of size bytes, by the one rule of both sources:

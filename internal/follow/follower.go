@@ -3,9 +3,10 @@ package follow
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"os"
+	"sort"
 	"sync"
 	"time"
 
@@ -14,25 +15,97 @@ import (
 
 // Options configure a Follower.
 type Options struct {
+	// Name is the source's key in logs and errors (files, rollouts; "" is files).
+	Name             string
 	Include, Exclude []string
 	StartAtBeginning bool
 	PollInterval     time.Duration
-	// MaxLineBytes is the longest line: start_at end looks that far back for the last newline.
+	// MaxLineBytes is the longest line: start_at end looks that far back for the last newline
+	// (0: in the whole file, for lines of any size).
 	MaxLineBytes int
-	// MaxFiles bounds the files followed at once; more are counted and left for later polls.
+	// MaxFiles bounds the files followed at once; more are counted and left for later polls
+	// (0: no bound; the source bounds its targets itself).
 	MaxFiles int
 	Store    OffsetStore // nil: offsets are not kept across restarts
+
+	// Identity is how a file is known again (ByHead, the default, or ByPath).
+	Identity Identity
+	// Codec is the store's format (nil: by head, the events files' format; by path, Stored
+	// as JSON).
+	Codec Codec
+	// Lock serialises polls, checkpoints and shutdown (nil: a mutex; a checkpoint.Gate lets a
+	// checkpoint in where the Reader yields).
+	Lock Lock
+	// Targets, when set, names the files of a poll, in the order they are read, instead of the
+	// globs' matches: a source that derives its files from what the globs match (rollouts:
+	// the files of its runs). A file followed that is not among them is let go.
+	Targets func(first bool) []string
+	// EndPoll, when set, is called at the end of every poll, under the lock, before the
+	// offsets are saved.
+	EndPoll func(first bool)
+	// OpenFailed, when set, reports a file that cannot be opened (retried every poll); nil logs
+	// each.
+	OpenFailed func(path string, err error)
+	// Lines names what a file holds in logs (lines, rows; "" is lines).
+	Lines string
 }
 
-// Reader takes the bytes of one followed file for the source: it splits them into lines and
-// emits them (the transports' line reader, in front of a decoder), as contrib's fileconsumer
-// injects its split and emit functions.
+// Identity is how a follower knows a file again, from poll to poll and across restarts.
+type Identity int
+
+const (
+	// ByHead: an open file is its device and inode, wherever the globs find it (a file renamed
+	// within them goes on; one renamed away is read for one poll more, then let go), and the
+	// store keeps it by head, so a restart finds it again under any name.
+	ByHead Identity = iota
+	// ByPath: a file is its path. Another inode at the path is another file: the old one is read
+	// to its end and let go, the new one read from its start. A file gone from the path is read
+	// to its end and let go at once. The store keeps it by path, with its head.
+	ByPath
+)
+
+// Lock is the lock of a follower's polls. The follower Locks it for a poll and calls Yield
+// where its Reader says the state and the offsets agree (between two rows); a checkpoint takes
+// Checkpoint. checkpoint.Gate is one (the follower imports no checkpoint).
+type Lock interface {
+	sync.Locker
+	Yield()
+	Checkpoint() sync.Locker
+}
+
+// mutexLock is the Lock of a source whose readers never yield.
+type mutexLock struct{ sync.Mutex }
+
+func (*mutexLock) Yield() {}
+
+func (m *mutexLock) Checkpoint() sync.Locker { return &m.Mutex }
+
+// PulledStore is a store that asks the source for its offsets whenever it takes them (a
+// checkpoint section), with the source's lock held, so that they are those of exactly what
+// was applied. A follower whose Store is one joins it when it is made (the one step a source
+// takes to join a checkpoint) and saves into it only at Shutdown, not at every poll.
+type PulledStore interface {
+	OffsetStore
+	Pull(l sync.Locker, offsets func() (data []byte, ok bool))
+}
+
+// Codec is a store's format: what it keeps of each file, by key (ByHead: the head, HeadKey;
+// ByPath: the path).
+type Codec interface {
+	Decode(data []byte) (map[string]Stored, error)
+	Encode(files map[string]Stored) []byte
+}
+
+// Reader takes the bytes of one followed file for the source: it splits them into lines or
+// rows and hands them on (the transports' line reader, in front of a decoder; the rollouts
+// row decoder), as contrib's fileconsumer injects its split and emit functions.
 type Reader interface {
-	// ReadFrom reads r to its end and hands on every complete line. It returns the bytes read
-	// and the error that ended the reading (nil at io.EOF).
-	ReadFrom(r io.Reader) (int64, error)
-	// Pending is how many of the bytes read belong to a line not complete yet: the offset a
-	// restart resumes at is before them.
+	// Read hands on what f holds from f.Offset up to size, and advances f.Offset past the
+	// bytes it consumed. Where what it handed on and f.Offset (less Pending) agree, it may call
+	// yield, which lets a waiting checkpoint in. It returns the error that ended the reading.
+	Read(f *File, size int64, yield func()) error
+	// Pending is how many of the bytes before f.Offset belong to a line not complete yet: the
+	// offset a restart resumes at is before them.
 	Pending() int64
 	// Discard forgets the line not complete yet (the file was truncated or replaced).
 	Discard()
@@ -47,69 +120,121 @@ type Reader interface {
 	Restore(state []byte) error
 }
 
-// NewReader makes the Reader of the file at path.
-type NewReader func(path string) Reader
-
-// Follower follows files named by globs, each file with its own Reader. It reads files as they
-// grow, keeps reading a file renamed away (rotation by rename) to its end, starts a file again
-// when it shrinks or its head changes (copy-truncate), and picks up new files. Every poll reads
-// what is there, so a slow consumer slows the reading, never the memory. Its offsets are kept
-// by head (the fingerprint), saved at every poll under Locker. (The rollouts source follows
-// the files of runs with the same pieces, File, Match and Poller, but its own loop.)
-type Follower struct {
-	opts      Options
-	newReader NewReader
-	logger    *zap.Logger
-
-	files   map[FileID]*tailedFile
-	stored  map[string]storedFile // fingerprint (hex) -> where to resume, from the store
-	polls   int
-	skipped int64 // files over MaxFiles, for the log
-
-	loop Poller
-	mu   sync.Mutex // serialises polls (the loop, and the last one at shutdown)
+// Opened says how a file just opened begins, for its reader.
+type Opened struct {
+	Start Start
+	// Other: the store held an entry for the file's path whose head is not the file's: another
+	// file is at the path now (ByPath).
+	Other bool
 }
 
-// storedFile is what the store keeps of a file: the offset through its last complete line,
-// and the resource line its stream was under there (so a resumed file goes on under it).
-type storedFile struct {
-	Offset   int64  `json:"offset"`
-	Resource string `json:"resource,omitempty"`
+// NewReader makes the Reader of a file just opened (f.Path is its path).
+type NewReader func(f *File, opened Opened) Reader
+
+// Follower follows files named by globs, each file with its own Reader. It reads files as they
+// grow, reads a file let go (renamed away, removed, replaced at its path) to its end, starts a
+// file again when it shrinks or its head changes (copy-truncate), and picks up new files.
+// Every poll reads what is there, so a slow consumer slows the reading, never the memory. It
+// is the one loop of every source that follows files: the events files (transport.FileTailer),
+// gym_console's files, and the rollouts source, which injects its targets (the files of its
+// runs), its identity (by path), its codec and a lock its reader yields.
+type Follower struct {
+	opts      Options
+	name      string
+	lines     string
+	newReader NewReader
+	logger    *zap.Logger
+	codec     Codec
+	mu        Lock
+	yield     func() // mu.Yield, made once
+	pulled    bool   // the store pulls the offsets (Offsets): a poll does not save them
+
+	files   map[fileKey]*tailedFile
+	stored  map[string]Stored // from the store: where to resume a file, by key
+	held    bool              // the store held offsets at Start: start_at end does not apply
+	loaded  bool              // Start has read the store: Offsets stand for the source
+	closed  bool              // Shutdown saved the last offsets and let the files go
+	waiting bool              // the last poll left files waiting past MaxFiles
+	polls   int
+	skipped int64 // files over MaxFiles, for the log
+	scan    []byte
+	gone    []*tailedFile
+
+	loop Poller
+}
+
+// fileKey is an open file's key: its identity (ByHead) or its path (ByPath).
+type fileKey struct {
+	id   FileID
+	path string
 }
 
 // tailedFile is a followed file (its Offset: the bytes handed to the reader).
 type tailedFile struct {
 	*File
 	rd   Reader
-	seen int // the poll that last found the path matching
+	key  fileKey
+	seen int // the poll that last found it among the targets
+	rank int // its place among them then: files let go are read in that order
 }
 
 // committed is the offset through the last complete line: where a restart resumes.
 func (t *tailedFile) committed() int64 { return t.Offset - t.rd.Pending() }
 
 // NewFollower returns a follower whose files' bytes go to the readers newReader makes, one per
-// file; Start begins polling.
+// file; Start begins polling. A PulledStore is joined here.
 func NewFollower(newReader NewReader, opts Options, logger *zap.Logger) *Follower {
-	return &Follower{opts: opts, newReader: newReader, logger: logger, files: map[FileID]*tailedFile{}}
+	t := &Follower{
+		opts: opts, name: opts.Name, lines: opts.Lines, newReader: newReader, logger: logger,
+		codec: opts.Codec, mu: opts.Lock, files: map[fileKey]*tailedFile{},
+	}
+	if t.name == "" {
+		t.name = "files"
+	}
+	if t.lines == "" {
+		t.lines = "lines"
+	}
+	if t.codec == nil {
+		t.codec = headCodec{}
+		if opts.Identity == ByPath {
+			t.codec = pathCodec{}
+		}
+	}
+	if t.mu == nil {
+		t.mu = &mutexLock{}
+	}
+	t.yield = t.mu.Yield
+	if p, ok := opts.Store.(PulledStore); ok {
+		p.Pull(t.Locker(), t.Offsets)
+		t.pulled = true
+	}
+	return t
 }
 
 // Start loads the stored offsets, polls once, and keeps polling in the background.
 func (t *Follower) Start(ctx context.Context) error {
-	if err := CheckGlobs("files", t.opts.Include, t.opts.Exclude); err != nil {
+	if err := CheckGlobs(t.name, t.opts.Include, t.opts.Exclude); err != nil {
 		return err
 	}
+	var data []byte
 	if t.opts.Store != nil {
-		data, err := t.opts.Store.Load(ctx)
-		if err != nil {
-			return fmt.Errorf("files: reading stored offsets: %w", err)
-		}
-		if len(data) > 0 {
-			if err := json.Unmarshal(data, &t.stored); err != nil {
-				t.logger.Warn("files: stored offsets are unreadable; starting without them", zap.Error(err))
-				t.stored = nil
-			}
+		var err error
+		// Not under the lock: a checkpoint holds the store's lock while it waits for ours.
+		if data, err = t.opts.Store.Load(ctx); err != nil {
+			return fmt.Errorf("%s: reading stored offsets: %w", t.name, err)
 		}
 	}
+	t.mu.Lock()
+	if len(data) > 0 {
+		stored, err := t.codec.Decode(data)
+		if err != nil {
+			t.logger.Warn(t.name+": stored offsets are unreadable; starting without them", zap.Error(err))
+		} else {
+			t.stored, t.held = stored, stored != nil
+		}
+	}
+	t.loaded = true
+	t.mu.Unlock()
 	t.Poll(ctx)
 	t.loop.Start(t.opts.PollInterval, t.Poll)
 	return nil
@@ -121,20 +246,31 @@ func (t *Follower) Shutdown(ctx context.Context) error {
 	if !t.loop.Stop() {
 		return nil // not started, or already shut down
 	}
-	t.Poll(ctx)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for id, f := range t.files {
+	t.poll(ctx, true) // saves: the offsets the final checkpoint keeps
+	t.closed = true
+	for key, f := range t.files {
 		f.rd.Flush()
 		_ = f.Close()
-		delete(t.files, id)
+		delete(t.files, key)
 	}
 	return nil
 }
 
-// Locker is the lock the follower holds while it applies lines and saves their offsets (one
-// poll): a checkpoint taken under it has the offsets of exactly the lines applied.
-func (t *Follower) Locker() sync.Locker { return &t.mu }
+// Locker is the lock a checkpoint holds while it takes the offsets and the state they are the
+// offsets of. It waits for the follower between two polls, or where its reader yields.
+func (t *Follower) Locker() sync.Locker { return t.mu.Checkpoint() }
+
+// Offsets returns, with Locker held, the offsets of exactly what was applied so far, in the
+// store's format. Before Start has read the store, and after Shutdown saved its last offsets,
+// it has none of its own (false): the store keeps what it has.
+func (t *Follower) Offsets() ([]byte, bool) {
+	if !t.loaded || t.closed {
+		return nil, false
+	}
+	return t.codec.Encode(t.entries()), true
+}
 
 // Followed is how many files are followed.
 func (t *Follower) Followed() int {
@@ -143,96 +279,179 @@ func (t *Follower) Followed() int {
 	return len(t.files)
 }
 
-// Poll finds the files, reads each, forgets those gone, and saves the offsets. The loop calls
-// it every PollInterval; a test may call it by hand.
+// Poll finds the files, reads each, lets go of those gone, and saves the offsets unless the
+// store pulls them. The loop calls it every PollInterval; a test may call it by hand.
 func (t *Follower) Poll(ctx context.Context) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.polls++
-	first := t.polls == 1
-	waiting := false
-	for _, path := range Match(t.opts.Include, t.opts.Exclude, nil) {
-		fi, err := os.Stat(path)
-		if err != nil || !fi.Mode().IsRegular() {
-			continue
-		}
-		id := IDOf(fi)
-		if f, ok := t.files[id]; ok {
-			f.Path, f.seen = path, t.polls // renamed within the globs: the same stream goes on
-			continue
-		}
-		if len(t.files) >= t.opts.MaxFiles {
-			waiting = true
-			t.skipped++
-			if t.skipped == 1 || t.skipped%1000 == 0 {
-				t.logger.Warn("files: more matching files than max_files; the rest wait", zap.Int("max_files", t.opts.MaxFiles), zap.String("path", path))
-			}
-			continue
-		}
-		if err := t.open(path, first); err != nil {
-			t.logger.Warn("files: cannot follow file", zap.String("path", path), zap.Error(err))
-		}
-	}
-	for id, f := range t.files {
-		t.read(f)
-		if f.seen < t.polls-1 {
-			// Renamed away or deleted a poll ago, so a writer that had it open has moved on:
-			// it was read to its end above, and a partial last line will never be finished.
-			f.rd.Finish()
-			_ = f.Close()
-			delete(t.files, id)
-		}
-	}
-	t.save(ctx, waiting)
+	t.poll(ctx, false)
 }
 
-// open starts following a file: from a stored offset when the store knows its head; from the
-// end (after its last complete line) when it was there at start-up and start_at is end; from
-// the beginning otherwise (a file that appears while the collector runs, or while it was down
-// with storage).
-func (t *Follower) open(path string, first bool) error {
-	f, size, err := Open(path)
-	if err != nil {
-		return err
+func (t *Follower) poll(ctx context.Context, final bool) {
+	t.polls++
+	first := t.polls == 1
+	t.waiting = false
+	for i, path := range t.targets(first) {
+		fi, err := os.Stat(path)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue // a file followed there is let go below
+		}
+		f := t.find(path, fi)
+		if f != nil && f.seen == t.polls {
+			continue // found again under another name (a link): read once
+		}
+		if f == nil {
+			if t.opts.MaxFiles > 0 && len(t.files) >= t.opts.MaxFiles {
+				t.waiting = true
+				t.skipped++
+				if t.skipped == 1 || t.skipped%1000 == 0 {
+					t.logger.Warn(t.name+": more matching files than max_files; the rest wait", zap.Int("max_files", t.opts.MaxFiles), zap.String("path", path))
+				}
+				continue
+			}
+			if f, err = t.open(path, first); err != nil {
+				if t.opts.OpenFailed != nil {
+					t.opts.OpenFailed(path, err)
+				} else {
+					t.logger.Warn(t.name+": cannot follow file", zap.String("path", path), zap.Error(err))
+				}
+				continue
+			}
+		}
+		f.Path, f.seen, f.rank = path, t.polls, i // renamed within the globs: the same stream goes on
+		t.read(f)
 	}
-	var resource string
-	key, sf, ok := t.lookupStored(f.Head)
-	var entry *Stored
-	if ok {
-		entry = &Stored{Head: key, Offset: sf.Offset}
+	t.letGo()
+	if first && t.opts.Identity == ByPath {
+		t.dropGone()
 	}
-	atEnd := first && t.stored == nil && !t.opts.StartAtBeginning
-	start, err := f.Begin(size, entry, atEnd, int64(t.opts.MaxLineBytes), nil)
-	if err != nil {
-		_ = f.Close()
-		return err
+	if t.opts.EndPoll != nil {
+		t.opts.EndPoll(first)
 	}
-	if start == Resumed {
-		resource = sf.Resource
-		delete(t.stored, key) // used once: from now on the open file's own entry stands for it
+	t.save(ctx, final)
+}
+
+// targets are the paths of a poll: the source's, or the globs' matches.
+func (t *Follower) targets(first bool) []string {
+	if t.opts.Targets != nil {
+		return t.opts.Targets(first)
 	}
-	rd := t.newReader(path)
-	if resource != "" {
-		if err := rd.Restore([]byte(resource)); err != nil {
-			t.logger.Warn("files: the stored resource line is unreadable; resuming on the default resource", zap.String("path", path), zap.Error(err))
+	return Match(t.opts.Include, t.opts.Exclude, nil)
+}
+
+// find returns the open file at path, fi: by its identity (ByHead), or by its path (ByPath),
+// where another inode at the path lets the open file go first (read to its end).
+func (t *Follower) find(path string, fi os.FileInfo) *tailedFile {
+	if t.opts.Identity == ByHead {
+		return t.files[fileKey{id: IDOf(fi)}]
+	}
+	f := t.files[fileKey{path: path}]
+	if f != nil && f.ID != IDOf(fi) {
+		t.finish(f)
+		return nil
+	}
+	return f
+}
+
+// letGo reads the files not among this poll's targets, in the order they were found, and lets
+// them go: at once (ByPath), or a poll after they were last found (ByHead), so that a writer
+// that had a file open when it was renamed away has moved on.
+func (t *Follower) letGo() {
+	t.gone = t.gone[:0]
+	for _, f := range t.files {
+		if f.seen != t.polls {
+			t.gone = append(t.gone, f)
 		}
 	}
-	t.files[f.ID] = &tailedFile{File: f, seen: t.polls, rd: rd}
-	return nil
+	if len(t.gone) == 0 {
+		return
+	}
+	sort.Slice(t.gone, func(i, j int) bool {
+		a, b := t.gone[i], t.gone[j]
+		if a.seen != b.seen {
+			return a.seen > b.seen
+		}
+		return a.rank < b.rank
+	})
+	for _, f := range t.gone {
+		if t.opts.Identity == ByHead && f.seen == t.polls-1 {
+			t.read(f)
+			continue
+		}
+		t.finish(f)
+	}
+	clear(t.gone)
+}
+
+// finish reads a file to its end and lets it go: a partial last line will never be finished.
+func (t *Follower) finish(f *tailedFile) {
+	t.read(f)
+	f.rd.Finish()
+	_ = f.Close()
+	delete(t.files, f.key)
+}
+
+// open starts following a file: from a stored offset when the store knows it (by its head, or
+// by its path with the same head); from the end (after its last complete line) when it was
+// there at start-up, start_at is end and the store held nothing; from the beginning otherwise
+// (a file that appears while the collector runs, or while it was down with storage).
+func (t *Follower) open(path string, first bool) (*tailedFile, error) {
+	f, size, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	key := fileKey{id: f.ID}
+	var storeKey string
+	var entry *Stored
+	if t.opts.Identity == ByPath {
+		key = fileKey{path: path}
+		if sf, ok := t.stored[path]; ok {
+			delete(t.stored, path) // used once: a file that comes back later is new
+			storeKey, entry = path, &sf
+		}
+	} else if k, sf, ok := t.lookupStored(f.Head); ok {
+		storeKey, entry = k, &sf
+	}
+	window := int64(t.opts.MaxLineBytes)
+	if window <= 0 {
+		window = -1
+	}
+	atEnd := first && !t.held && !t.opts.StartAtBeginning
+	if atEnd && t.scan == nil {
+		t.scan = make([]byte, 64<<10) // the scan back for the last newline, in windows
+	}
+	start, err := f.Begin(size, entry, atEnd, window, t.scan)
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	opened := Opened{Start: start, Other: entry != nil && start != Resumed}
+	rd := t.newReader(f, opened)
+	if start == Resumed {
+		delete(t.stored, storeKey) // used once: from now on the open file's own entry stands for it
+		if len(entry.State) > 0 {
+			if err := rd.Restore(entry.State); err != nil {
+				t.logger.Warn(t.name+": the stored resource line is unreadable; resuming on the default resource", zap.String("path", path), zap.Error(err))
+			}
+		}
+	}
+	tf := &tailedFile{File: f, rd: rd, key: key}
+	t.files[key] = tf
+	return tf, nil
 }
 
 // lookupStored finds the stored offset of a file by its head: the stored head is a prefix of
 // the file's head (the file may have grown since).
-func (t *Follower) lookupStored(fp []byte) (string, storedFile, bool) {
+func (t *Follower) lookupStored(fp []byte) (string, Stored, bool) {
 	if len(fp) == 0 {
-		return "", storedFile{}, false
+		return "", Stored{}, false
 	}
 	for key, sf := range t.stored {
 		if HasHead(fp, key) {
 			return key, sf, true
 		}
 	}
-	return "", storedFile{}, false
+	return "", Stored{}, false
 }
 
 // read reads a file from its offset to its end, starting it again when it was truncated or
@@ -243,43 +462,125 @@ func (t *Follower) read(f *tailedFile) {
 		return
 	}
 	if f.Replaced(fi.Size()) {
-		t.logger.Info("files: file was truncated or replaced; reading it from the start", zap.String("path", f.Path))
+		t.logger.Info(t.name+": file was truncated or replaced; reading it from the start", zap.String("path", f.Path))
 		f.rd.Discard()
 	}
 	if fi.Size() == f.Offset {
 		return
 	}
-	n, err := f.rd.ReadFrom(io.NewSectionReader(f.F, f.Offset, fi.Size()-f.Offset))
-	f.Offset += n
-	if err != nil {
-		t.logger.Warn("files: read failed", zap.String("path", f.Path), zap.Error(err))
+	if err := f.rd.Read(f.File, fi.Size(), t.yield); err != nil {
+		t.logger.Warn(t.name+": read failed", zap.String("path", f.Path), zap.Error(err))
 	}
 	f.GrowHead()
 }
 
-// save keeps, for each followed file, its head and the offset through its last complete line.
-// While files wait past max_files (waiting), the stored entries not in use are kept too: a
-// waiting file known to the store resumes at its offset when its turn comes, instead of being
-// read again from its start. Once no file waits, an entry not in use is a file gone, and goes.
-func (t *Follower) save(ctx context.Context, waiting bool) {
-	if t.opts.Store == nil {
-		return
+// dropGone forgets the stored offsets of files gone at the first poll (deleted while the
+// collector was down), so that the offsets carried over for files not opened yet cannot pile
+// up across restarts.
+func (t *Follower) dropGone() {
+	for p := range t.stored {
+		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+			delete(t.stored, p)
+		}
 	}
-	m := make(map[string]storedFile, len(t.files))
-	if waiting {
+}
+
+// entries is what the store keeps: for each followed file, its head, the offset through its
+// last complete line and its reader's state, and the stored entries of files not opened yet:
+// always by path (they stand until their file is opened, or gone at a start); by head, only
+// while files wait past max_files (a waiting file known to the store resumes at its offset
+// when its turn comes, instead of being read again from its start; once none waits, an entry
+// not in use is a file gone).
+func (t *Follower) entries() map[string]Stored {
+	m := make(map[string]Stored, len(t.files))
+	// Before the first poll (a checkpoint after Start read the store), the stored entries are
+	// all there is.
+	if t.opts.Identity == ByPath || t.waiting || t.polls == 0 {
 		for key, sf := range t.stored {
 			m[key] = sf
 		}
 	}
 	for _, f := range t.files {
-		if len(f.Head) > 0 {
-			m[HeadKey(f.Head)] = storedFile{Offset: f.committed(), Resource: string(f.rd.State())}
+		if len(f.Head) == 0 {
+			continue
 		}
+		key := f.Path
+		if t.opts.Identity == ByHead {
+			key = HeadKey(f.Head)
+		}
+		m[key] = Stored{Head: HeadKey(f.Head), Offset: f.committed(), State: f.rd.State()}
 	}
-	data, _ := json.Marshal(m)
-	if err := t.opts.Store.Save(ctx, data); err != nil {
-		t.logger.Warn("files: saving offsets failed; a restart may read some lines again", zap.Error(err))
+	return m
+}
+
+// save keeps the offsets at the end of a poll: in a store that does not pull them, at every
+// poll; in one that does, only at the last (Shutdown's), for the final checkpoint.
+func (t *Follower) save(ctx context.Context, final bool) {
+	if t.opts.Store == nil {
 		return
 	}
-	t.stored = m
+	m := t.entries()
+	if t.pulled && !final {
+		if t.opts.Identity == ByHead {
+			t.stored = m // as saved: what Offsets gives the next checkpoint
+		}
+		return
+	}
+	if err := t.opts.Store.Save(ctx, t.codec.Encode(m)); err != nil {
+		t.logger.Warn(t.name+": saving offsets failed; a restart may read some "+t.lines+" again", zap.Error(err))
+		return
+	}
+	if t.opts.Identity == ByHead {
+		t.stored = m
+	}
+}
+
+// headCodec is the events files' format: by head (hex), the offset through the last complete
+// line and the resource line its stream was under there (so a resumed file goes on under it).
+type headCodec struct{}
+
+type storedFile struct {
+	Offset   int64  `json:"offset"`
+	Resource string `json:"resource,omitempty"`
+}
+
+func (headCodec) Decode(data []byte) (map[string]Stored, error) {
+	var m map[string]storedFile
+	if err := json.Unmarshal(data, &m); err != nil || m == nil {
+		return nil, err // null: nothing stored
+	}
+	out := make(map[string]Stored, len(m))
+	for key, sf := range m {
+		var state []byte
+		if sf.Resource != "" {
+			state = []byte(sf.Resource)
+		}
+		out[key] = Stored{Head: key, Offset: sf.Offset, State: state}
+	}
+	return out, nil
+}
+
+func (headCodec) Encode(files map[string]Stored) []byte {
+	m := make(map[string]storedFile, len(files))
+	for key, sf := range files {
+		m[key] = storedFile{Offset: sf.Offset, Resource: string(sf.State)}
+	}
+	data, _ := json.Marshal(m)
+	return data
+}
+
+// pathCodec is a format by path: each file's Stored as JSON.
+type pathCodec struct{}
+
+func (pathCodec) Decode(data []byte) (map[string]Stored, error) {
+	var m map[string]Stored
+	if err := json.Unmarshal(data, &m); err != nil || m == nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (pathCodec) Encode(files map[string]Stored) []byte {
+	data, _ := json.Marshal(files)
+	return data
 }

@@ -3,6 +3,7 @@ package follow
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -23,8 +24,9 @@ type lineCollector struct {
 	partial []byte
 }
 
-func (c *lineCollector) ReadFrom(r io.Reader) (int64, error) {
-	b, err := io.ReadAll(r)
+func (c *lineCollector) Read(f *File, size int64, _ func()) error {
+	b, err := io.ReadAll(io.NewSectionReader(f.F, f.Offset, size-f.Offset))
+	f.Offset += int64(len(b))
 	c.partial = append(c.partial, b...)
 	for {
 		i := bytes.IndexByte(c.partial, '\n')
@@ -34,7 +36,7 @@ func (c *lineCollector) ReadFrom(r io.Reader) (int64, error) {
 		*c.got = append(*c.got, filepath.Base(c.path)+":"+string(c.partial[:i]))
 		c.partial = c.partial[i+1:]
 	}
-	return int64(len(b)), err
+	return err
 }
 func (c *lineCollector) Pending() int64       { return int64(len(c.partial)) }
 func (c *lineCollector) Discard()             { c.partial = nil }
@@ -45,7 +47,7 @@ func (c *lineCollector) Restore([]byte) error { return nil }
 
 func newTestFollower(t *testing.T, dir string, store OffsetStore, got *[]string) *Follower {
 	t.Helper()
-	f := NewFollower(func(path string) Reader { return &lineCollector{path: path, got: got} }, Options{
+	f := NewFollower(func(f *File, _ Opened) Reader { return &lineCollector{path: f.Path, got: got} }, Options{
 		Include: []string{filepath.Join(dir, "*.log")}, PollInterval: time.Hour, MaxLineBytes: 1 << 10, MaxFiles: 10, Store: store,
 	}, zap.NewNop())
 	require.NoError(t, f.Start(context.Background()))
@@ -80,4 +82,97 @@ func TestFollowerWithAnyReader(t *testing.T) {
 	f = newTestFollower(t, dir, store, &got)
 	defer func() { require.NoError(t, f.Shutdown(context.Background())) }()
 	assert.Equal(t, []string{"a.log:after"}, got, "resumed at the stored offset")
+}
+
+// finishCollector is a lineCollector that also records the files it was let go of.
+type finishCollector struct {
+	lineCollector
+	finished *[]string
+}
+
+func (c *finishCollector) Finish() { *c.finished = append(*c.finished, filepath.Base(c.path)) }
+
+// ByPath: another inode at the path is another file (the old one read to its end and let go,
+// then the new one read from its start), a file gone from the targets is read to its end and
+// let go at once, and the store keeps files by path: a restart resumes a file at its path only
+// while its head is the same.
+func TestFollowerByPath(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log")
+	followtest.AppendFile(t, a, "a1\n")
+	followtest.AppendFile(t, b, "b1\n")
+	var got, finished []string
+	var opened []Opened
+	targets := []string{a, b}
+	store := &followtest.PullStore{}
+	newFollower := func() *Follower {
+		f := NewFollower(func(f *File, o Opened) Reader {
+			opened = append(opened, o)
+			return &finishCollector{lineCollector{path: f.Path, got: &got}, &finished}
+		}, Options{
+			Name: "test", Include: []string{filepath.Join(dir, "*.log")}, StartAtBeginning: true,
+			PollInterval: time.Hour, Store: store, Identity: ByPath,
+			Targets: func(bool) []string { return targets },
+		}, zap.NewNop())
+		require.NotNil(t, store.Offsets, "made with a store that pulls: joined")
+		require.NoError(t, f.Start(context.Background()))
+		return f
+	}
+	f := newFollower()
+	assert.Equal(t, []string{"a.log:a1", "b.log:b1"}, got, "in the targets' order")
+
+	// a replaced at its path: the old file read to its end first.
+	followtest.AppendFile(t, a, "a2\n")
+	require.NoError(t, os.Rename(a, filepath.Join(dir, "a.old")))
+	followtest.AppendFile(t, a, "new1\n")
+	f.Poll(context.Background())
+	assert.Equal(t, []string{"a.log:a1", "b.log:b1", "a.log:a2", "a.log:new1"}, got)
+	assert.Equal(t, []string{"a.log"}, finished)
+
+	// b no longer a target: read to its end and let go at once.
+	followtest.AppendFile(t, b, "b2\n")
+	targets = []string{a}
+	f.Poll(context.Background())
+	assert.Equal(t, "b.log:b2", got[len(got)-1])
+	assert.Equal(t, []string{"a.log", "b.log"}, finished)
+	assert.Equal(t, 1, f.Followed())
+	assert.Zero(t, len(store.Data), "a poll saves nothing into a store that pulls")
+
+	// Pulled under the lock: by path, with the head.
+	l := store.Locker
+	l.Lock()
+	data, ok := store.Offsets()
+	l.Unlock()
+	require.True(t, ok)
+	var m map[string]Stored
+	require.NoError(t, json.Unmarshal(data, &m))
+	assert.Equal(t, HeadKey([]byte("new1\n")), m[a].Head)
+	assert.Contains(t, m, a)
+	assert.Equal(t, int64(len("new1\n")), m[a].Offset)
+	require.NoError(t, f.Shutdown(context.Background()))
+	assert.NotEmpty(t, store.Data, "saved at Shutdown")
+	_, ok = store.Offsets()
+	assert.False(t, ok, "after Shutdown, the offsets it saved stand")
+
+	// Restarted: a resumes at its offset; another file at b's stored path would start anew.
+	followtest.AppendFile(t, a, "new2\n")
+	got, opened, targets = nil, nil, []string{a}
+	f = newFollower()
+	defer func() { require.NoError(t, f.Shutdown(context.Background())) }()
+	assert.Equal(t, []string{"a.log:new2"}, got)
+	assert.Equal(t, []Opened{{Start: Resumed}}, opened)
+}
+
+// The events files' format is unchanged: offsets by head (hex) written by an earlier version
+// restore, and those saved are in it.
+func TestFollowerStoredFormat(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.log")
+	followtest.AppendFile(t, a, "old\nnew\n")
+	store := &followtest.MemStore{Data: []byte(`{"` + HeadKey([]byte("old\n")) + `":{"offset":4}}`)}
+	var got []string
+	f := newTestFollower(t, dir, store, &got)
+	require.NoError(t, f.Shutdown(context.Background()))
+	assert.Equal(t, []string{"a.log:new"}, got)
+	assert.JSONEq(t, `{"`+HeadKey([]byte("old\nnew\n"))+`":{"offset":8}}`, string(store.Data))
 }

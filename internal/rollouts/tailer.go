@@ -5,13 +5,12 @@ import (
 	stdcontext "context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -31,9 +30,9 @@ type TailerOptions struct {
 	PollInterval     time.Duration
 	// MaxLineBytes is the longest row, without its newline (0: no limit).
 	MaxLineBytes int64
-	// Store keeps the offsets (nil: not kept across restarts). They are read at Start and
-	// saved at Shutdown; in between, not at every poll: each checkpoint asks for them under
-	// Locker (Offsets).
+	// Store keeps the offsets (nil: not kept across restarts). They are read at Start. A
+	// checkpoint section (follow.PulledStore) asks for them under Locker at each checkpoint
+	// (Offsets) and is saved into at Shutdown; another store is saved into at every poll.
 	Store follow.OffsetStore
 }
 
@@ -52,24 +51,28 @@ const (
 // outputs themselves, even when no STEM.jsonl is beside them (yet).
 var gymSuffixes = []string{failuresSuffix, "_attempts.jsonl", "_materialized_inputs.jsonl", "_reward_profiling.jsonl", "_items.jsonl", "_task.jsonl"}
 
-// Tailer is the rollouts source: it follows the files of Gym rollout collections: for each main output the globs
-// match, the main output, its failures sidecar and the health report beside it, as they are
-// written. Each row is decoded by RowDecoder and applied as the events of the Gym event
-// stream, under one resource per run. Rows are applied in order and the offsets advance row by
-// row, so the offsets always say exactly which rows the aggregator holds.
+// Tailer is the rollouts source: it follows the files of Gym rollout collections: for each main
+// output the globs match, the main output, its failures sidecar and the health report beside
+// it, as they are written. Its files are followed by follow.Follower, the loop of every source
+// that follows files, with the run files' rules injected: its targets (the files of its runs,
+// at most MaxRuns), their identity (by path), the store's format, and a row reader. Each row is
+// decoded by RowDecoder and applied as the events of the Gym event stream, under one resource
+// per run. Rows are applied in order and the offsets advance row by row, so the offsets always
+// say exactly which rows the aggregator holds.
 type Tailer struct {
+	*follow.Follower
 	opts   TailerOptions
 	agg    *aggregate.Aggregator
 	record func(*ingest.Stats)
 	logger *zap.Logger
 	now    func() time.Time // for the log limiter
 
-	runs    map[string]*run // by the run's path (log.file.path)
-	owner   map[string]string
-	stored  *rolloutState // from the store, each entry consumed as its file or run is opened
-	loaded  bool          // Start has read the store: encode's offsets stand for the source
-	polls   int
-	skipped int64
+	runs       map[string]*run // by the run's path (log.file.path)
+	owner      map[string]string
+	storedRuns map[string]storedRun // from the store, each entry consumed as its run is made
+	polls      int
+	skipped    int64
+	targets    []string // a poll's, reused
 
 	rd    *RowDecoder
 	row   Row
@@ -77,34 +80,34 @@ type Tailer struct {
 	stats ingest.Stats
 	logs  follow.LogLimiter
 
-	loop follow.Poller
 	// mu: a poll, a checkpoint and shutdown exclude each other. A poll lets a waiting
-	// checkpoint in between two rows (Yield), so a checkpoint never waits for a long file to be
-	// read to its end.
-	mu     checkpoint.Gate
-	closed bool // Shutdown let the files go: the offsets it saved stand
+	// checkpoint in between two rows (the follower's yield), so a checkpoint never waits for a
+	// long file to be read to its end.
+	mu checkpoint.Gate
 }
 
 // run is one rollout collection's files: the main output, its sidecar, and the health report
 // when it belongs to this run (or only the health report, for a report of its own).
 type run struct {
 	path   string // the main output (or the report of its own): the resource's log.file.path
-	files  [3]*rowFile
-	report bool // a report of its own: no main output, no sidecar
-	fixed  bool // the resource is fixed (runID, stream)
+	report bool   // a report of its own: no main output, no sidecar
+	fixed  bool   // the resource is fixed (runID, stream)
 	runID  string
 	stream *aggregate.Stream
 	seen   int
 }
 
-// rowFile is a followed file of a run: its Offset is through the last complete row applied
-// (or rejected).
+// rowFile is the follower's Reader of a run's file: the follower's File.Offset is through the
+// last complete row applied (or rejected).
 type rowFile struct {
-	*follow.File
+	t       *Tailer
+	f       *follow.File
+	run     *run
 	kind    Kind
 	lines   int64 // complete lines before Offset
 	noLines bool  // started at the end of a file: line numbers unknown, rows logged by offset
 	scanned int64 // after an incomplete row: no newline lies in [offset, scanned)
+	partial bool  // the last read ended before a row's newline
 }
 
 // rolloutState is what the store keeps: for each file (by path) its head and where to resume,
@@ -125,98 +128,48 @@ type storedRun struct {
 }
 
 // NewTailer returns the rollout files source, which applies the rows to agg and gives record
-// the counts of each poll; Start begins polling.
+// the counts of each poll; Start begins polling. A checkpoint section as opts.Store is joined
+// here: each checkpoint pulls the offsets of the rows applied (Offsets, under Locker).
 func NewTailer(agg *aggregate.Aggregator, opts TailerOptions, record func(*ingest.Stats), logger *zap.Logger) *Tailer {
-	return &Tailer{
+	t := &Tailer{
 		opts: opts, agg: agg, record: record, logger: logger, now: time.Now,
 		runs: map[string]*run{}, owner: map[string]string{},
 		rd:    NewRowDecoder(0),
 		stats: ingest.NewStats(),
 		logs:  follow.LogLimiter{Burst: 10, Every: 10 * time.Second},
 	}
-}
-
-// Start restores the offsets the store holds, polls once, and keeps polling in the background.
-func (t *Tailer) Start(ctx stdcontext.Context) error {
-	if err := follow.CheckGlobs("rollouts", t.opts.Include, t.opts.Exclude); err != nil {
-		return err
-	}
-	var data []byte
-	if t.opts.Store != nil {
-		var err error
-		// Not under t.mu: a checkpoint holds the store's lock while it waits for t.mu.
-		if data, err = t.opts.Store.Load(ctx); err != nil {
-			return fmt.Errorf("rollouts: reading stored offsets: %w", err)
-		}
-	}
-	t.mu.Lock()
-	if err := t.restore(data); err != nil {
-		t.logger.Warn("rollouts: stored offsets are unreadable; starting without them", zap.Error(err))
-	}
-	t.loaded = true
-	t.mu.Unlock()
-	t.poll(ctx)
-	t.loop.Start(t.opts.PollInterval, t.poll)
-	return nil
-}
-
-func (t *Tailer) restore(data []byte) error {
-	if len(data) == 0 {
-		return nil
-	}
-	var st rolloutState
-	if err := json.Unmarshal(data, &st); err != nil {
-		return err
-	}
-	t.stored = &st
-	return nil
-}
-
-// Locker is the lock the receiver's checkpoint holds while it takes a checkpoint (with Offsets,
-// checkpoint.Section.Pull). It waits for the tailer between two rows (a poll yields there),
-// not for the end of a poll.
-func (t *Tailer) Locker() sync.Locker { return t.mu.Checkpoint() }
-
-// Offsets returns, with Locker held, the offsets of exactly the rows applied so far, so the
-// checkpoint's state and offsets agree. Before Start has read the store, and after Shutdown
-// saved its last offsets, it has none of its own (false): the checkpoint keeps what it has.
-func (t *Tailer) Offsets() ([]byte, bool) {
-	if !t.loaded || t.closed {
-		return nil, false
-	}
-	return t.encode(), true
-}
-
-// Shutdown stops polling, reads the complete rows the files hold once more, keeps the offsets
-// and closes the files. A row still being written stays unread: a restart with storage reads
-// it whole.
-func (t *Tailer) Shutdown(ctx stdcontext.Context) error {
-	if !t.loop.Stop() {
-		return nil // not started, or already shut down
-	}
-	t.poll(ctx)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.save(ctx) // for the final checkpoint: the offsets of the last read
-	t.closed = true
-	for key, r := range t.runs {
-		for _, f := range r.files {
-			if f != nil {
-				_ = f.Close()
+	t.Follower = follow.NewFollower(t.newReader, follow.Options{
+		Name:             "rollouts",
+		Lines:            "rows",
+		Include:          opts.Include,
+		Exclude:          opts.Exclude,
+		StartAtBeginning: opts.StartAtBeginning,
+		PollInterval:     opts.PollInterval,
+		MaxLineBytes:     0, // start_at end: after the last newline (0 when there is none): rows can be of any size
+		Store:            opts.Store,
+		Identity:         follow.ByPath,
+		Codec:            rolloutCodec{t},
+		Lock:             &t.mu,
+		Targets:          t.findRuns,
+		EndPoll:          t.endPoll,
+		OpenFailed: func(path string, err error) {
+			if t.logs.Allow(t.now()) { // retried every poll: the log is rate-limited
+				t.logger.Warn("rollouts: cannot follow file", zap.String("path", path), zap.Error(err))
 			}
-		}
-		delete(t.runs, key)
-	}
-	return nil
+		},
+	}, logger)
+	return t
 }
 
-// poll finds the runs, reads their files and forgets the runs that are gone. It does not save
-// the offsets: a checkpoint's Locker saves them, with the state they are the offsets of.
-func (t *Tailer) poll(ctx stdcontext.Context) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+// poll is one poll of the follower (the loop's; a test's by hand).
+func (t *Tailer) poll(ctx stdcontext.Context) { t.Poll(ctx) }
+
+// findRuns finds the runs (admitting new ones up to MaxRuns) and returns their files, run by run:
+// main output, sidecar, report. The files of a run gone (its main output deleted or no longer
+// matched) are not among them: the follower reads them to their end and lets them go, and
+// endPoll forgets the run.
+func (t *Tailer) findRuns(bool) []string {
 	t.polls++
-	first := t.polls == 1
 	mains := t.matchMains()
 	perDir := map[string]int{}
 	for _, p := range mains {
@@ -269,18 +222,26 @@ func (t *Tailer) poll(ctx stdcontext.Context) {
 			}
 		}
 	}
+	t.targets = t.targets[:0]
 	for _, key := range sortedKeys(t.runs) {
 		r := t.runs[key]
-		gone := r.seen != t.polls
-		t.followRun(r, first, gone)
-		if gone {
-			// The main output is gone (the run directory deleted, or no longer matched): its
-			// rows were read to the end above; the run is forgotten.
-			for _, f := range r.files {
-				if f != nil {
-					_ = f.Close()
-				}
+		if r.seen != t.polls {
+			continue
+		}
+		for _, p := range t.paths(r) {
+			if p != "" {
+				t.targets = append(t.targets, p)
 			}
+		}
+	}
+	return t.targets
+}
+
+// endPoll forgets the runs gone (their files were read to their end and let go), and the stored
+// runs gone at the first poll, and records the poll's counts.
+func (t *Tailer) endPoll(first bool) {
+	for key, r := range t.runs {
+		if r.seen != t.polls {
 			delete(t.runs, key)
 			if t.owner[filepath.Dir(key)] == key {
 				delete(t.owner, filepath.Dir(key))
@@ -293,21 +254,13 @@ func (t *Tailer) poll(ctx stdcontext.Context) {
 	t.flush()
 }
 
-// dropGone forgets the stored offsets and runs whose files are gone at the first poll (deleted
-// while the collector was down), so that the offsets carried over for files not opened yet
-// (runs waiting past MaxRuns, or not matched now) cannot pile up across restarts.
+// dropGone forgets the stored runs whose main output is gone at the first poll (deleted while
+// the collector was down), as the follower forgets the offsets of files gone, so that the runs
+// carried over (waiting past MaxRuns, or not matched now) cannot pile up across restarts.
 func (t *Tailer) dropGone() {
-	if t.stored == nil {
-		return
-	}
-	for p := range t.stored.Files {
+	for p := range t.storedRuns {
 		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
-			delete(t.stored.Files, p)
-		}
-	}
-	for p := range t.stored.Runs {
-		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
-			delete(t.stored.Runs, p)
+			delete(t.storedRuns, p)
 		}
 	}
 }
@@ -373,11 +326,8 @@ func nextUnderscore(s string, i int) int {
 // restoreRun takes a run's resource from the store, so that a restarted collector goes on
 // with the same series.
 func (t *Tailer) restoreRun(r *run) {
-	if t.stored == nil {
-		return
-	}
-	if sr, ok := t.stored.Runs[r.path]; ok {
-		delete(t.stored.Runs, r.path) // used once, as a file's offset
+	if sr, ok := t.storedRuns[r.path]; ok {
+		delete(t.storedRuns, r.path) // used once, as a file's offset
 		r.fixed, r.runID = true, sr.RunID
 	}
 }
@@ -402,153 +352,161 @@ func (t *Tailer) paths(r *run) [3]string {
 	return out
 }
 
-// followRun opens the run's files that appeared, reads each, and handles a file that was
-// replaced (a new inode at the path: the old one is read to its end first) or removed.
-func (t *Tailer) followRun(r *run, first, gone bool) {
-	paths := t.paths(r)
-	for k, path := range paths {
-		f := r.files[k]
-		if gone || path == "" {
-			if f != nil {
-				t.read(r, f, true)
-			}
-			continue
-		}
-		fi, err := os.Stat(path)
-		switch {
-		case err != nil || !fi.Mode().IsRegular():
-			if f != nil { // removed or renamed away: what it holds is read, then it is let go
-				t.read(r, f, true)
-				_ = f.Close()
-				r.files[k] = nil
-			}
-			continue
-		case f != nil && f.ID != follow.IDOf(fi):
-			t.read(r, f, true)
-			_ = f.Close()
-			r.files[k] = nil
-			f = nil
-		}
-		if f == nil {
-			nf, replaced, err := t.open(Kind(k), path, first)
-			if err != nil {
-				if t.logs.Allow(t.now()) { // retried every poll: the log is rate-limited
-					t.logger.Warn("rollouts: cannot follow file", zap.String("path", path), zap.Error(err))
-				}
-				continue
-			}
-			if k == int(Main) && (replaced || r.stream != nil) {
-				r.newRun() // another main output at the path: a new run, its resource chosen anew
-			}
-			r.files[k] = nf
-			f = nf
-		}
-		t.read(r, f, false)
+// newReader makes the reader of a run's file just opened. Another main output at a run's path
+// (the store's entry for the path had another head, or the run had a resource already) is a
+// new run: its resource is chosen anew.
+func (t *Tailer) newReader(f *follow.File, opened follow.Opened) follow.Reader {
+	r, kind := t.member(f.Path)
+	rf := &rowFile{t: t, f: f, run: r, kind: kind, noLines: opened.Start == follow.AtEnd} // at the end: rows are logged by offset
+	if kind == Main && (opened.Other || r.stream != nil) {
+		r.newRun()
 	}
+	return rf
 }
 
-// open starts following a file: from its stored offset when the store knows its path and its
-// head is unchanged; from the end (after its last complete row) when it was there at start-up,
-// start_at is end and the store is empty; from the beginning otherwise.
-func (t *Tailer) open(kind Kind, path string, first bool) (rf *rowFile, replaced bool, err error) {
-	f, size, err := follow.Open(path)
-	if err != nil {
-		return nil, false, err
-	}
-	rf = &rowFile{File: f, kind: kind}
-	var entry *follow.Stored
-	var lines int64
-	if t.stored != nil {
-		if sf, ok := t.stored.Files[path]; ok {
-			delete(t.stored.Files, path) // used once: a file that comes back later is new
-			entry, lines = &follow.Stored{Head: sf.Head, Offset: sf.Offset}, sf.Lines
+// member returns the run a target path is a file of, and which file it is.
+func (t *Tailer) member(path string) (*run, Kind) {
+	if r := t.runs[path]; r != nil {
+		if r.report {
+			return r, Verdicts
 		}
+		return r, Main
 	}
-	// start_at end: after the last newline (0 when there is none): rows can be of any size.
-	atEnd := first && t.stored == nil && !t.opts.StartAtBeginning
-	start, err := f.Begin(size, entry, atEnd, -1, t.rd.Buffer())
-	switch {
-	case err != nil:
-		_ = f.Close()
-		return nil, false, err
-	case start == follow.Resumed:
-		rf.lines, rf.noLines = max(lines, 0), lines < 0
-	case entry != nil:
-		return rf, true, nil // another file at the path now
-	case start == follow.AtEnd:
-		rf.noLines = true // rows are logged by offset
+	dir := filepath.Dir(path)
+	if filepath.Base(path) == verdictsName {
+		return t.runs[t.owner[dir]], Verdicts
 	}
-	return rf, false, nil
+	return t.runs[strings.TrimSuffix(path, failuresSuffix)+".jsonl"], Failures
 }
 
-// read applies the complete rows a file holds past its offset. A file that shrank or whose
-// head changed (copy-truncate, or rewritten in place) is read again from the start. last: the
-// file is let go after this read, so a row without its newline will never be finished.
-func (t *Tailer) read(r *run, f *rowFile, last bool) {
-	fi, err := f.F.Stat()
-	if err != nil {
-		return
-	}
-	if f.Replaced(fi.Size()) {
-		t.logger.Info("rollouts: file was truncated or replaced; reading it from the start", zap.String("path", f.Path))
-		f.lines, f.scanned, f.noLines = 0, 0, false
-		if f.kind == Main {
-			r.newRun() // the main output written again: a new run
-		}
-	}
-	size := fi.Size()
-	if size > f.Offset && f.scanned > f.Offset {
+// Read applies the complete rows the file holds past its offset, one by one: the offset and
+// the line count advance per row, and a waiting checkpoint comes in between two rows (yield).
+func (rf *rowFile) Read(f *follow.File, size int64, yield func()) error {
+	t := rf.t
+	rf.partial = false
+	if rf.scanned > f.Offset {
 		// A row is being written: wait for its newline with a bare scan before reading it.
-		nl, scanned, err := findNewline(f.F, f.scanned, size, t.rd)
+		nl, scanned, err := findNewline(f.F, rf.scanned, size, t.rd)
 		if err != nil {
-			t.logger.Warn("rollouts: read failed", zap.String("path", f.Path), zap.Error(err))
-			return
+			return err
 		}
-		f.scanned = scanned
+		rf.scanned = scanned
 		if !nl {
-			if last {
-				t.partial(f)
-			}
-			return
+			rf.partial = true
+			return nil
 		}
 	}
-	if size > f.Offset {
-		t.rd.Reset(io.NewSectionReader(f.F, f.Offset, size-f.Offset), f.Offset, f.lines, t.opts.MaxLineBytes)
-		for {
-			err := t.rd.Next(f.kind, &t.row)
-			if errors.Is(err, io.EOF) {
-				f.scanned = 0
-				break
-			}
-			if errors.Is(err, ErrIncomplete) {
-				f.scanned = t.rd.Scanned()
-				if last {
-					t.partial(f)
-				}
-				break
-			}
-			// Next returns its *RowError unwrapped; errors.As would move a variable to the heap
-			// for every row.
-			if re, ok := err.(*RowError); ok { //nolint:errorlint // see above
-				t.reject(f, t.rd.Lines(), re)
-			} else if err == nil {
-				t.apply(r, f)
-			}
-			f.Offset, f.lines = t.rd.Offset(), t.rd.Lines()
-			t.mu.Yield() // the state is whole here: every row applied has its offset
+	t.rd.Reset(io.NewSectionReader(f.F, f.Offset, size-f.Offset), f.Offset, rf.lines, t.opts.MaxLineBytes)
+	for {
+		err := t.rd.Next(rf.kind, &t.row)
+		if errors.Is(err, io.EOF) {
+			rf.scanned = 0
+			break
 		}
-		if err := t.rd.Err(); err != nil {
-			t.logger.Warn("rollouts: read failed", zap.String("path", f.Path), zap.Error(err))
+		if errors.Is(err, ErrIncomplete) {
+			rf.scanned = t.rd.Scanned()
+			rf.partial = true
+			break
+		}
+		// Next returns its *RowError unwrapped; errors.As would move a variable to the heap
+		// for every row.
+		if re, ok := err.(*RowError); ok { //nolint:errorlint // see above
+			t.reject(rf, t.rd.Lines(), re)
+		} else if err == nil {
+			t.apply(rf.run, rf)
+		}
+		f.Offset, rf.lines = t.rd.Offset(), t.rd.Lines()
+		yield() // the state is whole here: every row applied has its offset
+	}
+	return t.rd.Err()
+}
+
+// Pending is 0: the offset advances by whole rows.
+func (rf *rowFile) Pending() int64 { return 0 }
+
+// Discard starts the file again (truncated or rewritten in place): the main output written
+// again is a new run.
+func (rf *rowFile) Discard() {
+	rf.lines, rf.scanned, rf.noLines, rf.partial = 0, 0, false, false
+	if rf.kind == Main {
+		rf.run.newRun()
+	}
+}
+
+// Finish counts a last row that its file was let go before its newline.
+func (rf *rowFile) Finish() {
+	if rf.partial {
+		rf.t.partial(rf)
+	}
+}
+
+// Flush has nothing to hand on: a row still being written at shutdown stays unread, and a
+// restart with storage reads it whole.
+func (rf *rowFile) Flush() {}
+
+// State is the count of lines before the offset (-1: unknown, the file was started at its end).
+func (rf *rowFile) State() []byte {
+	if rf.noLines {
+		return []byte("-1")
+	}
+	return strconv.AppendInt(nil, rf.lines, 10)
+}
+
+func (rf *rowFile) Restore(state []byte) error {
+	lines, err := strconv.ParseInt(string(state), 10, 64)
+	if err != nil {
+		return err
+	}
+	rf.lines, rf.noLines = max(lines, 0), lines < 0
+	return nil
+}
+
+// rolloutCodec is the rollouts section's format (rolloutState): the follower's entries by path
+// under files, with their line counts, and the runs whose resource is fixed (those followed,
+// and the stored ones not followed yet, which stand until they are).
+type rolloutCodec struct{ t *Tailer }
+
+func (c rolloutCodec) Decode(data []byte) (map[string]follow.Stored, error) {
+	var st rolloutState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, err
+	}
+	files := make(map[string]follow.Stored, len(st.Files))
+	for p, sf := range st.Files {
+		files[p] = follow.Stored{Head: sf.Head, Offset: sf.Offset, State: strconv.AppendInt(nil, sf.Lines, 10)}
+	}
+	c.t.storedRuns = st.Runs
+	if c.t.storedRuns == nil {
+		c.t.storedRuns = map[string]storedRun{}
+	}
+	return files, nil
+}
+
+func (c rolloutCodec) Encode(files map[string]follow.Stored) []byte {
+	st := rolloutState{Files: make(map[string]storedRowFile, len(files)), Runs: map[string]storedRun{}}
+	for p, sf := range files {
+		lines, _ := strconv.ParseInt(string(sf.State), 10, 64)
+		st.Files[p] = storedRowFile{Head: sf.Head, Offset: sf.Offset, Lines: lines}
+	}
+	for _, r := range c.t.runs {
+		if r.fixed {
+			st.Runs[r.path] = storedRun{RunID: r.runID}
 		}
 	}
-	f.GrowHead()
+	for p, sr := range c.t.storedRuns {
+		if _, ok := st.Runs[p]; !ok {
+			st.Runs[p] = sr
+		}
+	}
+	data, _ := json.Marshal(st)
+	return data
 }
 
 // partial counts a last row that its file was let go before its newline.
 func (t *Tailer) partial(f *rowFile) {
 	t.stats.Rejected[ingest.ReasonPartialLine]++
 	if t.logs.Allow(t.now()) {
-		t.logger.Warn("rollouts: the file was let go with a row not complete", zap.String("path", f.Path), zap.Int64("offset", f.Offset))
+		t.logger.Warn("rollouts: the file was let go with a row not complete", zap.String("path", f.f.Path), zap.Int64("offset", f.f.Offset))
 	}
 }
 
@@ -602,11 +560,11 @@ func (t *Tailer) reject(f *rowFile, line int64, re *RowError) {
 	if !t.logs.Allow(t.now()) {
 		return
 	}
-	fields := []zap.Field{zap.String("path", f.Path), zap.String("reason", re.Reason), zap.String("error", re.Msg)}
+	fields := []zap.Field{zap.String("path", f.f.Path), zap.String("reason", re.Reason), zap.String("error", re.Msg)}
 	if !f.noLines {
 		fields = append(fields, zap.Int64("line", line))
 	} else {
-		fields = append(fields, zap.Int64("offset", f.Offset))
+		fields = append(fields, zap.Int64("offset", f.f.Offset))
 	}
 	if n := t.logs.TakeSuppressed(); n > 0 {
 		fields = append(fields, zap.Int64("not_logged_before", n))
@@ -619,49 +577,6 @@ func (t *Tailer) flush() {
 		t.record(&t.stats)
 	}
 	t.stats.Clear()
-}
-
-func (t *Tailer) encode() []byte {
-	st := rolloutState{Files: map[string]storedRowFile{}, Runs: map[string]storedRun{}}
-	for _, r := range t.runs {
-		if r.fixed {
-			st.Runs[r.path] = storedRun{RunID: r.runID}
-		}
-		for _, f := range r.files {
-			if f != nil && len(f.Head) > 0 {
-				sf := storedRowFile{Head: follow.HeadKey(f.Head), Offset: f.Offset, Lines: f.lines}
-				if f.noLines {
-					sf.Lines = -1
-				}
-				st.Files[f.Path] = sf
-			}
-		}
-	}
-	// The stored entries of files and runs not opened yet stand until they are.
-	if t.stored != nil {
-		for p, sf := range t.stored.Files {
-			if _, ok := st.Files[p]; !ok {
-				st.Files[p] = sf
-			}
-		}
-		for p, sr := range t.stored.Runs {
-			if _, ok := st.Runs[p]; !ok {
-				st.Runs[p] = sr
-			}
-		}
-	}
-	data, _ := json.Marshal(st)
-	return data
-}
-
-func (t *Tailer) save(ctx stdcontext.Context) {
-	if t.opts.Store == nil {
-		return
-	}
-	data := t.encode()
-	if err := t.opts.Store.Save(ctx, data); err != nil {
-		t.logger.Warn("rollouts: saving offsets failed; a restart may read some rows again", zap.Error(err))
-	}
 }
 
 // findNewline scans f from `from` to `to` for a newline with the bare byte search, through the

@@ -462,7 +462,8 @@ func (s *ckptStore) Set(_ stdcontext.Context, k string, v []byte) error {
 }
 
 // ckptTailer is a rollouts tailer joined to a checkpointer as the receiver joins them: the
-// checkpoint restored, the section pulled under the tailer's Locker before it starts.
+// checkpoint restored, the tailer made with its section (which pulls its offsets under its
+// Locker) before it starts.
 func ckptTailer(t *testing.T, store *ckptStore, include string) (*Tailer, *checkpoint.Checkpointer, *aggregate.Aggregator, *followtest.Counts) {
 	t.Helper()
 	agg := newTestAggregator(t)
@@ -473,8 +474,7 @@ func ckptTailer(t *testing.T, store *ckptStore, include string) (*Tailer, *check
 	got := followtest.NewCounts()
 	rt := NewTailer(agg, TailerOptions{
 		Include: []string{include}, StartAtBeginning: true, PollInterval: time.Hour, Store: section,
-	}, got.Record, zap.NewNop())
-	section.Join(rt)
+	}, got.Record, zap.NewNop()) // made with its section: joined
 	return rt, c, agg, got
 }
 
@@ -632,15 +632,36 @@ func TestRolloutsOffsetsSavedForEveryCheckpoint(t *testing.T) {
 	assert.Equal(t, int64(4*len(row)), offset(), "the final checkpoint, after Shutdown")
 	assert.Equal(t, int64(4*len(row)), offset())
 
-	// A poll alone saves nothing.
-	mem := &followtest.MemStore{}
-	rt2, _ := rolloutTailer(t, newTestAggregator(t), filepath.Join(dir, "*.jsonl"), true, mem, 0)
+	// A poll alone saves nothing into a store that pulls the offsets (a checkpoint section).
+	pull := &followtest.PullStore{}
+	rt2, _ := rolloutTailer(t, newTestAggregator(t), filepath.Join(dir, "*.jsonl"), true, pull, 0)
+	require.NotNil(t, pull.Offsets, "made with its store: joined")
 	followtest.AppendFile(t, out, row[10:])
 	rt2.poll(ctx)
-	assert.Zero(t, len(mem.Data), "a poll saved the offsets")
-	offsets, release := lockOffsets(rt2, mem)
+	assert.Zero(t, len(pull.Data), "a poll saved the offsets")
+	offsets, release := lockOffsets(rt2, &pull.MemStore)
 	release()
 	var st rolloutState
 	require.NoError(t, json.Unmarshal(offsets, &st))
 	assert.Equal(t, int64(5*len(row)), st.Files[out].Offset)
+}
+
+// The section's format is unchanged by the move onto follow.Follower: offsets written in it
+// (by an earlier version) restore, and the offsets given back are in it.
+func TestRolloutsStoredFormat(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "r.jsonl")
+	row := mainRow("m", "1", `,"_ng_run_id":"from-row"`)
+	followtest.AppendFile(t, out, row+row)
+	head := []byte(row + row)[:follow.FingerprintBytes]
+	stored := fmt.Sprintf(`{"files":{%q:{"head":%q,"offset":%d,"lines":1}},"runs":{%q:{"run_id":"r1"}}}`, out, fmt.Sprintf("%x", head), len(row), out)
+	store := &followtest.MemStore{Data: []byte(stored)}
+	agg := newTestAggregator(t)
+	rt, got := rolloutTailer(t, agg, filepath.Join(dir, "*.jsonl"), false, store, 0)
+	assert.Equal(t, int64(1), got.Accepted, "resumed after the stored row")
+	assert.Equal(t, int64(1), rolloutCounts(agg.Collect(aggregate.Scope{}))["r.jsonl|r1|completed_total|dispatch.name=m,outcome=scored"], "under the stored run id")
+	offsets, release := lockOffsets(rt, store)
+	release()
+	want := fmt.Sprintf(`{"files":{%q:{"head":%q,"offset":%d,"lines":2}},"runs":{%q:{"run_id":"r1"}}}`, out, fmt.Sprintf("%x", head), 2*len(row), out)
+	assert.JSONEq(t, want, string(offsets))
 }

@@ -301,7 +301,7 @@ func (s *Schema) checkInstrument(in *Instrument) error {
 		}
 		for _, k := range in.AcceptKinds[1:] {
 			// Only a gauge and a non-monotonic sum say the same thing (a value now).
-			if !(in.Kind == "gauge" && k == "updown" || in.Kind == "updown" && k == "gauge") {
+			if (in.Kind != "gauge" || k != "updown") && (in.Kind != "updown" || k != "gauge") {
 				return fmt.Errorf("instrument %s: accept_kinds: %q cannot stand for a %s", in.Name, k, in.Kind)
 			}
 		}

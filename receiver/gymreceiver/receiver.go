@@ -165,12 +165,6 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 		r.set.Logger.Info("gym receiver listening", zap.String("transport", network), zap.String("endpoint", r.stream.Addr().String()))
 	}
 	if fc := r.cfg.Files.Get(); fc != nil {
-		var store transport.OffsetStore
-		var section *checkpoint.Section
-		if r.ckpt != nil {
-			section = r.ckpt.Section(filesSection)
-			store = section
-		}
 		r.files = transport.NewFileTailer(r.fileStreams(), transport.FilesOptions{
 			Include:          fc.Include,
 			Exclude:          fc.Exclude,
@@ -178,33 +172,21 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 			PollInterval:     fc.PollInterval,
 			MaxLineBytes:     r.cfg.MaxLineBytes,
 			MaxFiles:         fc.MaxFiles,
-			Store:            store,
+			Store:            r.offsets(filesSection),
 		}, r.recordStream, r.set.Logger)
-		if section != nil {
-			section.Join(r.files) // the offsets of a poll, saved with its lines
-		}
 		if err := r.files.Start(ctx); err != nil {
 			return err
 		}
 	}
 	if rc := r.cfg.Rollouts.Get(); rc != nil {
-		var store transport.OffsetStore
-		var section *checkpoint.Section
-		if r.ckpt != nil {
-			section = r.ckpt.Section(rolloutsSection)
-			store = section
-		}
 		r.rollouts = rollouts.NewTailer(r.agg, rollouts.TailerOptions{
 			Include:          rc.Include,
 			Exclude:          rc.Exclude,
 			StartAtBeginning: rc.Beginning(),
 			PollInterval:     rc.PollInterval,
 			MaxLineBytes:     rc.MaxLineBytes,
-			Store:            store,
+			Store:            r.offsets(rolloutsSection),
 		}, r.recordRows, r.set.Logger)
-		if section != nil {
-			section.Join(r.rollouts) // each checkpoint asks for the offsets of the rows applied, between two rows
-		}
 		if err := r.rollouts.Start(ctx); err != nil {
 			return err
 		}
@@ -302,6 +284,16 @@ func (r *gymReceiver) scrapeProcesses(ctx context.Context) {
 	}
 }
 
+// offsets is the store of a source's offsets: its section of the checkpoint (nil without
+// storage). The source joins it when it is made: each checkpoint pulls the offsets of what the
+// source applied, under its lock.
+func (r *gymReceiver) offsets(section string) transport.OffsetStore {
+	if r.ckpt == nil {
+		return nil
+	}
+	return r.ckpt.Section(section)
+}
+
 // filesSection and rolloutsSection name the offsets of the files and rollouts sources in the
 // checkpoint.
 const (
@@ -309,12 +301,9 @@ const (
 	rolloutsSection = "rollouts"
 )
 
-// Before checkpoints, the files transport kept its offsets alone, in the storage client named
-// "files" under this key: read once, when there is no checkpoint yet.
-const (
-	legacyClientName = "files"
-	legacyOffsetsKey = "file_offsets"
-)
+// legacyFiles is where the files transport kept its offsets alone before checkpoints: read
+// once, when there is no checkpoint yet.
+var legacyFiles = checkpoint.Legacy{Section: filesSection, Client: "files", Key: "file_offsets"}
 
 // startCheckpoints opens the storage and restores the last checkpoint, before any transport
 // runs.
@@ -340,14 +329,7 @@ func (r *gymReceiver) startCheckpoints(ctx context.Context, host component.Host)
 		return nil
 	}
 	if r.cfg.Files.HasValue() {
-		legacy, err := checkpoint.Client(ctx, host, key, *id, r.set.ID, legacyClientName)
-		if err != nil {
-			return err
-		}
-		if b, err := (checkpoint.KeyStore{Client: legacy, Key: legacyOffsetsKey}).Load(ctx); err == nil {
-			r.ckpt.SetLegacy(filesSection, b)
-		}
-		_ = legacy.Close(ctx)
+		return r.ckpt.RestoreLegacy(ctx, host, key, *id, r.set.ID, legacyFiles, r.set.Logger)
 	}
 	return nil
 }

@@ -34,6 +34,20 @@ func (m *MemStore) Save(_ context.Context, d []byte) error {
 	return nil
 }
 
+// PullStore is a MemStore that pulls the offsets, as a checkpoint section does
+// (follow.PulledStore): the source joins it when it is made, and saves into it only at
+// Shutdown. Locker and Offsets are what the source gave it.
+type PullStore struct {
+	MemStore
+	Locker  sync.Locker
+	Offsets func() ([]byte, bool)
+}
+
+// Pull keeps the source's lock and offsets.
+func (p *PullStore) Pull(l sync.Locker, offsets func() ([]byte, bool)) {
+	p.Locker, p.Offsets = l, offsets
+}
+
 // AppendFile appends s to the file at path (made when missing), as a writer does.
 func AppendFile(t *testing.T, path, s string) {
 	t.Helper()
