@@ -57,6 +57,7 @@ type reader struct {
 	b       []byte
 	key     []byte   // a key with escapes, resolved
 	members []member // putAttrs' and appendAttrsKey's, as a stack
+	order   []int32  // sortedMembers', as a stack
 	valid   []byte   // a record whose bytes are not all UTF-8, with U+FFFD for each bad one
 }
 
@@ -523,19 +524,35 @@ func (d *reader) sortedMembers(objs ...raw) (ms []member, n int) {
 			d.members = d.appendMembers(d.members, o)
 		}
 	}
-	ms = d.members[n:]
-	slices.SortStableFunc(ms, func(a, b member) int { return bytes.Compare(a.key, b.key) })
-	// Keep the last of each run of equal keys.
-	w := 0
-	for r := range ms {
-		if r+1 < len(ms) && bytes.Equal(ms[r].key, ms[r+1].key) {
+	if ms = d.members[n:]; sortedUnique(ms) {
+		return ms, n
+	}
+	// Sort their indexes (a member's pointers would cost a write barrier per move), stable
+	// so that the last of equal keys is the last one written.
+	o := len(d.order)
+	for k := range ms {
+		d.order = append(d.order, int32(n+k))
+	}
+	idx := d.order[o:]
+	slices.SortStableFunc(idx, func(a, b int32) int { return bytes.Compare(d.members[a].key, d.members[b].key) })
+	start := len(d.members)
+	for r, k := range idx {
+		if r+1 < len(idx) && bytes.Equal(d.members[k].key, d.members[idx[r+1]].key) {
 			continue
 		}
-		ms[w] = ms[r]
-		w++
+		d.members = append(d.members, d.members[k])
 	}
-	d.members = d.members[:n+w]
-	return d.members[n:], n
+	d.order = d.order[:o]
+	return d.members[start:], n
+}
+
+func sortedUnique(ms []member) bool {
+	for k := 1; k < len(ms); k++ {
+		if bytes.Compare(ms[k-1].key, ms[k].key) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (a *attrs) objects() []raw {
@@ -698,20 +715,38 @@ func (d *reader) putResource(r *resource, res pcommon.Resource) {
 
 // resourceGroup groups consecutive spans (or log records) of one resource under one
 // ResourceSpans (ResourceLogs): key is the resource of the last group, next the one last
-// looked at. The traces and logs decoders share it.
-type resourceGroup struct{ key, next []byte }
+// looked at; text and nextText are theirs as written (the same text is the same resource,
+// and is told without sorting its attributes). The traces and logs decoders share it.
+type resourceGroup struct{ key, next, text, nextText []byte }
 
 // joins reports whether r is the resource of the last of the groups.
 func (g *resourceGroup) joins(d *reader, groups int, r *resource) bool {
+	g.nextText = appendResourceText(g.nextText[:0], r)
+	if groups > 0 && bytes.Equal(g.text, g.nextText) {
+		return true
+	}
 	g.next = d.appendResourceKey(g.next[:0], r)
 	return groups > 0 && bytes.Equal(g.key, g.next)
 }
 
 // started records that a group was appended for the resource that joins looked at last.
-func (g *resourceGroup) started() { g.key, g.next = g.next, g.key }
+func (g *resourceGroup) started() {
+	g.key, g.next = g.next, g.key
+	g.text, g.nextText = g.nextText, g.text
+}
 
 // reset forgets the last group (a new batch has none).
-func (g *resourceGroup) reset() { g.key = g.key[:0] }
+func (g *resourceGroup) reset() { g.key, g.text = g.key[:0], g.text[:0] }
+
+// appendResourceText appends a resource as it was written: its objects of attributes and
+// its schema URL.
+func appendResourceText(b []byte, r *resource) []byte {
+	b = appendText(b, r.Attributes.first)
+	for _, o := range r.Attributes.more {
+		b = appendText(b, o)
+	}
+	return appendText(b, r.SchemaURL.b)
+}
 
 // appendResourceKey appends a resource's identity: its attributes in key order, each value
 // with its type (so "process.pid": 42 and "42" are two resources, never merged under the
