@@ -55,10 +55,31 @@ func reasonOf(err error) string {
 // reader reads one record. Its scratch is reused from record to record.
 type reader struct {
 	b       []byte
-	key     []byte   // a key with escapes, resolved
-	members []member // putAttrs' and appendAttrsKey's, as a stack
-	order   []int32  // sortedMembers', as a stack
-	valid   []byte   // a record whose bytes are not all UTF-8, with U+FFFD for each bad one
+	key     []byte            // a key with escapes, resolved
+	members []member          // putAttrs' and appendAttrsKey's, as a stack
+	order   []int32           // sortedMembers', as a stack
+	valid   []byte            // a record whose bytes are not all UTF-8, with U+FFFD for each bad one
+	keys    map[string]string // attribute keys already made strings (see key)
+}
+
+// maxKeys bounds a reader's attribute keys kept as strings: the SDK writes a few dozen
+// names, again and again; a stream of ever new ones only stops being helped.
+const maxKeys = 512
+
+// keyString returns k as a string, one kept from an earlier record when there is one (an
+// attribute's key is a string in pdata: made once, not once per record).
+func (d *reader) keyString(k []byte) string {
+	if s, ok := d.keys[string(k)]; ok {
+		return s
+	}
+	s := string(k)
+	if d.keys == nil {
+		d.keys = make(map[string]string)
+	}
+	if len(d.keys) < maxKeys {
+		d.keys[s] = s
+	}
+	return s
 }
 
 // decode reads the record b into v: read does the reading (the object at b[0]). A record
@@ -581,7 +602,7 @@ func (d *reader) putAttrs(m pcommon.Map, a *attrs) {
 func (d *reader) putMembers(m pcommon.Map, ms []member) {
 	m.EnsureCapacity(len(ms))
 	for _, e := range ms {
-		d.putValue(m.PutEmpty(string(e.key)), e.val)
+		d.putValue(m.PutEmpty(d.keyString(e.key)), e.val)
 	}
 }
 

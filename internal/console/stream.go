@@ -205,6 +205,10 @@ func (s *Stream) record(k Kind, b []byte, at int64) (ingest.Outcome, error) {
 	if cap(s.block) > keepBuf {
 		s.block = nil // b is not used after this
 	}
+	if len(b) > keepBuf {
+		// Nor kept by the readers' views of it (their scratch is small, and goes with it).
+		s.metricsR, s.spanR, s.logR = metricsReader{}, spanReader{}, logReader{}
+	}
 	if err != nil {
 		return ingest.Rejected, s.reject(reasonOf(err), k.String(), at, err)
 	}
