@@ -2,9 +2,7 @@ package console
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
-	"io"
 	"sync"
 	"time"
 
@@ -72,7 +70,11 @@ type Stream struct {
 	logs    plog.Logs
 	logRes  resourceGroup
 	nLogs   int
-	tok     []byte
+
+	// the decoders, whose scratch is kept from record to record
+	metricsR metricsReader
+	spanR    spanReader
+	logR     logReader
 }
 
 // NewStream returns the stream of a source (a file's path, or the network for a
@@ -180,48 +182,38 @@ func (s *Stream) record(k Kind, b []byte, at int64) (ingest.Outcome, error) {
 	if len(b) > s.max {
 		return ingest.Rejected, s.reject(ingest.ReasonTooLong, k.String(), at, errors.New("record longer than max_line_bytes"))
 	}
-	if nb, changed := pyTokens(b, s.tok); changed {
-		b, s.tok = nb, nb[:0]
-	}
 	var err error
 	switch k {
 	case Metrics:
 		md := pmetric.NewMetrics()
-		if err = DecodeMetrics(b, md); err == nil {
+		if err = s.metricsR.decodeMetrics(b, md); err == nil {
 			s.sink.Metrics(md)
 		}
 	case Span:
-		if err = DecodeSpan(b, s.traces, &s.spanRes); err == nil {
+		if err = s.spanR.decodeSpan(b, s.traces, &s.spanRes); err == nil {
 			if s.nSpans++; s.nSpans >= maxPending {
 				s.flushTraces()
 			}
 		}
 	case Log:
-		if err = DecodeLog(b, s.logs, &s.logRes); err == nil {
+		if err = s.logR.decodeLog(b, s.logs, &s.logRes); err == nil {
 			if s.nLogs++; s.nLogs >= maxPending {
 				s.flushLogs()
 			}
 		}
 	}
-	if cap(s.tok) > keepBuf {
-		s.tok = nil
-	}
 	if cap(s.block) > keepBuf {
 		s.block = nil // b is not used after this
+	}
+	if len(b) > keepBuf {
+		// Nor kept by the readers' views of it (their scratch is small, and goes with it).
+		s.metricsR, s.spanR, s.logR = metricsReader{}, spanReader{}, logReader{}
 	}
 	if err != nil {
 		return ingest.Rejected, s.reject(reasonOf(err), k.String(), at, err)
 	}
 	s.stats.Accepted++
 	return ingest.Accepted, nil
-}
-
-func reasonOf(err error) string {
-	var syn *json.SyntaxError
-	if errors.As(err, &syn) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, errTrailing) {
-		return ReasonInvalidJSON
-	}
-	return ReasonInvalidRecord
 }
 
 func (s *Stream) reject(reason, kind string, at int64, err error) error {

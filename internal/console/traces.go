@@ -9,41 +9,164 @@ import (
 )
 
 // The SDK's ReadableSpan.to_json (opentelemetry-sdk, trace/__init__.py). It carries no
-// instrumentation scope, no flags and no dropped counts.
+// instrumentation scope, no flags and no dropped counts. The fields are read as
+// encoding/json read them (see json.go).
 type span struct {
-	Name       *string        `json:"name"`
-	Context    *spanContext   `json:"context"`
-	Kind       string         `json:"kind"`
-	ParentID   *string        `json:"parent_id"`
-	StartTime  *string        `json:"start_time"`
-	EndTime    *string        `json:"end_time"`
-	Status     *spanStatus    `json:"status"`
-	Attributes map[string]any `json:"attributes"`
-	Events     []spanEvent    `json:"events"`
-	Links      []spanLink     `json:"links"`
-	Resource   *resource      `json:"resource"`
+	Name       text
+	Context    spanContext
+	Kind       text
+	ParentID   text
+	StartTime  text
+	EndTime    text
+	Status     spanStatus
+	Attributes attrs
+	Events     []spanEvent
+	Links      []spanLink
+	Resource   resource
 }
 
 type spanContext struct {
-	TraceID    string `json:"trace_id"`
-	SpanID     string `json:"span_id"`
-	TraceState string `json:"trace_state"`
+	set        bool
+	TraceID    text
+	SpanID     text
+	TraceState text
 }
 
 type spanStatus struct {
-	StatusCode  string `json:"status_code"`
-	Description string `json:"description"`
+	set         bool
+	StatusCode  text
+	Description text
 }
 
 type spanEvent struct {
-	Name       string         `json:"name"`
-	Timestamp  *string        `json:"timestamp"`
-	Attributes map[string]any `json:"attributes"`
+	Name       text
+	Timestamp  text
+	Attributes attrs
 }
 
 type spanLink struct {
-	Context    *spanContext   `json:"context"`
-	Attributes map[string]any `json:"attributes"`
+	Context    spanContext
+	Attributes attrs
+}
+
+var (
+	spanFields        = []string{"name", "context", "kind", "parent_id", "start_time", "end_time", "status", "attributes", "events", "links", "resource"}
+	spanContextFields = []string{"trace_id", "span_id", "trace_state"}
+	spanStatusFields  = []string{"status_code", "description"}
+	spanEventFields   = []string{"name", "timestamp", "attributes"}
+	spanLinkFields    = []string{"context", "attributes"}
+)
+
+// spanReader reads span lines (one per stream: its scratch is reused).
+type spanReader struct {
+	reader
+	s span
+}
+
+func (r *spanReader) read(line []byte) error {
+	s := &r.s
+	return r.decode(line, func(r *reader) (int, error) {
+		*s = span{}
+		return r.object(0, 1, func(key []byte, i int) (int, error) {
+			switch field(key, spanFields) {
+			case 0:
+				return r.optStr(i, "name", &s.Name)
+			case 1:
+				return r.spanContext(i, 2, "context", &s.Context)
+			case 2:
+				return r.str(i, "kind", &s.Kind)
+			case 3:
+				return r.optStr(i, "parent_id", &s.ParentID)
+			case 4:
+				return r.optStr(i, "start_time", &s.StartTime)
+			case 5:
+				return r.optStr(i, "end_time", &s.EndTime)
+			case 6:
+				return r.spanStatus(i, 2, &s.Status)
+			case 7:
+				return r.attrs(i, 2, "attributes", &s.Attributes)
+			case 8:
+				return structs(r, i, 2, "events", &s.Events, func(e *spanEvent, i int) (int, error) { return r.spanEvent(i, 3, e) })
+			case 9:
+				return structs(r, i, 2, "links", &s.Links, func(l *spanLink, i int) (int, error) { return r.spanLink(i, 3, l) })
+			case 10:
+				return r.optResource(i, 2, &s.Resource)
+			}
+			return r.skip(i, 2)
+		})
+	})
+}
+
+func (r *reader) spanContext(i, depth int, name string, c *spanContext) (int, error) {
+	if end, ok, err := r.null(i); ok || err != nil {
+		*c = spanContext{}
+		return end, err
+	}
+	if r.b[i] != '{' {
+		return r.mismatch(i, name)
+	}
+	if !c.set {
+		*c = spanContext{set: true}
+	}
+	return r.object(i, depth, func(key []byte, i int) (int, error) {
+		switch field(key, spanContextFields) {
+		case 0:
+			return r.str(i, "trace_id", &c.TraceID)
+		case 1:
+			return r.str(i, "span_id", &c.SpanID)
+		case 2:
+			return r.str(i, "trace_state", &c.TraceState)
+		}
+		return r.skip(i, depth+1)
+	})
+}
+
+func (r *reader) spanStatus(i, depth int, st *spanStatus) (int, error) {
+	if end, ok, err := r.null(i); ok || err != nil {
+		*st = spanStatus{}
+		return end, err
+	}
+	if r.b[i] != '{' {
+		return r.mismatch(i, "status")
+	}
+	if !st.set {
+		*st = spanStatus{set: true}
+	}
+	return r.object(i, depth, func(key []byte, i int) (int, error) {
+		switch field(key, spanStatusFields) {
+		case 0:
+			return r.str(i, "status_code", &st.StatusCode)
+		case 1:
+			return r.str(i, "description", &st.Description)
+		}
+		return r.skip(i, depth+1)
+	})
+}
+
+func (r *reader) spanEvent(i, depth int, e *spanEvent) (int, error) {
+	return r.object(i, depth, func(key []byte, i int) (int, error) {
+		switch field(key, spanEventFields) {
+		case 0:
+			return r.str(i, "name", &e.Name)
+		case 1:
+			return r.optStr(i, "timestamp", &e.Timestamp)
+		case 2:
+			return r.attrs(i, depth+1, "attributes", &e.Attributes)
+		}
+		return r.skip(i, depth+1)
+	})
+}
+
+func (r *reader) spanLink(i, depth int, l *spanLink) (int, error) {
+	return r.object(i, depth, func(key []byte, i int) (int, error) {
+		switch field(key, spanLinkFields) {
+		case 0:
+			return r.spanContext(i, depth+1, "context", &l.Context)
+		case 1:
+			return r.attrs(i, depth+1, "attributes", &l.Attributes)
+		}
+		return r.skip(i, depth+1)
+	})
 }
 
 // str(SpanKind.X) in Python.
@@ -66,64 +189,66 @@ var statusCodes = map[string]ptrace.StatusCode{
 // under the last one when the line's resource is the same (consecutive spans of one process
 // share it).
 func DecodeSpan(line []byte, td ptrace.Traces, last *resourceGroup) error {
-	var s span
-	if err := decodeJSON(line, &s); err != nil {
+	var r spanReader
+	return r.decodeSpan(line, td, last)
+}
+
+func (r *spanReader) decodeSpan(line []byte, td ptrace.Traces, last *resourceGroup) error {
+	if err := r.read(line); err != nil {
 		return err
 	}
-	if s.Name == nil {
+	s := &r.s
+	if !s.Name.set {
 		return errors.New("name: missing")
 	}
-	if s.Context == nil {
+	if !s.Context.set {
 		return errors.New("context: missing")
 	}
-	if s.Resource == nil {
+	if !s.Resource.set {
 		return errors.New("resource: missing")
 	}
 	out := ptrace.NewSpan()
-	if err := s.put(out); err != nil {
+	if err := r.put(out); err != nil {
 		return err
 	}
 	rss := td.ResourceSpans()
 	var ss ptrace.ScopeSpans
-	if last.joins(rss.Len(), s.Resource) {
+	if last.joins(&r.reader, rss.Len(), &s.Resource) {
 		ss = rss.At(rss.Len() - 1).ScopeSpans().At(0)
 	} else {
-		rs := ptrace.NewResourceSpans()
-		if err := s.Resource.put(rs.Resource()); err != nil {
-			return err
-		}
-		rs.SetSchemaUrl(s.Resource.SchemaURL)
-		rs.ScopeSpans().AppendEmpty()
-		rs.MoveTo(rss.AppendEmpty())
-		ss = rss.At(rss.Len() - 1).ScopeSpans().At(0)
+		rs := rss.AppendEmpty()
+		r.putResource(&s.Resource, rs.Resource())
+		rs.SetSchemaUrl(s.Resource.SchemaURL.String())
+		ss = rs.ScopeSpans().AppendEmpty()
 		last.started()
 	}
 	out.MoveTo(ss.Spans().AppendEmpty())
 	return nil
 }
 
-func (s *span) put(out ptrace.Span) error {
-	out.SetName(*s.Name)
+func (r *spanReader) put(out ptrace.Span) error {
+	s := &r.s
+	out.SetName(s.Name.String())
 	var tid [16]byte
 	var sid [8]byte
-	if err := putContext(s.Context, tid[:], sid[:], "context"); err != nil {
+	if err := putContext(&s.Context, tid[:], sid[:], "context"); err != nil {
 		return err
 	}
 	out.SetTraceID(tid)
 	out.SetSpanID(sid)
-	ts, err := traceState(s.Context.TraceState)
+	ts, err := traceState(string(s.Context.TraceState.b))
 	if err != nil {
 		return fmt.Errorf("context.trace_state: %w", err)
 	}
 	out.TraceState().FromRaw(ts)
-	kind, ok := spanKinds[s.Kind]
+	kind, ok := spanKinds[string(s.Kind.b)]
 	if !ok {
-		return fmt.Errorf("kind: %q is not a SpanKind", s.Kind)
+		return fmt.Errorf("kind: %q is not a SpanKind", s.Kind.b)
 	}
 	out.SetKind(kind)
-	if s.ParentID != nil {
+	if s.ParentID.set {
 		var pid [8]byte
-		ok, err := hexID(*s.ParentID, pid[:])
+		ok, err := hexID(s.ParentID.b, pid[:])
 		if err != nil {
 			return fmt.Errorf("parent_id: %w", err)
 		}
@@ -141,61 +266,57 @@ func (s *span) put(out ptrace.Span) error {
 	}
 	out.SetStartTimestamp(start)
 	out.SetEndTimestamp(end)
-	if s.Status != nil {
-		code, ok := statusCodes[s.Status.StatusCode]
+	if s.Status.set {
+		code, ok := statusCodes[string(s.Status.StatusCode.b)]
 		if !ok {
-			return fmt.Errorf("status.status_code: %q is not UNSET, OK or ERROR", s.Status.StatusCode)
+			return fmt.Errorf("status.status_code: %q is not UNSET, OK or ERROR", s.Status.StatusCode.b)
 		}
 		out.Status().SetCode(code)
-		out.Status().SetMessage(s.Status.Description)
+		out.Status().SetMessage(s.Status.Description.String())
 	}
-	if err := putAttrs(out.Attributes(), s.Attributes); err != nil {
-		return err
-	}
-	for i, e := range s.Events {
+	r.putAttrs(out.Attributes(), &s.Attributes)
+	for i := range s.Events {
+		e := &s.Events[i]
 		oe := out.Events().AppendEmpty()
-		oe.SetName(e.Name)
+		oe.SetName(e.Name.String())
 		t, err := isoTime(e.Timestamp, "timestamp")
 		if err != nil {
 			return fmt.Errorf("events[%d].%w", i, err)
 		}
 		oe.SetTimestamp(t)
-		if err := putAttrs(oe.Attributes(), e.Attributes); err != nil {
-			return fmt.Errorf("events[%d]: %w", i, err)
-		}
+		r.putAttrs(oe.Attributes(), &e.Attributes)
 	}
-	for i, l := range s.Links {
+	for i := range s.Links {
+		l := &s.Links[i]
 		ol := out.Links().AppendEmpty()
-		if l.Context == nil {
+		if !l.Context.set {
 			return fmt.Errorf("links[%d].context: missing", i)
 		}
 		var ltid [16]byte
 		var lsid [8]byte
-		if err := putContext(l.Context, ltid[:], lsid[:], fmt.Sprintf("links[%d].context", i)); err != nil {
+		if err := putContext(&l.Context, ltid[:], lsid[:], fmt.Sprintf("links[%d].context", i)); err != nil {
 			return err
 		}
 		ol.SetTraceID(ltid)
 		ol.SetSpanID(lsid)
-		lts, err := traceState(l.Context.TraceState)
+		lts, err := traceState(string(l.Context.TraceState.b))
 		if err != nil {
 			return fmt.Errorf("links[%d].context.trace_state: %w", i, err)
 		}
 		ol.TraceState().FromRaw(lts)
-		if err := putAttrs(ol.Attributes(), l.Attributes); err != nil {
-			return fmt.Errorf("links[%d]: %w", i, err)
-		}
+		r.putAttrs(ol.Attributes(), &l.Attributes)
 	}
 	return nil
 }
 
 func putContext(c *spanContext, tid, sid []byte, where string) error {
-	ok, err := hexID(c.TraceID, tid)
+	ok, err := hexID(c.TraceID.b, tid)
 	if err != nil || !ok {
-		return fmt.Errorf("%s.trace_id: %q is not a valid trace id", where, c.TraceID)
+		return fmt.Errorf("%s.trace_id: %q is not a valid trace id", where, c.TraceID.b)
 	}
-	ok, err = hexID(c.SpanID, sid)
+	ok, err = hexID(c.SpanID.b, sid)
 	if err != nil || !ok {
-		return fmt.Errorf("%s.span_id: %q is not a valid span id", where, c.SpanID)
+		return fmt.Errorf("%s.span_id: %q is not a valid span id", where, c.SpanID.b)
 	}
 	return nil
 }

@@ -53,3 +53,20 @@ func FirstInvalidUTF8(b []byte) int {
 	}
 	return len(b)
 }
+
+// AppendValidUTF8 appends b with each byte that is not part of valid UTF-8 replaced by
+// U+FFFD (utf8.DecodeRune's reading: a sequence cut short or a surrogate's encoding gives one
+// per byte), as encoding/json reads such bytes in a string. Outside strings such a byte is
+// a syntax error, and stays one.
+func AppendValidUTF8(dst, b []byte) []byte {
+	for len(b) > 0 {
+		n := FirstInvalidUTF8(b)
+		dst = append(dst, b[:n]...)
+		if n == len(b) {
+			break
+		}
+		dst = utf8.AppendRune(dst, utf8.RuneError)
+		b = b[n+1:]
+	}
+	return dst
+}

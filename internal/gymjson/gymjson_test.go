@@ -247,3 +247,16 @@ func TestSkipAndMessages(t *testing.T) {
 		t.Fatalf("FirstInvalidUTF8: %d", n)
 	}
 }
+
+// AppendValidUTF8 replaces bad bytes one for one, as encoding/json reads a string.
+func TestAppendValidUTF8(t *testing.T) {
+	for _, s := range []string{"", "abc", "é€😀", "a\xffb", "\xe2\x82", "\xe2\x82z", "\xed\xa0\x80", "\xc0\xaf", "\xf4\x90\x80\x80", "x\xff\xfey", "😀\xf0\x9f\x98"} {
+		var want string
+		if err := json.Unmarshal([]byte(`"`+s+`"`), &want); err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendValidUTF8(nil, []byte(s)); string(got) != want {
+			t.Errorf("%q: %q, want %q", s, got, want)
+		}
+	}
+}
