@@ -19,6 +19,7 @@ import (
 	"github.com/gym-telemetry/otelcol-gym/internal/checkpoint"
 	"github.com/gym-telemetry/otelcol-gym/internal/events"
 	"github.com/gym-telemetry/otelcol-gym/internal/follow"
+	"github.com/gym-telemetry/otelcol-gym/internal/gymjson"
 	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
 )
 
@@ -534,7 +535,9 @@ func (t *Tailer) apply(r *run, f *rowFile) {
 	r.stream.Stats.Overflowed = 0
 }
 
-// manifestRunID is the run_id of STEM_manifest.json, "" when it is not there or says none.
+// manifestRunID is the run_id of STEM_manifest.json, "" when it is not there, is not a JSON
+// object (by gymjson's rules, Python's NaN included), or gives no string run_id (the last
+// run_id wins, as for a row's keys).
 func manifestRunID(path string) string {
 	f, err := os.Open(path)
 	if err != nil {
@@ -545,14 +548,30 @@ func manifestRunID(path string) string {
 	if err != nil {
 		return ""
 	}
-	var m struct {
-		RunID any `json:"run_id"`
-	}
-	if json.Unmarshal(data, &m) != nil {
+	start := gymjson.SkipSpace(data, 0)
+	end, kind, _, err := gymjson.ScanValue(data, start, 1)
+	if err != nil || kind != gymjson.Object || gymjson.SkipSpace(data, end) != len(data) {
 		return ""
 	}
-	s, _ := m.RunID.(string)
-	return s
+	// The document is valid: its top-level members are walked without checks.
+	var runID string
+	for i := gymjson.SkipSpace(data, start+1); i < end && data[i] == '"'; {
+		ke, _, _ := gymjson.ScanString(data, i)
+		key := gymjson.AppendUnescaped(nil, data[i+1:ke-1])
+		v := gymjson.SkipSpace(data, gymjson.SkipSpace(data, ke)+1) // past the ':'
+		ve, vk, _, _ := gymjson.ScanValue(data, v, 2)
+		if string(key) == "run_id" {
+			runID = ""
+			if vk == gymjson.String {
+				runID = string(gymjson.AppendUnescaped(nil, data[v+1:ve-1]))
+			}
+		}
+		i = gymjson.SkipSpace(data, ve)
+		if data[i] == ',' {
+			i = gymjson.SkipSpace(data, i+1)
+		}
+	}
+	return runID
 }
 
 func (t *Tailer) reject(f *rowFile, line int64, re *RowError) {
