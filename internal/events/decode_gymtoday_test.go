@@ -170,27 +170,7 @@ func TestDecodeGymTodayReuse(t *testing.T) {
 	}
 }
 
-func TestDecodeGymTodayZeroAllocs(t *testing.T) {
-	d := NewDecoder(0)
-	var ev Event
-	lines := make([][]byte, len(decMixGymToday))
-	for i, l := range decMixGymToday {
-		lines[i] = []byte(l)
-		if err := d.Decode(lines[i], &ev); err != nil {
-			t.Fatalf("%s: %v", l, err)
-		}
-	}
-	allocs := testing.AllocsPerRun(100, func() {
-		for _, l := range lines {
-			if err := d.Decode(l, &ev); err != nil {
-				t.Fatal(err)
-			}
-		}
-	})
-	if allocs != 0 {
-		t.Errorf("%v allocations per mix, want 0", allocs)
-	}
-}
+func TestDecodeGymTodayZeroAllocs(t *testing.T) { assertZeroAllocs(t, decMixGymToday) }
 
 // The escaped spelling of a member name is the same member.
 func TestDecodeGymTodayEscapedMembers(t *testing.T) {
