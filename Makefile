@@ -70,11 +70,15 @@ $(GYMEVENTS): $(GYMEVENTS_SRCS)
 	@mkdir -p $(BUILD)
 	$(GO) build -o $@ ./cmd/gymevents
 
+# The default configuration keeps its checkpoint, Gym's spans and logs in
+# $OTELCOL_GYM_STORAGE_DIR: for `make run`, this repository's _build/storage, an absolute path.
+STORAGE_DIR ?= $(CURDIR)/$(BUILD)/storage
+
 # Starts the collector in the background of this shell, waits for its health check, sends the
 # sample run, then waits on the collector. Ctrl-C (or SIGTERM) stops the collector gracefully.
 run: $(BIN) $(GYMEVENTS)
 	@set -u; \
-	./$(BIN) --config $(CONFIG) $(RUN_CONFIG) & pid=$$!; \
+	OTELCOL_GYM_STORAGE_DIR=$(STORAGE_DIR) ./$(BIN) --config $(CONFIG) $(RUN_CONFIG) & pid=$$!; \
 	stop() { trap - INT TERM; echo; echo "stopping otelcol-gym ($$pid)"; kill -TERM $$pid 2>/dev/null; wait $$pid; exit 0; }; \
 	trap stop INT TERM; \
 	if ! ./$(GYMEVENTS) wait $(HEALTH_URL) --timeout 60s --pid $$pid; then kill -TERM $$pid 2>/dev/null; wait $$pid; exit 1; fi; \
@@ -85,6 +89,7 @@ run: $(BIN) $(GYMEVENTS)
 	echo "  OTLP from Gym's SDK:       grpc 127.0.0.1:4317, http http://127.0.0.1:4318 (docs/gym.md)"; \
 	echo "  send more events:          ./$(GYMEVENTS) send FILE --endpoint $(GYM_URL)"; \
 	echo "  health:                    $(HEALTH_URL)"; \
+	echo "  Gym's spans and logs:      $(STORAGE_DIR)/otel-traces.jsonl, $(STORAGE_DIR)/otel-logs.jsonl"; \
 	echo "Ctrl-C to stop."; \
 	wait $$pid
 

@@ -62,7 +62,9 @@ func startDefaultCollector(t *testing.T, more ...string) (*collector, collectorP
 		return append([]string{
 			filepath.Join(repoRoot, "config", "otelcol-gym.yaml"),
 			fmt.Sprintf(defaultConfigOverride, p.Health, p.Gym, p.Prometheus, p.Telemetry, p.OTLPGRPC, p.OTLPHTTP),
-			"extensions:\n  file_storage:\n    directory: " + storage + "\n",
+			"extensions:\n  file_storage:\n    directory: " + storage + "\n" +
+				"exporters:\n  file/traces:\n    path: " + filepath.Join(storage, "otel-traces.jsonl") +
+				"\n  file/logs:\n    path: " + filepath.Join(storage, "otel-logs.jsonl") + "\n",
 		}, more...)
 	})
 }

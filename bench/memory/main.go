@@ -109,7 +109,7 @@ func run(ctx context.Context, o options) error {
 }
 
 // pipelineConfig is the default configuration on free loopback ports, with a checkpoint
-// directory of its own (the default's _build/storage would restore an earlier run), the pprof
+// storage directory of its own (the default's would restore an earlier run), the pprof
 // extension (for the live heap) and, for the churn run, the expiry times scaled down. Every
 // edit must match the default exactly once, so that a changed default fails here instead of
 // measuring something else.
@@ -129,7 +129,12 @@ func pipelineConfig(base string, p harness.GymPorts, promPort int, otlp [2]int, 
 	edit("endpoint: 127.0.0.1:13133", fmt.Sprintf("endpoint: 127.0.0.1:%d", p.Health))
 	edit("endpoint: 127.0.0.1:9464", fmt.Sprintf("endpoint: 127.0.0.1:%d", promPort))
 	edit("port: 8888", fmt.Sprintf("port: %d", p.Telemetry))
-	edit("directory: _build/storage", "directory: "+storage)
+	// The storage directory (checkpoint, traces, logs) is named three times.
+	const storageDir = "${env:OTELCOL_GYM_STORAGE_DIR:-/var/lib/otelcol-gym}"
+	if n := strings.Count(c, storageDir); n != 3 {
+		errs = append(errs, fmt.Errorf("config/otelcol-gym.yaml: %q found %d times, want 3", storageDir, n))
+	}
+	c = strings.ReplaceAll(c, storageDir, storage)
 	edit("\nextensions:\n", fmt.Sprintf("\nextensions:\n  pprof:\n    endpoint: 127.0.0.1:%d\n", p.Pprof))
 	edit("extensions: [health_check, file_storage]", "extensions: [health_check, file_storage, pprof]")
 	edit("      level: info", "      level: warn")

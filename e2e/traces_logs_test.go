@@ -1,0 +1,143 @@
+//go:build linux
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+)
+
+// The shipped configuration takes Gym's spans and logs, which Gym's SDK exports to the same
+// OTLP endpoint as its metrics: before, /v1/traces and /v1/logs answered 404 and the SDK logged
+// an export error at every interval. They are kept as OTLP JSON lines, where a rollout's spans
+// are found by its id, beside the checkpoint in $OTELCOL_GYM_STORAGE_DIR:
+// before, the checkpoint went to _build/storage under whatever directory the collector was
+// started from.
+func TestDefaultConfigKeepsTracesAndLogs(t *testing.T) {
+	t.Parallel()
+	state, cwd := t.TempDir(), t.TempDir()
+	traces, logs := filepath.Join(state, "otel-traces.jsonl"), filepath.Join(state, "otel-logs.jsonl")
+	col, ports := startCollector(t, func(p collectorPorts) []string {
+		return []string{
+			filepath.Join(repoRoot, "config", "otelcol-gym.yaml"),
+			fmt.Sprintf(defaultConfigOverride, p.Health, p.Gym, p.Prometheus, p.Telemetry, p.OTLPGRPC, p.OTLPHTTP),
+		}
+	}, "env", "-C", cwd, "OTELCOL_GYM_STORAGE_DIR="+state)
+	url := fmt.Sprintf("http://127.0.0.1:%d", ports.OTLPHTTP)
+
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "nemo-gym/driver")
+	ss := rs.ScopeSpans().AppendEmpty()
+	ss.Scope().SetName("nemo_gym.telemetry")
+	now := time.Now()
+	for i, name := range []string{"gym.rollout", "gym.verify", "model_call"} {
+		sp := ss.Spans().AppendEmpty()
+		sp.SetName(name)
+		sp.SetTraceID([16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})
+		sp.SetSpanID([8]byte{1, 2, 3, 4, 5, 6, 7, byte(i + 1)})
+		sp.SetStartTimestamp(pcommon.NewTimestampFromTime(now.Add(-time.Second)))
+		sp.SetEndTimestamp(pcommon.NewTimestampFromTime(now))
+		sp.Attributes().PutStr("nemo.gym.rollout.id", "rollout-42")
+	}
+	body, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
+	require.NoError(t, err)
+	postOK(t, url+"/v1/traces", body)
+
+	ld := plog.NewLogs()
+	rl := ld.ResourceLogs().AppendEmpty()
+	rl.Resource().Attributes().PutStr("service.name", "nemo-gym/driver")
+	lr := rl.ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
+	lr.Body().SetStr("rollout rollout-42 verified")
+	lr.SetTimestamp(pcommon.NewTimestampFromTime(now))
+	body, err = plogotlp.NewExportRequestFromLogs(ld).MarshalProto()
+	require.NoError(t, err)
+	postOK(t, url+"/v1/logs", body)
+
+	// The batch processor sends within a second; the file exporter writes each export as a line.
+	var spans []string
+	require.NoError(t, eventually(20*time.Second, 200*time.Millisecond, func() error {
+		spans = spans[:0]
+		for _, line := range jsonLines(t, traces) {
+			if !strings.Contains(line, "rollout-42") {
+				continue
+			}
+			got, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces([]byte(line))
+			require.NoError(t, err, line)
+			for _, rs := range got.ResourceSpans().All() {
+				for _, ss := range rs.ScopeSpans().All() {
+					for _, sp := range ss.Spans().All() {
+						spans = append(spans, sp.Name())
+					}
+				}
+			}
+		}
+		if len(spans) < 3 {
+			return errNotYet
+		}
+		return nil
+	}))
+	assert.ElementsMatch(t, []string{"gym.rollout", "gym.verify", "model_call"}, spans, "the rollout's spans, by its id")
+	require.NoError(t, eventually(20*time.Second, 200*time.Millisecond, func() error {
+		for _, line := range jsonLines(t, logs) {
+			got, err := (&plog.JSONUnmarshaler{}).UnmarshalLogs([]byte(line))
+			require.NoError(t, err, line)
+			if got.LogRecordCount() == 1 && strings.Contains(line, "rollout rollout-42 verified") {
+				return nil
+			}
+		}
+		return errNotYet
+	}))
+	require.NoError(t, col.stop(30*time.Second))
+
+	stored, err := filepath.Glob(filepath.Join(state, "receiver_gym_*"))
+	require.NoError(t, err)
+	assert.NotEmpty(t, stored, "the checkpoint is kept in the storage directory")
+	left, err := os.ReadDir(cwd)
+	require.NoError(t, err)
+	assert.Empty(t, left, "nothing is written where the collector was started")
+}
+
+func postOK(t *testing.T, url string, body []byte) {
+	t.Helper()
+	resp, err := http.Post(url, "application/x-protobuf", bytes.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", url, data)
+}
+
+// jsonLines returns the lines of path (none while it does not exist).
+func jsonLines(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	require.NoError(t, err)
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		out = append(out, sc.Text())
+	}
+	require.NoError(t, sc.Err())
+	return out
+}
