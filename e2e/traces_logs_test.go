@@ -5,12 +5,15 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -140,4 +143,102 @@ func jsonLines(t *testing.T, path string) []string {
 	}
 	require.NoError(t, sc.Err())
 	return out
+}
+
+// The override of docs/gym.md ("Traces and logs") forwards Gym's spans and logs to an OTLP
+// backend and still keeps them in the files: the --config lines are read from the doc, with the
+// backend's address replaced by a test server's.
+func TestTracesAndLogsForwardedAsDocumented(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "gym.md"))
+	require.NoError(t, err)
+	section := string(doc)[strings.Index(string(doc), "## Traces and logs"):]
+	section = section[:strings.Index(section[3:], "\n## ")+3]
+	var overrides []string
+	for _, line := range strings.Split(section, "\n") {
+		if i := strings.Index(line, "--config 'yaml:"); i >= 0 {
+			v := strings.TrimSuffix(strings.TrimSpace(line[i+len("--config '"):]), "\\")
+			overrides = append(overrides, strings.TrimSuffix(strings.TrimSpace(v), "'"))
+		}
+	}
+	require.Len(t, overrides, 3, "the doc's example: the exporter and the two pipelines")
+
+	var mu sync.Mutex
+	got := map[string]int{}
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in io.Reader = r.Body
+		if r.Header.Get("Content-Encoding") == "gzip" { // otlp_http's default
+			zr, err := gzip.NewReader(r.Body)
+			if err != nil {
+				w.WriteHeader(http.StatusBadRequest)
+				return
+			}
+			in = zr
+		}
+		body, err := io.ReadAll(in)
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.URL.Path {
+		case "/v1/traces":
+			req := ptraceotlp.NewExportRequest()
+			if req.UnmarshalProto(body) == nil {
+				got["spans"] += req.Traces().SpanCount()
+			}
+		case "/v1/logs":
+			req := plogotlp.NewExportRequest()
+			if req.UnmarshalProto(body) == nil {
+				got["logs"] += req.Logs().LogRecordCount()
+			}
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	t.Cleanup(backend.Close)
+	for i, o := range overrides {
+		overrides[i] = strings.Replace(o, "http://127.0.0.1:4328", backend.URL, 1)
+	}
+	require.Contains(t, overrides[0], backend.URL, "the doc's backend address")
+
+	state := t.TempDir()
+	col, ports := startCollector(t, func(p collectorPorts) []string {
+		return append([]string{
+			filepath.Join(repoRoot, "config", "otelcol-gym.yaml"),
+			fmt.Sprintf(defaultConfigOverride, p.Health, p.Gym, p.Prometheus, p.Telemetry, p.OTLPGRPC, p.OTLPHTTP),
+		}, overrides...)
+	}, "env", "OTELCOL_GYM_STORAGE_DIR="+state)
+	url := fmt.Sprintf("http://127.0.0.1:%d", ports.OTLPHTTP)
+
+	td := ptrace.NewTraces()
+	ss := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty()
+	for i := range 5 {
+		sp := ss.Spans().AppendEmpty()
+		sp.SetName("gym.rollout")
+		sp.SetTraceID([16]byte{9, byte(i + 1)})
+		sp.SetSpanID([8]byte{9, byte(i + 1)})
+	}
+	body, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
+	require.NoError(t, err)
+	postOK(t, url+"/v1/traces", body)
+	ld := plog.NewLogs()
+	ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty().Body().SetStr("forwarded")
+	body, err = plogotlp.NewExportRequestFromLogs(ld).MarshalProto()
+	require.NoError(t, err)
+	postOK(t, url+"/v1/logs", body)
+
+	require.NoError(t, eventually(20*time.Second, 200*time.Millisecond, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if got["spans"] < 5 || got["logs"] < 1 {
+			return errNotYet
+		}
+		return nil
+	}))
+	require.NoError(t, col.stop(30*time.Second))
+	mu.Lock()
+	assert.Equal(t, map[string]int{"spans": 5, "logs": 1}, got, "each span and log record forwarded once")
+	mu.Unlock()
+	assert.NotEmpty(t, jsonLines(t, filepath.Join(state, "otel-traces.jsonl")), "and still kept in the file")
 }
