@@ -212,11 +212,14 @@ func (r *RowDecoder) failf(reason, format string, args ...any) {
 }
 
 // more makes buf[pos] readable: false at the end of the stream, or when the line grew over
-// max (the failure is recorded).
+// max (the failure is recorded). Small enough to be inlined into the per-byte loops; fill does
+// the rest.
 func (r *RowDecoder) more() bool {
-	if r.pos < r.end {
-		return true
-	}
+	return r.pos < r.end || r.fill()
+}
+
+// fill reads the next buffer once buf[pos:end] is used up.
+func (r *RowDecoder) fill() bool {
 	if r.srcEnd {
 		return false
 	}
@@ -743,6 +746,16 @@ func (r *RowDecoder) elements(name string, elem func(c byte) bool) bool {
 // readKey reads a member key after its opening quote into r.key (a key longer than the
 // buffer matches no mapped key).
 func (r *RowDecoder) readKey() bool {
+	// Nearly every key is plain and wholly in the buffer: copied at once, without the
+	// escape and limit bookkeeping of readString.
+	if b := r.buf[r.pos:r.end]; len(b) > 0 {
+		if n := gymjson.StringRun(b); n < len(b) && b[n] == '"' && n <= maxKeyBytes {
+			r.keyLong = false
+			r.key = append(r.key[:0], b[:n]...)
+			r.pos += n + 1
+			return true
+		}
+	}
 	start := len(r.scratch)
 	v, ok := r.readString("a key", maxKeyBytes+1)
 	if !ok {
