@@ -1,0 +1,230 @@
+//go:build linux
+
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/golden"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+)
+
+// serveMetricsText serves a Prometheus text capture at /metrics on a loopback port.
+func serveMetricsText(t *testing.T, capture string) int {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "gym-submit", capture))
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		_, _ = w.Write(data)
+	}), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// metricResources maps each metric name the sink received to the resource attributes it came
+// with (the last seen).
+func metricResources(exports []pmetric.Metrics) map[string]pcommon.Map {
+	out := map[string]pcommon.Map{}
+	for _, md := range exports {
+		for _, rm := range md.ResourceMetrics().All() {
+			for _, sm := range rm.ScopeMetrics().All() {
+				for _, m := range sm.Metrics().All() {
+					out[m.Name()] = rm.Resource().Attributes()
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Gym's `gym eval submit` starts `<otel.binary> --config <job dir>/otel/collector.yaml` with
+// the otelcol-contrib configuration it rendered; deploy/otelcol-gym-submit as that binary runs
+// otelcol-gym on deploy/gym-submit.yaml and Gym's configuration: it scrapes vLLM,
+// dcgm-exporter and node_exporter (captures served on loopback), receives OTLP, follows the
+// job's run files, sends OTLP/HTTP with Gym's identity and token, writes JSON lines under
+// <job dir>/otel/, and stops on Gym's own `pkill -f '^<binary> --config <file>'`.
+func TestGymSubmitDropIn(t *testing.T) {
+	t.Parallel()
+	useCollector()
+	vllm, dcgm, node := serveMetricsText(t, "vllm.prom"), serveMetricsText(t, "dcgm.prom"), serveMetricsText(t, "node.prom")
+
+	sink := &otlpSignalSink{}
+	var authMu sync.Mutex
+	var auth []string
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		authMu.Lock()
+		auth = append(auth, r.Header.Get("Authorization"))
+		authMu.Unlock()
+		sink.ServeHTTP(w, r)
+	}))
+	t.Cleanup(backend.Close)
+
+	// The job directory as Gym lays it out: the run's files at its top, otel/ for the collector.
+	job := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(job, "otel"), 0o755))
+	run := filepath.Join(repoRoot, "testdata", "rollouts", "run1")
+	entries, err := os.ReadDir(run)
+	require.NoError(t, err)
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(run, e.Name()))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(job, e.Name()), data, 0o644))
+	}
+
+	health, grpcPort, httpPort := freePort(t), freePort(t), freePort(t)
+	tmpl, err := os.ReadFile(filepath.Join("testdata", "gym-submit", "collector.yaml.tmpl"))
+	require.NoError(t, err)
+	config := filepath.Join(job, "otel", "collector.yaml")
+	require.NoError(t, os.WriteFile(config, []byte(render(t, string(tmpl), map[string]any{
+		"Health": health, "VLLM": vllm, "DCGM": dcgm, "Node": node,
+		"OTLPGRPC": grpcPort, "OTLPHTTP": httpPort, "Backend": backend.URL, "JobDir": job,
+	})), 0o644))
+
+	wrapper := filepath.Join(repoRoot, "deploy", "otelcol-gym-submit")
+	const token = "ingest-token-123"
+	p := startProcessEnv(t, "otelcol-gym-submit", []string{
+		"OTELCOL_GYM_BIN=" + collectorBin,
+		"OTEL_TOKEN=" + token,
+		"SLURM_JOB_ID=4242",
+		"OTELCOL_GYM_COLLECTION_INTERVAL=1s",
+		fmt.Sprintf("OTELCOL_GYM_SUBMIT_EVENTS_PORT=%d", freePort(t)),
+		fmt.Sprintf("OTELCOL_GYM_SUBMIT_TELEMETRY_PORT=%d", freePort(t)),
+	}, "bash", wrapper, "--config", config)
+	// Gym's health check: curl -sf http://localhost:<port>/health.
+	require.NoError(t, p.waitReady(fmt.Sprintf("http://localhost:%d/health", health), 60*time.Second))
+
+	// Gym's pkill pattern matches the process's command line: the wrapper exec'd the collector
+	// under the name and first arguments Gym started.
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.cmd.Process.Pid))
+	require.NoError(t, err)
+	gymPattern := "^" + regexp.QuoteMeta(wrapper) + " --config " + regexp.QuoteMeta(config)
+	assert.Regexp(t, gymPattern, strings.ReplaceAll(strings.TrimRight(string(cmdline), "\x00"), "\x00", " "))
+	log, err := os.ReadFile(p.logPath)
+	require.NoError(t, err)
+	for _, left := range []string{"connectors", "processors.transform/identity", "processors.transform/metric_names", "service"} {
+		assert.Contains(t, string(log), "left out of Gym's configuration: "+left+" (", "named on stderr")
+	}
+
+	// A span from Gym's SDK, over OTLP/HTTP as Gym configures it.
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "nemo-gym/driver")
+	sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	sp.SetName("gym.rollout")
+	sp.SetTraceID([16]byte{9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 1})
+	sp.SetSpanID([8]byte{9, 9, 9, 9, 9, 9, 9, 1})
+	now := time.Now()
+	sp.SetStartTimestamp(pcommon.NewTimestampFromTime(now.Add(-time.Second)))
+	sp.SetEndTimestamp(pcommon.NewTimestampFromTime(now))
+	sp.Attributes().PutStr("nemo.gym.rollout.id", "rollout-submit-7")
+	body, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
+	require.NoError(t, err)
+	postOK(t, fmt.Sprintf("http://127.0.0.1:%d/v1/traces", httpPort), body)
+
+	want := []string{
+		"vllm:num_requests_running", "vllm:time_to_first_token_seconds", "vllm:prompt_tokens_total",
+		"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "node_cpu_seconds_total", "node_load1",
+		"gym.rollout.completed_total",
+	}
+	var got map[string]pcommon.Map
+	require.NoError(t, eventually(60*time.Second, 250*time.Millisecond, func() error {
+		sink.mu.Lock()
+		got = metricResources(sink.metrics)
+		sink.mu.Unlock()
+		for _, name := range want {
+			if _, ok := got[name]; !ok {
+				return fmt.Errorf("%s not received yet", name)
+			}
+		}
+		if len(sink.spans()) == 0 {
+			return errNotYet
+		}
+		return nil
+	}))
+	for _, name := range want {
+		res := got[name].AsRaw()
+		assert.Equal(t, "my-eval-service", res["service.name"], "%s: Gym's routing service.name", name)
+		assert.Equal(t, "gym-job-20260921T100000Z-abc123", res["run_id"], name)
+		assert.Equal(t, "scicode", res["benchmark"], name)
+		assert.Equal(t, "4242", res["slurm_job_id"], "%s: converted to a string, as Gym does", name)
+		assert.Equal(t, token, res["Authorization"], "%s: the token as a resource attribute, as Gym's routing proxy needs", name)
+	}
+	assert.Equal(t, "gym-vllm/policy", got["vllm:num_requests_running"].AsRaw()["service.name.override"], "the scrape job as display name")
+	assert.Equal(t, "dcgm", got["DCGM_FI_DEV_GPU_UTIL"].AsRaw()["service.name.override"])
+	assert.Equal(t, "nemo-gym/rollout_collection", got["gym.rollout.completed_total"].AsRaw()["service.name.override"])
+	span, ok := sink.spans()["gym.rollout"]
+	require.True(t, ok)
+	v, _ := span.Attributes().Get("nemo.gym.rollout.id")
+	assert.Equal(t, "rollout-submit-7", v.Str())
+	authMu.Lock()
+	for _, a := range auth {
+		assert.Equal(t, "Bearer "+token, a)
+	}
+	authMu.Unlock()
+
+	// The run files' totals arrive exactly: the same sum as the golden file of the run.
+	expected, err := golden.ReadMetrics(filepath.Join(repoRoot, "testdata", "rollouts", "run1.expected.yaml"))
+	require.NoError(t, err)
+	wantCompleted, ok := sumOf(expected, "gym.rollout.completed_total", func(pcommon.Map) bool { return true })
+	require.True(t, ok)
+	require.NoError(t, eventually(30*time.Second, 250*time.Millisecond, func() error {
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		if n := latestSum(sink.metrics, "gym.rollout.completed_total"); n != wantCompleted {
+			return fmt.Errorf("gym.rollout.completed_total %v, want %v", n, wantCompleted)
+		}
+		return nil
+	}))
+
+	// Gym stops its collector with SIGTERM after the driver exits; the files are complete then.
+	require.NoError(t, syscall.Kill(p.cmd.Process.Pid, syscall.SIGTERM))
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the collector did not stop on SIGTERM")
+	}
+	require.NoError(t, p.err, "a clean exit")
+
+	metricsFile := strings.Join(jsonLines(t, filepath.Join(job, "otel", "metrics.jsonl")), "\n")
+	for _, name := range want {
+		assert.Contains(t, metricsFile, `"name":"`+name+`"`, "metrics.jsonl holds %s", name)
+	}
+	assert.Contains(t, strings.Join(jsonLines(t, filepath.Join(job, "otel", "traces.jsonl")), "\n"), "rollout-submit-7")
+	gymOwn, err := os.ReadFile(filepath.Join(job, "otel", "collector.gym.yaml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(gymOwn), "transform/identity", "Gym's own configuration is kept beside")
+}
+
+// latestSum is the sum over every point of metric name in the latest export that has it.
+func latestSum(exports []pmetric.Metrics, name string) float64 {
+	for i := len(exports) - 1; i >= 0; i-- {
+		if n, ok := sumOf(exports[i], name, func(pcommon.Map) bool { return true }); ok {
+			return n
+		}
+	}
+	return -1
+}
