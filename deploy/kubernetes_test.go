@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -26,15 +27,18 @@ import (
 // manifests is the rendered kustomize base, decoded strictly (an unknown field fails) into the
 // Kubernetes API types.
 type manifests struct {
-	namespaces   map[string]*corev1.Namespace
-	accounts     map[string]*corev1.ServiceAccount
-	configMaps   map[string]*corev1.ConfigMap
-	daemonSets   map[string]*appsv1.DaemonSet
-	deployments  map[string]*appsv1.Deployment
-	services     map[string]*corev1.Service
-	autoscalers  map[string]*autoscalingv2.HorizontalPodAutoscaler
-	namespaced   []metav1.ObjectMeta
-	renderedYAML []byte
+	namespaces  map[string]*corev1.Namespace
+	accounts    map[string]*corev1.ServiceAccount
+	configMaps  map[string]*corev1.ConfigMap
+	daemonSets  map[string]*appsv1.DaemonSet
+	deployments map[string]*appsv1.Deployment
+	services    map[string]*corev1.Service
+	autoscalers map[string]*autoscalingv2.HorizontalPodAutoscaler
+	// The prometheus-operator kinds of the kube-prometheus-stack overlay.
+	podMonitors     map[string]*monitoringv1.PodMonitor
+	prometheusRules map[string]*monitoringv1.PrometheusRule
+	namespaced      []metav1.ObjectMeta
+	renderedYAML    []byte
 	// configSources maps "ConfigMap/key" to the file of deploy/ it is created from, where the
 	// key is not that file's name (the Helm chart mounts the key relay).
 	configSources map[string]string
@@ -43,10 +47,16 @@ type manifests struct {
 // render runs kustomize (the library kubectl embeds) on kubernetes/.
 func render(t *testing.T) []byte {
 	t.Helper()
+	return renderDir(t, "kubernetes")
+}
+
+// renderDir runs kustomize on a directory of deploy/.
+func renderDir(t *testing.T, dir string) []byte {
+	t.Helper()
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	res, err := k.Run(filesys.MakeFsOnDisk(), "kubernetes")
+	res, err := k.Run(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
-		t.Fatalf("kustomize build kubernetes: %v", err)
+		t.Fatalf("kustomize build %s: %v", dir, err)
 	}
 	out, err := res.AsYaml()
 	if err != nil {
@@ -62,6 +72,7 @@ func decode(t *testing.T, rendered []byte) *manifests {
 		configMaps: map[string]*corev1.ConfigMap{}, daemonSets: map[string]*appsv1.DaemonSet{},
 		deployments: map[string]*appsv1.Deployment{}, services: map[string]*corev1.Service{},
 		autoscalers: map[string]*autoscalingv2.HorizontalPodAutoscaler{}, renderedYAML: rendered,
+		podMonitors: map[string]*monitoringv1.PodMonitor{}, prometheusRules: map[string]*monitoringv1.PrometheusRule{},
 	}
 	for i, doc := range bytes.Split(rendered, []byte("\n---\n")) {
 		var tm metav1.TypeMeta
@@ -103,6 +114,14 @@ func decode(t *testing.T, rendered []byte) *manifests {
 			o := &autoscalingv2.HorizontalPodAutoscaler{}
 			strict(o)
 			m.autoscalers[o.Name], meta = o, &o.ObjectMeta
+		case "monitoring.coreos.com/v1/PodMonitor":
+			o := &monitoringv1.PodMonitor{}
+			strict(o)
+			m.podMonitors[o.Name], meta = o, &o.ObjectMeta
+		case "monitoring.coreos.com/v1/PrometheusRule":
+			o := &monitoringv1.PrometheusRule{}
+			strict(o)
+			m.prometheusRules[o.Name], meta = o, &o.ObjectMeta
 		default:
 			t.Fatalf("document %d: %s %s is not a kind this test knows: add its checks", i, tm.APIVersion, tm.Kind)
 		}
