@@ -144,6 +144,16 @@ func TestHelmTemplate(t *testing.T) {
 			}
 			c.m.configMaps[c.configMap] = &corev1.ConfigMap{Data: map[string]string{"relay": string(config)}}
 			c.m.configSources = map[string]string{c.configMap + "/relay": c.config}
+			if c.name == "agent" {
+				// And the one values-agent.yaml's comment creates from kubernetes/config/.
+				const extra = "kubernetes/config/agent-kubernetes.yaml"
+				text, err := os.ReadFile(extra)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.m.configMaps["otelcol-gym-agent-kubernetes"] = &corev1.ConfigMap{Data: map[string]string{"agent-kubernetes.yaml": string(text)}}
+				c.m.configSources["otelcol-gym-agent-kubernetes/agent-kubernetes.yaml"] = extra
+			}
 
 			ctr := spec.Containers[0]
 			if want := "localhost/otelcol-gym:0.1.0"; ctr.Image != want {

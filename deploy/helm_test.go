@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,7 +19,8 @@ type chartValues struct {
 		Tag        string `json:"tag"`
 	} `json:"image"`
 	Command struct {
-		Name string `json:"name"`
+		Name      string   `json:"name"`
+		ExtraArgs []string `json:"extraArgs"`
 	} `json:"command"`
 	ConfigMap struct {
 		Create       bool   `json:"create"`
@@ -113,15 +115,30 @@ func TestHelmValues(t *testing.T) {
 			for _, mm := range envRef.FindAllStringSubmatch(string(config), -1) {
 				read[mm[1]] = true
 			}
-			for _, e := range v.ExtraEnvs {
-				if strings.HasPrefix(e.Name, "OTELCOL_GYM_") && !read[e.Name] {
-					t.Errorf("extraEnvs sets %s, which %s never reads", e.Name, c.config)
+			defer func() { // once read holds the extra configs' variables too
+				for _, e := range v.ExtraEnvs {
+					if strings.HasPrefix(e.Name, "OTELCOL_GYM_") && !read[e.Name] {
+						t.Errorf("extraEnvs sets %s, which %s never reads", e.Name, c.config)
+					}
 				}
-			}
+			}()
 			// The chart sets MY_POD_IP first, then extraEnvs.
 			env := podEnv(corev1.Container{Env: append([]corev1.EnvVar{{Name: "MY_POD_IP",
 				ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}, v.ExtraEnvs...)})
-			validate(t, c.values, string(config), env)
+			configs := []string{string(config)}
+			for _, f := range configArgs(corev1.Container{Args: v.Command.ExtraArgs}) {
+				// Merged over the chart's relay: a file of kubernetes/config/, mounted from a
+				// ConfigMap of its own.
+				extra, err := os.ReadFile(filepath.Join("kubernetes/config", filepath.Base(f)))
+				if err != nil {
+					t.Fatalf("command.extraArgs --config %s: %v", f, err)
+				}
+				configs = append(configs, string(extra))
+				for _, mm := range envRef.FindAllStringSubmatch(string(extra), -1) {
+					read[mm[1]] = true
+				}
+			}
+			validate(t, c.values, configs, env)
 			if v.LivenessProbe.HTTPGet.Port == 0 || v.ReadinessProbe.HTTPGet.Port == 0 {
 				t.Error("probes on the health check port are required")
 			}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -26,15 +27,18 @@ import (
 // manifests is the rendered kustomize base, decoded strictly (an unknown field fails) into the
 // Kubernetes API types.
 type manifests struct {
-	namespaces   map[string]*corev1.Namespace
-	accounts     map[string]*corev1.ServiceAccount
-	configMaps   map[string]*corev1.ConfigMap
-	daemonSets   map[string]*appsv1.DaemonSet
-	deployments  map[string]*appsv1.Deployment
-	services     map[string]*corev1.Service
-	autoscalers  map[string]*autoscalingv2.HorizontalPodAutoscaler
-	namespaced   []metav1.ObjectMeta
-	renderedYAML []byte
+	namespaces  map[string]*corev1.Namespace
+	accounts    map[string]*corev1.ServiceAccount
+	configMaps  map[string]*corev1.ConfigMap
+	daemonSets  map[string]*appsv1.DaemonSet
+	deployments map[string]*appsv1.Deployment
+	services    map[string]*corev1.Service
+	autoscalers map[string]*autoscalingv2.HorizontalPodAutoscaler
+	// The prometheus-operator kinds of the kube-prometheus-stack overlay.
+	podMonitors     map[string]*monitoringv1.PodMonitor
+	prometheusRules map[string]*monitoringv1.PrometheusRule
+	namespaced      []metav1.ObjectMeta
+	renderedYAML    []byte
 	// configSources maps "ConfigMap/key" to the file of deploy/ it is created from, where the
 	// key is not that file's name (the Helm chart mounts the key relay).
 	configSources map[string]string
@@ -43,10 +47,16 @@ type manifests struct {
 // render runs kustomize (the library kubectl embeds) on kubernetes/.
 func render(t *testing.T) []byte {
 	t.Helper()
+	return renderDir(t, "kubernetes")
+}
+
+// renderDir runs kustomize on a directory of deploy/.
+func renderDir(t *testing.T, dir string) []byte {
+	t.Helper()
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	res, err := k.Run(filesys.MakeFsOnDisk(), "kubernetes")
+	res, err := k.Run(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
-		t.Fatalf("kustomize build kubernetes: %v", err)
+		t.Fatalf("kustomize build %s: %v", dir, err)
 	}
 	out, err := res.AsYaml()
 	if err != nil {
@@ -62,6 +72,7 @@ func decode(t *testing.T, rendered []byte) *manifests {
 		configMaps: map[string]*corev1.ConfigMap{}, daemonSets: map[string]*appsv1.DaemonSet{},
 		deployments: map[string]*appsv1.Deployment{}, services: map[string]*corev1.Service{},
 		autoscalers: map[string]*autoscalingv2.HorizontalPodAutoscaler{}, renderedYAML: rendered,
+		podMonitors: map[string]*monitoringv1.PodMonitor{}, prometheusRules: map[string]*monitoringv1.PrometheusRule{},
 	}
 	for i, doc := range bytes.Split(rendered, []byte("\n---\n")) {
 		var tm metav1.TypeMeta
@@ -103,6 +114,14 @@ func decode(t *testing.T, rendered []byte) *manifests {
 			o := &autoscalingv2.HorizontalPodAutoscaler{}
 			strict(o)
 			m.autoscalers[o.Name], meta = o, &o.ObjectMeta
+		case "monitoring.coreos.com/v1/PodMonitor":
+			o := &monitoringv1.PodMonitor{}
+			strict(o)
+			m.podMonitors[o.Name], meta = o, &o.ObjectMeta
+		case "monitoring.coreos.com/v1/PrometheusRule":
+			o := &monitoringv1.PrometheusRule{}
+			strict(o)
+			m.prometheusRules[o.Name], meta = o, &o.ObjectMeta
 		default:
 			t.Fatalf("document %d: %s %s is not a kind this test knows: add its checks", i, tm.APIVersion, tm.Kind)
 		}
@@ -223,6 +242,91 @@ func TestKustomizeBase(t *testing.T) {
 			t.Errorf("%s %s: its directory is not a hostPath mount the node's Gym pods can share", k, env[k])
 		}
 	}
+	checkRunFiles(t, m, agent)
+}
+
+// checkRunFiles: the agent reads Gym's run files: its rollouts source is on, on
+// OTELCOL_GYM_RUN_FILES, whose directory is Gym's results, mounted read-only from the node; and
+// each hostPath volume is named after what it holds.
+func checkRunFiles(t *testing.T, m *manifests, agent *appsv1.DaemonSet) {
+	t.Helper()
+	spec := agent.Spec.Template.Spec
+	c := spec.Containers[0]
+	env := envOf(c)
+	runFiles := env["OTELCOL_GYM_RUN_FILES"]
+	if runFiles == "" {
+		t.Fatal("the agent does not set OTELCOL_GYM_RUN_FILES: Gym's run files are not read")
+	}
+	// The directory above the first glob: the results directory.
+	results := runFiles[:strings.IndexAny(runFiles+"*", "*?[")]
+	results = filepath.Clean(results)
+	if !strings.HasSuffix(runFiles[:len(results)+1], "/") {
+		results = filepath.Dir(results)
+	}
+
+	// The last config that sets receivers.gym.rollouts.include wins (later --config merge over
+	// earlier ones); it must read the run files the pod names.
+	include := ""
+	for _, f := range configArgs(c) {
+		var cfg struct {
+			Receivers struct {
+				Gym struct {
+					Rollouts *struct {
+						Include []string `json:"include"`
+					} `json:"rollouts"`
+				} `json:"gym"`
+			} `json:"receivers"`
+		}
+		text := ""
+		for _, v := range spec.Volumes {
+			if v.ConfigMap != nil && m.configMaps[v.ConfigMap.Name] != nil {
+				text += m.configMaps[v.ConfigMap.Name].Data[filepath.Base(f)]
+			}
+		}
+		if err := yaml.Unmarshal([]byte(text), &cfg); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if r := cfg.Receivers.Gym.Rollouts; r != nil && len(r.Include) > 0 {
+			include = strings.Join(r.Include, ",")
+		}
+	}
+	if !strings.Contains(include, "${env:OTELCOL_GYM_RUN_FILES") {
+		t.Errorf("the agent's rollouts source reads %q, not OTELCOL_GYM_RUN_FILES", include)
+	}
+
+	// What each hostPath volume holds, by where it is mounted.
+	want := map[string]string{
+		filepath.Clean(env["OTELCOL_GYM_STORAGE_DIR"]): "state",
+		filepath.Dir(env["OTELCOL_GYM_EVENTS_SOCKET"]): "socket",
+		filepath.Dir(env["OTELCOL_GYM_EVENT_FILES"]):   "event-files",
+		results: "gym-results",
+	}
+	readOnly := map[string]bool{"event-files": true, "gym-results": true}
+	found := map[string]bool{}
+	for _, vm := range c.VolumeMounts {
+		for _, v := range spec.Volumes {
+			if v.Name != vm.Name || v.HostPath == nil {
+				continue
+			}
+			name, ok := want[filepath.Clean(vm.MountPath)]
+			if !ok {
+				t.Errorf("hostPath volume %s at %s: no variable of the agent names that directory", v.Name, vm.MountPath)
+				continue
+			}
+			found[name] = true
+			if v.Name != name {
+				t.Errorf("hostPath volume %s at %s holds %s: name it %s", v.Name, vm.MountPath, name, name)
+			}
+			if readOnly[name] != vm.ReadOnly {
+				t.Errorf("volume %s at %s: readOnly %v, want %v (the agent only reads Gym's files)", v.Name, vm.MountPath, vm.ReadOnly, readOnly[name])
+			}
+		}
+	}
+	for dir, name := range want {
+		if !found[name] {
+			t.Errorf("no hostPath volume at %s (%s)", dir, name)
+		}
+	}
 }
 
 // kubectlKustomize: where kubectl is installed, `kubectl kustomize` renders the base offline
@@ -330,15 +434,12 @@ func checkPod(t *testing.T, m *manifests, name string, spec corev1.PodSpec) {
 	}
 	c := spec.Containers[0]
 	used := map[string]bool{}
-	configFile := ""
-	for i, a := range c.Args {
-		if a == "--config" && i+1 < len(c.Args) {
-			configFile = c.Args[i+1]
-		} else if f, ok := strings.CutPrefix(a, "--config="); ok {
-			configFile = f
-		}
+	configFiles := configArgs(c)
+	if len(configFiles) == 0 {
+		t.Fatalf("%s: no --config", name)
 	}
-	var configText string
+	configFile := configFiles[0] // deploy/agent.yaml or deploy/gateway.yaml; the rest merge over it
+	texts := map[string]string{}
 	for _, vm := range c.VolumeMounts {
 		v, ok := volumes[vm.Name]
 		if !ok {
@@ -350,9 +451,13 @@ func checkPod(t *testing.T, m *manifests, name string, spec corev1.PodSpec) {
 			continue
 		}
 		for _, it := range v.ConfigMap.Items {
-			if filepath.Join(vm.MountPath, it.Path) == configFile {
-				configText = m.configMaps[v.ConfigMap.Name].Data[it.Key]
+			if path := filepath.Join(vm.MountPath, it.Path); slices.Contains(configFiles, path) {
+				configText := m.configMaps[v.ConfigMap.Name].Data[it.Key]
+				texts[path] = configText
 				src := it.Key // deploy/agent.yaml, deploy/gateway.yaml
+				if path != configFile {
+					src = "kubernetes/config/" + it.Key // Kubernetes-only: no copy of a file of deploy/
+				}
 				if f, ok := m.configSources[v.ConfigMap.Name+"/"+it.Key]; ok {
 					src = f
 				}
@@ -370,9 +475,14 @@ func checkPod(t *testing.T, m *manifests, name string, spec corev1.PodSpec) {
 			t.Errorf("%s: volume %s is mounted nowhere", name, n)
 		}
 	}
-	if configText == "" {
-		t.Fatalf("%s: --config %q is no file of a mounted ConfigMap", name, configFile)
+	var configs []string
+	for _, f := range configFiles {
+		if texts[f] == "" {
+			t.Fatalf("%s: --config %q is no file of a mounted ConfigMap", name, f)
+		}
+		configs = append(configs, texts[f])
 	}
+	configText := strings.Join(configs, "\n")
 	// A probe reaches the health check on the pod's IP: by a named container port, or by the
 	// port number the health check listens on (OTELCOL_GYM_HEALTH_ENDPOINT), which the kubelet
 	// probes whether or not a container port declares it.
@@ -395,10 +505,24 @@ func checkPod(t *testing.T, m *manifests, name string, spec corev1.PodSpec) {
 	}
 	for _, e := range c.Env {
 		if strings.HasPrefix(e.Name, "OTELCOL_GYM_") && !read[e.Name] {
-			t.Errorf("%s: sets %s, which %s never reads", name, e.Name, configFile)
+			t.Errorf("%s: sets %s, which %s never reads", name, e.Name, strings.Join(configFiles, " + "))
 		}
 	}
-	validate(t, name, configText, podEnv(c))
+	validate(t, name, configs, podEnv(c))
+}
+
+// configArgs are the --config files of a container, in order.
+func configArgs(c corev1.Container) []string {
+	var out []string
+	args := append(slices.Clone(c.Command), c.Args...)
+	for i, a := range args {
+		if a == "--config" && i+1 < len(args) {
+			out = append(out, args[i+1])
+		} else if f, ok := strings.CutPrefix(a, "--config="); ok {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // podEnv is the container's environment as the kubelet would set it: downward-API fields
@@ -433,14 +557,19 @@ func collectorBin(t *testing.T) string {
 	return bin
 }
 
-// validate runs `otelcol-gym validate` on a configuration with the given environment.
-func validate(t *testing.T, name, config string, env []string) {
+// validate runs `otelcol-gym validate` on configurations (merged in order, as several --config
+// are) with the given environment.
+func validate(t *testing.T, name string, configs []string, env []string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
+	args := []string{"validate"}
+	for i, config := range configs {
+		path := filepath.Join(t.TempDir(), fmt.Sprintf("config-%d.yaml", i))
+		if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--config", path)
 	}
-	cmd := exec.Command(collectorBin(t), "validate", "--config", path)
+	cmd := exec.Command(collectorBin(t), args...)
 	cmd.Env = append(os.Environ(), env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("%s: otelcol-gym validate: %v\n%s", name, err, out)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gym-telemetry/otelcol-gym/internal/events"
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
+	"github.com/gym-telemetry/otelcol-gym/internal/procstats"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
@@ -25,8 +26,8 @@ type AggregatorConfig struct {
 	ExpireAfter time.Duration
 	// Registry holds the failure kinds and health checks, Gym's and configured.
 	Registry *normalize.Registry
-	// TrackPIDs records the process.pid of resource lines naming this host (Hostname), for
-	// the process stats.
+	// TrackPIDs records the process.pid of resource lines naming this host (Hostname) or a
+	// container (container.id, k8s.pod.uid), for the process stats.
 	TrackPIDs bool
 	Hostname  string
 	// MaxResources bounds the resources held at once (0: no bound): a resource line that
@@ -57,7 +58,7 @@ type shard struct {
 // NewAggregator returns an empty aggregator.
 func NewAggregator(cfg AggregatorConfig) *Aggregator {
 	a := &Aggregator{cfg: cfg, seed: maphash.MakeSeed(), now: time.Now}
-	a.procs.pids = map[int32]*Resource{}
+	a.procs.pids = map[announcedPID]*Resource{}
 	for i := range a.shards {
 		a.shards[i].m = map[string]*Resource{}
 	}
@@ -79,8 +80,9 @@ type Resource struct {
 	claim    uint64 // creation order (a.insts.claims), fixed: the oldest of an instance goes first
 
 	// process stats
-	pid      int32 // the pid this resource announced (0: none)
-	procDrop bool  // the process ended: export once more, then drop its series
+	pid      int32               // the pid this resource announced (0: none)
+	pidIn    procstats.Container // the container it is numbered in (zero: the host)
+	procDrop bool                // the process ended: export once more, then drop its series
 }
 
 // ResourceAttrValue is an owned resource attribute.

@@ -17,18 +17,48 @@ const (
 	attrProcessPID            = "process.pid"
 	attrProcessExecutableName = "process.executable.name"
 	attrHostName              = "host.name"
+	// A process in a container names its container; its pid and host.name are the container's.
+	attrContainerID = "container.id"
+	attrK8sPodUID   = "k8s.pod.uid"
 )
 
 // processes tracks which resource announced which pid on this host.
 type processes struct {
 	mu        sync.Mutex
-	pids      map[int32]*Resource
+	pids      map[announcedPID]*Resource
 	otherHost int64 // resource lines naming a pid on another host
 	stream    *Stream
 }
 
-// announce records the pid of a resource line, when it names one on this host. The caller is
-// the stream that applied the line.
+// announcedPID is a pid as a resource announced it: the host's, or a container's.
+type announcedPID struct {
+	pid int32
+	in  procstats.Container
+}
+
+// containerOf is the container a resource's attributes name (string container.id,
+// k8s.pod.uid), the zero Container when none.
+func containerOf(n int, attr func(i int) (key string, str []byte, isStr bool)) procstats.Container {
+	var c procstats.Container
+	for i := range n {
+		key, str, isStr := attr(i)
+		if !isStr {
+			continue
+		}
+		switch key {
+		case attrContainerID:
+			c.ID = string(str)
+		case attrK8sPodUID:
+			c.PodUID = string(str)
+		}
+	}
+	return c
+}
+
+// announce records the pid of a resource line, when it names one on this host: a pid in a
+// container (container.id or k8s.pod.uid, whatever its host.name, which is the container's),
+// or a host pid whose host.name is this host's (or absent). The caller is the stream that
+// applied the line.
 func (a *Aggregator) announce(r *Resource, attrs []events.ResourceAttr) {
 	if !a.cfg.TrackPIDs {
 		return
@@ -49,16 +79,20 @@ func (a *Aggregator) announce(r *Resource, attrs []events.ResourceAttr) {
 	if pid <= 0 || pid > 1<<31-1 {
 		return
 	}
+	in := containerOf(len(attrs), func(i int) (string, []byte, bool) {
+		return string(attrs[i].Key), attrs[i].Str, attrs[i].Kind == events.ValueString
+	})
 	p := &a.procs
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !sameHost {
+	if !sameHost && in.IsZero() {
 		p.otherHost++
 		return
 	}
-	if p.pids[int32(pid)] != r {
-		p.pids[int32(pid)] = r // the latest resource that named the pid
-		r.pid = int32(pid)
+	id := announcedPID{int32(pid), in}
+	if p.pids[id] != r {
+		p.pids[id] = r // the latest resource that named the pid
+		r.pid, r.pidIn = id.pid, id.in
 	}
 }
 
@@ -69,20 +103,22 @@ func (a *Aggregator) unannounce(r *Resource) {
 	}
 	p := &a.procs
 	p.mu.Lock()
-	if p.pids[r.pid] == r {
-		delete(p.pids, r.pid)
+	id := announcedPID{r.pid, r.pidIn}
+	if p.pids[id] == r {
+		delete(p.pids, id)
 	}
 	p.mu.Unlock()
 }
 
-// Announced returns the pids announced on this host, each with its resource's key.
+// Announced returns the pids announced on this host, each with its resource's key and
+// container.
 func (a *Aggregator) Announced() []procstats.Target {
 	p := &a.procs
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := make([]procstats.Target, 0, len(p.pids))
-	for pid, r := range p.pids {
-		out = append(out, procstats.Target{PID: pid, Key: r.key})
+	for id, r := range p.pids {
+		out = append(out, procstats.Target{PID: id.pid, Key: r.key, In: id.in})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
 	return out
@@ -140,8 +176,8 @@ func (a *Aggregator) ApplyProcesses(res *procstats.Result) {
 			r.mu.Unlock()
 			r = a.revive(r)
 			if rd.Key != "" {
-				p.pids[rd.PID] = r
-				r.pid = rd.PID
+				p.pids[announcedPID{rd.PID, rd.In}] = r
+				r.pid, r.pidIn = rd.PID, rd.In
 			}
 			r.mu.Lock()
 		}
@@ -153,7 +189,7 @@ func (a *Aggregator) ApplyProcesses(res *procstats.Result) {
 // processResource finds the resource of a reading; the caller holds procs.mu.
 func (a *Aggregator) processResource(rd *procstats.Reading) *Resource {
 	if rd.Key != "" {
-		r := a.procs.pids[rd.PID]
+		r := a.procs.pids[announcedPID{rd.PID, rd.In}]
 		if r == nil || r.key != rd.Key {
 			return nil // announced by another resource since
 		}

@@ -235,7 +235,11 @@ func (a *Aggregator) RestoreState(b []byte) error {
 			a.insts.m[r.inst] = r
 		}
 		if r.pid > 0 && !r.retired {
-			a.procs.pids[r.pid] = r
+			// The container is not stored: it is in the resource's attributes.
+			r.pidIn = containerOf(len(r.attrs), func(i int) (string, []byte, bool) {
+				return r.attrs[i].Key, []byte(r.attrs[i].Str), r.attrs[i].Kind == events.ValueString
+			})
+			a.procs.pids[announcedPID{r.pid, r.pidIn}] = r
 		}
 	}
 	if claims > a.insts.claims.Load() {

@@ -189,3 +189,27 @@ func BenchmarkCollect100kSeries(b *testing.B) {
 		}
 	})
 }
+
+// A pid announced in a container is announced in that container again after a restore (the
+// container is not stored: it is read back from the resource's attributes).
+func TestStateKeepsTheContainerOfAPid(t *testing.T) {
+	a, c := stateFixture(t)
+	feed(t, a.NewStream(1<<16, DefaultResource("http", "")),
+		`{"event":"resource","attributes":{"service.name":"gym-pod","process.pid":1,"host.name":"gym-pod-0","container.id":"0123456789abcdef"}}`,
+		`{"event":"sandbox.active","provider":"docker","delta":1}`,
+	)
+	inContainers := func(ts []procstats.Target) []procstats.Target {
+		var out []procstats.Target
+		for _, t := range ts {
+			if !t.In.IsZero() {
+				out = append(out, t)
+			}
+		}
+		return out
+	}
+	want := inContainers(a.Announced())
+	require.Len(t, want, 1)
+	assert.Equal(t, procstats.Target{PID: 1, Key: want[0].Key, In: procstats.Container{ID: "0123456789abcdef"}}, want[0])
+	b := restoredCopy(t, a.AppendState(nil), c)
+	assert.Equal(t, want, inContainers(b.Announced()))
+}

@@ -6,3 +6,6 @@ func (s *Scraper) TrackedCount() int {
 	defer s.mu.Unlock()
 	return len(s.tracked)
 }
+
+// NewHostSourceAt is the host source over a procfs tree at root (tests only).
+var NewHostSourceAt = newHostSourceAt

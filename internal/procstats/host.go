@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/shirou/gopsutil/v4/common"
 	"github.com/shirou/gopsutil/v4/process"
 )
 
@@ -28,15 +29,46 @@ func NewHostSource() Source {
 	return hostSource{}
 }
 
-type hostSource struct{}
+// newHostSourceAt lists processes and reads their placements from a procfs tree at root
+// instead (tests: a tree of files). It leaves the boot time cache alone: its processes' create
+// times are not meaningful.
+func newHostSourceAt(root string) Source { return hostSource{root: root} }
 
-func (hostSource) Pids(ctx context.Context) ([]int32, error) {
+type hostSource struct {
+	root string // "" : gopsutil's ($HOST_PROC, else /proc)
+}
+
+func (h hostSource) Pids(ctx context.Context) ([]int32, error) {
+	if h.root != "" {
+		ctx = context.WithValue(ctx, common.EnvKey, common.EnvMap{common.HostProcEnvKey: h.root})
+	}
 	return process.PidsWithContext(ctx)
+}
+
+// Placement reads /proc/<pid>/cgroup and /proc/<pid>/status, both readable for every process
+// without any capability.
+func (h hostSource) Placement(_ context.Context, pid int32) (Placement, error) {
+	if pid <= 0 {
+		return Placement{}, fmt.Errorf("invalid pid %d: %w", pid, os.ErrNotExist)
+	}
+	root := h.root
+	if root == "" {
+		root = hostProc()
+	}
+	return readPlacement(root, pid)
+}
+
+// hostProc is where gopsutil reads processes: $HOST_PROC, else /proc.
+func hostProc() string {
+	if p := os.Getenv("HOST_PROC"); p != "" {
+		return p
+	}
+	return "/proc"
 }
 
 // Open makes no system call (unlike process.NewProcess, which checks existence and, with Go's
 // os.FindProcess, may open a pidfd): the methods of the Process report a missing process.
-func (hostSource) Open(pid int32) (Process, error) {
+func (h hostSource) Open(pid int32) (Process, error) {
 	if pid <= 0 {
 		return nil, fmt.Errorf("invalid pid %d: %w", pid, os.ErrNotExist)
 	}

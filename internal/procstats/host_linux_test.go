@@ -73,3 +73,60 @@ func TestHostPermission(t *testing.T) {
 	assert.Equal(t, []procstats.ErrorKind{procstats.KindPermission}, out.Kinds)
 	assert.Equal(t, []string{fmt.Sprintf("pid %d (%s): permission denied reading fds", pid, r.ExecutableName)}, out.Errors)
 }
+
+// TestHostFindsAProcessInAContainer reads a real process the way the agent DaemonSet meets a
+// Gym container's: pid 1 of a pid namespace of its own, in a cgroup named by its container id.
+// It needs root (a new pid namespace, a cgroup made for the test).
+func TestHostFindsAProcessInAContainer(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a pid namespace and a cgroup of its own need root")
+	}
+	const id = "7e57c0de7e57c0de7e57c0de7e57c0de7e57c0de7e57c0de7e57c0de7e57c0de"
+	cgroup := ""
+	for _, dir := range []string{"/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
+		d := filepath.Join(dir, fmt.Sprintf("procstats-test-%d", os.Getpid()), "cri-containerd-"+id+".scope")
+		if err := os.MkdirAll(d, 0o755); err == nil {
+			cgroup = d
+			break
+		}
+	}
+	if cgroup == "" {
+		t.Skip("no writable cgroup hierarchy")
+	}
+	t.Cleanup(func() { // after the helper is gone (cleanups run last first)
+		_ = os.Remove(cgroup)
+		_ = os.Remove(filepath.Dir(cgroup))
+	})
+	h := startHelperWith(t, 2, 3, func(c *exec.Cmd) {
+		c.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+	})
+	if err := os.WriteFile(filepath.Join(cgroup, "cgroup.procs"), []byte(fmt.Sprint(h.pid)), 0o644); err != nil {
+		t.Skipf("cannot move a process into a cgroup: %v", err)
+	}
+
+	s, err := procstats.NewScraper(procstats.NewHostSource(), procstats.Options{})
+	require.NoError(t, err)
+	target := procstats.Target{PID: 1, Key: "gym", In: procstats.Container{ID: id}}
+	res, err := s.Scrape(context.Background(), []procstats.Target{target})
+	require.NoError(t, err)
+	assert.Empty(t, res.Errors)
+	require.Len(t, res.Readings, 1)
+	r := res.Readings[0]
+	assert.Equal(t, int32(1), r.PID, "the pid as the container numbers it")
+	assert.Equal(t, h.pid, r.HostPID)
+	assert.Equal(t, filepath.Base(h.executable), r.ExecutableName)
+	assert.GreaterOrEqual(t, r.Threads, int64(3))
+	assert.GreaterOrEqual(t, r.FDs, int64(3+3))
+
+	// The host's pid 1 is another process: announced without its container, pid 1 is init.
+	res, err = s.Scrape(context.Background(), []procstats.Target{{PID: 1, Key: "host"}})
+	require.NoError(t, err)
+	require.Len(t, res.Readings, 1)
+	assert.NotEqual(t, filepath.Base(h.executable), res.Readings[0].ExecutableName)
+
+	h.stop(t)
+	res, err = s.Scrape(context.Background(), []procstats.Target{target})
+	require.NoError(t, err)
+	assert.Empty(t, res.Readings)
+	assert.Equal(t, procstats.Counts{NotFound: 1}, res.Counts)
+}

@@ -128,6 +128,12 @@ type helper struct {
 
 func startHelper(t *testing.T, threads, files int) *helper {
 	t.Helper()
+	return startHelperWith(t, threads, files, nil)
+}
+
+// startHelperWith is startHelper with prep applied to the command before it starts.
+func startHelperWith(t *testing.T, threads, files int, prep func(*exec.Cmd)) *helper {
+	t.Helper()
 	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
 		t.Skip("real process tests run on Linux and macOS")
 	}
@@ -138,6 +144,9 @@ func startHelper(t *testing.T, threads, files int) *helper {
 	h.cmd = exec.Command(exe, "-test.run=^$", h.marker)
 	h.cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d,%d", helperEnv, threads, files))
 	h.cmd.Stderr = os.Stderr
+	if prep != nil {
+		prep(h.cmd)
+	}
 	h.stdin, err = h.cmd.StdinPipe()
 	require.NoError(t, err)
 	stdout, err := h.cmd.StdoutPipe()

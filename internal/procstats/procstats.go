@@ -52,6 +52,9 @@ type Source interface {
 	Open(pid int32) (Process, error)
 	// Hostname is this host's name, to compare with the host.name a process announced.
 	Hostname() (string, error)
+	// Placement tells the cgroups and namespaced pids of the host process pid, to find the
+	// process a container numbers differently.
+	Placement(ctx context.Context, pid int32) (Placement, error)
 }
 
 // CPUTimes is CPU time in seconds, by mode.
@@ -88,6 +91,8 @@ const (
 	OpMemory     = "memory"
 	OpThreads    = "threads"
 	OpFDs        = "fds"
+	// OpFind: finding the host process of a pid announced in a container.
+	OpFind = "the container's process"
 )
 
 // Classify tells the kind of an error returned by a Source or Process.
@@ -109,7 +114,12 @@ func Classify(err error) ErrorKind {
 //
 //	pid 4242 (python3): permission denied reading fds
 type ProcessError struct {
+	// PID is the pid as announced: in its container's pid namespace when In is set.
 	PID int32
+	// In is the container the pid was announced in (the zero Container: the host).
+	In Container
+	// HostPID is the host's pid of the process of a container, once found (else 0).
+	HostPID int32
 	// Name is the process's executable name when it was known, else "".
 	Name string
 	// Key is the resource key of the target that announced the pid, "" for other origins.
@@ -124,6 +134,15 @@ func (e *ProcessError) Error() string {
 	who := fmt.Sprintf("pid %d", e.PID)
 	if e.Name != "" {
 		who += " (" + e.Name + ")"
+	}
+	if !e.In.IsZero() {
+		who += " in " + e.In.String()
+		if e.HostPID != 0 {
+			who += fmt.Sprintf(" (host pid %d)", e.HostPID)
+		}
+	}
+	if e.Op == OpFind {
+		return fmt.Sprintf("%s: %v", who, e.Err)
 	}
 	switch e.Kind {
 	case KindPermission:

@@ -41,6 +41,9 @@ func (o Origin) String() string {
 type Target struct {
 	PID int32
 	Key string
+	// In is the container whose pid namespace PID is numbered in (the zero Container: the
+	// host's). The scrape reads the host process that the container numbers PID.
+	In Container
 }
 
 // Options configures a Scraper.
@@ -58,6 +61,10 @@ type Options struct {
 // Reading is one process read by one scrape.
 type Reading struct {
 	PID int32
+	// In is the Target's container, HostPID the host's pid of the process read (0 for the
+	// host's own pids, which PID is).
+	In      Container
+	HostPID int32
 	// CreateTime is when the process started, in milliseconds since the Unix epoch: the start
 	// time of its cumulative series.
 	CreateTime int64
@@ -119,7 +126,16 @@ type Scraper struct {
 
 	mu      sync.Mutex
 	gen     uint64
-	tracked map[int32]*tracked // processes read by recent scrapes, at most max of them
+	tracked map[int32]*tracked // processes read by recent scrapes by host pid, at most max of them
+	// found maps a container's pid to the host pid found for it: checked, not searched again,
+	// at each scrape. Only this scrape's targets are kept.
+	found map[scopedPID]int32
+}
+
+// scopedPID is a pid in the pid namespace of a container.
+type scopedPID struct {
+	pid int32
+	in  Container
 }
 
 // tracked is a process read by a recent scrape: its handle is reused while its create time
@@ -142,7 +158,7 @@ func NewScraper(src Source, opts Options) (*Scraper, error) {
 	if opts.MaxProcesses < 0 {
 		return nil, fmt.Errorf("max processes must be >= 0, got %d", opts.MaxProcesses)
 	}
-	s := &Scraper{src: src, rules: rules, max: opts.MaxProcesses, tracked: map[int32]*tracked{}}
+	s := &Scraper{src: src, rules: rules, max: opts.MaxProcesses, tracked: map[int32]*tracked{}, found: map[scopedPID]int32{}}
 	if s.max == 0 {
 		s.max = DefaultMaxProcesses
 	}
@@ -154,14 +170,18 @@ func NewScraper(src Source, opts Options) (*Scraper, error) {
 
 // target is one process to read in this scrape.
 type target struct {
-	pid    int32
-	key    string
-	origin Origin
+	pid       int32 // the host's
+	announced int32 // as announced: pid, or its pid in the container in
+	in        Container
+	key       string
+	origin    Origin
 	// Set when the include scan already opened the process; tr when it confirmed that a tracked
 	// process is still the same one.
 	h  Process
 	n  *names
 	tr *tracked
+	// lost: a container's target whose process was not found (its error is recorded).
+	lost bool
 }
 
 // Scrape reads the announced targets, the collector itself if configured, and the processes
@@ -194,20 +214,27 @@ func (s *Scraper) Scrape(ctx context.Context, announced []Target) (Result, error
 func (s *Scraper) targets(ctx context.Context, announced []Target, res *Result) ([]target, error) {
 	// Announced, in pid order, the last key of a pid winning.
 	ann := slices.Clone(announced)
-	slices.SortStableFunc(ann, func(a, b Target) int { return cmp.Compare(a.PID, b.PID) })
+	slices.SortStableFunc(ann, func(a, b Target) int {
+		return cmp.Or(cmp.Compare(a.PID, b.PID), cmp.Compare(a.In.ID, b.In.ID), cmp.Compare(a.In.PodUID, b.In.PodUID))
+	})
 	ts := make([]target, 0, len(ann)+1)
 	for i, a := range ann {
-		if i+1 < len(ann) && ann[i+1].PID == a.PID {
+		if i+1 < len(ann) && ann[i+1].PID == a.PID && ann[i+1].In == a.In {
 			continue
 		}
-		ts = append(ts, target{pid: a.PID, key: a.Key, origin: OriginAnnounced})
+		ts = append(ts, target{pid: a.PID, announced: a.PID, in: a.In, key: a.Key, origin: OriginAnnounced})
 	}
-	isAnnounced := func(pid int32) bool {
-		_, found := slices.BinarySearchFunc(ann, pid, func(t Target, p int32) int { return cmp.Compare(t.PID, p) })
-		return found
+	ts, err := s.findInContainers(ctx, ts, res)
+	if err != nil {
+		return nil, err
 	}
+	hostPIDs := make(map[int32]bool, len(ts))
+	for _, t := range ts {
+		hostPIDs[t.pid] = true
+	}
+	isAnnounced := func(pid int32) bool { return hostPIDs[pid] }
 	if s.self != 0 && !isAnnounced(s.self) {
-		ts = append(ts, target{pid: s.self, origin: OriginSelf})
+		ts = append(ts, target{pid: s.self, announced: s.self, origin: OriginSelf})
 	}
 
 	if len(s.rules) > 0 {
@@ -245,7 +272,7 @@ func (s *Scraper) targets(ctx context.Context, announced []Target, res *Result) 
 // names cannot be read, is not selected; only unexpected errors are counted, since no one asked
 // for that process.
 func (s *Scraper) matchInclude(ctx context.Context, pid int32, res *Result) (target, bool) {
-	t := target{pid: pid, origin: OriginInclude}
+	t := target{pid: pid, announced: pid, origin: OriginInclude}
 	if tr := s.tracked[pid]; tr != nil {
 		ct, err := tr.h.CreateTime(ctx)
 		if err == nil && ct == tr.createTime {
@@ -336,8 +363,12 @@ func (s *Scraper) read(ctx context.Context, t *target, res *Result) {
 		return
 	}
 
-	r := Reading{PID: t.pid, CreateTime: ct, ExecutableName: name, Key: t.key, Origin: t.origin}
-	if !tr.hasLast || tr.last.Key != r.Key || tr.last.Origin != r.Origin || tr.last.ExecutableName != r.ExecutableName {
+	r := Reading{PID: t.announced, CreateTime: ct, ExecutableName: name, Key: t.key, Origin: t.origin, In: t.in}
+	if !t.in.IsZero() {
+		r.HostPID = t.pid
+	}
+	if !tr.hasLast || tr.last.Key != r.Key || tr.last.Origin != r.Origin || tr.last.ExecutableName != r.ExecutableName ||
+		tr.last.PID != r.PID || tr.last.In != r.In {
 		if tr.hasLast {
 			res.Ended = append(res.Ended, tr.last) // same process under another identity
 			tr.hasLast = false                     // reported: the sweep must not report it again
@@ -400,7 +431,11 @@ func (s *Scraper) fail(res *Result, t *target, name, op string, err error) {
 }
 
 func (s *Scraper) failKind(res *Result, t *target, name, op string, kind ErrorKind, err error) {
-	res.addError(kind, 1, &ProcessError{PID: t.pid, Name: name, Key: t.key, Origin: t.origin, Op: op, Kind: kind, Err: err})
+	e := &ProcessError{PID: t.announced, In: t.in, Name: name, Key: t.key, Origin: t.origin, Op: op, Kind: kind, Err: err}
+	if !t.in.IsZero() && op != OpFind {
+		e.HostPID = t.pid
+	}
+	res.addError(kind, 1, e)
 }
 
 // sweep forgets the processes this scrape did not read, reporting them ended.
@@ -414,4 +449,91 @@ func (s *Scraper) sweep(res *Result) {
 		}
 	}
 	slices.SortStableFunc(res.Ended, func(a, b Reading) int { return cmp.Compare(a.PID, b.PID) })
+}
+
+// findInContainers replaces each target announced in a container by the host process that the
+// container numbers its pid, and drops (with an error) the ones it cannot find: an invalid
+// container name, no such process on this host, or several. A pid found before is checked,
+// not searched for; the host's processes are listed at most once per scrape, and only when a
+// target is not found so. A host pid found for two targets is read once, under the later.
+func (s *Scraper) findInContainers(ctx context.Context, ts []target, res *Result) ([]target, error) {
+	var missing []int // indexes in ts of targets to search for
+	keep := make(map[scopedPID]int32, len(s.found))
+	for i := range ts {
+		t := &ts[i]
+		if t.in.IsZero() {
+			continue
+		}
+		if err := t.in.Validate(); err != nil {
+			s.failKind(res, t, "", OpFind, KindOther, err)
+			t.lost = true
+			continue
+		}
+		sp := scopedPID{t.announced, t.in}
+		if host, ok := s.found[sp]; ok {
+			if pl, err := s.src.Placement(ctx, host); err == nil && t.in.Matches(pl, t.announced) {
+				t.pid, keep[sp] = host, host
+				continue
+			}
+		}
+		missing = append(missing, i)
+	}
+	if len(missing) > 0 {
+		pids, err := s.src.Pids(ctx)
+		if err != nil {
+			res.addError(Classify(err), 1, fmt.Errorf("listing processes to find the processes of containers: %w", err))
+		}
+		// Only processes in a pid namespace of their own are read further, and each once.
+		want := map[int32]bool{}
+		for _, i := range missing {
+			want[ts[i].announced] = true
+		}
+		found := make([][]int32, len(missing))
+		for _, pid := range pids {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			pl, err := s.src.Placement(ctx, pid)
+			if err != nil || len(pl.NSpid) == 0 || !want[pl.NSpid[len(pl.NSpid)-1]] {
+				continue // gone since listed, or a kernel thread: no one asked for it
+			}
+			for j, i := range missing {
+				if ts[i].in.Matches(pl, ts[i].announced) && !slices.Contains(found[j], pid) {
+					found[j] = append(found[j], pid)
+				}
+			}
+		}
+		for j, i := range missing {
+			t := &ts[i]
+			switch len(found[j]) {
+			case 1:
+				t.pid = found[j][0]
+				keep[scopedPID{t.announced, t.in}] = t.pid
+				continue
+			case 0:
+				s.failKind(res, t, "", OpFind, KindNotFound, errors.New("no such process on this host"))
+			default:
+				slices.Sort(found[j])
+				s.failKind(res, t, "", OpFind, KindOther, fmt.Errorf(
+					"%d processes on this host match (host pids %v): announce container.id, or share one pid namespace in the pod", len(found[j]), found[j]))
+			}
+			t.lost = true
+		}
+	}
+	s.found = keep
+
+	// Drop the targets not found and all but the last of a host pid.
+	last := make(map[int32]int, len(ts))
+	for i, t := range ts {
+		if !t.lost {
+			last[t.pid] = i
+		}
+	}
+	out := ts[:0]
+	for i, t := range ts {
+		if !t.lost && last[t.pid] == i {
+			out = append(out, t)
+		}
+	}
+	return out, nil
 }

@@ -2,6 +2,7 @@ package gymreceiver
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -187,4 +188,49 @@ func TestAnnouncedResourceIsTheSameInEveryExport(t *testing.T) {
 		`{"event":"sandbox.create_retry","provider":"p"}`)
 	after := resources(r.agg.Collect(r.scope))
 	assert.Equal(t, []map[string]any{announced}, after, "the same resource in every export")
+}
+
+// Gym processes in containers announce the pid and host name their container gives them
+// (two containers' pid 1, each in a pod named after itself): each is found on the host by its
+// container (container.id, k8s.pod.uid), read, and its stats exported under its own resource.
+func TestProcessStatsOfContainers(t *testing.T) {
+	const (
+		gymA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		gymB = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+		podB = "0e3c62a6-8f0d-4a37-9a6b-2c1f3e4d5a6b"
+	)
+	src := procstatstest.NewSource("node7")
+	src.Set(1, procstatstest.Proc{CreateTime: 1, Name: "systemd", RSS: 1, Threads: 1, FDs: 1}) // the host's pid 1
+	src.Set(5001, procstatstest.Proc{CreateTime: 5001_000, Name: "python3", RSS: 5001, Threads: 1, FDs: 1,
+		Cgroups: []string{"/kubepods/burstable/pod0c5e0f3a-1b2c-4d5e-8f90-a1b2c3d4e5f6/" + gymA}, NSpid: []int32{5001, 1}})
+	src.Set(6001, procstatstest.Proc{CreateTime: 6001_000, Name: "python3", RSS: 6001, Threads: 1, FDs: 1,
+		Cgroups: []string{"/kubepods.slice/kubepods-pod" + strings.ReplaceAll(podB, "-", "_") + ".slice/cri-containerd-" + gymB + ".scope"}, NSpid: []int32{6001, 1}})
+	r := procReceiver(t, src, nil)
+	send(t, r,
+		`{"event":"resource","attributes":{"service.name":"a","process.pid":1,"host.name":"gym-a-0","container.id":"`+gymA+`"}}`,
+		`{"event":"sandbox.create_retry","provider":"p"}`,
+		`{"event":"resource","attributes":{"service.name":"b","process.pid":1,"host.name":"gym-b-0","k8s.pod.uid":"`+podB+`"}}`,
+		`{"event":"sandbox.create_retry","provider":"p"}`,
+	)
+	assert.Zero(t, r.agg.TakeOtherHost(), "a container's host.name is its own, not another node")
+	require.Len(t, r.agg.Announced(), 2)
+	r.scrapeProcesses(context.Background())
+	md := r.agg.Collect(r.scope)
+	rss := map[string]float64{}
+	for i := range md.ResourceMetrics().Len() {
+		rm := md.ResourceMetrics().At(i)
+		name, _ := rm.Resource().Attributes().Get("service.name")
+		if p, ok := processMetrics(onlyResource(md, i))["process.memory.usage"]; ok {
+			rss[name.Str()] = p.value
+			assert.Equal(t, int64(1), p.resource["process.pid"], "the announced pid stays the resource's")
+		}
+	}
+	assert.Equal(t, map[string]float64{"a": 5001, "b": 6001}, rss, "each container's process, not the host's pid 1")
+}
+
+// onlyResource is md with the i-th resource alone.
+func onlyResource(md pmetric.Metrics, i int) pmetric.Metrics {
+	out := pmetric.NewMetrics()
+	md.ResourceMetrics().At(i).CopyTo(out.ResourceMetrics().AppendEmpty())
+	return out
 }

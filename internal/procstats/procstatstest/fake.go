@@ -22,7 +22,7 @@ var (
 )
 
 // Proc is the state of one fake process. Err maps a procstats Op (procstats.OpFDs, ...; "exe"
-// for Exe) to the error that read returns.
+// for Exe, "placement" for Placement) to the error that read returns.
 type Proc struct {
 	CreateTime int64 // ms since the Unix epoch
 	Name       string
@@ -32,7 +32,10 @@ type Proc struct {
 	RSS        int64
 	Threads    int64
 	FDs        int64
-	Err        map[string]error
+	// Cgroups and NSpid are its Placement (NSpid nil: the host pid alone, no container).
+	Cgroups []string
+	NSpid   []int32
+	Err     map[string]error
 }
 
 // Source is a fake procstats.Source. Its handles are bound to a pid, as on a real host: a handle
@@ -132,6 +135,19 @@ func (s *Source) Open(pid int32) (procstats.Process, error) {
 
 // Hostname returns the host name given to NewSource.
 func (s *Source) Hostname() (string, error) { return s.host, nil }
+
+// Placement returns the process's Cgroups and NSpid.
+func (s *Source) Placement(_ context.Context, pid int32) (procstats.Placement, error) {
+	p, err := (&handle{s: s, pid: pid}).get("placement")
+	if err != nil {
+		return procstats.Placement{}, err
+	}
+	nspid := p.NSpid
+	if nspid == nil {
+		nspid = []int32{pid}
+	}
+	return procstats.Placement{Cgroups: slices.Clone(p.Cgroups), NSpid: slices.Clone(nspid)}, nil
+}
 
 type handle struct {
 	s   *Source
