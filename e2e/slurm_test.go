@@ -74,6 +74,8 @@ func TestSlurmLauncher(t *testing.T) {
 		fmt.Sprintf("OTELCOL_GYM_ZPAGES_ENDPOINT=127.0.0.1:%d", freePort(t)),
 		fmt.Sprintf("OTELCOL_GYM_TELEMETRY_PORT=%d", freePort(t)),
 		"TASK_OUT=" + dir,
+		// The agent's log is read below.
+		"OTELCOL_GYM_KEEP_RUN_DIR=1",
 	}
 	// Node 1 of "2,3(x2)" runs 3 tasks: the first task waits for all three before stopping the agent.
 	sent := map[string]int{}
@@ -102,6 +104,7 @@ func TestSlurmLauncher(t *testing.T) {
 	log, err := os.ReadFile(filepath.Join(dir, "run", "agent.log"))
 	require.NoError(t, err)
 	assert.Equal(t, 1, strings.Count(string(log), "Everything is ready"), "one agent on the node:\n%s", log)
+	assert.Contains(t, tasks[0].logTail(1<<16), "nothing lost", "the first task's summary")
 	got, err := promQuery(prom, `sum by (instance) (gym_rollout_completed_total{nemo_run_id="e2e-slurm"})`)
 	require.NoError(t, err)
 	want := map[string]float64{}
