@@ -16,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 )
 
 // defaultConfigOverride turns config/otelcol-gym.yaml (the shipped default, which `make run`
@@ -267,4 +269,56 @@ func equalVectors(got, want map[string]float64) bool {
 		}
 	}
 	return true
+}
+
+// TestAlertRunbookURLs: every alert of deploy/prometheus/gym.rules.yaml links its runbook with
+// an absolute runbook_url (a relative path means nothing to Alertmanager or a pager), all on
+// one base that docs/alerts.md names, each anchor a heading of docs/alerts.md.
+func TestAlertRunbookURLs(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "prometheus", "gym.rules.yaml"))
+	require.NoError(t, err)
+	var f struct {
+		Groups []struct {
+			Rules []struct {
+				Alert       string            `yaml:"alert"`
+				Annotations map[string]string `yaml:"annotations"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	require.NoError(t, yaml.Unmarshal(data, &f))
+	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "alerts.md"))
+	require.NoError(t, err)
+	anchors := map[string]bool{}
+	for _, line := range strings.Split(string(doc), "\n") {
+		if h, ok := strings.CutPrefix(line, "### "); ok {
+			anchors[strings.ToLower(strings.TrimSpace(h))] = true
+		}
+	}
+	bases := map[string]bool{}
+	alerts := 0
+	for _, g := range f.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "" {
+				continue
+			}
+			alerts++
+			_, relative := r.Annotations["runbook"]
+			assert.False(t, relative, "%s: a `runbook` annotation (use runbook_url)", r.Alert)
+			raw := r.Annotations["runbook_url"]
+			u, err := url.Parse(raw)
+			if !assert.NoError(t, err, "%s: runbook_url %q", r.Alert, raw) {
+				continue
+			}
+			assert.True(t, u.IsAbs() && u.Scheme == "https" && u.Host != "", "%s: runbook_url %q is not an absolute https URL", r.Alert, raw)
+			assert.Equal(t, strings.ToLower(r.Alert), u.Fragment, "%s: runbook_url %q", r.Alert, raw)
+			assert.True(t, anchors[u.Fragment], "%s: docs/alerts.md has no heading for #%s", r.Alert, u.Fragment)
+			bases[strings.TrimSuffix(raw, "#"+u.Fragment)] = true
+		}
+	}
+	require.NotZero(t, alerts)
+	require.Len(t, bases, 1, "one runbook base for every alert (the one to rewrite): %v", bases)
+	for base := range bases {
+		assert.Contains(t, string(doc), "`"+base+"`", "docs/alerts.md names the runbook base")
+	}
 }
