@@ -101,7 +101,7 @@ func TestDefaultConfigKeepsDataPointAttributes(t *testing.T) {
 	require.Equal(t, 2, ans.Accepted, "%+v", ans)
 	postOTLP(t, fmt.Sprintf("http://127.0.0.1:%d", ports.OTLPHTTP), startupStageOTLP())
 
-	const metric = "gym_server_startup_stage_duration_ms_milliseconds_count"
+	const metric = "gym_server_startup_stage_duration_ms_count"
 	var got []map[string]string
 	err := eventually(30*time.Second, 200*time.Millisecond, func() error {
 		got = seriesOf(exposition(t, ports.Prometheus), metric)
