@@ -133,6 +133,7 @@ exporters:
     endpoint: 127.0.0.1:{{.P.Prometheus}}
     resource_constant_labels:
       included: [nemo.run.id, nemo.gym.server.name, nemo.gym.server.type, host.name]
+    translation_strategy: UnderscoreEscapingWithoutSuffixes # as config/otelcol-gym.yaml
   otlp_http:
     endpoint: {{.Sink}}
     encoding: proto
