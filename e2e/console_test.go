@@ -133,6 +133,7 @@ exporters:
     endpoint: 127.0.0.1:{{.P.Prometheus}}
     resource_constant_labels:
       included: [nemo.run.id, nemo.gym.server.name, nemo.gym.server.type, host.name]
+    translation_strategy: UnderscoreEscapingWithoutSuffixes # as config/otelcol-gym.yaml
   otlp_http:
     endpoint: {{.Sink}}
     encoding: proto
@@ -194,8 +195,8 @@ func TestConsoleTelemetry(t *testing.T) {
 	waitVector(t, prom, failed, map[string]float64{`{nemo_gym_failure_kind="unregistered"}`: 3})
 	waitVector(t, prom, `sum by (job, instance) (gym_rollout_completed_total{nemo_run_id="run-7f3a"})`,
 		map[string]float64{`{instance="run-7f3a-rank0",job="nemo-gym/math_with_judge"}`: 5})
-	waitVector(t, prom, `gym_event_loop_lag_ms_milliseconds_count{nemo_gym_event_loop="main"}`, nil)
-	got, err := promQuery(prom, `gym_event_loop_lag_ms_milliseconds_count{nemo_gym_event_loop="main"}`)
+	waitVector(t, prom, `gym_event_loop_lag_ms_count{nemo_gym_event_loop="main"}`, nil)
+	got, err := promQuery(prom, `gym_event_loop_lag_ms_count{nemo_gym_event_loop="main"}`)
 	require.NoError(t, err)
 	for _, v := range got {
 		assert.Equal(t, 7.0, v, "the histogram's count in the last batch")

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -13,11 +14,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -68,6 +71,7 @@ var dashboardVars = map[string]string{
 	"$service":         ".*",
 	"$instance":        ".*",
 	"$dispatch":        ".*",
+	"$server":          ".*",
 	"$model":           ".*",
 	"$collector":       ".*",
 	"$receiver":        ".*",
@@ -293,6 +297,7 @@ func labelValues(base, query string) ([]string, error) {
 // Prometheus that scrapes it with deploy/prometheus/gym.rules.yaml loaded.
 type gymRun struct {
 	col     *collector
+	ports   collectorPorts
 	prom    string
 	implies runImplies
 	extra   struct{ accepted, rejected, unknown, sdkScored, rows int }
@@ -317,7 +322,7 @@ scrape_configs:
   - job_name: otelcol
     static_configs: [{targets: ["127.0.0.1:%d"]}]
 `, ports.Prometheus, ports.Telemetry)
-	run := &gymRun{col: col, prom: startPrometheusWith(t, cfg, map[string]string{"gym.rules.yaml": string(rules)})}
+	run := &gymRun{col: col, ports: ports, prom: startPrometheusWith(t, cfg, map[string]string{"gym.rules.yaml": string(rules)})}
 
 	// A realistic run: 30,000 events of 6 Gym processes (process 0 is the rollout driver).
 	stream := filepath.Join(t.TempDir(), "run.jsonl")
@@ -391,7 +396,7 @@ func TestDashboardsAndRulesOnRealData(t *testing.T) {
 
 	type check struct{ name, query string }
 	var checks []check
-	var vars []check
+	var vars, gymVars []check
 	for _, d := range dashboards {
 		for _, v := range d.Templating.List {
 			if v.Type != "query" {
@@ -402,7 +407,11 @@ func TestDashboardsAndRulesOnRealData(t *testing.T) {
 				q = m["query"]
 			}
 			s, _ := q.(string)
-			vars = append(vars, check{fmt.Sprintf("%s: variable %s", d.Title, v.Name), substitute(s)})
+			c := check{fmt.Sprintf("%s: variable %s", d.Title, v.Name), substitute(s)}
+			vars = append(vars, c)
+			if d.UID != "gym-collector" {
+				gymVars = append(gymVars, c)
+			}
 		}
 		for _, p := range d.Panels {
 			require.NotEmpty(t, p.Targets, "%s: panel %q has no query", d.Title, p.Title)
@@ -446,6 +455,52 @@ func TestDashboardsAndRulesOnRealData(t *testing.T) {
 	})
 	require.NoError(t, err, "queries with an error or no data:\n  %s\nscrape targets: %s", strings.Join(failing, "\n  "), targetHealth(run.prom))
 
+	// The Gym dashboards' variables offer Gym processes only: no empty value, and none of the
+	// collector's own identities (the scrape jobs gym and otelcol, its service.name
+	// otelcol-gym, a scrape target's address as instance).
+	collectorIDs := map[string]bool{"": true, "gym": true, "otelcol": true, "otelcol-gym": true}
+	for _, v := range gymVars {
+		vals, err := labelValues(run.prom, v.query)
+		require.NoError(t, err, v.name)
+		for _, val := range vals {
+			assert.False(t, collectorIDs[val] || strings.HasPrefix(val, "127.0.0.1:"),
+				"%s offers %q, which is no Gym process's\n    %s", v.name, val, v.query)
+		}
+	}
+
+	// The exporter's names: promtool check metrics finds nothing to say about a Gym metric
+	// (no unit doubled, counters with _total, help text), and every series a dashboard names
+	// is in the scrape.
+	scrape, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", run.ports.Prometheus))
+	require.NoError(t, err)
+	// What promtool may still say is about Gym's own spelling, which no translation changes:
+	// an abbreviated unit (gym.event_loop.lag_ms), gym.gc.count's _count, gym.host.memory.total's
+	// _total. A doubled unit ("use base unit") or a counter without _total must not be there.
+	ownSpelling := []string{"metric names should not contain abbreviated units",
+		`non-histogram and non-summary metrics should not have "_count" suffix`,
+		`non-counter metrics should not have "_total" suffix`}
+	series := schemaSeries(loadSchemaInstruments(t))
+	for _, problem := range promtoolCheckMetrics(t, scrape) {
+		name, text, _ := strings.Cut(problem, " ")
+		if !strings.HasPrefix(name, "gym_") || text == "no help text" { // help: the sender's description (the test's OTLP has none)
+			continue
+		}
+		_, gymName := series[name]
+		_, histogram := series[name+"_bucket"] // promtool names a histogram's family
+		gymName = gymName || histogram
+		assert.True(t, gymName && slices.Contains(ownSpelling, text), "promtool check metrics: %s", problem)
+	}
+	scraped := scrapedNames(scrape)
+	for _, d := range dashboards {
+		for _, p := range d.Panels {
+			for _, tg := range p.Targets {
+				for _, m := range gymNameRE.FindAllStringSubmatch(tg.Expr, -1) {
+					assert.True(t, scraped[m[1]], "%s: %q reads %s, which the exporter does not export", d.UID, p.Title, m[1])
+				}
+			}
+		}
+	}
+
 	// A few panels against what the run implies.
 	want := func(query string, wantVec map[string]float64) {
 		t.Helper()
@@ -481,7 +536,7 @@ func TestDashboardsAndRulesOnRealData(t *testing.T) {
 	want(panelQuery("gym-sandboxes", "Active sandboxes by provider"), sandboxes)
 
 	// The stage of server math recorded by the resource head stays math.
-	want(`sum by (nemo_gym_server_name) (gym_server_startup_stage_duration_ms_milliseconds_count{job="nemo-gym/head"})`,
+	want(`sum by (nemo_gym_server_name) (gym_server_startup_stage_duration_ms_count{job="nemo-gym/head"})`,
 		map[string]float64{`{nemo_gym_server_name="math"}`: 1})
 
 	// The newer instruments against what dashboards_newer_test.go fed, computed by hand there.
@@ -503,7 +558,7 @@ func TestDashboardsAndRulesOnRealData(t *testing.T) {
 		`{nemo_gym_model_call_finish_reason="stop"}`:   dashNewerStages,
 		`{nemo_gym_model_call_finish_reason="length"}`: dashNewerStages,
 	})
-	want(`sum by (nemo_gym_model_call_outcome) (gym_model_call_duration_ms_milliseconds_count)`, map[string]float64{
+	want(`sum by (nemo_gym_model_call_outcome) (gym_model_call_duration_ms_count)`, map[string]float64{
 		`{nemo_gym_model_call_outcome="ok"}`:      2 * dashNewerStages,
 		`{nemo_gym_model_call_outcome="timeout"}`: dashNewerStages,
 	})
@@ -522,7 +577,8 @@ func TestDashboardsAndRulesOnRealData(t *testing.T) {
 
 	// The collector's counters (the Collector dashboard's panels are their rates).
 	want(`sum(otelcol_receiver_gym_lines_accepted)`, map[string]float64{`{}`: float64(run.implies.lines + run.extra.accepted)})
-	want(`sum by (receiver, reason) (otelcol_receiver_gym_lines_rejected)`, map[string]float64{`{reason="missing_field",receiver="gym"}`: 1})
+	// The other reasons' series are there at 0 from the start (TestCollectorDashboardAtZero).
+	want(`sum by (receiver, reason) (otelcol_receiver_gym_lines_rejected) > 0`, map[string]float64{`{reason="missing_field",receiver="gym"}`: 1})
 	want(`sum by (receiver) (otelcol_receiver_gym_lines_unknown)`, map[string]float64{`{receiver="gym"}`: 1})
 	// The bomb's providers past the limit fold into the overflow series: 51 measurements.
 	want(`sum by (receiver) (otelcol_receiver_gym_measurements_overflowed)`, map[string]float64{`{receiver="gym"}`: bombOverflow})
@@ -557,6 +613,45 @@ func TestDashboardsAndRulesOnRealData(t *testing.T) {
 	want(`group by (job, nemo_gym_concurrency_component, nemo_gym_concurrency_limit_name) (ALERTS{alertname="GymAdmissionTimeouts", alertstate="firing"})`, map[string]float64{
 		fmt.Sprintf(`{job=%q,nemo_gym_concurrency_component="model_client",nemo_gym_concurrency_limit_name="requests"}`, dashNewerJob): 1,
 	})
+}
+
+// promtoolCheckMetrics runs `promtool check metrics` on a scrape and returns its complaints,
+// one per line ("name: problem"). Exit status 3 means it found some.
+func promtoolCheckMetrics(t *testing.T, text string) []string {
+	t.Helper()
+	bin := filepath.Join(filepath.Dir(prometheusBinary(t)), "promtool")
+	if _, err := os.Stat(bin); err != nil {
+		bin, err = exec.LookPath("promtool")
+		require.NoError(t, err, "promtool ships with Debian's prometheus")
+	}
+	cmd := exec.Command(bin, "check", "metrics")
+	cmd.Stdin = strings.NewReader(text)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 3) {
+		t.Fatalf("promtool check metrics: %v\n%s", err, out)
+	}
+	var problems []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			problems = append(problems, line)
+		}
+	}
+	return problems
+}
+
+// scrapedNames are the series names of a Prometheus text scrape.
+func scrapedNames(text string) map[string]bool {
+	out := map[string]bool{}
+	for _, line := range strings.Split(text, "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if i := strings.IndexAny(line, "{ "); i > 0 {
+			out[line[:i]] = true
+		}
+	}
+	return out
 }
 
 // ruleHealth returns the health of every rule Prometheus loaded, by record or alert name.
@@ -617,4 +712,90 @@ func targetHealth(base string) string {
 		parts = append(parts, fmt.Sprintf("%s: %s %.2fs %s", tg.ScrapePool, tg.Health, tg.LastScrapeDuration, tg.LastError))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// TestCollectorDashboardAtZero: a fresh collector on the shipped configuration, before any
+// line: its telemetry endpoint holds otelcol_receiver_gym_lines_rejected at 0 for every reason
+// docs/receiver.md lists, and every panel of the Collector dashboard, as the rejected-lines
+// recording rule, answers 0 (not "No data", which reads as a broken pipeline).
+func TestCollectorDashboardAtZero(t *testing.T) {
+	t.Parallel()
+	prometheusBinary(t)
+	_, ports := startDefaultCollector(t)
+
+	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "receiver.md"))
+	require.NoError(t, err)
+	const intro = "Reasons (the `reason` attribute of `otelcol_receiver_gym_lines_rejected`):"
+	_, list, ok := strings.Cut(string(doc), intro)
+	require.True(t, ok, "docs/receiver.md lists the rejection reasons")
+	list, _, _ = strings.Cut(list, ".\n")
+	var reasons []string
+	for _, m := range regexp.MustCompile("`([a-z_0-9]+)`").FindAllStringSubmatch(list, -1) {
+		reasons = append(reasons, m[1])
+	}
+	require.GreaterOrEqual(t, len(reasons), 10, "%q", list)
+	text, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Telemetry))
+	require.NoError(t, err)
+	rejected := map[string]string{}
+	for _, line := range strings.Split(text, "\n") {
+		if rest, ok := strings.CutPrefix(line, "otelcol_receiver_gym_lines_rejected{"); ok {
+			ls, v := parseSample("{" + rest)
+			rejected[ls["reason"]] = v
+		}
+	}
+	for _, r := range reasons {
+		assert.Equal(t, "0", rejected[r], "otelcol_receiver_gym_lines_rejected{reason=%q} on a fresh collector", r)
+	}
+
+	rulesData, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "prometheus", "gym.rules.yaml"))
+	require.NoError(t, err)
+	records, _ := recordingRules(t, rulesData)
+	type check struct{ name, query string }
+	checks := []check{{"recording rule gym:receiver_lines_rejected:rate5m", records["gym:receiver_lines_rejected:rate5m"]}}
+	require.NotEmpty(t, checks[0].query)
+	for _, d := range loadDashboards(t) {
+		if d.UID != "gym-collector" {
+			continue
+		}
+		for _, p := range d.Panels {
+			for _, tg := range p.Targets {
+				checks = append(checks, check{fmt.Sprintf("%q (%s)", p.Title, tg.RefID), substitute(tg.Expr)})
+			}
+		}
+	}
+	require.Greater(t, len(checks), 5)
+	prom := startPrometheusWith(t, fmt.Sprintf(`global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: gym
+    honor_labels: true
+    static_configs: [{targets: ["127.0.0.1:%d"]}]
+  - job_name: otelcol
+    static_configs: [{targets: ["127.0.0.1:%d"]}]
+`, ports.Prometheus, ports.Telemetry), nil)
+	var failing []string
+	err = eventually(60*time.Second, time.Second, func() error {
+		failing = failing[:0]
+		for _, c := range checks {
+			got, err := promQuery(prom, c.query)
+			switch {
+			case err != nil:
+				failing = append(failing, fmt.Sprintf("%s: %v", c.name, err))
+			case len(got) == 0:
+				failing = append(failing, fmt.Sprintf("%s: no data\n    %s", c.name, c.query))
+			default:
+				for labels, v := range got {
+					if v != 0 {
+						failing = append(failing, fmt.Sprintf("%s: %s is %v, not 0", c.name, labels, v))
+					}
+				}
+			}
+		}
+		if len(failing) > 0 {
+			return errNotYet
+		}
+		return nil
+	})
+	require.NoError(t, err, "on a fresh collector:\n  %s\nscrape targets: %s", strings.Join(failing, "\n  "), targetHealth(prom))
 }

@@ -101,7 +101,7 @@ func TestDefaultConfigKeepsDataPointAttributes(t *testing.T) {
 	require.Equal(t, 2, ans.Accepted, "%+v", ans)
 	postOTLP(t, fmt.Sprintf("http://127.0.0.1:%d", ports.OTLPHTTP), startupStageOTLP())
 
-	const metric = "gym_server_startup_stage_duration_ms_milliseconds_count"
+	const metric = "gym_server_startup_stage_duration_ms_count"
 	var got []map[string]string
 	err := eventually(30*time.Second, 200*time.Millisecond, func() error {
 		got = seriesOf(exposition(t, ports.Prometheus), metric)
@@ -227,8 +227,9 @@ func TestTwoGymReceiversStayApart(t *testing.T) {
 				return fmt.Errorf("otelcol_receiver_accepted_metric_points{receiver=%s,transport=http} = %v (found %v)", r, v, ok)
 			}
 		}
-		if _, ok := value(text, "otelcol_receiver_gym_lines_rejected", map[string]string{"receiver": "gym/a"}); ok {
-			return fmt.Errorf("gym/a rejected nothing, but has a rejected series")
+		// Every reason's series exists from the start, at 0 for gym/a, which rejected nothing.
+		if v, ok := value(text, "otelcol_receiver_gym_lines_rejected", map[string]string{"receiver": "gym/a"}); !ok || v != 0 {
+			return fmt.Errorf("gym/a rejected nothing, but otelcol_receiver_gym_lines_rejected is %v (found %v)", v, ok)
 		}
 		return nil
 	})

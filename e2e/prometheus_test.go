@@ -10,13 +10,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 )
 
 // defaultConfigOverride turns config/otelcol-gym.yaml (the shipped default, which `make run`
@@ -193,8 +196,9 @@ func promQuery(base, query string) (map[string]float64, error) {
 
 // TestPrometheus feeds two Gym processes through the shipped default configuration and asks
 // Debian's Prometheus, scraping the prometheus exporter, PromQL questions about them. The
-// metric names are the exporter's translation: `.` becomes `_`, a histogram in ms gets
-// `_milliseconds`, counters keep their `_total`, resource attributes named in the config
+// metric names are the exporter's translation (UnderscoreEscapingWithoutSuffixes): `.` becomes
+// `_` and nothing is added (gym_event_loop_lag_ms_bucket, gym_rollout_completed_total, which
+// ends in `_total` in Gym's schema), resource attributes named in the config
 // (nemo.run.id, host.name) become labels, service.name/service.instance.id become job/instance,
 // and every resource attribute is on target_info.
 func TestPrometheus(t *testing.T) {
@@ -225,7 +229,7 @@ func TestPrometheus(t *testing.T) {
 		{
 			// 8 lag samples over both processes: 4 in (0.5, 1], 4 in (2.5, 5]. The 0.75
 			// quantile is rank 6, the 2nd of 4 in (2.5, 5]: 2.5 + 2.5 * 2/4.
-			`histogram_quantile(0.75, sum by (le) (gym_event_loop_lag_ms_milliseconds_bucket{nemo_run_id="e2e-prom"}))`,
+			`histogram_quantile(0.75, sum by (le) (gym_event_loop_lag_ms_bucket{nemo_run_id="e2e-prom"}))`,
 			map[string]float64{`{}`: 3.75},
 		},
 		{
@@ -244,7 +248,7 @@ func TestPrometheus(t *testing.T) {
 			},
 		},
 		{
-			`sum by (instance) (gym_event_loop_lag_ms_milliseconds_count)`,
+			`sum by (instance) (gym_event_loop_lag_ms_count)`,
 			map[string]float64{
 				`{instance="e2e-prom-driver-0"}`:   6,
 				`{instance="e2e-prom-code_gen-0"}`: 2,
@@ -267,4 +271,157 @@ func equalVectors(got, want map[string]float64) bool {
 		}
 	}
 	return true
+}
+
+// TestAlertRunbookURLs: every alert of deploy/prometheus/gym.rules.yaml links its runbook with
+// an absolute runbook_url (a relative path means nothing to Alertmanager or a pager), all on
+// one base that docs/alerts.md names, each anchor a heading of docs/alerts.md.
+func TestAlertRunbookURLs(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "prometheus", "gym.rules.yaml"))
+	require.NoError(t, err)
+	var f struct {
+		Groups []struct {
+			Rules []struct {
+				Alert       string            `yaml:"alert"`
+				Annotations map[string]string `yaml:"annotations"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	require.NoError(t, yaml.Unmarshal(data, &f))
+	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "alerts.md"))
+	require.NoError(t, err)
+	anchors := map[string]bool{}
+	for _, line := range strings.Split(string(doc), "\n") {
+		if h, ok := strings.CutPrefix(line, "### "); ok {
+			anchors[strings.ToLower(strings.TrimSpace(h))] = true
+		}
+	}
+	bases := map[string]bool{}
+	alerts := 0
+	for _, g := range f.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "" {
+				continue
+			}
+			alerts++
+			_, relative := r.Annotations["runbook"]
+			assert.False(t, relative, "%s: a `runbook` annotation (use runbook_url)", r.Alert)
+			raw := r.Annotations["runbook_url"]
+			u, err := url.Parse(raw)
+			if !assert.NoError(t, err, "%s: runbook_url %q", r.Alert, raw) {
+				continue
+			}
+			assert.True(t, u.IsAbs() && u.Scheme == "https" && u.Host != "", "%s: runbook_url %q is not an absolute https URL", r.Alert, raw)
+			assert.Equal(t, strings.ToLower(r.Alert), u.Fragment, "%s: runbook_url %q", r.Alert, raw)
+			assert.True(t, anchors[u.Fragment], "%s: docs/alerts.md has no heading for #%s", r.Alert, u.Fragment)
+			bases[strings.TrimSuffix(raw, "#"+u.Fragment)] = true
+		}
+	}
+	require.NotZero(t, alerts)
+	require.Len(t, bases, 1, "one runbook base for every alert (the one to rewrite): %v", bases)
+	for base := range bases {
+		assert.Contains(t, string(doc), "`"+base+"`", "docs/alerts.md names the runbook base")
+	}
+}
+
+// TestRemoteWriteNamesAsScrape: the gateway's remote write (deploy/gateway.yaml) names Gym's
+// series as a scrape of the default configuration's prometheus exporter does, so the dashboards
+// and rules work on either backend: the same metrics go through both (the default collector
+// exports to its prometheus exporter and to a gateway), and both Prometheus end up with the same
+// Gym and process names, each a series name of an instrument of metadata.yaml.
+func TestRemoteWriteNamesAsScrape(t *testing.T) {
+	t.Parallel()
+	remote := startRemoteWritePrometheus(t)
+	gwPort := freePort(t)
+	startDeployed(t, "gateway", "gateway.yaml", []string{
+		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", gwPort),
+		"OTELCOL_GYM_REMOTE_WRITE_URL=" + remote + "/api/v1/write",
+	})
+	col, ports := startDefaultCollector(t, fmt.Sprintf(`
+receivers:
+  gym:
+    process:
+      enabled: true
+      include_self: true
+      collection_interval: 1s
+exporters:
+  otlp_grpc/gateway:
+    endpoint: 127.0.0.1:%d
+    tls:
+      insecure: true
+service:
+  pipelines:
+    metrics:
+      exporters: [prometheus, otlp_grpc/gateway]
+`, gwPort))
+	scraped := startPrometheus(t, fmt.Sprintf("127.0.0.1:%d", ports.Prometheus))
+
+	bodies := readBodies(t, filepath.Join("testdata", "prom-stream.jsonl"))
+	for k := 1; k <= dashNewerStages; k++ {
+		body, _ := dashNewerEvents(k)
+		bodies = append(bodies, body)
+	}
+	crafted, _, _, _ := craftedLines()
+	for i, body := range append(bodies, crafted) {
+		status, _ := col.postEvents(t, body)
+		require.Equal(t, http.StatusOK, status, "body %d", i+1)
+	}
+	md, _ := otlpAgent()
+	postOTLP(t, fmt.Sprintf("http://127.0.0.1:%d", ports.OTLPHTTP), md)
+
+	series := schemaSeries(loadSchemaInstruments(t))
+	// Names the fed data gives, whatever the translation: every one must be in both.
+	must := []string{"gym_rollout_completed_total", "gym_event_loop_lag_ms_bucket", "gym_model_call_tokens_count",
+		"gym_server_memory_usage", "gym_verify_success_rate", "gym_sandbox_create_retry_total", "process_cpu_time"}
+	var inScrape, inRemote []string
+	err := eventually(120*time.Second, time.Second, func() error {
+		var err error
+		if inScrape, err = schemaNames(scraped); err != nil {
+			return err
+		}
+		if inRemote, err = schemaNames(remote); err != nil {
+			return err
+		}
+		for _, m := range must {
+			if !slices.Contains(inScrape, m) || !slices.Contains(inRemote, m) {
+				return errNotYet
+			}
+		}
+		if !slices.Equal(inScrape, inRemote) {
+			return errNotYet
+		}
+		return nil
+	})
+	require.NoError(t, err, "scrape: %v\nremote write: %v", inScrape, inRemote)
+	for _, n := range inScrape {
+		assert.Contains(t, series, n, "%s is no series name of an instrument of metadata.yaml", n)
+	}
+}
+
+// schemaNames lists the gym_* and process_* metric names a Prometheus holds, sorted.
+func schemaNames(base string) ([]string, error) {
+	resp, err := http.Get(base + "/api/v1/label/__name__/values")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var ans struct {
+		Status string   `json:"status"`
+		Data   []string `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
+		return nil, err
+	}
+	if ans.Status != "success" {
+		return nil, fmt.Errorf("label values: %s", ans.Status)
+	}
+	var out []string
+	for _, n := range ans.Data {
+		if strings.HasPrefix(n, "gym_") || strings.HasPrefix(n, "process_") {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }

@@ -3,26 +3,112 @@
 
 The dashboards are data: each is a list of panels, each panel a title, a kind and its PromQL
 queries. This script turns them into Grafana's dashboard JSON (schema 39, Grafana 10 and
-later), with a ``${datasource}`` variable and the run, service, instance and dispatch
-variables. ``--check`` compares instead of writing and fails when a file is stale (make
+later), with a ``${datasource}`` variable, the run, service and instance variables, and the
+attribute variables (dispatch, server, model) of the instruments the dashboard reads.
+``--check`` compares instead of writing and fails when a file is stale (make
 test-prometheus). The end-to-end test (e2e/dashboards_test.go) runs every query of every
-written dashboard against a real Prometheus.
+written dashboard against a real Prometheus, and checks every selector against metadata.yaml.
 
-Metric names are the Prometheus exporter's translation of the Gym schema (docs/gym.md).
+Which instrument carries which attribute is read from the repository's metadata.yaml (the
+schema's source of truth): every selector of a Gym instrument gets the matcher of each
+attribute variable whose attribute the instrument carries, so a variable filters every panel
+it can and no other. Metric names are the Prometheus exporter's translation of the Gym
+schema with translation_strategy UnderscoreEscapingWithoutSuffixes (docs/gym.md): `.`
+becomes `_`, no unit or type suffix is added, a histogram has `_bucket`, `_sum`, `_count`.
 """
 
 import argparse
 import json
 import os
+import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "dashboards")
+METADATA = os.path.join(HERE, "..", "..", "metadata.yaml")
+
+
+def load_instruments(path):
+    """name -> {"kind", "unit", "attributes": [keys]}, from the instruments block of
+    metadata.yaml. The file's layout is fixed (cmd/schemagen reads it with a YAML library);
+    this reads only that block, with the standard library, and fails on what it does not
+    expect rather than guess."""
+    out, cur, in_block, in_attrs = {}, None, False, False
+    with open(path, encoding="utf-8") as f:
+        for n, raw in enumerate(f, 1):
+            if raw.lstrip().startswith("#") or not raw.strip():
+                continue
+            line = raw.rstrip("\n").rstrip()
+            ind = len(line) - len(line.lstrip())
+            text = line.strip()
+            if ind == 0:
+                in_block = text == "instruments:"
+                continue
+            if not in_block:
+                continue
+            if ind == 2:
+                if not text.endswith(":"):
+                    raise SystemExit(f"{path}:{n}: an instrument name, got {text!r}")
+                cur = out.setdefault(text[:-1], {"attributes": []})
+                in_attrs = False
+            elif ind == 4:
+                key, _, value = text.partition(":")
+                value = value.strip()
+                in_attrs = key == "attributes"
+                if key in ("kind", "unit"):
+                    cur[key] = value.strip('"')
+                elif in_attrs and value:
+                    if not (value.startswith("[") and value.endswith("]")):
+                        raise SystemExit(f"{path}:{n}: attributes as a flow list, got {value!r}")
+                    cur["attributes"] += [a.strip() for a in value[1:-1].split(",") if a.strip()]
+            elif ind == 6 and in_attrs:
+                if not text.startswith("- "):
+                    raise SystemExit(f"{path}:{n}: an attribute item, got {text!r}")
+                item = text[2:].strip()
+                m = re.match(r"\{\s*key:\s*([^,}\s]+)", item)
+                cur["attributes"].append(m.group(1) if m else item)
+    for name, i in out.items():
+        if "kind" not in i:
+            raise SystemExit(f"{path}: instrument {name} has no kind")
+    return out
+
+
+INSTRUMENTS = load_instruments(METADATA)
+
+
+def prom_names(name, kind):
+    """The Prometheus series names of an instrument (UnderscoreEscapingWithoutSuffixes)."""
+    base = re.sub(r"[^a-zA-Z0-9_:]+", "_", name)
+    return [base + s for s in ("_bucket", "_sum", "_count")] if kind == "histogram" else [base]
+
+
+# Prometheus series name -> instrument name.
+SERIES = {p: n for n, i in INSTRUMENTS.items() for p in prom_names(n, i["kind"])}
+
+# The attribute variables: name, label, the attribute (as in metadata.yaml). A dashboard gets
+# one when a panel reads an instrument that carries the attribute, and every selector of such
+# an instrument gets its matcher (filled in by scope_selectors).
+ATTR_VARIABLES = [
+    ("dispatch", "Dispatch", "nemo.gym.rollout.dispatch.name"),
+    ("server", "Server", "nemo.gym.server.name"),
+    ("model", "Model", "gen_ai.response.model"),
+]
+
+
+def label_of(attr):
+    return re.sub(r"[^a-zA-Z0-9_]", "_", attr)
+
+
+def carriers(attr, instruments):
+    """The series a variable of attr reads its values from: those of the dashboard's
+    instruments that carry it (a histogram's _count), so that it offers only values that
+    filter something there."""
+    return sorted(prom_names(n, INSTRUMENTS[n]["kind"])[-1] for n in instruments if attr in INSTRUMENTS[n]["attributes"])
+
 
 # The selectors of a Gym process: run, service (job) and instance. Every variable's "All"
 # is the regex .*, which also matches a series without the label.
 PROC = 'nemo_run_id=~"$run", job=~"$service", instance=~"$instance"'
-DISP = PROC + ', nemo_gym_rollout_dispatch_name=~"$dispatch"'
 # The collector's own metrics (otelcol_*), from its telemetry endpoint.
 COL = 'job=~"$collector", receiver=~"$receiver"'
 RI = "$__rate_interval"
@@ -58,22 +144,21 @@ def quantiles(metric, by, sel, qs=(0.5, 0.99), legend=""):
     return out
 
 
-LAG = "gym_event_loop_lag_ms_milliseconds_bucket"
-GC_PAUSE = "gym_gc_pause_duration_ms_milliseconds_bucket"
-QUEUE = "gym_http_connection_pool_queue_duration_ms_milliseconds"
-CONNECT = "gym_http_connection_pool_connect_duration_ms_milliseconds"
+LAG = "gym_event_loop_lag_ms_bucket"
+GC_PAUSE = "gym_gc_pause_duration_ms_bucket"
+QUEUE = "gym_http_connection_pool_queue_duration_ms"
+CONNECT = "gym_http_connection_pool_connect_duration_ms"
 
-# Run-file rollouts (gym.rollout.tokens, .finish_total, .tool_calls), selected by dispatch and
-# model. gen_ai.token.type: reasoning is part of output and cached_input of input, so every
-# token panel is split by type and never sums across types.
-ROLL = DISP + ', gen_ai_response_model=~"$model"'
+# Run-file rollouts (gym.rollout.tokens, .finish_total, .tool_calls); their selectors get the
+# dispatch and model matchers from metadata.yaml. gen_ai.token.type: reasoning is part of output
+# and cached_input of input, so every token panel is split by type and never sums across types.
 TOKENS = "gym_rollout_tokens"
 FINISH = "gym_rollout_finish_total"
 # Finish reasons that mean the response was cut at its token limit: Responses'
 # incomplete_details.reason max_output_tokens, Chat's length, Messages' max_tokens.
 TRUNCATED = 'nemo_gym_rollout_finish_reason=~"max_output_tokens|length|max_tokens"'
-MODEL_CALL = "gym_model_call_duration_ms_milliseconds"
-TTFT = "gym_model_call_ttft_ms_milliseconds"
+MODEL_CALL = "gym_model_call_duration_ms"
+TTFT = "gym_model_call_ttft_ms"
 MC_TOKENS = "gym_model_call_tokens"
 # Concurrency limits (MeteredSemaphore), one series per component, limit and server.
 LIMIT_BY = "nemo_gym_concurrency_component, nemo_gym_concurrency_limit_name, nemo_gym_server_name"
@@ -94,28 +179,28 @@ DASHBOARDS = [
         "description": "Rollout outcomes, failures, rewards and health verdicts of NeMo Gym runs.",
         "panels": [
             timeseries("Completed rollouts by outcome", [
-                q(f"sum by (nemo_gym_rollout_outcome) (rate(gym_rollout_completed_total{{{DISP}}}[{RI}]))",
+                q(f"sum by (nemo_gym_rollout_outcome) (rate(gym_rollout_completed_total{{{PROC}}}[{RI}]))",
                   "{{nemo_gym_rollout_outcome}}")], unit="ops", stack=True),
             stat("Rollouts completed since start, by outcome", [
-                q(f"sum by (nemo_gym_rollout_outcome) (gym_rollout_completed_total{{{DISP}}})",
+                q(f"sum by (nemo_gym_rollout_outcome) (gym_rollout_completed_total{{{PROC}}})",
                   "{{nemo_gym_rollout_outcome}}", instant=True)],
                 description="Cumulative totals of the selected processes."),
             timeseries("Failure ratio", [
-                q(f'sum(rate(gym_rollout_completed_total{{{DISP}, nemo_gym_rollout_outcome="failed"}}[{RI}]))'
-                  f" / sum(rate(gym_rollout_completed_total{{{DISP}}}[{RI}]))", "failed / completed")],
+                q(f'sum(rate(gym_rollout_completed_total{{{PROC}, nemo_gym_rollout_outcome="failed"}}[{RI}]))'
+                  f" / sum(rate(gym_rollout_completed_total{{{PROC}}}[{RI}]))", "failed / completed")],
                 unit="percentunit"),
             timeseries("Failures and omissions by kind", [
-                q(f'sum by (nemo_gym_failure_kind) (rate(gym_rollout_completed_total{{{DISP}, nemo_gym_failure_kind!=""}}[{RI}]))',
+                q(f'sum by (nemo_gym_failure_kind) (rate(gym_rollout_completed_total{{{PROC}, nemo_gym_failure_kind!=""}}[{RI}]))',
                   "{{nemo_gym_failure_kind}}")], unit="ops", stack=True,
                 description="`unregistered` is a kind outside Gym's registry that is not namespaced."),
             timeseries("Failures and omissions by class", [
-                q(f'sum by (nemo_gym_failure_class) (rate(gym_rollout_completed_total{{{DISP}, nemo_gym_failure_class!=""}}[{RI}]))',
+                q(f'sum by (nemo_gym_failure_class) (rate(gym_rollout_completed_total{{{PROC}, nemo_gym_failure_class!=""}}[{RI}]))',
                   "{{nemo_gym_failure_class}}")], unit="ops", stack=True),
             timeseries("Rewards by range and masked", [
-                q(f"sum by (nemo_gym_rollout_reward_range, nemo_gym_rollout_masked) (rate(gym_rollout_rewarded_total{{{DISP}}}[{RI}]))",
+                q(f"sum by (nemo_gym_rollout_reward_range, nemo_gym_rollout_masked) (rate(gym_rollout_rewarded_total{{{PROC}}}[{RI}]))",
                   "{{nemo_gym_rollout_reward_range}} masked={{nemo_gym_rollout_masked}}")], unit="ops", stack=True),
             timeseries("Rewards by range, masked included", [
-                q(f"sum by (nemo_gym_rollout_reward_range) (rate(gym_rollout_rewarded_total{{{DISP}}}[{RI}]))",
+                q(f"sum by (nemo_gym_rollout_reward_range) (rate(gym_rollout_rewarded_total{{{PROC}}}[{RI}]))",
                   "{{nemo_gym_rollout_reward_range}}")], unit="ops", stack=True),
             timeseries("Health verdicts", [
                 q(f"sum by (nemo_gym_health_verdict, nemo_gym_rollout_outcome) (rate(gym_rollout_health_verdict_total{{{PROC}}}[{RI}]))",
@@ -123,11 +208,11 @@ DASHBOARDS = [
             timeseries("Flagged health checks", [
                 q(f"sum by (nemo_gym_health_check) (rate(gym_rollout_health_flagged_total{{{PROC}}}[{RI}]))",
                   "{{nemo_gym_health_check}}")], unit="ops", stack=True),
-            timeseries("Rollout duration (p50, p99)", quantiles("gym_rollout_duration_ms_milliseconds_bucket", [], PROC), unit="ms",
+            timeseries("Rollout duration (p50, p99)", quantiles("gym_rollout_duration_ms_bucket", [], PROC), unit="ms",
                 description="Wall-clock time of one rollout, failed ones included (events rollout.duration, or the run files' ng_perf.total_latency_ms)."),
-            timeseries("Verification duration (p50, p99)", quantiles("gym_verify_duration_ms_milliseconds_bucket", [], PROC), unit="ms"),
+            timeseries("Verification duration (p50, p99)", quantiles("gym_verify_duration_ms_bucket", [], PROC), unit="ms"),
             timeseries("Verification success rate", [
-                q(f"min by (job, instance) (gym_verify_success_rate_ratio{{{PROC}}})", "{{job}} {{instance}}")], unit="percentunit",
+                q(f"min by (job, instance) (gym_verify_success_rate{{{PROC}}})", "{{job}} {{instance}}")], unit="percentunit",
                 description="Verifications completed over all verifications since each process's first."),
         ],
     },
@@ -145,7 +230,7 @@ DASHBOARDS = [
             timeseries("GC pause p99 by generation", quantiles(GC_PAUSE, ["nemo_gym_gc_generation"], PROC, (0.99,),
                                                                "gen {{nemo_gym_gc_generation}}"), unit="ms"),
             timeseries("GC pause time per second", [
-                q(f"sum by (nemo_gym_gc_generation) (rate(gym_gc_pause_duration_ms_milliseconds_sum{{{PROC}}}[{RI}]))",
+                q(f"sum by (nemo_gym_gc_generation) (rate(gym_gc_pause_duration_ms_sum{{{PROC}}}[{RI}]))",
                   "gen {{nemo_gym_gc_generation}}")], unit="ms", stack=True,
                 description="Milliseconds of GC pause per second of wall time."),
             timeseries("GC collections and collected objects", [
@@ -172,8 +257,8 @@ DASHBOARDS = [
                 q(f"sum by (nemo_run_id) (gym_servers_active{{{PROC}}})", "{{nemo_run_id}}")],
                 description="As the orchestrator reports it (servers.active)."),
             timeseries("Startup stage mean duration by server", [
-                q(f"max by (nemo_gym_server_name, nemo_gym_startup_stage) (gym_server_startup_stage_duration_ms_milliseconds_sum{{{PROC}}}"
-                  f" / gym_server_startup_stage_duration_ms_milliseconds_count{{{PROC}}})",
+                q(f"max by (nemo_gym_server_name, nemo_gym_startup_stage) (gym_server_startup_stage_duration_ms_sum{{{PROC}}}"
+                  f" / gym_server_startup_stage_duration_ms_count{{{PROC}}})",
                   "{{nemo_gym_server_name}} {{nemo_gym_startup_stage}}")], unit="ms"),
         ],
     },
@@ -185,9 +270,9 @@ DASHBOARDS = [
             timeseries("Active sandboxes by provider", [
                 q(f"sum by (nemo_gym_sandbox_provider) (gym_sandbox_active{{{PROC}}})",
                   "{{nemo_gym_sandbox_provider}}")], stack=True),
-            timeseries("Sandbox startup", quantiles("gym_sandbox_startup_duration_ms_milliseconds_bucket", ["nemo_gym_sandbox_provider"], PROC,
+            timeseries("Sandbox startup", quantiles("gym_sandbox_startup_duration_ms_bucket", ["nemo_gym_sandbox_provider"], PROC,
                                                     legend="{{nemo_gym_sandbox_provider}}"), unit="ms"),
-            timeseries("Sandbox exec", quantiles("gym_sandbox_exec_duration_ms_milliseconds_bucket", ["nemo_gym_sandbox_provider"], PROC,
+            timeseries("Sandbox exec", quantiles("gym_sandbox_exec_duration_ms_bucket", ["nemo_gym_sandbox_provider"], PROC,
                                                  legend="{{nemo_gym_sandbox_provider}}"), unit="ms"),
             timeseries("Sandbox create retries", [
                 q(f"sum by (nemo_gym_sandbox_provider) (rate(gym_sandbox_create_retry_total{{{PROC}}}[{RI}]))",
@@ -204,15 +289,15 @@ DASHBOARDS = [
             timeseries("Rollouts resident and active", [
                 q(f"sum(gym_driver_rollouts_resident{{{PROC}}})", "resident"),
                 q(f"sum(gym_driver_rollouts_active{{{PROC}}})", "active")]),
-            timeseries("Admission wait", quantiles("gym_driver_admission_duration_ms_milliseconds_bucket", [], PROC), unit="ms"),
+            timeseries("Admission wait", quantiles("gym_driver_admission_duration_ms_bucket", [], PROC), unit="ms"),
             timeseries("Output writes", [
-                q(f"sum(rate(gym_driver_output_write_duration_ms_milliseconds_count{{{PROC}}}[{RI}]))", "writes")]
-                + quantiles("gym_driver_output_write_duration_ms_milliseconds_bucket", [], PROC, (0.99,), "duration ms"),
+                q(f"sum(rate(gym_driver_output_write_duration_ms_count{{{PROC}}}[{RI}]))", "writes")]
+                + quantiles("gym_driver_output_write_duration_ms_bucket", [], PROC, (0.99,), "duration ms"),
                 description="Writes per second, and the p99 of their duration in ms."),
             timeseries("Output bytes", [
                 q(f"sum(rate(gym_driver_output_write_bytes_sum{{{PROC}}}[{RI}]))", "bytes/s")]
                 + quantiles("gym_driver_output_write_bytes_bucket", [], PROC, (0.5,), "bytes per write"), unit="bytes"),
-            timeseries("Materialize", quantiles("gym_driver_materialize_duration_ms_milliseconds_bucket", [], PROC), unit="ms"),
+            timeseries("Materialize", quantiles("gym_driver_materialize_duration_ms_bucket", [], PROC), unit="ms"),
             timeseries("Rollout sizes (median)", [
                 q(f"histogram_quantile(0.5, sum by (le) (rate(gym_driver_rollout_{m}_bucket{{{PROC}}}[{RI}])))", m)
                 for m in ("input_items", "output_items", "turns", "tool_calls")]),
@@ -257,11 +342,11 @@ DASHBOARDS = [
         "description": "CPU, memory, threads and open descriptors of Gym processes (OpenTelemetry process conventions).",
         "panels": [
             timeseries("CPU by mode", [
-                q(f"sum by (job, instance, cpu_mode) (rate(process_cpu_time_seconds_total{{{PROC}}}[{RI}]))",
+                q(f"sum by (job, instance, cpu_mode) (rate(process_cpu_time{{{PROC}}}[{RI}]))",
                   "{{job}} {{instance}} {{cpu_mode}}")], unit="short", stack=True,
                 description="CPU seconds per second: 1 is one core."),
             timeseries("Memory", [
-                q(f"sum by (job, instance) (process_memory_usage_bytes{{{PROC}}})", "{{job}} {{instance}}")], unit="bytes"),
+                q(f"sum by (job, instance) (process_memory_usage{{{PROC}}})", "{{job}} {{instance}}")], unit="bytes"),
             timeseries("Threads", [
                 q(f"sum by (job, instance) (process_thread_count{{{PROC}}})", "{{job}} {{instance}}")]),
             timeseries("Open file descriptors", [
@@ -272,39 +357,38 @@ DASHBOARDS = [
         "uid": "gym-models",
         "title": "Gym / Models and tokens",
         "description": "Tokens, truncation, tool calls and finish reasons of rollout responses (Gym run files); latency, time to first token, tokens and finish reasons of model calls.",
-        "variables": [("model", "Model", 'label_values(gym_rollout_tokens_count{nemo_run_id=~"$run"}, gen_ai_response_model)')],
         "panels": [
             timeseries("Tokens per rollout by type (mean)", [
-                q(f"sum by (gen_ai_token_type) (rate({TOKENS}_sum{{{ROLL}}}[{RI}])) / sum by (gen_ai_token_type) (rate({TOKENS}_count{{{ROLL}}}[{RI}]))",
+                q(f"sum by (gen_ai_token_type) (rate({TOKENS}_sum{{{PROC}}}[{RI}])) / sum by (gen_ai_token_type) (rate({TOKENS}_count{{{PROC}}}[{RI}]))",
                   "{{gen_ai_token_type}}")],
                 description="One sample per rollout and type its response.usage gives. reasoning is part of output and cached_input of input: never add the types up."),
             stat("Tokens since start, by type", [
-                q(f"sum by (gen_ai_token_type) ({TOKENS}_sum{{{ROLL}}})", "{{gen_ai_token_type}}", instant=True)],
+                q(f"sum by (gen_ai_token_type) ({TOKENS}_sum{{{PROC}}})", "{{gen_ai_token_type}}", instant=True)],
                 description="Cumulative totals of the selected rollouts. reasoning is part of output and cached_input of input."),
             timeseries("Tokens per rollout by type, model and environment (mean)", [
-                q(f"sum by (gen_ai_token_type, gen_ai_response_model, nemo_gym_rollout_dispatch_name) (rate({TOKENS}_sum{{{ROLL}}}[{RI}]))"
-                  f" / sum by (gen_ai_token_type, gen_ai_response_model, nemo_gym_rollout_dispatch_name) (rate({TOKENS}_count{{{ROLL}}}[{RI}]))",
+                q(f"sum by (gen_ai_token_type, gen_ai_response_model, nemo_gym_rollout_dispatch_name) (rate({TOKENS}_sum{{{PROC}}}[{RI}]))"
+                  f" / sum by (gen_ai_token_type, gen_ai_response_model, nemo_gym_rollout_dispatch_name) (rate({TOKENS}_count{{{PROC}}}[{RI}]))",
                   "{{gen_ai_token_type}} {{gen_ai_response_model}} {{nemo_gym_rollout_dispatch_name}}")],
                 description="The environment is the dispatch (_ng_environment_server, else agent_ref.name)."),
-            timeseries("Tokens per rollout by type (p50, p99)", quantiles(TOKENS + "_bucket", ["gen_ai_token_type"], ROLL,
+            timeseries("Tokens per rollout by type (p50, p99)", quantiles(TOKENS + "_bucket", ["gen_ai_token_type"], PROC,
                                                                           legend="{{gen_ai_token_type}}"),
                 description="From the histogram's buckets (powers of 4): coarse."),
             timeseries("Truncated share of rollout responses by model", [
-                q(share(ROLL + ", " + TRUNCATED, ROLL, FINISH, "gen_ai_response_model"), "{{gen_ai_response_model}}")],
+                q(share(PROC + ", " + TRUNCATED, PROC, FINISH, "gen_ai_response_model"), "{{gen_ai_response_model}}")],
                 unit="percentunit",
                 description="Responses that ended at their token limit (max_output_tokens, length, max_tokens) over all responses."),
             stat("Truncated share since start", [
-                q(share(ROLL + ", " + TRUNCATED, ROLL, FINISH, "", rate=False), "truncated", instant=True)],
+                q(share(PROC + ", " + TRUNCATED, PROC, FINISH, "", rate=False), "truncated", instant=True)],
                 unit="percentunit", description="Over every response of the selected rollouts so far."),
             timeseries("Rollout finish reasons", [
-                q(f"sum by (nemo_gym_rollout_finish_reason) (rate({FINISH}{{{ROLL}}}[{RI}]))",
+                q(f"sum by (nemo_gym_rollout_finish_reason) (rate({FINISH}{{{PROC}}}[{RI}]))",
                   "{{nemo_gym_rollout_finish_reason}}")], unit="ops", stack=True,
                 description="incomplete_details.reason, else status, else unknown."),
             timeseries("Tool calls per rollout", [
-                q(f"sum by (nemo_gym_rollout_dispatch_name) (rate(gym_rollout_tool_calls_sum{{{DISP}}}[{RI}]))"
-                  f" / sum by (nemo_gym_rollout_dispatch_name) (rate(gym_rollout_tool_calls_count{{{DISP}}}[{RI}]))",
+                q(f"sum by (nemo_gym_rollout_dispatch_name) (rate(gym_rollout_tool_calls_sum{{{PROC}}}[{RI}]))"
+                  f" / sum by (nemo_gym_rollout_dispatch_name) (rate(gym_rollout_tool_calls_count{{{PROC}}}[{RI}]))",
                   "mean {{nemo_gym_rollout_dispatch_name}}")]
-                + quantiles("gym_rollout_tool_calls_bucket", [], DISP, (0.5, 0.99)),
+                + quantiles("gym_rollout_tool_calls_bucket", [], PROC, (0.5, 0.99)),
                 description="function_call items of each rollout's response.output."),
             timeseries("Model-call latency by server and dialect (p50, p99)", quantiles(
                 MODEL_CALL + "_bucket", ["nemo_gym_server_name", "nemo_gym_model_call_dialect"], PROC,
@@ -355,22 +439,22 @@ DASHBOARDS = [
                 q(f"sum by ({LIMIT_BY}) (rate(gym_concurrency_admission_cancelled_total{{{PROC}}}[{RI}]))", "cancelled " + LIMIT_LEGEND)],
                 unit="ops", description="Waits for a slot that timed out (limits with an admission timeout only) or were cancelled."),
             timeseries("Server memory by server and type", [
-                q(f"sum by (nemo_gym_server_name, memory_type) (gym_server_memory_usage_bytes{{{PROC}}})",
+                q(f"sum by (nemo_gym_server_name, memory_type) (gym_server_memory_usage{{{PROC}}})",
                   "{{nemo_gym_server_name}} {{memory_type}}")], unit="bytes",
                 description="Each server's process tree, latest sample: rss (resident set) and pss (proportional set, where sampled). Never add rss and pss."),
             timeseries("Server sampled peak memory by server and type", [
-                q(f"max by (nemo_gym_server_name, memory_type) (gym_server_memory_sampled_peak_bytes{{{PROC}}})",
+                q(f"max by (nemo_gym_server_name, memory_type) (gym_server_memory_sampled_peak{{{PROC}}})",
                   "{{nemo_gym_server_name}} {{memory_type}}")], unit="bytes",
                 description="The highest of the samples (not a true peak between samples); the largest process tree of the server."),
             timeseries("Processes per server", [
                 q(f"sum by (nemo_gym_server_name) (gym_server_processes{{{PROC}}})", "{{nemo_gym_server_name}}")],
                 description="Processes in each server's process tree (workers and their children included)."),
             timeseries("Host memory", [
-                q(f"max by (host_name) (gym_host_memory_{m}_bytes{{{PROC}}})", "{{host_name}} " + m.replace("_", " "))
+                q(f"max by (host_name) (gym_host_memory_{m}{{{PROC}}})", "{{host_name}} " + m.replace("_", " "))
                 for m in ("usage", "available", "total", "sampled_peak")], unit="bytes",
                 description="Latest samples of each host; several processes that sample one host give one line."),
             timeseries("Host memory in use (share of total)", [
-                q(f"max by (host_name) (gym_host_memory_usage_bytes{{{PROC}}}) / max by (host_name) (gym_host_memory_total_bytes{{{PROC}}})",
+                q(f"max by (host_name) (gym_host_memory_usage{{{PROC}}}) / max by (host_name) (gym_host_memory_total{{{PROC}}})",
                   "{{host_name}}")], unit="percentunit"),
         ],
     },
@@ -416,7 +500,13 @@ def variable(name, label, query):
     }
 
 
-def templating(collector, extra=()):
+# The variables of a Gym dashboard read Gym's series only (gym_*: never the collector's own
+# metrics, its process stats or target_info), and never offer an empty value: a series
+# without the label is still in every panel through All (.*).
+GYM_ONLY = '__name__=~"gym_.+"'
+
+
+def templating(collector, instruments=()):
     ds = {
         "name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus",
         "current": {}, "hide": 0, "refresh": 1, "regex": "", "options": [],
@@ -425,12 +515,52 @@ def templating(collector, extra=()):
         return [ds,
                 variable("collector", "Collector job", "label_values(otelcol_receiver_gym_lines_accepted, job)"),
                 variable("receiver", "Receiver", 'label_values(otelcol_receiver_gym_lines_accepted{job=~"$collector"}, receiver)')]
-    return [ds,
-            variable("run", "Run", "label_values(target_info, nemo_run_id)"),
-            variable("service", "Service", 'label_values(target_info{nemo_run_id=~"$run"}, job)'),
-            variable("instance", "Instance", 'label_values(target_info{nemo_run_id=~"$run", job=~"$service"}, instance)'),
-            variable("dispatch", "Dispatch", 'label_values(gym_rollout_completed_total{nemo_run_id=~"$run"}, nemo_gym_rollout_dispatch_name)')] + [
-                variable(*v) for v in extra]
+    out = [ds,
+           variable("run", "Run", f'label_values({{{GYM_ONLY}, nemo_run_id!=""}}, nemo_run_id)'),
+           variable("service", "Service", f'label_values({{{GYM_ONLY}, nemo_run_id=~"$run", job!=""}}, job)'),
+           # A series without service.instance.id has the scrape target's address as instance
+           # (honor_labels): the collector's, not a Gym process's.
+           variable("instance", "Instance",
+                    f'label_values({{{GYM_ONLY}, nemo_run_id=~"$run", job=~"$service", instance!="", instance!~"[0-9.]+:[0-9]+"}}, instance)')]
+    for name, label, attr in ATTR_VARIABLES:
+        names = "|".join(carriers(attr, instruments))
+        if names:
+            lab = label_of(attr)
+            out.append(variable(name, label,
+                                f'label_values({{__name__=~"{names}", {PROC}, {lab}!=""}}, {lab})'))
+    return out
+
+
+# A selector of a series: its name and its matchers.
+SELECTOR = re.compile(r"\b([a-zA-Z_:][a-zA-Z0-9_:]*)\{([^{}]*)\}")
+# A name that looks like a Gym (or process) series, with what follows it.
+SCHEMA_NAME = re.compile(r"\b((?:gym|process)_[a-zA-Z0-9_]*)\b(\{?)")
+
+
+def scope_selectors(expr, where):
+    """expr with the matcher of each attribute variable added to every selector of an
+    instrument that carries its attribute, and the instruments it reads. Fails on a Gym name that
+    is no series of metadata.yaml's instruments or has no selector (where: for the message)."""
+    for m in SCHEMA_NAME.finditer(expr):
+        if m.group(1) not in SERIES or not m.group(2):
+            raise SystemExit(f"{where}: {m.group(1)} is not a selector of an instrument of metadata.yaml: {expr}")
+    used = set()
+
+    def one(m):
+        name, matchers = m.group(1), m.group(2).strip()
+        inst = SERIES.get(name)
+        if inst is None:
+            return m.group(0)
+        used.add(inst)
+        add = []
+        for var, _, attr in ATTR_VARIABLES:
+            if attr in INSTRUMENTS[inst]["attributes"]:
+                matcher = f'{label_of(attr)}=~"${var}"'
+                if matcher not in matchers:
+                    add.append(matcher)
+        return name + "{" + ", ".join(([matchers] if matchers else []) + add) + "}"
+
+    return SELECTOR.sub(one, expr), used
 
 
 def panel_json(pid, p, x, y):
@@ -465,15 +595,19 @@ def panel_json(pid, p, x, y):
 
 
 def dashboard_json(d):
-    panels = []
+    panels, used = [], set()
     for i, p in enumerate(d["panels"]):
+        if not d.get("collector"):
+            for t in p["targets"]:
+                t["expr"], u = scope_selectors(t["expr"], f'{d["uid"]}: {p["title"]}')
+                used |= u
         panels.append(panel_json(i + 1, p, 12 * (i % 2), 8 * (i // 2)))
     return {
         "uid": d["uid"], "title": d["title"], "description": d["description"],
         "tags": ["nemo-gym", "otelcol-gym"], "timezone": "browser", "editable": True,
         "schemaVersion": 39, "version": 1, "refresh": "30s", "graphTooltip": 1,
         "time": {"from": "now-1h", "to": "now"},
-        "templating": {"list": templating(d.get("collector", False), d.get("variables", ()))},
+        "templating": {"list": templating(d.get("collector", False), used)},
         "annotations": {"list": []},
         "links": [{"type": "dashboards", "tags": ["nemo-gym"], "asDropdown": True, "title": "Gym dashboards",
                    "includeVars": True, "keepTime": True}],

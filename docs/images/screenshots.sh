@@ -49,7 +49,7 @@ shot() { # name, PromQL
 S=''
 shot rollouts-by-outcome "sum by (nemo_gym_rollout_outcome) (rate(gym_rollout_completed_total{$S}[30s]))"
 shot failures-by-kind "sum by (nemo_gym_failure_kind) (rate(gym_rollout_completed_total{nemo_gym_failure_kind!=\"\"}[30s]))"
-shot event-loop-lag-p99 "histogram_quantile(0.99, sum by (job, le) (rate(gym_event_loop_lag_ms_milliseconds_bucket{$S}[30s])))"
+shot event-loop-lag-p99 "histogram_quantile(0.99, sum by (job, le) (rate(gym_event_loop_lag_ms_bucket{$S}[30s])))"
 shot sandboxes-by-provider "sum by (nemo_gym_sandbox_provider) (gym_sandbox_active{$S})"
-shot pool-queue-wait-p99 "histogram_quantile(0.99, sum by (nemo_gym_http_destination_server_name, nemo_gym_http_connection_pool_queue_constraint, le) (rate(gym_http_connection_pool_queue_duration_ms_milliseconds_bucket{$S}[30s])))"
+shot pool-queue-wait-p99 "histogram_quantile(0.99, sum by (nemo_gym_http_destination_server_name, nemo_gym_http_connection_pool_queue_constraint, le) (rate(gym_http_connection_pool_queue_duration_ms_bucket{$S}[30s])))"
 shot collector-lines-accepted "sum by (receiver) (rate(otelcol_receiver_gym_lines_accepted[30s]))"

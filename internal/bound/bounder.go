@@ -62,6 +62,7 @@ func New(cfg *Config, tel Telemetry) (*Bounder, error) {
 	for r := dropReason(1); r < numDropReasons; r++ {
 		p.reasonSets[r] = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", r.String())))
 	}
+	p.zero(context.Background())
 	return p, nil
 }
 

@@ -43,8 +43,25 @@ func (t *Telemetry) check() error {
 	return errors.Join(errs...)
 }
 
+// zero makes every series of the telemetry exist at 0 before the first batch (each counter,
+// points_dropped for each reason, the state gauge): a dashboard or an alert then reads 0,
+// "none yet", instead of no data, which looks like a broken pipeline.
+func (p *Bounder) zero(ctx context.Context) {
+	t := &p.tel
+	for _, ctr := range []metric.Int64Counter{
+		t.AttributesRemoved, t.ValuesNormalised, t.PointsMerged, t.PointsOverflowed,
+		t.PointsMismatched, t.PointsUnmerged,
+	} {
+		ctr.Add(ctx, 0)
+	}
+	for r := dropReason(1); r < numDropReasons; r++ {
+		t.PointsDropped.Add(ctx, 0, p.reasonSets[r])
+	}
+	t.StateEntries.Record(ctx, 0)
+}
+
 // record adds the counts of the batch to the telemetry: the one place where counts meet
-// instruments. A count of zero is not added (no point is created for it).
+// instruments. A count of zero is not added again (zero made every series at New).
 func (p *Bounder) record(ctx context.Context) {
 	c, t := &p.b.c, &p.tel
 	add := func(ctr metric.Int64Counter, n int64) {

@@ -75,6 +75,12 @@ const (
 	ReasonTooManyAttributes = "too_many_attributes"
 )
 
+// Reasons are every Reason constant: the receiver makes each one's series exist at 0.
+var Reasons = []string{
+	ReasonTooLong, ReasonInvalidUTF8, ReasonInvalidJSON, ReasonWrongType, ReasonMissingField,
+	ReasonOutOfRange, ReasonInvalidValue, ReasonTooDeep, ReasonTooManyAttributes,
+}
+
 // DecodeError is the error of a rejected line: a short reason naming the field, and its
 // category.
 type DecodeError struct {

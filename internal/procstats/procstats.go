@@ -82,6 +82,9 @@ const (
 	KindLimit ErrorKind = "limit"
 )
 
+// Kinds are every ErrorKind, in the order the receiver reports them.
+var Kinds = []ErrorKind{KindNotFound, KindPermission, KindOther, KindLimit}
+
 // What a ProcessError was reading (its Op).
 const (
 	OpCreateTime = "create time"

@@ -24,6 +24,13 @@ const (
 	ReasonInvalidValue = ingest.ReasonInvalidValue // a verdict outside healthy/unhealthy/unobserved
 )
 
+// Reasons are every Reason constant of a row (the Tailer adds ingest.ReasonPartialLine): the
+// receiver makes each one's series exist at 0.
+var Reasons = []string{
+	ReasonTooLong, ReasonInvalidUTF8, ReasonInvalidJSON, ReasonNotObject, ReasonWrongType,
+	ReasonOutOfRange, ReasonMissingField, ReasonInvalidValue,
+}
+
 // ErrIncomplete: the data ends inside a row (no newline yet). Nothing of the row was used;
 // read it again from Offset once more data is there (Scanned says how far a newline is
 // known to be absent).

@@ -93,9 +93,14 @@ func TestProcessorTelemetry(t *testing.T) {
 	n := func(v int64) []metricdata.DataPoint[int64] { return []metricdata.DataPoint[int64]{{Value: v}} }
 	metadatatest.AssertEqualProcessorGymattrsValuesNormalised(t, tt, n(1), metricdatatest.IgnoreTimestamp())
 	metadatatest.AssertEqualProcessorGymattrsPointsMismatched(t, tt, n(2), metricdatatest.IgnoreTimestamp())
-	metadatatest.AssertEqualProcessorGymattrsPointsDropped(t, tt, []metricdata.DataPoint[int64]{
+	// Every reason's series exists from the start, at 0 until a point is dropped for it.
+	dropped := []metricdata.DataPoint[int64]{
 		{Value: 3, Attributes: attribute.NewSet(attribute.String("reason", "rejected_value"))},
-	}, metricdatatest.IgnoreTimestamp())
+	}
+	for _, reason := range []string{"wrong_type", "ignored_health_check", "unscored_reward", "state_full", "unknown_metric", "no_recorded_value"} {
+		dropped = append(dropped, metricdata.DataPoint[int64]{Attributes: attribute.NewSet(attribute.String("reason", reason))})
+	}
+	metadatatest.AssertEqualProcessorGymattrsPointsDropped(t, tt, dropped, metricdatatest.IgnoreTimestamp())
 	metadatatest.AssertEqualProcessorGymattrsPointsOverflowed(t, tt, n(4), metricdatatest.IgnoreTimestamp())
 	metadatatest.AssertEqualProcessorGymattrsPointsMerged(t, tt, n(2+3), metricdatatest.IgnoreTimestamp())
 	metadatatest.AssertEqualProcessorGymattrsAttributesRemoved(t, tt, n(6), metricdatatest.IgnoreTimestamp())

@@ -12,7 +12,11 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
+	"github.com/gym-telemetry/otelcol-gym/internal/events"
 	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
+	"github.com/gym-telemetry/otelcol-gym/internal/procstats"
+	"github.com/gym-telemetry/otelcol-gym/internal/rollouts"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/metadata"
 )
 
@@ -73,6 +77,54 @@ func transportsOf(cfg *Config) string {
 		ts = append(ts, "rollout_files")
 	}
 	return strings.Join(ts, ",")
+}
+
+// lineReasons are every reason a line is rejected for: the decoder's, the transports'
+// partial_line and the aggregator's too_many_resources (docs/receiver.md, Bad input).
+var lineReasons = append(append([]string{}, events.Reasons...), ingest.ReasonPartialLine, aggregate.ReasonTooManyResources)
+
+// rowReasons are every reason a row of Gym's run files is rejected for.
+var rowReasons = append(append([]string{}, rollouts.Reasons...), ingest.ReasonPartialLine)
+
+// zero makes every series of the receiver's own metrics that its configuration can move
+// exist at 0 from the start, each reason and kind included: a dashboard or an alert then
+// reads 0 ("no rejections") instead of no data. The standard accepted/refused metric points
+// come from an empty operation of receiverhelper's ObsReport (0 points, no error), the only
+// way to reach its instruments.
+func (s *ownTelemetry) zero(ctx context.Context, cfg *Config, checkpoints bool) {
+	lines := cfg.HTTP.Get() != nil || cfg.Stream.Get() != nil || cfg.Files.Get() != nil
+	if lines {
+		s.tb.ReceiverGymLinesAccepted.Add(ctx, 0, s.set)
+		s.tb.ReceiverGymLinesUnknown.Add(ctx, 0, s.set)
+		for _, reason := range lineReasons {
+			s.tb.ReceiverGymLinesRejected.Add(ctx, 0, s.with(s.reasons, "reason", reason))
+		}
+	}
+	if cfg.Rollouts.Get() != nil {
+		s.tb.ReceiverGymRolloutRowsAccepted.Add(ctx, 0, s.set)
+		for _, reason := range rowReasons {
+			s.tb.ReceiverGymRolloutRowsRejected.Add(ctx, 0, s.with(s.reasons, "reason", reason))
+		}
+	}
+	s.tb.ReceiverGymMeasurementsOverflowed.Add(ctx, 0, s.set)
+	if cfg.HTTP.Get() != nil {
+		s.tb.ReceiverGymHTTPBodiesTooSlow.Add(ctx, 0, s.set)
+		s.tb.ReceiverGymHTTPMaxConnectionsReached.Add(ctx, 0, s.set)
+	}
+	if cfg.Stream.Get() != nil {
+		s.tb.ReceiverGymStreamConnectionsRefused.Add(ctx, 0, s.set)
+		s.tb.ReceiverGymStreamConnectionsIdleClosed.Add(ctx, 0, s.set)
+	}
+	if checkpoints {
+		s.tb.ReceiverGymCheckpointFailures.Add(ctx, 0, s.set)
+	}
+	if cfg.Process.Enabled {
+		for _, kind := range procstats.Kinds {
+			s.tb.ReceiverGymProcessErrors.Add(ctx, 0, s.with(s.kinds, "kind", string(kind)))
+		}
+		s.tb.ReceiverGymProcessOtherHost.Add(ctx, 0, s.set)
+	}
+	s.obs.EndMetricsOp(s.obs.StartMetricsOp(ctx), metadata.Type.String(), 0, nil)
 }
 
 // with returns the measurement option of receiver=<id> plus key=value, built once per value.

@@ -164,3 +164,37 @@ func TestHTTPMaxConnections(t *testing.T) {
 	// Reached with the held connection, and again with the one that waited.
 	require.Equal(t, map[string]int64{"gym": 2}, sumsBy(t, tt, "otelcol_receiver_gym_http_max_connections_reached", "receiver"))
 }
+
+// A started receiver that has seen no line exports each of its counters at 0, every rejection
+// reason included, and the standard accepted/refused metric points at 0: the Collector
+// dashboard shows "none yet" as 0, not as no data.
+func TestOwnTelemetryStartsAtZero(t *testing.T) {
+	tt := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
+	startNamedReceiver(t, tt, component.MustNewID("gym"), new(consumertest.MetricsSink))
+
+	for _, name := range []string{
+		"otelcol_receiver_gym_lines_accepted", "otelcol_receiver_gym_lines_unknown",
+		"otelcol_receiver_gym_measurements_overflowed", "otelcol_receiver_gym_http_bodies_too_slow",
+		"otelcol_receiver_gym_http_max_connections_reached",
+		"otelcol_receiver_accepted_metric_points", "otelcol_receiver_refused_metric_points",
+	} {
+		require.Equal(t, map[string]int64{"gym": 0}, sumsBy(t, tt, name, "receiver"), name)
+	}
+	want := map[string]int64{}
+	for _, reason := range []string{"too_long", "invalid_utf8", "invalid_json", "wrong_type", "missing_field",
+		"out_of_range", "invalid_value", "too_deep", "too_many_attributes", "partial_line", "too_many_resources"} {
+		want["gym|"+reason] = 0
+	}
+	require.Equal(t, want, sumsBy(t, tt, "otelcol_receiver_gym_lines_rejected", "receiver", "reason"))
+	m, err := tt.GetMetric("otelcol_receiver_gym_resources")
+	require.NoError(t, err)
+	g := m.Data.(metricdata.Gauge[int64])
+	require.Len(t, g.DataPoints, 1)
+	require.Zero(t, g.DataPoints[0].Value)
+	// Without a rollouts block, process stats or storage, their series stay out.
+	_, err = tt.GetMetric("otelcol_receiver_gym_rollout_rows_rejected")
+	require.Error(t, err)
+	_, err = tt.GetMetric("otelcol_receiver_gym_process_errors")
+	require.Error(t, err)
+}

@@ -106,6 +106,9 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 	if err := r.startCheckpoints(ctx, host); err != nil {
 		return err
 	}
+	// Before any transport runs: the series are there, at 0 (or restored), from the start.
+	r.self.zero(ctx, r.cfg, r.ckpt != nil)
+	r.self.resources(ctx, int64(r.agg.Len()))
 	if hc := r.cfg.HTTP.Get(); hc != nil {
 		opts := transport.HTTPOptions{
 			MaxLineBytes:  r.cfg.MaxLineBytes,
@@ -265,7 +268,7 @@ func (r *gymReceiver) scrapeProcesses(ctx context.Context) {
 		return // cancelled: shutting down
 	}
 	r.agg.ApplyProcesses(&res)
-	for _, kind := range []procstats.ErrorKind{procstats.KindNotFound, procstats.KindPermission, procstats.KindOther, procstats.KindLimit} {
+	for _, kind := range procstats.Kinds {
 		if n := res.Counts.Of(kind); n > 0 {
 			r.self.processErrors(ctx, string(kind), int64(n))
 		}

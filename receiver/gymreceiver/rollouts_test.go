@@ -130,6 +130,7 @@ func TestRolloutsBadRows(t *testing.T) {
 	assert.Equal(t, map[string]int64{
 		"not_object": 1, "wrong_type": 2, "invalid_utf8": 1, "too_long": 1, "invalid_json": 1,
 		"invalid_value": 1, "missing_field": 1,
+		"out_of_range": 0, "partial_line": 0, // every reason's series exists from the start
 	}, rejected)
 	assert.Equal(t, int64(3), scoredTotal(lastMetrics(t, sink)))
 }
