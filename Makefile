@@ -12,6 +12,8 @@
 #   make bench-memory  the default pipeline's memory per resource, per series, after churn, under gzip bombs
 #   make lint      golangci-lint (v2.15.0, from tools/go.mod)
 #   make image     the container image (Dockerfile, FROM scratch) with buildah or podman
+#   make stack     the local stack (deploy/compose: collector, Prometheus, Grafana) up, the sample fed in
+#   make dist      reproducible release archives (linux/amd64, linux/arm64), SHA256SUMS, SBOMs in _build/dist/
 #   make clean     remove _build/
 
 GO       ?= go
@@ -52,7 +54,7 @@ RATE        ?= 100000
 
 .PHONY: all build run test test-go test-python test-prometheus bench-python bench bench-peer soak reliability lint generate clean gymevents
 .PHONY: bench-memory bench-compare
-.PHONY: test-deploy image test-image
+.PHONY: test-deploy image test-image dist test-dist stack stack-down
 
 all: build
 
@@ -100,6 +102,7 @@ TEST_SUITES += test-python
 TEST_SUITES += test-prometheus
 TEST_SUITES += test-deploy
 TEST_SUITES += test-image
+TEST_SUITES += test-dist
 
 test: $(TEST_SUITES)
 
@@ -138,7 +141,12 @@ test-deploy: $(BIN)
 
 # The container image: the binary ocb builds (static: ocb compiles with CGO_ENABLED=0; the
 # image check verifies it), alone in the build context, built FROM scratch by buildah or podman.
-IMAGE      ?= localhost/otelcol-gym:0.1.0
+# One version for everything released: ocb's dist.version in builder-config.yaml names the
+# binary's version, the archives, the image tag, and the image the manifests and Helm values
+# run (the deploy tests check they agree).
+VERSION    := $(shell sed -n 's/^  version: *//p' builder-config.yaml)
+IMAGE_REPO ?= ghcr.io/gym-telemetry/otelcol-gym
+IMAGE      ?= $(IMAGE_REPO):$(VERSION)
 IMAGE_BIN  := $(BUILD)/image/otelcol-gym
 $(IMAGE_BIN): $(BIN)
 	@mkdir -p $(@D)
@@ -156,6 +164,38 @@ image: $(IMAGE_BIN)
 test-image:
 	@if ! command -v buildah >/dev/null 2>&1; then echo "test-image: skipped (no buildah)"; exit 0; fi; \
 	$(MAKE) --no-print-directory image && bash deploy/image-check.sh $(IMAGE)
+
+# The local stack of deploy/compose (docker compose, else podman compose): the collector on its
+# default configuration, Prometheus with the rules, Grafana with the dashboards at
+# http://127.0.0.1:3000; then the sample run is sent to it. STACK_IMAGE= another image (for
+# example one `make image` built, with podman).
+COMPOSE     ?= $(shell if docker compose version >/dev/null 2>&1; then echo docker compose; elif command -v podman >/dev/null 2>&1; then echo podman compose; fi)
+STACK_IMAGE ?= $(IMAGE)
+stack: $(GYMEVENTS)
+	@[ -n "$(COMPOSE)" ] || { echo "make stack: needs docker compose or podman compose"; exit 1; }
+	OTELCOL_GYM_IMAGE=$(STACK_IMAGE) $(COMPOSE) -f deploy/compose/compose.yaml up -d
+	./$(GYMEVENTS) wait $(HEALTH_URL) --timeout 120s
+	./$(GYMEVENTS) send $(SAMPLE) --endpoint $(GYM_URL) --quiet
+	@echo "Grafana: http://127.0.0.1:3000 (folder NeMo Gym)   Prometheus: http://127.0.0.1:9090   stop: make stack-down"
+
+stack-down:
+	$(COMPOSE) -f deploy/compose/compose.yaml down
+
+# Release archives (tools/dist.sh): otelcol-gym for linux/amd64 and linux/arm64 built with
+# -trimpath, no build id and SOURCE_DATE_EPOCH (the last commit's time) for every date, with the
+# default configuration and the `gym eval submit` drop-in; SHA256SUMS; a CycloneDX SBOM each.
+DIST ?= $(BUILD)/dist
+dist:
+	VERSION=$(VERSION) GO=$(GO) bash tools/dist.sh $(DIST)
+
+# The archives are reproducible: two builds in a row give the same bytes (SHA256SUMS equal);
+# the release workflow (.github/workflows/release.yml) passes actionlint.
+test-dist:
+	VERSION=$(VERSION) GO=$(GO) bash tools/dist.sh $(BUILD)/dist-check-1
+	VERSION=$(VERSION) GO=$(GO) bash tools/dist.sh $(BUILD)/dist-check-2
+	cmp $(BUILD)/dist-check-1/SHA256SUMS $(BUILD)/dist-check-2/SHA256SUMS
+	bash tools/dist-check.sh $(BUILD)/dist-check-1 $(VERSION)
+	$(GO) run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12 .github/workflows/*.yml
 
 # The e2e package has no benchmarks (and would build the collector): left out. Then the
 # end-to-end benchmark (bench/e2e): the real binary under `gymevents gen` load, GOMAXPROCS=1
@@ -211,6 +251,7 @@ generate:
 		echo "mdatagen $$m"; \
 		(cd $$d && $(TOOLS) mdatagen metadata.yaml) || exit 1; \
 	done
+	cd deploy && $(GO) generate ./...
 
 clean:
 	rm -rf $(BUILD)

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Checks what tools/dist.sh wrote: the sums verify, each archive holds exactly the files a user
+# needs under one otelcol-gym_VERSION_linux_ARCH/ directory, owned by 0:0 with one mtime, the
+# binary is a static ELF for its architecture (the amd64 one runs and reports VERSION), and each
+# SBOM names the collector modules linked in.
+#
+#   bash tools/dist-check.sh DIST_DIR VERSION
+set -euo pipefail
+dist=$1
+version=$2
+fail() { echo "dist-check: $*" >&2; exit 1; }
+
+(cd "$dist" && sha256sum --quiet -c SHA256SUMS) || fail "SHA256SUMS does not verify"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+for arch in amd64 arm64; do
+	name=otelcol-gym_${version}_linux_${arch}
+	archive=$dist/$name.tar.gz
+	[ -f "$archive" ] || fail "$archive missing"
+	grep -q " $name.tar.gz\$" "$dist/SHA256SUMS" || fail "$name.tar.gz not in SHA256SUMS"
+	want="$name/
+$name/README.md
+$name/gym-submit.yaml
+$name/otelcol-gym
+$name/otelcol-gym-submit
+$name/otelcol-gym.yaml"
+	got=$(tar -tzf "$archive")
+	[ "$got" = "$want" ] || fail "$archive lists:
+$got
+want:
+$want"
+	owners=$(tar -tvzf "$archive" | awk '{print $2}' | sort -u)
+	[ "$owners" = "0/0" ] || fail "$archive: owners $owners, want 0/0"
+	times=$(tar -tvzf "$archive" --full-time | awk '{print $4, $5}' | sort -u | wc -l)
+	[ "$times" = 1 ] || fail "$archive: $times different mtimes, want 1"
+	tar -xzf "$archive" -C "$work"
+	bin=$work/$name/otelcol-gym
+	# ELF header: class 64-bit, e_machine 62 (x86-64) or 183 (AArch64); no PT_INTERP (static).
+	machine=$(od -An -tu2 -j18 -N2 "$bin" | tr -d ' ')
+	case $arch in amd64) [ "$machine" = 62 ] ;; arm64) [ "$machine" = 183 ] ;; esac ||
+		fail "$bin: ELF machine $machine is not $arch"
+	if grep -aq '/lib64/ld-linux\|/lib/ld-linux' "$bin"; then fail "$bin: dynamically linked"; fi
+	if [ "$arch" = amd64 ] && [ "$(uname -m)" = x86_64 ]; then
+		out=$("$bin" --version)
+		case $out in *"$version"*) ;; *) fail "$bin --version: $out (want $version)" ;; esac
+		"$bin" validate --config "$work/$name/otelcol-gym.yaml" >/dev/null ||
+			fail "$bin validate --config otelcol-gym.yaml failed"
+	fi
+	sbom=$dist/$name.sbom.cdx.json
+	python3 - "$sbom" "$arch" <<'EOF' || fail "$sbom: not the SBOM of the binary"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["bomFormat"] == "CycloneDX", doc.get("bomFormat")
+assert "serialNumber" not in doc, "a random serial number makes the SBOM differ each build"
+names = {c["name"] for c in doc.get("components", [])}
+for want in ("go.opentelemetry.io/collector/otelcol", "go.opentelemetry.io/collector/receiver/otlpreceiver"):
+    assert want in names, want + " missing"
+props = {p["name"]: p["value"] for p in doc["metadata"]["component"].get("properties", [])}
+assert props.get("cdx:gomod:build:env:GOARCH") == sys.argv[2], props
+EOF
+done
+echo "dist-check: $dist ok"

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# make dist: reproducible release archives of otelcol-gym for linux/amd64 and linux/arm64, their
+# SHA-256 sums and a CycloneDX SBOM per archive, in _build/dist/.
+#
+#   tools/dist.sh [OUT_DIR]     (make dist; VERSION and SOURCE_DATE_EPOCH from the environment)
+#
+# Reproducible: the same commit, Go release and module versions give the same bytes. The binary
+# is built with CGO_ENABLED=0, -trimpath (no build paths), -buildvcs=false and an empty build id;
+# the archive lists its files in name order, each with mtime SOURCE_DATE_EPOCH (the commit's
+# time unless set), owner 0:0 and mode 0755 or 0644, and gzip writes no name or time; the SBOM
+# takes its timestamp from SOURCE_DATE_EPOCH and has no random serial number
+# (tools/sbom_normalize.py).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+out=$(realpath -m "${1:-_build/dist}")
+version=${VERSION:-$(sed -n 's/^  version: *//p' builder-config.yaml)}
+[ -n "$version" ] || { echo "dist: no version (builder-config.yaml dist.version)" >&2; exit 1; }
+export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}
+go=${GO:-go}
+tools="$go tool -modfile=$PWD/tools/go.mod"
+
+# ocb writes the distribution's sources (main.go, components.go, go.mod) to _build/ without
+# compiling; each architecture is compiled from them below.
+$tools builder --config builder-config.yaml --skip-compilation >/dev/null
+
+rm -rf "$out"
+mkdir -p "$out"
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+# cyclonedx-gomod reads the target's GOOS/GOARCH from its environment: built once for this host
+# (`go tool` would build it for the target).
+(cd tools && $go build -o "$stage/cyclonedx-gomod" github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod)
+
+for arch in amd64 arm64; do
+	name=otelcol-gym_${version}_linux_${arch}
+	dir=$stage/$name
+	mkdir -p "$dir"
+	(cd _build && CGO_ENABLED=0 GOOS=linux GOARCH=$arch \
+		$go build -trimpath -buildvcs=false -ldflags='-s -w -buildid=' -o "$dir/otelcol-gym" .)
+	# What a user runs beside the binary: the default configuration, and the drop-in for the
+	# collector `gym eval submit` starts (docs/gym.md), side by side as otelcol-gym-submit expects.
+	install -m 0644 config/otelcol-gym.yaml "$dir/otelcol-gym.yaml"
+	install -m 0644 deploy/gym-submit.yaml "$dir/gym-submit.yaml"
+	install -m 0755 deploy/otelcol-gym-submit "$dir/otelcol-gym-submit"
+	install -m 0644 README.md "$dir/README.md"
+	chmod 0755 "$dir" "$dir/otelcol-gym"
+	touch -h -d "@$SOURCE_DATE_EPOCH" "$dir" "$dir"/*
+	tar --sort=name --format=gnu --owner=0 --group=0 --numeric-owner \
+		--mtime="@$SOURCE_DATE_EPOCH" -C "$stage" -cf - "$name" | gzip -9 -n >"$out/$name.tar.gz"
+	# The SBOM of the binary: the modules linked into it, with their versions and hashes.
+	(cd _build && CGO_ENABLED=0 GOOS=linux GOARCH=$arch "$stage/cyclonedx-gomod" app -json -noserial \
+		-licenses -std -output "$out/$name.sbom.cdx.json" . 2>"$stage/sbom.log") ||
+		{ cat "$stage/sbom.log" >&2; exit 1; }
+	python3 tools/sbom_normalize.py "$out/$name.sbom.cdx.json" "$SOURCE_DATE_EPOCH"
+done
+
+(cd "$out" && sha256sum -- *.tar.gz *.sbom.cdx.json >SHA256SUMS)
+echo "dist: $out (version $version, SOURCE_DATE_EPOCH $SOURCE_DATE_EPOCH)"
+cat "$out/SHA256SUMS"
