@@ -156,8 +156,8 @@ func TestHelmTemplate(t *testing.T) {
 			}
 
 			ctr := spec.Containers[0]
-			if want := "localhost/otelcol-gym:0.1.0"; ctr.Image != want {
-				t.Errorf("%s: image %q, want %q (make image)", name, ctr.Image, want)
+			if want := "ghcr.io/gym-telemetry/otelcol-gym:" + releaseVersion(t); ctr.Image != want {
+				t.Errorf("%s: image %q, want the released %q (builder-config.yaml dist.version)", name, ctr.Image, want)
 			}
 			if !slices.Equal(ctr.Command, []string{"/otelcol-gym"}) {
 				t.Errorf("%s: command %v, want the image's entry point /otelcol-gym", name, ctr.Command)

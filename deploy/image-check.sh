@@ -4,7 +4,7 @@
 # root: it lists its components and validates deploy/'s configs. Then it runs the image as a
 # container (buildah run with runc) and checks what the collector in it serves.
 #
-#   bash deploy/image-check.sh localhost/otelcol-gym:0.1.0
+#   bash deploy/image-check.sh ghcr.io/gym-telemetry/otelcol-gym:0.1.0
 set -euo pipefail
 image=${1:?usage: image-check.sh IMAGE}
 repo=$(cd "$(dirname "$0")/.." && pwd)
