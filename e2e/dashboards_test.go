@@ -306,11 +306,8 @@ type gymRun struct {
 // startGymRun feeds the run in three parts a few scrapes apart, so rates see it grow.
 func startGymRun(t *testing.T) *gymRun {
 	t.Helper()
-	results := t.TempDir()
-	col, ports := startDefaultCollector(t, dashboardsOverride(results))
-	rules, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "prometheus", "gym.rules.yaml"))
-	require.NoError(t, err)
-	cfg := fmt.Sprintf(`global:
+	return startGymRunWith(t, gymRunSetup{prometheus: func(ports collectorPorts) string {
+		return fmt.Sprintf(`global:
   scrape_interval: 3s
   scrape_timeout: 3s
   evaluation_interval: 1s
@@ -322,7 +319,30 @@ scrape_configs:
   - job_name: otelcol
     static_configs: [{targets: ["127.0.0.1:%d"]}]
 `, ports.Prometheus, ports.Telemetry)
-	run := &gymRun{col: col, ports: ports, prom: startPrometheusWith(t, cfg, map[string]string{"gym.rules.yaml": string(rules)})}
+	}})
+}
+
+// gymRunSetup is what a test changes around the run: overrides merged after the shipped
+// configuration and dashboardsOverride (given the ports and the run files' directory), and
+// Prometheus' configuration (gym.rules.yaml sits beside it).
+type gymRunSetup struct {
+	collector  func(ports collectorPorts, results string) []string
+	prometheus func(ports collectorPorts) string
+}
+
+func startGymRunWith(t *testing.T, setup gymRunSetup) *gymRun {
+	t.Helper()
+	results := t.TempDir()
+	col, ports := startDefaultCollectorWith(t, func(p collectorPorts) []string {
+		more := []string{dashboardsOverride(results)}
+		if setup.collector != nil {
+			more = append(more, setup.collector(p, results)...)
+		}
+		return more
+	})
+	rules, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "prometheus", "gym.rules.yaml"))
+	require.NoError(t, err)
+	run := &gymRun{col: col, ports: ports, prom: startPrometheusWith(t, setup.prometheus(ports), map[string]string{"gym.rules.yaml": string(rules)})}
 
 	// A realistic run: 30,000 events of 6 Gym processes (process 0 is the rollout driver).
 	stream := filepath.Join(t.TempDir(), "run.jsonl")
@@ -379,6 +399,77 @@ scrape_configs:
 	return run
 }
 
+// queryCheck is a query a dashboard or a rule runs, with a name to report it by.
+type queryCheck struct{ name, query string }
+
+// dashboardChecks are every panel query of the dashboards and every recording rule (checks),
+// and every query variable (vars; gymVars: those of the Gym dashboards, not the Collector's).
+func dashboardChecks(t *testing.T, dashboards []grafanaDashboard, records map[string]string) (checks, vars, gymVars []queryCheck) {
+	t.Helper()
+	for _, d := range dashboards {
+		for _, v := range d.Templating.List {
+			if v.Type != "query" {
+				continue
+			}
+			q := v.Query
+			if m, ok := q.(map[string]any); ok {
+				q = m["query"]
+			}
+			s, _ := q.(string)
+			c := queryCheck{fmt.Sprintf("%s: variable %s", d.Title, v.Name), substitute(s)}
+			vars = append(vars, c)
+			if d.UID != "gym-collector" {
+				gymVars = append(gymVars, c)
+			}
+		}
+		for _, p := range d.Panels {
+			require.NotEmpty(t, p.Targets, "%s: panel %q has no query", d.Title, p.Title)
+			for _, tg := range p.Targets {
+				require.NotEmpty(t, tg.Expr, "%s: panel %q %s", d.Title, p.Title, tg.RefID)
+				checks = append(checks, queryCheck{fmt.Sprintf("%s: %s (%s)", d.Title, p.Title, tg.RefID), substitute(tg.Expr)})
+			}
+		}
+	}
+	for name, expr := range records {
+		checks = append(checks, queryCheck{"recording rule " + name, expr})
+	}
+	t.Logf("%d dashboards: %d panel queries and recording rules, %d variables", len(dashboards), len(checks), len(vars))
+	return checks, vars, gymVars
+}
+
+// everyQueryAnswers waits until every check answers with data and every variable lists a value
+// (the first scrapes may still be missing some), and fails with those that never did.
+func everyQueryAnswers(t *testing.T, prom string, checks, vars []queryCheck) {
+	t.Helper()
+	var failing []string
+	err := eventually(120*time.Second, time.Second, func() error {
+		failing = failing[:0]
+		for _, c := range checks {
+			got, err := promQuery(prom, c.query)
+			switch {
+			case err != nil:
+				failing = append(failing, fmt.Sprintf("%s: %v\n    %s", c.name, err, c.query))
+			case len(got) == 0:
+				failing = append(failing, fmt.Sprintf("%s: empty\n    %s", c.name, c.query))
+			}
+		}
+		for _, v := range vars {
+			vals, err := labelValues(prom, v.query)
+			switch {
+			case err != nil:
+				failing = append(failing, fmt.Sprintf("%s: %v", v.name, err))
+			case len(vals) == 0:
+				failing = append(failing, fmt.Sprintf("%s: no values\n    %s", v.name, v.query))
+			}
+		}
+		if len(failing) > 0 {
+			return errNotYet
+		}
+		return nil
+	})
+	require.NoError(t, err, "queries with an error or no data:\n  %s\nscrape targets: %s", strings.Join(failing, "\n  "), targetHealth(prom))
+}
+
 // TestDashboardsAndRulesOnRealData runs every query of every dashboard in deploy/grafana
 // (variables at All), every template variable, and every recording rule of
 // deploy/prometheus/gym.rules.yaml against Prometheus scraping a real run, and fails on an
@@ -394,66 +485,8 @@ func TestDashboardsAndRulesOnRealData(t *testing.T) {
 	require.NotEmpty(t, records)
 	run := startGymRun(t)
 
-	type check struct{ name, query string }
-	var checks []check
-	var vars, gymVars []check
-	for _, d := range dashboards {
-		for _, v := range d.Templating.List {
-			if v.Type != "query" {
-				continue
-			}
-			q := v.Query
-			if m, ok := q.(map[string]any); ok {
-				q = m["query"]
-			}
-			s, _ := q.(string)
-			c := check{fmt.Sprintf("%s: variable %s", d.Title, v.Name), substitute(s)}
-			vars = append(vars, c)
-			if d.UID != "gym-collector" {
-				gymVars = append(gymVars, c)
-			}
-		}
-		for _, p := range d.Panels {
-			require.NotEmpty(t, p.Targets, "%s: panel %q has no query", d.Title, p.Title)
-			for _, tg := range p.Targets {
-				require.NotEmpty(t, tg.Expr, "%s: panel %q %s", d.Title, p.Title, tg.RefID)
-				checks = append(checks, check{fmt.Sprintf("%s: %s (%s)", d.Title, p.Title, tg.RefID), substitute(tg.Expr)})
-			}
-		}
-	}
-	for name, expr := range records {
-		checks = append(checks, check{"recording rule " + name, expr})
-	}
-	t.Logf("%d dashboards: %d panel queries and recording rules, %d variables", len(dashboards), len(checks), len(vars))
-
-	// Every query answers with data (the first scrapes may still be missing some).
-	var failing []string
-	err = eventually(120*time.Second, time.Second, func() error {
-		failing = failing[:0]
-		for _, c := range checks {
-			got, err := promQuery(run.prom, c.query)
-			switch {
-			case err != nil:
-				failing = append(failing, fmt.Sprintf("%s: %v\n    %s", c.name, err, c.query))
-			case len(got) == 0:
-				failing = append(failing, fmt.Sprintf("%s: empty\n    %s", c.name, c.query))
-			}
-		}
-		for _, v := range vars {
-			vals, err := labelValues(run.prom, v.query)
-			switch {
-			case err != nil:
-				failing = append(failing, fmt.Sprintf("%s: %v", v.name, err))
-			case len(vals) == 0:
-				failing = append(failing, fmt.Sprintf("%s: no values\n    %s", v.name, v.query))
-			}
-		}
-		if len(failing) > 0 {
-			return errNotYet
-		}
-		return nil
-	})
-	require.NoError(t, err, "queries with an error or no data:\n  %s\nscrape targets: %s", strings.Join(failing, "\n  "), targetHealth(run.prom))
+	checks, vars, gymVars := dashboardChecks(t, dashboards, records)
+	everyQueryAnswers(t, run.prom, checks, vars)
 
 	// The Gym dashboards' variables offer Gym processes only: no empty value, and none of the
 	// collector's own identities (the scrape jobs gym and otelcol, its service.name
@@ -585,19 +618,7 @@ func TestDashboardsAndRulesOnRealData(t *testing.T) {
 
 	// Prometheus evaluates every rule without error, and the overflow alert fires on this run
 	// (the bomb's sandbox retries, and the OTLP dispatches past gymattrs' limit).
-	err = eventually(90*time.Second, time.Second, func() error {
-		health, err := ruleHealth(run.prom)
-		if err != nil {
-			return err
-		}
-		for _, name := range append(sortedKeys(records), alerts...) {
-			if h, ok := health[name]; !ok || h != "ok" {
-				return fmt.Errorf("rule %s: health %q (of %v)", name, h, health)
-			}
-		}
-		return nil
-	})
-	require.NoError(t, err)
+	everyRuleHealthy(t, run.prom, append(sortedKeys(records), alerts...))
 	want(`group by (metric, job) (ALERTS{alertname="GymSeriesOverflowing", alertstate="firing"})`, map[string]float64{
 		`{job="nemo-gym/bomb",metric="gym_sandbox_create_retry_total"}`:   1,
 		`{job="nemo-gym/sdk-agent",metric="gym_rollout_completed_total"}`: 1,
@@ -652,6 +673,24 @@ func scrapedNames(text string) map[string]bool {
 		}
 	}
 	return out
+}
+
+// everyRuleHealthy waits until Prometheus has evaluated each named rule without error.
+func everyRuleHealthy(t *testing.T, prom string, names []string) {
+	t.Helper()
+	err := eventually(90*time.Second, time.Second, func() error {
+		health, err := ruleHealth(prom)
+		if err != nil {
+			return err
+		}
+		for _, name := range names {
+			if h, ok := health[name]; !ok || h != "ok" {
+				return fmt.Errorf("rule %s: health %q (of %v)", name, h, health)
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
 }
 
 // ruleHealth returns the health of every rule Prometheus loaded, by record or alert name.
@@ -750,8 +789,7 @@ func TestCollectorDashboardAtZero(t *testing.T) {
 	rulesData, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "prometheus", "gym.rules.yaml"))
 	require.NoError(t, err)
 	records, _ := recordingRules(t, rulesData)
-	type check struct{ name, query string }
-	checks := []check{{"recording rule gym:receiver_lines_rejected:rate5m", records["gym:receiver_lines_rejected:rate5m"]}}
+	checks := []queryCheck{{"recording rule gym:receiver_lines_rejected:rate5m", records["gym:receiver_lines_rejected:rate5m"]}}
 	require.NotEmpty(t, checks[0].query)
 	for _, d := range loadDashboards(t) {
 		if d.UID != "gym-collector" {
@@ -759,7 +797,7 @@ func TestCollectorDashboardAtZero(t *testing.T) {
 		}
 		for _, p := range d.Panels {
 			for _, tg := range p.Targets {
-				checks = append(checks, check{fmt.Sprintf("%q (%s)", p.Title, tg.RefID), substitute(tg.Expr)})
+				checks = append(checks, queryCheck{fmt.Sprintf("%q (%s)", p.Title, tg.RefID), substitute(tg.Expr)})
 			}
 		}
 	}

@@ -60,6 +60,12 @@ service:
 // storage in a directory of its own; more are further configurations merged after them.
 func startDefaultCollector(t *testing.T, more ...string) (*collector, collectorPorts) {
 	t.Helper()
+	return startDefaultCollectorWith(t, func(collectorPorts) []string { return more })
+}
+
+// startDefaultCollectorWith is startDefaultCollector with overrides that name the ports.
+func startDefaultCollectorWith(t *testing.T, more func(collectorPorts) []string) (*collector, collectorPorts) {
+	t.Helper()
 	storage := t.TempDir()
 	return startCollector(t, func(p collectorPorts) []string {
 		return append([]string{
@@ -68,7 +74,7 @@ func startDefaultCollector(t *testing.T, more ...string) (*collector, collectorP
 			"extensions:\n  file_storage:\n    directory: " + storage + "\n" +
 				"exporters:\n  file/traces:\n    path: " + filepath.Join(storage, "otel-traces.jsonl") +
 				"\n  file/logs:\n    path: " + filepath.Join(storage, "otel-logs.jsonl") + "\n",
-		}, more...)
+		}, more(p)...)
 	})
 }
 
