@@ -433,6 +433,9 @@ func checkPod(t *testing.T, m *manifests, name string, spec corev1.PodSpec) {
 		t.Fatalf("%s: %d containers, want 1", name, len(spec.Containers))
 	}
 	c := spec.Containers[0]
+	if want := "ghcr.io/gym-telemetry/otelcol-gym:" + releaseVersion(t); c.Image != want {
+		t.Errorf("%s: image %q, want the released %q (builder-config.yaml dist.version)", name, c.Image, want)
+	}
 	used := map[string]bool{}
 	configFiles := configArgs(c)
 	if len(configFiles) == 0 {
