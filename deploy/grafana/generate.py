@@ -509,7 +509,7 @@ GYM_ONLY = '__name__=~"gym_.+"'
 def templating(collector, instruments=()):
     ds = {
         "name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus",
-        "current": {}, "hide": 0, "refresh": 1, "regex": "", "options": [],
+        "hide": 0, "refresh": 1, "regex": "", "options": [],
     }
     if collector:
         return [ds,
@@ -563,6 +563,8 @@ def scope_selectors(expr, where):
     return SELECTOR.sub(one, expr), used
 
 
+# Options that Grafana's schema requires (calcs, justifyMode, the heatmap's color, legend,
+# tooltip and exemplars, a link's icon and tooltip) are written at Grafana's defaults.
 def panel_json(pid, p, x, y):
     ds = {"type": "prometheus", "uid": "${datasource}"}
     targets = []
@@ -580,16 +582,21 @@ def panel_json(pid, p, x, y):
         custom = {"drawStyle": "line", "lineWidth": 1, "fillOpacity": 10, "showPoints": "never",
                   "stacking": {"mode": "normal" if p["stack"] else "none", "group": "A"}}
         out["fieldConfig"] = {"defaults": {"unit": p["unit"], "custom": custom}, "overrides": []}
-        out["options"] = {"legend": {"displayMode": "list", "placement": "bottom", "showLegend": True},
+        out["options"] = {"legend": {"displayMode": "list", "placement": "bottom", "showLegend": True, "calcs": []},
                           "tooltip": {"mode": "multi", "sort": "desc"}}
     elif p["kind"] == "stat":
         out["fieldConfig"] = {"defaults": {"unit": p["unit"]}, "overrides": []}
         out["options"] = {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
-                          "colorMode": "value", "graphMode": "none", "textMode": "value_and_name"}
+                          "colorMode": "value", "graphMode": "none", "textMode": "value_and_name",
+                          "justifyMode": "auto", "wideLayout": True, "orientation": "auto",
+                          "showPercentChange": False, "percentChangeColorMode": "standard"}
     elif p["kind"] == "heatmap":
         out["options"] = {"calculate": False, "yAxis": {"unit": p["unit"]},
-                          "cellGap": 1, "color": {"mode": "scheme", "scheme": "Oranges"},
-                          "rowsFrame": {"layout": "auto"}}
+                          "cellGap": 1, "rowsFrame": {"layout": "auto"},
+                          "color": {"mode": "scheme", "scheme": "Oranges", "fill": "dark-orange",
+                                    "exponent": 0.5, "steps": 64, "reverse": False},
+                          "showValue": "auto", "legend": {"show": True}, "tooltip": {"mode": "single"},
+                          "exemplars": {"color": "rgba(255,0,255,0.7)"}}
         out["fieldConfig"] = {"defaults": {}, "overrides": []}
     return out
 
@@ -610,6 +617,7 @@ def dashboard_json(d):
         "templating": {"list": templating(d.get("collector", False), used)},
         "annotations": {"list": []},
         "links": [{"type": "dashboards", "tags": ["nemo-gym"], "asDropdown": True, "title": "Gym dashboards",
+                   "icon": "external link", "tooltip": "", "targetBlank": False,
                    "includeVars": True, "keepTime": True}],
         "panels": panels,
     }
