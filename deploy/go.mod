@@ -3,6 +3,7 @@ module github.com/gym-telemetry/otelcol-gym/deploy
 go 1.26.0
 
 require (
+	github.com/grafana/grafana-foundation-sdk/go v0.0.22
 	github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring v0.95.2
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	helm.sh/helm/v3 v3.22.0
