@@ -54,7 +54,7 @@ type options struct {
 	combos, clients, rounds  int
 	gomaxprocs, checkExports int
 	seed                     uint64
-	printOTTL                bool
+	printOTTL, grouped       bool
 }
 
 func main() {
@@ -72,9 +72,10 @@ func main() {
 	flag.IntVar(&o.checkExports, "check-exports", 3, "exports of every resource in the check run (0: no check)")
 	flag.Uint64Var(&o.seed, "seed", 1, "generator seed")
 	flag.BoolVar(&o.printOTTL, "print-ottl", false, "print the transform processor's configuration and exit")
+	flag.BoolVar(&o.grouped, "ottl-grouped", false, "one keep_keys per declared attribute list (or of the instruments' names) instead of one per instrument")
 	flag.Parse()
 	if o.printOTTL {
-		fmt.Print(harness.TransformConfig(harness.GymOTTL()))
+		fmt.Print(harness.TransformConfig(harness.GymOTTL(o.grouped)))
 		return
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -126,7 +127,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	statements := harness.GymOTTL()
+	statements := harness.GymOTTL(o.grouped)
 	ottlPath := filepath.Join(o.outDir, "transform.yaml")
 	if err := os.WriteFile(ottlPath, []byte("processors:\n"+harness.TransformConfig(statements)), 0o600); err != nil {
 		return err

@@ -22,19 +22,37 @@ import (
 //     cap (and the identifiers, already replaced by a short fallback when too long, are below
 //     it), else one Substring per key.
 //
+// With grouped, the instruments that declare the same attributes share one keep_keys, its
+// condition an or of their names (fewer statements per point; the same result).
+//
 // What OTTL cannot do (a rejected value drops the point: that is the filter processor's job;
 // merging the series whose attributes were dropped; the cardinality limit and its overflow
 // series; counting what was changed) is in docs/performance.md.
-func GymOTTL() []string {
-	var out []string
+func GymOTTL(grouped bool) []string {
+	var sets []string              // declared key lists, in schema order
+	names := map[string][]string{} // key list -> the conditions on the instruments declaring it
 	for id := range schema.NumInstruments {
 		in := schema.Get(id)
 		keys := make([]string, len(in.Attrs))
 		for i, ia := range in.Attrs {
 			keys[i] = ottlString(schema.Attr(ia.ID).Key)
 		}
-		out = append(out, fmt.Sprintf("keep_keys(attributes, [%s]) where metric.name == %s",
-			strings.Join(keys, ", "), ottlString(in.Name)))
+		set := strings.Join(keys, ", ")
+		if !grouped {
+			set = in.Name + "\x00" + set // one statement per instrument
+		}
+		if names[set] == nil {
+			sets = append(sets, set)
+		}
+		names[set] = append(names[set], "metric.name == "+ottlString(in.Name))
+	}
+	var out []string
+	for _, set := range sets {
+		_, keys, ok := strings.Cut(set, "\x00")
+		if !ok {
+			keys = set
+		}
+		out = append(out, fmt.Sprintf("keep_keys(attributes, [%s]) where %s", keys, strings.Join(names[set], " or ")))
 	}
 
 	// The scored gate (the one conditional attribute rule of the schema; internal/bound).
