@@ -53,6 +53,7 @@ type options struct {
 	resources, workers       int
 	combos, clients, rounds  int
 	gomaxprocs, checkExports int
+	profile                  int
 	seed                     uint64
 	printOTTL, grouped       bool
 }
@@ -72,6 +73,7 @@ func main() {
 	flag.IntVar(&o.checkExports, "check-exports", 3, "exports of every resource in the check run (0: no check)")
 	flag.Uint64Var(&o.seed, "seed", 1, "generator seed")
 	flag.BoolVar(&o.printOTTL, "print-ottl", false, "print the transform processor's configuration and exit")
+	flag.IntVar(&o.profile, "profile", 0, "seconds of CPU profile (pprof extension) of every processor run of the last round, from its first post, into --out-dir (0: none)")
 	flag.BoolVar(&o.grouped, "ottl-grouped", false, "one keep_keys per declared attribute list (or of the instruments' names) instead of one per instrument")
 	flag.Parse()
 	if o.printOTTL {
@@ -156,7 +158,8 @@ func run(ctx context.Context, o options) error {
 	results := make([][]result, len(setups)) // [setup][round]
 	for round := range o.rounds {
 		for i, s := range setups {
-			r, err := measure(ctx, o, s, fmt.Sprintf("r%d-%d", round+1, i+1), load, statements, env)
+			prof := o.profile > 0 && round == o.rounds-1 && s.processor != ""
+			r, err := measure(ctx, o, s, fmt.Sprintf("r%d-%d", round+1, i+1), load, statements, env, prof)
 			if err != nil {
 				return err
 			}
@@ -202,7 +205,7 @@ func start(ctx context.Context, o options, s setup, name string, statements []st
 	return c, ports, err
 }
 
-func measure(ctx context.Context, o options, s setup, tag string, load *harness.OTLPLoad, statements []string, env string) (result, error) {
+func measure(ctx context.Context, o options, s setup, tag string, load *harness.OTLPLoad, statements []string, env string, profile bool) (result, error) {
 	var r result
 	name := strings.NewReplacer(" ", "-", ".", "").Replace(s.name) + "-" + tag
 	c, ports, err := start(ctx, o, s, name, statements, "", env)
@@ -218,9 +221,22 @@ func measure(ctx context.Context, o options, s setup, tag string, load *harness.
 	if err != nil {
 		return r, err
 	}
+	profiled := make(chan error, 1)
+	if profile {
+		// The profile's own cost (sampling) is in the CPU measured: the figures of a profiled run
+		// are a little higher.
+		path := filepath.Join(o.outDir, name+".pprof")
+		go func() { profiled <- c.CPUProfile(ctx, o.profile, path) }()
+		fmt.Printf("profile: %s\n", path)
+	} else {
+		profiled <- nil
+	}
 	rep, err := harness.PostOTLP(ctx, fmt.Sprintf("http://127.0.0.1:%d/v1/metrics", ports.HTTP), load, o.clients)
 	if err != nil {
 		return r, fmt.Errorf("%s: %w (its log: %s)", s.name, err, c.LogPath)
+	}
+	if err := <-profiled; err != nil {
+		return r, fmt.Errorf("%s: profile: %w", s.name, err)
 	}
 	cpu1, err := c.CPU()
 	if err != nil {
