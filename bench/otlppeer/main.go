@@ -20,7 +20,8 @@
 // receiver answers once the pipeline ran: when every post has returned, the work is done.
 // CPU time (user+sys from /proc/<pid>/stat) over the posting span, divided by the points,
 // gives ns per point; minus the floor of the same collector in the same round, the cost of
-// the processor.
+// the processor. --ottl-grouped shares one keep_keys among the instruments with the same
+// declared attributes; --profile takes CPU profiles of the last round's processor runs.
 package main
 
 import (
