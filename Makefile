@@ -7,6 +7,7 @@
 #   make bench     the Go benchmarks, the end-to-end benchmark of the real binary, the Python emitter's (bench-python)
 #   make bench-compare BASE=rev  the engine's per-core benchmarks of rev and of the tree, side by side
 #   make bench-peer  otelcol-gym against a stock collector (ocb v0.160.0) on the same stream
+#   make bench-otlp-peer  gymattrs against contrib's transform (OTTL; ocb v0.161.0) on the same Gym SDK OTLP
 #   make soak      the real binary under steady load, resources sampled (DURATION=10m RATE=100000)
 #   make reliability  crashes and restarts of the real binary, and the cost of durability
 #   make bench-memory  the default pipeline's memory per resource, per series, after churn, under gzip bombs
@@ -45,14 +46,20 @@ GYMEVENTS_SRCS := $(shell find cmd/gymevents internal/gymgen -name '*.go' -not -
 # The stock collector of `make bench-peer`, built by its own ocb (bench/peer/tools/go.mod).
 PEER_BIN   := $(BUILD)/peer/otelcol-peer
 PEER_TOOLS := $(GO) tool -modfile=$(CURDIR)/bench/peer/tools/go.mod
-# Extra flags of the harnesses (go run ./bench/e2e -h, ./bench/peer -h, ./bench/soak -h).
+# The stock collector of `make bench-otlp-peer` (otlp, transform; v0.161.0, the newest release
+# whose transform processor the proxy serves whole), by its own ocb (bench/otlppeer/tools/go.mod).
+OTLPPEER_BIN   := $(BUILD)/otlppeer/otelcol-otlppeer
+OTLPPEER_TOOLS := $(GO) tool -modfile=$(CURDIR)/bench/otlppeer/tools/go.mod
+# Extra flags of the harnesses (go run ./bench/e2e -h, ./bench/peer -h, ./bench/otlppeer -h,
+# ./bench/soak -h).
 BENCH_FLAGS ?=
 PEER_FLAGS  ?=
+OTLPPEER_FLAGS ?= --rounds 3
 SOAK_FLAGS  ?=
 DURATION    ?= 10m
 RATE        ?= 100000
 
-.PHONY: all build run test test-go test-python test-prometheus bench-python bench bench-peer soak reliability lint generate clean gymevents
+.PHONY: all build run test test-go test-python test-prometheus bench-python bench bench-peer bench-otlp-peer soak reliability lint generate clean gymevents
 .PHONY: bench-memory bench-compare
 .PHONY: test-deploy image test-image dist test-dist stack stack-down
 
@@ -221,6 +228,21 @@ $(PEER_BIN): bench/peer/builder-config.yaml bench/peer/tools/go.mod bench/peer/t
 	@$(PEER_TOOLS) builder --config bench/peer/builder-config.yaml || { \
 		echo "bench-peer: the stock collector could not be built with ocb v0.160.0 from the module"; \
 		echo "proxy (see above). docs/performance.md, Peer comparison, says which versions it needs."; \
+		exit 1; }
+	@touch $@
+
+# Not in CI: builds a stock collector (otlp, transform, debug; v0.161.0) and runs it and
+# otelcol-gym on the same generated Gym SDK OTLP exports, each without a processor and with
+# gymattrs or transform (the OTTL generated from internal/schema): docs/performance.md.
+bench-otlp-peer: $(BIN) $(OTLPPEER_BIN)
+	$(GO) run ./bench/otlppeer --collector $(BIN) --peer $(OTLPPEER_BIN) $(OTLPPEER_FLAGS)
+
+# ocb creates its output directory but not $(BUILD) above it.
+$(OTLPPEER_BIN): bench/otlppeer/builder-config.yaml bench/otlppeer/tools/go.mod bench/otlppeer/tools/go.sum
+	@mkdir -p $(BUILD)
+	@$(OTLPPEER_TOOLS) builder --config bench/otlppeer/builder-config.yaml || { \
+		echo "bench-otlp-peer: the stock collector could not be built with ocb v0.161.0 from the module"; \
+		echo "proxy (see above). docs/performance.md, OTLP through gymattrs against transform, says which versions it needs."; \
 		exit 1; }
 	@touch $@
 

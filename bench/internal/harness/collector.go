@@ -133,6 +133,24 @@ func Start(ctx context.Context, o StartOptions) (*Collector, error) {
 	return c, nil
 }
 
+// Listening is a Ready check: addr accepts TCP connections, and, when url is set, url answers
+// 200. A collector's own telemetry is served before its receivers start: the receiver's port
+// says they did.
+func Listening(addr, url string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return err
+		}
+		conn.Close()
+		if url == "" {
+			return nil
+		}
+		return getOK(ctx, url)
+	}
+}
+
 func getOK(ctx context.Context, url string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {

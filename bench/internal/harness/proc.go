@@ -1,8 +1,10 @@
-// Package harness runs collectors (otelcol-gym and the stock peer) on loopback for the
-// end-to-end benchmarks, the peer comparison and the soak: it starts a process on a generated
+// Package harness runs collectors (otelcol-gym and the stock peers) on loopback for the
+// end-to-end benchmarks, the peer comparisons and the soak: it starts a process on a generated
 // configuration, reads its CPU time, memory and file descriptors from /proc, its goroutines
 // and heap from the pprof extension, its own metrics from its telemetry endpoint, and receives
-// its OTLP/HTTP exports in a sink that counts and discards them.
+// its OTLP/HTTP exports in a sink that counts and discards them. For the OTLP peer comparison
+// it also generates Gym SDK OTLP exports and the OTTL closest to gymattrs from internal/schema
+// (otlpgen.go, ottl.go) and posts the exports (otlppost.go).
 package harness
 
 import (

@@ -27,6 +27,8 @@ type Sink struct {
 	bytes   int64
 	colls   map[int64]*Collection // by collection time (the data points' timestamp)
 	lastErr error
+	// onExport, when set, sees every decoded export (StartSinkWith), under the sink's lock.
+	onExport func(pmetric.Metrics)
 }
 
 // Collection is what the sink received of one collection: the requests whose data points
@@ -46,12 +48,15 @@ type Collection struct {
 func (c Collection) Latency() time.Duration { return c.LastArrival.Sub(c.Time) }
 
 // StartSink listens on a free loopback port.
-func StartSink() (*Sink, error) {
+func StartSink() (*Sink, error) { return StartSinkWith(nil) }
+
+// StartSinkWith is StartSink with onExport called on every decoded export, one at a time.
+func StartSinkWith(onExport func(pmetric.Metrics)) (*Sink, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	s := &Sink{URL: "http://" + ln.Addr().String(), colls: map[int64]*Collection{}}
+	s := &Sink{URL: "http://" + ln.Addr().String(), colls: map[int64]*Collection{}, onExport: onExport}
 	s.srv = &http.Server{Handler: http.HandlerFunc(s.handle), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
@@ -106,6 +111,9 @@ func (s *Sink) handle(w http.ResponseWriter, r *http.Request) {
 		c.Series[name] += n
 	})
 	s.mu.Lock()
+	if s.onExport != nil {
+		s.onExport(req.Metrics())
+	}
 	s.reqs++
 	s.bytes += int64(len(wire))
 	for ts, c := range per {
