@@ -18,6 +18,8 @@ version=${VERSION:-$(sed -n 's/^  version: *//p' builder-config.yaml)}
 [ -n "$version" ] || { echo "dist: no version (builder-config.yaml dist.version)" >&2; exit 1; }
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}
 go=${GO:-go}
+# The build tags of builder-config.yaml: the archives hold the binary `make build` builds.
+tags=$(sed -n 's/^  build_tags: *//p' builder-config.yaml)
 tools="$go tool -modfile=$PWD/tools/go.mod"
 
 # ocb writes the distribution's sources (main.go, components.go, go.mod) to _build/ without
@@ -37,7 +39,7 @@ for arch in amd64 arm64; do
 	dir=$stage/$name
 	mkdir -p "$dir"
 	(cd _build && CGO_ENABLED=0 GOOS=linux GOARCH=$arch \
-		$go build -trimpath -buildvcs=false -ldflags='-s -w -buildid=' -o "$dir/otelcol-gym" .)
+		$go build -trimpath -buildvcs=false -tags="$tags" -ldflags='-s -w -buildid=' -o "$dir/otelcol-gym" .)
 	# What a user runs beside the binary: the default configuration, and the drop-in for the
 	# collector `gym eval submit` starts (docs/gym.md), side by side as otelcol-gym-submit expects.
 	install -m 0644 config/otelcol-gym.yaml "$dir/otelcol-gym.yaml"
@@ -48,8 +50,9 @@ for arch in amd64 arm64; do
 	touch -h -d "@$SOURCE_DATE_EPOCH" "$dir" "$dir"/*
 	tar --sort=name --format=gnu --owner=0 --group=0 --numeric-owner \
 		--mtime="@$SOURCE_DATE_EPOCH" -C "$stage" -cf - "$name" | gzip -9 -n >"$out/$name.tar.gz"
-	# The SBOM of the binary: the modules linked into it, with their versions and hashes.
-	(cd _build && CGO_ENABLED=0 GOOS=linux GOARCH=$arch "$stage/cyclonedx-gomod" app -json -noserial \
+	# The SBOM of the binary: the modules linked into it (with the same tags), with their
+	# versions and hashes.
+	(cd _build && CGO_ENABLED=0 GOOS=linux GOARCH=$arch GOFLAGS="${GOFLAGS:-} -tags=$tags" "$stage/cyclonedx-gomod" app -json -noserial \
 		-licenses -std -output "$out/$name.sbom.cdx.json" . 2>"$stage/sbom.log") ||
 		{ cat "$stage/sbom.log" >&2; exit 1; }
 	python3 tools/sbom_normalize.py "$out/$name.sbom.cdx.json" "$SOURCE_DATE_EPOCH"
