@@ -61,7 +61,7 @@ RATE        ?= 100000
 
 .PHONY: all build run test test-go test-python test-prometheus bench-python bench bench-peer bench-otlp-peer soak reliability lint generate clean gymevents
 .PHONY: bench-memory bench-compare
-.PHONY: test-deploy image test-image dist test-dist stack stack-down
+.PHONY: test-deploy image test-image dist test-dist test-run-dist stack stack-down
 
 all: build
 
@@ -71,6 +71,17 @@ build: $(BIN)
 # the touch makes make see the binary as new even when go did not rewrite it.
 $(BIN): $(COLLECTOR_SRCS)
 	$(TOOLS) builder --config builder-config.yaml
+	@touch $@
+
+# The distribution `make run` builds: builder-config.yaml without its deploy-only components
+# (tools/run-config.sh), so that a first `make run` compiles half as much. RUN_BIN=$(BIN) runs
+# the whole distribution instead (for a CONFIG that uses a deploy-only component).
+RUN_DIST_BIN := $(BUILD)/run/otelcol-gym
+RUN_BIN      ?= $(RUN_DIST_BIN)
+$(RUN_DIST_BIN): $(COLLECTOR_SRCS) tools/run-config.sh
+	@mkdir -p $(@D)
+	bash tools/run-config.sh >$(BUILD)/run-builder-config.yaml
+	$(TOOLS) builder --config $(BUILD)/run-builder-config.yaml
 	@touch $@
 
 gymevents: $(GYMEVENTS)
@@ -85,9 +96,9 @@ STORAGE_DIR ?= $(CURDIR)/$(BUILD)/storage
 
 # Starts the collector in the background of this shell, waits for its health check, sends the
 # sample run, then waits on the collector. Ctrl-C (or SIGTERM) stops the collector gracefully.
-run: $(BIN) $(GYMEVENTS)
+run: $(RUN_BIN) $(GYMEVENTS)
 	@set -u; \
-	OTELCOL_GYM_STORAGE_DIR=$(STORAGE_DIR) ./$(BIN) --config $(CONFIG) $(RUN_CONFIG) & pid=$$!; \
+	OTELCOL_GYM_STORAGE_DIR=$(STORAGE_DIR) ./$(RUN_BIN) --config $(CONFIG) $(RUN_CONFIG) & pid=$$!; \
 	stop() { trap - INT TERM; echo; echo "stopping otelcol-gym ($$pid)"; kill -TERM $$pid 2>/dev/null; wait $$pid; exit 0; }; \
 	trap stop INT TERM; \
 	if ! ./$(GYMEVENTS) wait $(HEALTH_URL) --timeout 60s --pid $$pid; then kill -TERM $$pid 2>/dev/null; wait $$pid; exit 1; fi; \
@@ -110,6 +121,7 @@ TEST_SUITES += test-prometheus
 TEST_SUITES += test-deploy
 TEST_SUITES += test-image
 TEST_SUITES += test-dist
+TEST_SUITES += test-run-dist
 
 test: $(TEST_SUITES)
 
@@ -203,6 +215,11 @@ test-dist:
 	cmp $(BUILD)/dist-check-1/SHA256SUMS $(BUILD)/dist-check-2/SHA256SUMS
 	bash tools/dist-check.sh $(BUILD)/dist-check-1 $(VERSION)
 	$(GO) run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12 .github/workflows/*.yml
+
+# make run's distribution has every component of the whole one but the deploy-only ones, and
+# runs make run's configuration (tools/run-dist-check.sh).
+test-run-dist: $(BIN) $(RUN_DIST_BIN)
+	bash tools/run-dist-check.sh $(BIN) $(RUN_DIST_BIN) --config $(CONFIG) $(RUN_CONFIG)
 
 # The e2e package has no benchmarks (and would build the collector): left out. Then the
 # end-to-end benchmark (bench/e2e): the real binary under `gymevents gen` load, GOMAXPROCS=1
