@@ -209,9 +209,11 @@ dist:
 
 # The archives are reproducible: two builds in a row give the same bytes (SHA256SUMS equal);
 # the release workflow (.github/workflows/release.yml) passes actionlint.
+# SOURCE_DATE_EPOCH is read once, so that a commit between the two builds changes neither.
 test-dist:
-	VERSION=$(VERSION) GO=$(GO) bash tools/dist.sh $(BUILD)/dist-check-1
-	VERSION=$(VERSION) GO=$(GO) bash tools/dist.sh $(BUILD)/dist-check-2
+	epoch=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct)}; \
+	SOURCE_DATE_EPOCH=$$epoch VERSION=$(VERSION) GO=$(GO) bash tools/dist.sh $(BUILD)/dist-check-1 && \
+	SOURCE_DATE_EPOCH=$$epoch VERSION=$(VERSION) GO=$(GO) bash tools/dist.sh $(BUILD)/dist-check-2
 	cmp $(BUILD)/dist-check-1/SHA256SUMS $(BUILD)/dist-check-2/SHA256SUMS
 	bash tools/dist-check.sh $(BUILD)/dist-check-1 $(VERSION)
 	$(GO) run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12 .github/workflows/*.yml
