@@ -415,20 +415,30 @@ class TestRequestCountsBuffer(unittest.TestCase):
 
         rc = ob.RequestCounts()
         n = 200_000
-        done = threading.Event()
+        half, resume, done = threading.Event(), threading.Event(), threading.Event()
 
         def serve() -> None:
             for i in range(n):
+                if i == n // 2:
+                    # Wait (bounded) for a fold in the middle of the run: the fold below is then
+                    # concurrent with appends however the threads are scheduled.
+                    half.set()
+                    resume.wait(30)
                 rc.count_response(200 if i % 4 else 503)
             done.set()
 
         t = threading.Thread(target=serve)
         t.start()
-        folds = 0
+        folds, at_half = 0, -1
         while not done.is_set():
+            paused = half.is_set() and not resume.is_set()
             rc.fold()
             folds += 1
+            if paused:
+                at_half = sum(rc.responses.values())
+                resume.set()
         t.join()
+        self.assertEqual(at_half, n // 2)  # a fold ran between the halves, exact at that point
         self.assertEqual(rc.responses, {200: n * 3 // 4, 503: n // 4})
         self.assertGreater(folds, 1)
         self.assertEqual(rc.response_buffer_overflows, 0)
