@@ -236,37 +236,69 @@ func TestTwoGymReceiversStayApart(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// TestDefaultConfigConstantLabelsAreNoPointAttributes: every resource attribute the shipped
-// configuration copies onto every series (resource_constant_labels) is a data-point attribute
-// of no schema instrument, so the exporter can never overwrite one with it.
-func TestDefaultConfigConstantLabelsAreNoPointAttributes(t *testing.T) {
+// TestShippedConstantLabelsAreNoPointAttributes: every resource attribute a shipped
+// configuration copies onto every series (resource_constant_labels of the prometheus exporter
+// or of remote write, in config/ and deploy/) is a data-point attribute of no schema
+// instrument, so the exporter can never overwrite one with it (two series of
+// gym.server.startup_stage_duration_ms that differ by nemo.gym.server.name would become one).
+func TestShippedConstantLabelsAreNoPointAttributes(t *testing.T) {
 	t.Parallel()
-	data, err := os.ReadFile(filepath.Join(repoRoot, "config", "otelcol-gym.yaml"))
-	require.NoError(t, err)
-	var cfg struct {
-		Exporters map[string]struct {
-			ResourceConstantLabels struct {
-				Included []string `yaml:"included"`
-			} `yaml:"resource_constant_labels"`
-			ResourceToTelemetry struct {
-				Enabled bool `yaml:"enabled"`
-			} `yaml:"resource_to_telemetry_conversion"`
-		} `yaml:"exporters"`
+	type exporters map[string]struct {
+		ResourceConstantLabels struct {
+			Included []string `yaml:"included"`
+		} `yaml:"resource_constant_labels"`
+		ResourceToTelemetry struct {
+			Enabled bool `yaml:"enabled"`
+		} `yaml:"resource_to_telemetry_conversion"`
 	}
-	require.NoError(t, yaml.Unmarshal(data, &cfg))
-	prom, ok := cfg.Exporters["prometheus"]
-	require.True(t, ok, "the default configuration exports to Prometheus")
-	require.False(t, prom.ResourceToTelemetry.Enabled, "resource_to_telemetry_conversion copies every resource attribute")
-	require.NotEmpty(t, prom.ResourceConstantLabels.Included, "run and host stay selectable")
 	pointAttrs := map[string]string{}
 	for _, in := range schema.Instruments {
 		for _, a := range in.Attrs {
 			pointAttrs[schema.Attr(a.ID).Key] = in.Name
 		}
 	}
-	for _, key := range prom.ResourceConstantLabels.Included {
-		require.NotContains(t, key, "*", "a pattern may match a data-point attribute")
-		in, used := pointAttrs[key]
-		require.False(t, used, "resource_constant_labels %s is a data-point attribute of %s", key, in)
+	checked := map[string]bool{}
+	for _, dir := range []string{"config", "deploy"} {
+		err := filepath.WalkDir(filepath.Join(repoRoot, dir), func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || (filepath.Ext(path) != ".yaml" && filepath.Ext(path) != ".yml") {
+				return err
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			var cfg struct {
+				Exporters exporters `yaml:"exporters"`
+				Config    struct {
+					Exporters exporters `yaml:"exporters"`
+				} `yaml:"config"` // Helm values
+			}
+			if yaml.Unmarshal(data, &cfg) != nil { // not a collector configuration
+				return nil
+			}
+			rel, _ := filepath.Rel(repoRoot, path)
+			for _, exps := range []exporters{cfg.Exporters, cfg.Config.Exporters} {
+				for name, e := range exps {
+					require.False(t, e.ResourceToTelemetry.Enabled, "%s: %s: resource_to_telemetry_conversion copies every resource attribute", rel, name)
+					for _, key := range e.ResourceConstantLabels.Included {
+						require.NotContains(t, key, "*", "%s: %s: a pattern may match a data-point attribute", rel, name)
+						in, used := pointAttrs[key]
+						require.False(t, used, "%s: %s: resource_constant_labels %s is a data-point attribute of %s", rel, name, key, in)
+					}
+					if len(e.ResourceConstantLabels.Included) > 0 {
+						checked[rel+" "+name] = true
+					}
+				}
+			}
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	for _, want := range []string{
+		"config/otelcol-gym.yaml prometheus",
+		"deploy/gateway.yaml prometheus_remote_write",
+		"deploy/slurm/direct-remote-write.yaml prometheus_remote_write",
+	} {
+		require.True(t, checked[want], "%s not checked (checked: %v)", want, checked)
 	}
 }

@@ -1,92 +1,195 @@
-// Command gateway measures the gateway tier (deploy/gateway.yaml) of the real binary: OTLP gRPC
-// requests shaped like a node agent's collections, sent over several connections, remote-written
-// to a sink inside this harness that answers 204 at once (the backend's own cost is not
-// counted). It reports data points and remote-write samples per CPU-second of the gateway
-// (user+sys, every thread) at each GOMAXPROCS, and the gateway's peak RSS.
+// Command gateway measures the gateway tier (deploy/gateway.yaml) of the real binary: N
+// simulated node agents, each sending its collections (the schema's bounded series of its Gym
+// processes, as an agent's gymattrs leaves them) as OTLP gRPC requests, gzip-compressed as
+// deploy/agent.yaml sends them, over a fixed number of connections; the gateway remote-writes
+// them to a real Prometheus (--backend prometheus, the default) or to a sink inside this
+// harness that answers 204 at once (--backend sink: the gateway's cost without the backend's).
+// It reports data points and remote-write samples per CPU-second of the gateway (user+sys,
+// every thread), its peak RSS, the backend's CPU and memory, checks that the backend holds
+// every series and every sample sent, and, over two or more --agents values, the memory per
+// active series of the gateway and of Prometheus.
 //
-//	go run ./bench/gateway --collector _build/otelcol-gym
+//	go run ./bench/gateway --collector _build/otelcol-gym --agents 8,64
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/encoding/gzip"
 
 	"github.com/gym-telemetry/otelcol-gym/bench/internal/harness"
+	"github.com/gym-telemetry/otelcol-gym/internal/bound"
 )
 
-func main() {
-	var (
-		bin       = flag.String("collector", "_build/otelcol-gym", "the otelcol-gym binary")
-		config    = flag.String("config", "deploy/gateway.yaml", "the gateway configuration")
-		procsList = flag.String("gomaxprocs", "1,2", "GOMAXPROCS values, comma-separated")
-		resources = flag.Int("resources", 16, "Gym processes (resources) per request")
-		sums      = flag.Int("sums", 100, "counter series per resource")
-		hists     = flag.Int("histograms", 20, "histogram series per resource (16 buckets each)")
-		requests  = flag.Int("requests", 600, "requests per measured run")
-		conns     = flag.Int("conns", 8, "concurrent agents (gRPC connections)")
-		runs      = flag.Int("runs", 3, "measured runs per GOMAXPROCS")
-	)
-	flag.Parse()
-	cfg, err := os.ReadFile(*config)
-	if err != nil {
-		log.Fatal(err)
-	}
-	sink := &rwSink{}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	go func() { _ = http.Serve(ln, sink) }()
+type options struct {
+	bin, config, backend, prometheus string
+	procsList, agentsList            string
+	procsPerAgent, combos            int
+	requests, conns, runs            int
+	gzip                             bool
+}
 
-	fmt.Println(harness.MachineInfo())
-	pointsPerReq := *resources * (*sums + *hists)
-	samplesPerReq := *resources * (*sums + *hists*(16+2)) // a histogram: its buckets, _sum and _count
-	fmt.Printf("request: %d resources, %d points (%d counters, %d histograms of 16 buckets), %d remote-write samples; %d requests over %d connections per run\n",
-		*resources, pointsPerReq, *resources**sums, *resources**hists, samplesPerReq, *requests, *conns)
-	fmt.Println("| GOMAXPROCS | run | points/CPU-s | samples/CPU-s | points/s (wall) | CPU s | RSS peak MiB |")
-	fmt.Println("|---|---|---:|---:|---:|---:|---:|")
-	for _, ps := range strings.Split(*procsList, ",") {
-		procs, err := strconv.Atoi(strings.TrimSpace(ps))
-		if err != nil {
-			log.Fatal(err)
-		}
-		if err := measure(*bin, string(cfg), "http://"+ln.Addr().String()+"/api/v1/write", procs, *resources, *sums, *hists, *requests, *conns, *runs, pointsPerReq, samplesPerReq, sink); err != nil {
-			log.Fatal(err)
-		}
+func main() {
+	var o options
+	flag.StringVar(&o.bin, "collector", "_build/otelcol-gym", "the otelcol-gym binary")
+	flag.StringVar(&o.config, "config", "deploy/gateway.yaml", "the gateway configuration")
+	flag.StringVar(&o.backend, "backend", "prometheus", "prometheus (a real one, remote-write receiver on) or sink (answers 204, counts bytes)")
+	flag.StringVar(&o.prometheus, "prometheus", "", "the prometheus binary (default: PROMETHEUS_BIN, /usr/bin/prometheus, PATH)")
+	flag.StringVar(&o.procsList, "gomaxprocs", "1,2", "the gateway's GOMAXPROCS values, comma-separated")
+	flag.StringVar(&o.agentsList, "agents", "8,64", "simulated node agents (distinct series each), comma-separated: one gateway per value")
+	flag.IntVar(&o.procsPerAgent, "servers", 8, "Gym processes (resources) per agent, each with the schema's bounded series")
+	flag.IntVar(&o.combos, "combos", 3, "declared attribute sets per instrument and attribute (the OTLP peer's shape)")
+	flag.IntVar(&o.requests, "requests", 600, "requests (agent collections) per measured run")
+	flag.IntVar(&o.conns, "conns", 8, "concurrent requests: gRPC connections, agents spread over them")
+	flag.IntVar(&o.runs, "runs", 3, "measured runs per gateway")
+	flag.BoolVar(&o.gzip, "gzip", true, "gzip-compress requests (deploy/agent.yaml's compression)")
+	flag.Parse()
+	if err := run(o); err != nil {
+		log.Fatal(err)
 	}
 }
 
-func measure(bin, cfg, rwURL string, procs, resources, sums, hists, requests, conns, runs, pointsPerReq, samplesPerReq int, sink *rwSink) error {
-	ports, err := harness.FreePorts(4)
+func run(o options) error {
+	cfg, err := os.ReadFile(o.config)
 	if err != nil {
 		return err
 	}
+	if o.backend != "prometheus" && o.backend != "sink" {
+		return fmt.Errorf("--backend %q: prometheus or sink", o.backend)
+	}
+	promBin := ""
+	if o.backend == "prometheus" {
+		if promBin, err = prometheusBinary(o.prometheus); err != nil {
+			return err
+		}
+	}
+	agentsList, err := ints(o.agentsList)
+	if err != nil {
+		return fmt.Errorf("--agents: %w", err)
+	}
+	procsList, err := ints(o.procsList)
+	if err != nil {
+		return fmt.Errorf("--gomaxprocs: %w", err)
+	}
+	tmpl, err := serverTemplates(o.procsPerAgent, o.combos)
+	if err != nil {
+		return err
+	}
+	shape := measureShape(tmpl)
+	fmt.Println(harness.MachineInfo())
+	fmt.Printf("agent collection: %d Gym servers x %d bounded series (%d numbers, %d histograms) = %d points, %d remote-write samples (buckets, _sum, _count; target_info); gzip %v; %d requests over %d connections per run; backend %s\n",
+		o.procsPerAgent, shape.points/o.procsPerAgent, shape.numbers, shape.histograms, shape.points, shape.samples, o.gzip, o.requests, o.conns, o.backend)
+	fmt.Println("| agents | active series | GOMAXPROCS | run | points/CPU-s | samples/CPU-s | points/s (wall) | gateway CPU s | gateway RSS peak MiB | backend CPU s | backend RSS MiB |")
+	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	var results []result
+	for _, procs := range procsList {
+		for _, agents := range agentsList {
+			r, err := measure(o, string(cfg), promBin, tmpl, shape, procs, agents)
+			if err != nil {
+				return err
+			}
+			results = append(results, r)
+		}
+	}
+	for _, r := range results {
+		fmt.Println(r.summary)
+	}
+	// Memory per active series: between the smallest and the largest agent count at each
+	// GOMAXPROCS, the same connections and request sizes, so in-flight memory is the same.
+	for _, procs := range procsList {
+		var lo, hi *result
+		for i := range results {
+			r := &results[i]
+			if r.procs != procs {
+				continue
+			}
+			if lo == nil || r.series < lo.series {
+				lo = r
+			}
+			if hi == nil || r.series > hi.series {
+				hi = r
+			}
+		}
+		if lo == nil || hi.series == lo.series {
+			continue
+		}
+		d := float64(hi.series - lo.series)
+		line := fmt.Sprintf("GOMAXPROCS=%d, %d -> %d active series: gateway peak RSS %+.0f B per series (%.0f -> %.0f MiB)",
+			procs, lo.series, hi.series, float64(hi.gatewayHWM-lo.gatewayHWM)/d, mib(lo.gatewayHWM), mib(hi.gatewayHWM))
+		if o.backend == "prometheus" {
+			line += fmt.Sprintf("; Prometheus RSS %+.0f B per series (%.0f -> %.0f MiB)",
+				(hi.backendRSS-lo.backendRSS)/d, lo.backendRSS/(1<<20), hi.backendRSS/(1<<20))
+		}
+		fmt.Println(line)
+	}
+	return nil
+}
+
+type result struct {
+	procs, agents int
+	series        int64 // active series at the backend: every agent's
+	gatewayHWM    int64
+	backendRSS    float64
+	summary       string
+}
+
+func measure(o options, cfg, promBin string, tmpl []pmetric.Metrics, shape requestShape, procs, agents int) (result, error) {
+	res := result{procs: procs, agents: agents}
+	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "bench-gateway-")
 	if err != nil {
-		return err
+		return res, err
 	}
 	defer os.RemoveAll(dir)
-	ctx := context.Background()
+
+	var prom *prometheus
+	backend := &countingBackend{}
+	if o.backend == "prometheus" {
+		if prom, err = startPrometheus(ctx, promBin, dir); err != nil {
+			return res, err
+		}
+		defer prom.stop()
+		backend.forward = prom.url + "/api/v1/write"
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return res, err
+	}
+	srv := &http.Server{Handler: backend}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+
+	ports, err := harness.FreePorts(4)
+	if err != nil {
+		return res, err
+	}
 	col, err := harness.Start(ctx, harness.StartOptions{
-		Name: "gateway", Bin: bin, Config: cfg, Dir: dir,
+		Name: "gateway", Bin: o.bin, Config: cfg, Dir: dir,
 		Env: []string{
 			fmt.Sprintf("GOMAXPROCS=%d", procs),
 			fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", ports[0]),
@@ -94,44 +197,61 @@ func measure(bin, cfg, rwURL string, procs, resources, sums, hists, requests, co
 			fmt.Sprintf("OTELCOL_GYM_HEALTH_ENDPOINT=127.0.0.1:%d", ports[2]),
 			fmt.Sprintf("OTELCOL_GYM_TELEMETRY_PORT=%d", ports[3]),
 			"OTELCOL_GYM_ZPAGES_ENDPOINT=127.0.0.1:0",
-			"OTELCOL_GYM_REMOTE_WRITE_URL=" + rwURL,
+			"OTELCOL_GYM_REMOTE_WRITE_URL=http://" + ln.Addr().String() + "/api/v1/write",
 		},
 		HealthURL: fmt.Sprintf("http://127.0.0.1:%d/", ports[2]),
 		Telemetry: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[3]),
 	})
 	if err != nil {
-		return err
+		return res, err
 	}
 	defer col.Stop()
 
-	clients := make([]pmetricotlp.GRPCClient, conns)
+	callOpts := []grpc.CallOption{}
+	if o.gzip {
+		callOpts = append(callOpts, grpc.UseCompressor(gzip.Name))
+	}
+	clients := make([]pmetricotlp.GRPCClient, o.conns)
 	for i := range clients {
-		cc, err := grpc.NewClient(fmt.Sprintf("127.0.0.1:%d", ports[0]), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		cc, err := grpc.NewClient(fmt.Sprintf("127.0.0.1:%d", ports[0]),
+			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithDefaultCallOptions(append(callOpts, grpc.MaxCallSendMsgSize(64<<20))...))
 		if err != nil {
-			return err
+			return res, err
 		}
 		defer cc.Close()
 		clients[i] = pmetricotlp.NewGRPCClient(cc)
 	}
-	// One prepared request per connection (an agent's collection); each send is a new
-	// collection of the same series, later timestamps.
-	reqs := make([]pmetricotlp.ExportRequest, conns)
-	for i := range reqs {
-		reqs[i] = pmetricotlp.NewExportRequestFromMetrics(agentCollection(i, resources, sums, hists))
+	nodes := make([]*node, agents)
+	for a := range nodes {
+		nodes[a] = newNode(a, tmpl)
 	}
-	send := func(n int) error {
+	var sent atomic.Int64 // requests the gateway answered OK
+	// send makes n requests: connection c sends for the agents a with a % conns == c in turn,
+	// each request the agent's next collection (its timestamps 1 ms later).
+	send := func(n int64) error {
 		var next atomic.Int64
 		var wg sync.WaitGroup
-		errs := make(chan error, conns)
-		for i := range conns {
+		errs := make(chan error, o.conns)
+		for c := range o.conns {
+			mine := []*node{}
+			for a := c; a < agents; a += o.conns {
+				mine = append(mine, nodes[a])
+			}
+			if len(mine) == 0 {
+				continue
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for next.Add(1) <= int64(n) {
-					if _, err := clients[i].Export(ctx, reqs[i]); err != nil {
-						errs <- err
+				for i := 0; next.Add(1) <= n; i++ {
+					nd := mine[i%len(mine)]
+					nd.advance()
+					if _, err := clients[c].Export(ctx, nd.req); err != nil {
+						errs <- fmt.Errorf("agent %d: %w", nd.id, err)
 						return
 					}
+					sent.Add(1)
 				}
 			}()
 		}
@@ -139,106 +259,408 @@ func measure(bin, cfg, rwURL string, procs, resources, sums, hists, requests, co
 		close(errs)
 		return <-errs
 	}
-	if err := send(requests / 5); err != nil { // warm-up
-		return fmt.Errorf("warm-up: %w", err)
+	// Warm-up: every agent's series active at the backend, then a fifth of a run.
+	if err := send(int64(max(agents, o.requests/5))); err != nil {
+		return res, fmt.Errorf("warm-up: %w", err)
 	}
-	for run := 1; run <= runs; run++ {
+	res.series = int64(agents) * shape.series
+	for run := 1; run <= o.runs; run++ {
 		cpu0, err := col.CPU()
 		if err != nil {
-			return err
+			return res, err
+		}
+		var bcpu0 float64
+		if prom != nil {
+			if bcpu0, _, err = prom.usage(ctx); err != nil {
+				return res, err
+			}
 		}
 		start := time.Now()
-		if err := send(requests); err != nil {
-			return err
+		if err := send(int64(o.requests)); err != nil {
+			return res, err
 		}
 		wall := time.Since(start)
 		cpu1, err := col.CPU()
 		if err != nil {
-			return err
+			return res, err
 		}
 		mem, _ := harness.ProcMem(col.Pid)
+		res.gatewayHWM = mem.HWM
+		bcpu, brss := "", ""
+		if prom != nil {
+			bcpu1, rss, err := prom.usage(ctx)
+			if err != nil {
+				return res, err
+			}
+			res.backendRSS = rss
+			bcpu, brss = fmt.Sprintf("%.2f", bcpu1-bcpu0), fmt.Sprintf("%.0f", rss/(1<<20))
+		}
 		cpu := (cpu1 - cpu0).Seconds()
-		points := float64(requests * pointsPerReq)
-		fmt.Printf("| %d | %d | %.0f | %.0f | %.0f | %.2f | %.0f |\n", procs, run, points/cpu,
-			float64(requests*samplesPerReq)/cpu, points/wall.Seconds(), cpu, float64(mem.HWM)/(1<<20))
+		points := float64(o.requests * shape.points)
+		fmt.Printf("| %d | %d | %d | %d | %.0f | %.0f | %.0f | %.2f | %.0f | %s | %s |\n", agents, res.series, procs, run,
+			points/cpu, float64(o.requests*shape.samples)/cpu, points/wall.Seconds(), cpu, mib(mem.HWM), bcpu, brss)
 	}
+
+	// What arrived: the gateway's own counts, the bytes it wrote, and what the backend holds.
 	m, err := col.Metrics(ctx)
 	if err != nil {
-		return err
+		return res, err
 	}
-	sent := harness.Sum(m, "otelcol_exporter_sent_metric_points")
+	reqs := sent.Load()
+	exported := harness.Sum(m, "otelcol_exporter_sent_metric_points")
 	failed := harness.Sum(m, "otelcol_exporter_send_failed_metric_points")
-	req, bytes := sink.requests.Load(), sink.bytes.Load()
-	fmt.Printf("GOMAXPROCS=%d: the gateway exported %.0f points (%.0f failed); the sink took %d remote writes, %.1f MiB (%s)\n",
-		procs, sent, failed, req, float64(bytes)/(1<<20), filepath.Base(col.LogPath))
-	return nil
-}
-
-// agentCollection is one node agent's collection: cumulative counters and histograms of
-// resources Gym processes, with the attributes the gym receiver gives them.
-func agentCollection(agent, resources, sums, hists int) pmetric.Metrics {
-	md := pmetric.NewMetrics()
-	now := pcommon.NewTimestampFromTime(time.Now())
-	start := pcommon.NewTimestampFromTime(time.Now().Add(-time.Hour))
-	bounds := []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000}
-	for r := range resources {
-		rm := md.ResourceMetrics().AppendEmpty()
-		a := rm.Resource().Attributes()
-		a.PutStr("service.name", "nemo-gym/bench")
-		a.PutStr("service.instance.id", fmt.Sprintf("agent%d-proc%d", agent, r))
-		a.PutStr("nemo.run.id", "bench-gateway")
-		a.PutStr("nemo.gym.server.name", fmt.Sprintf("server%d", r%8))
-		a.PutStr("nemo.gym.server.type", "resources_servers")
-		a.PutStr("host.name", fmt.Sprintf("node-%d", agent))
-		sm := rm.ScopeMetrics().AppendEmpty()
-		sm.Scope().SetName("github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver")
-		c := sm.Metrics().AppendEmpty()
-		c.SetName("gym.rollout.completed_total")
-		c.SetUnit("1")
-		sum := c.SetEmptySum()
-		sum.SetIsMonotonic(true)
-		sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-		for i := range sums {
-			dp := sum.DataPoints().AppendEmpty()
-			dp.SetStartTimestamp(start)
-			dp.SetTimestamp(now)
-			dp.SetIntValue(int64(1000 + i))
-			dp.Attributes().PutStr("nemo.gym.rollout.dispatch.name", fmt.Sprintf("dispatch-%d", i/3))
-			dp.Attributes().PutStr("nemo.gym.rollout.outcome", []string{"scored", "failed", "omitted"}[i%3])
+	writes, wbytes := backend.requests.Load(), backend.bytes.Load()
+	res.summary = fmt.Sprintf("agents=%d GOMAXPROCS=%d: %d requests, the gateway exported %.0f of %d points (%.0f failed); %d remote writes, %.1f MiB (%.2f B per sample, snappy)",
+		agents, procs, reqs, exported, reqs*int64(shape.points), failed, writes, mib(wbytes), float64(wbytes)/float64(reqs*int64(shape.samples)))
+	if prom != nil {
+		head, appended, err := prom.contents(ctx)
+		if err != nil {
+			return res, err
 		}
-		h := sm.Metrics().AppendEmpty()
-		h.SetName("gym.sandbox.exec_duration_ms")
-		h.SetUnit("ms")
-		hist := h.SetEmptyHistogram()
-		hist.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-		for i := range hists {
-			dp := hist.DataPoints().AppendEmpty()
-			dp.SetStartTimestamp(start)
-			dp.SetTimestamp(now)
-			dp.ExplicitBounds().FromRaw(bounds)
-			counts := make([]uint64, len(bounds)+1)
-			var total uint64
-			for b := range counts {
-				counts[b] = uint64(b + i)
-				total += counts[b]
-			}
-			dp.BucketCounts().FromRaw(counts)
-			dp.SetCount(total)
-			dp.SetSum(float64(total) * 42)
-			dp.Attributes().PutStr("nemo.gym.sandbox.provider", fmt.Sprintf("provider-%d", i))
+		wantSamples := reqs * int64(shape.samples)
+		res.summary += fmt.Sprintf("; Prometheus holds %.0f series of %d expected and took %.0f samples of %d sent",
+			head, res.series, appended, wantSamples)
+		if int64(head) != res.series || int64(appended) != wantSamples {
+			byName, _ := prom.query(ctx, `count by (__name__) ({__name__=~".+"})`)
+			return res, fmt.Errorf("%s: the backend does not hold what was sent; its series by name: %s; sent per instrument and agent: %v", res.summary, byName, shape.perName)
 		}
 	}
-	return md
+	if exported != float64(reqs*int64(shape.points)) || failed != 0 {
+		return res, fmt.Errorf("%s: the gateway did not export every point", res.summary)
+	}
+	return res, nil
 }
 
-// rwSink is the remote-write backend: it reads each request and answers 204.
-type rwSink struct {
+// requestShape counts what one agent collection holds.
+type requestShape struct {
+	points, numbers, histograms int   // data points per collection
+	samples                     int   // remote-write samples per collection, target_info included
+	series                      int64 // Prometheus series per agent (every sample's series)
+	perName                     map[string]int
+}
+
+func measureShape(tmpl []pmetric.Metrics) requestShape {
+	s := requestShape{perName: map[string]int{}}
+	for _, md := range tmpl {
+		rms := md.ResourceMetrics()
+		for i := range rms.Len() {
+			s.samples++ // target_info
+			sms := rms.At(i).ScopeMetrics()
+			for j := range sms.Len() {
+				ms := sms.At(j).Metrics()
+				for k := range ms.Len() {
+					m := ms.At(k)
+					s.perName[m.Name()] += dataPoints(m)
+					switch m.Type() {
+					case pmetric.MetricTypeSum:
+						s.numbers += m.Sum().DataPoints().Len()
+					case pmetric.MetricTypeGauge:
+						s.numbers += m.Gauge().DataPoints().Len()
+					case pmetric.MetricTypeHistogram:
+						dps := m.Histogram().DataPoints()
+						s.histograms += dps.Len()
+						for d := range dps.Len() {
+							s.samples += dps.At(d).BucketCounts().Len() + 2 // buckets (+Inf among them), _sum, _count
+						}
+					}
+				}
+			}
+		}
+	}
+	s.points = s.numbers + s.histograms
+	s.samples += s.numbers
+	s.series = int64(s.samples) // one sample per series per collection
+	return s
+}
+
+// serverTemplates are one node's Gym servers' collections: the OTLP peer's Gym SDK export of
+// every schema instrument (harness.GenOTLP, one SDK series per declared attribute set)
+// through gymattrs' rules (internal/bound, defaults), which is what an agent forwards.
+func serverTemplates(servers, combos int) ([]pmetric.Metrics, error) {
+	load, err := harness.GenOTLP(harness.OTLPShape{Resources: servers, Exports: 1, Workers: 1, Combos: combos, Seed: 1})
+	if err != nil {
+		return nil, err
+	}
+	bcfg := bound.DefaultConfig()
+	if err := bcfg.Validate(); err != nil {
+		return nil, err
+	}
+	mt := noop.NewMeterProvider().Meter("bench")
+	ctr := func() metric.Int64Counter { c, _ := mt.Int64Counter("c"); return c }
+	gauge, _ := mt.Int64Gauge("g")
+	b, err := bound.New(&bcfg, bound.Telemetry{
+		AttributesRemoved: ctr(), ValuesNormalised: ctr(), PointsMerged: ctr(), PointsOverflowed: ctr(),
+		PointsMismatched: ctr(), PointsUnmerged: ctr(), PointsDropped: ctr(), StateEntries: gauge,
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []pmetric.Metrics
+	var u pmetricotlp.ExportRequest
+	for _, body := range load.Bodies[0] {
+		u = pmetricotlp.NewExportRequest()
+		if err := u.UnmarshalProto(body); err != nil {
+			return nil, err
+		}
+		md, err := b.Process(context.Background(), u.Metrics())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, md)
+	}
+	return out, nil
+}
+
+// node is one simulated agent: its collection, with its own resources, sent again and again
+// with later timestamps (a cumulative series' next points).
+type node struct {
+	id  int
+	req pmetricotlp.ExportRequest
+	t0  time.Time
+	seq int
+}
+
+func newNode(id int, tmpl []pmetric.Metrics) *node {
+	md := pmetric.NewMetrics()
+	for s, t := range tmpl {
+		rms := t.ResourceMetrics()
+		for i := range rms.Len() {
+			rm := md.ResourceMetrics().AppendEmpty()
+			rms.At(i).CopyTo(rm)
+			a := rm.Resource().Attributes()
+			a.Clear()
+			a.PutStr("service.name", "nemo-gym")
+			a.PutStr("service.instance.id", fmt.Sprintf("node%04d-server%d", id, s))
+			a.PutInt("process.pid", int64(10000+s))
+			a.PutStr("host.name", fmt.Sprintf("node%04d", id))
+			a.PutStr("nemo.run.id", "bench-capacity")
+			a.PutStr("nemo.gym.server.name", fmt.Sprintf("server%d", s))
+			a.PutStr("nemo.gym.server.type", "resources_servers")
+		}
+	}
+	return &node{id: id, req: pmetricotlp.NewExportRequestFromMetrics(md), t0: time.Now()}
+}
+
+// advance moves every point of the collection 1 ms on: strictly later for each series.
+func (n *node) advance() {
+	n.seq++
+	ts := pcommon.NewTimestampFromTime(n.t0.Add(time.Duration(n.seq) * time.Millisecond))
+	rms := n.req.Metrics().ResourceMetrics()
+	for i := range rms.Len() {
+		sms := rms.At(i).ScopeMetrics()
+		for j := range sms.Len() {
+			ms := sms.At(j).Metrics()
+			for k := range ms.Len() {
+				m := ms.At(k)
+				switch m.Type() {
+				case pmetric.MetricTypeSum:
+					setNumbers(m.Sum().DataPoints(), ts)
+				case pmetric.MetricTypeGauge:
+					setNumbers(m.Gauge().DataPoints(), ts)
+				case pmetric.MetricTypeHistogram:
+					dps := m.Histogram().DataPoints()
+					for d := range dps.Len() {
+						dps.At(d).SetTimestamp(ts)
+					}
+				}
+			}
+		}
+	}
+}
+
+func setNumbers(dps pmetric.NumberDataPointSlice, ts pcommon.Timestamp) {
+	for d := range dps.Len() {
+		dps.At(d).SetTimestamp(ts)
+	}
+}
+
+// countingBackend is what the gateway remote-writes to: it counts requests and bytes, then
+// answers 204 itself (sink) or forwards the request to Prometheus and relays its answer.
+type countingBackend struct {
+	forward         string // Prometheus' /api/v1/write, or "" for the sink
 	requests, bytes atomic.Int64
+	client          http.Client
 }
 
-func (s *rwSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	n, _ := io.Copy(io.Discard, r.Body)
-	s.requests.Add(1)
-	s.bytes.Add(n)
-	w.WriteHeader(http.StatusNoContent)
+func (b *countingBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	b.requests.Add(1)
+	b.bytes.Add(int64(len(body)))
+	if b.forward == "" {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, b.forward, bytes.NewReader(body))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	for _, h := range []string{"Content-Type", "Content-Encoding", "X-Prometheus-Remote-Write-Version", "User-Agent"} {
+		req.Header.Set(h, r.Header.Get(h))
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(msg)
+}
+
+// prometheus is a Prometheus started for one gateway: remote-write receiver on, no scrape,
+// the out-of-order window deploy/gateway.yaml's backend needs (docs/deployment.md).
+type prometheus struct {
+	cmd  *exec.Cmd
+	url  string
+	done chan struct{}
+}
+
+func prometheusBinary(flagValue string) (string, error) {
+	for _, p := range []string{flagValue, os.Getenv("PROMETHEUS_BIN"), "/usr/bin/prometheus"} {
+		if p == "" {
+			continue
+		}
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath("prometheus"); err == nil {
+		return p, nil
+	}
+	return "", errors.New("prometheus is not installed: apt-get install prometheus, or --prometheus PATH, or --backend sink")
+}
+
+func startPrometheus(ctx context.Context, bin, dir string) (*prometheus, error) {
+	cfg := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(cfg, []byte("storage:\n  tsdb:\n    out_of_order_time_window: 30m\n"), 0o600); err != nil {
+		return nil, err
+	}
+	port, err := harness.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	logf, err := os.Create(filepath.Join(dir, "prometheus.log"))
+	if err != nil {
+		return nil, err
+	}
+	p := &prometheus{url: fmt.Sprintf("http://127.0.0.1:%d", port), done: make(chan struct{})}
+	p.cmd = exec.Command(bin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port), "--web.enable-remote-write-receiver", "--log.level=warn")
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	if err := p.cmd.Start(); err != nil {
+		logf.Close()
+		return nil, err
+	}
+	go func() { _ = p.cmd.Wait(); logf.Close(); close(p.done) }()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if resp, err := http.Get(p.url + "/-/ready"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p, nil
+			}
+		}
+		select {
+		case <-p.done:
+			log, _ := os.ReadFile(filepath.Join(dir, "prometheus.log"))
+			return nil, fmt.Errorf("prometheus exited at start-up:\n%s", log)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			p.stop()
+			return nil, errors.New("prometheus not ready within 60s")
+		}
+	}
+}
+
+func (p *prometheus) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+func (p *prometheus) metrics(ctx context.Context) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, err
+	}
+	return harness.ParsePrometheusText(body), nil
+}
+
+// usage is Prometheus' CPU seconds and resident memory, from its own metrics.
+func (p *prometheus) usage(ctx context.Context) (cpu, rss float64, err error) {
+	m, err := p.metrics(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	return m["process_cpu_seconds_total"], m["process_resident_memory_bytes"], nil
+}
+
+// contents is what Prometheus holds: head series and samples appended (float and histogram).
+func (p *prometheus) contents(ctx context.Context) (series, samples float64, err error) {
+	m, err := p.metrics(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	return m["prometheus_tsdb_head_series"], harness.Sum(m, "prometheus_tsdb_head_samples_appended_total"), nil
+}
+
+func dataPoints(m pmetric.Metric) int {
+	switch m.Type() {
+	case pmetric.MetricTypeSum:
+		return m.Sum().DataPoints().Len()
+	case pmetric.MetricTypeGauge:
+		return m.Gauge().DataPoints().Len()
+	case pmetric.MetricTypeHistogram:
+		return m.Histogram().DataPoints().Len()
+	}
+	return 0
+}
+
+// query is the raw answer of an instant query.
+func (p *prometheus) query(ctx context.Context, q string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+"/api/v1/query?query="+url.QueryEscape(q), nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return string(body), err
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+func ints(list string) ([]int, error) {
+	var out []int
+	for _, s := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q: a positive integer", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
