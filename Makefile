@@ -4,7 +4,7 @@
 #   make run       build, start it on config/otelcol-gym.yaml, feed it testdata/sample-run.jsonl
 #   make test      every suite of TEST_SUITES: go test -race ./... (unit, golden, end-to-end), ...
 #   make generate  go generate ./... and mdatagen for every component
-#   make bench     the Go benchmarks, the end-to-end benchmark of the real binary, the Python emitter's (bench-python)
+#   make bench     the Go benchmarks, the end-to-end benchmark of the real binary, the gateway's (bench-gateway), the Python emitter's (bench-python)
 #   make bench-compare BASE=rev  the engine's per-core benchmarks of rev and of the tree, side by side
 #   make bench-peer  otelcol-gym against a stock collector (ocb v0.160.0) on the same stream
 #   make bench-otlp-peer  gymattrs against contrib's transform (OTTL; ocb v0.161.0) on the same Gym SDK OTLP
@@ -56,11 +56,12 @@ BENCH_FLAGS ?=
 PEER_FLAGS  ?=
 OTLPPEER_FLAGS ?= --rounds 3
 SOAK_FLAGS  ?=
+GATEWAY_FLAGS ?= --agents 8,64 --requests 120 --runs 3 --gomaxprocs 1
 DURATION    ?= 10m
 RATE        ?= 100000
 
 .PHONY: all build run test test-go test-python test-prometheus bench-python bench bench-peer bench-otlp-peer soak reliability lint generate clean gymevents
-.PHONY: bench-memory bench-compare
+.PHONY: bench-memory bench-compare bench-gateway
 .PHONY: test-deploy image test-image dist test-dist test-run-dist stack stack-down
 
 all: build
@@ -229,7 +230,14 @@ test-run-dist: $(BIN) $(RUN_DIST_BIN)
 bench: $(BIN) $(GYMEVENTS)
 	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list ./... | grep -v /e2e$$)
 	$(GO) run ./bench/e2e --collector $(BIN) --gymevents $(GYMEVENTS) $(BENCH_FLAGS)
+	$(MAKE) bench-gateway
 	$(MAKE) bench-python
+
+# The gateway tier's capacity (docs/performance.md, Capacity): simulated node agents through
+# deploy/gateway.yaml into a real Prometheus (apt-get install prometheus), every series and
+# sample checked there; GATEWAY_FLAGS=--backend sink for the gateway alone.
+bench-gateway: $(BIN)
+	$(GO) run ./bench/gateway --collector $(BIN) $(GATEWAY_FLAGS)
 
 # The engine's per-core benchmarks (events path, run files, gym_console) of BASE and of the
 # working tree, side by side in one run: make bench-compare BASE=<revision> [ROUNDS=3].
