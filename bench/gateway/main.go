@@ -590,16 +590,7 @@ func (p *prometheus) stop() {
 }
 
 func (p *prometheus) metrics(ctx context.Context) (map[string]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	body, err := harness.Get(ctx, p.url+"/metrics", 16<<20)
 	if err != nil {
 		return nil, err
 	}
@@ -638,16 +629,7 @@ func dataPoints(m pmetric.Metric) int {
 
 // query is the raw answer of an instant query.
 func (p *prometheus) query(ctx context.Context, q string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+"/api/v1/query?query="+url.QueryEscape(q), nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	body, err := harness.Get(ctx, p.url+"/api/v1/query?query="+url.QueryEscape(q), 1<<20)
 	return string(body), err
 }
 

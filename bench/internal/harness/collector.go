@@ -207,7 +207,7 @@ func (c *Collector) LogTail(n int) string {
 
 // Goroutines reads the goroutine count from the pprof extension.
 func (c *Collector) Goroutines(ctx context.Context) (int, error) {
-	data, err := get(ctx, "http://"+c.PprofAddr+"/debug/pprof/goroutine?debug=1", 1<<22)
+	data, err := Get(ctx, "http://"+c.PprofAddr+"/debug/pprof/goroutine?debug=1", 1<<22)
 	if err != nil {
 		return 0, err
 	}
@@ -229,7 +229,7 @@ var memStatRE = regexp.MustCompile(`(?m)^# (HeapAlloc|HeapInuse|Sys) = (\d+)$`)
 // HeapAfterGC asks the pprof extension for a heap profile after a garbage collection
 // (gc=1) and reads the runtime's memory statistics printed with it: the live heap.
 func (c *Collector) HeapAfterGC(ctx context.Context) (Heap, error) {
-	data, err := get(ctx, "http://"+c.PprofAddr+"/debug/pprof/heap?gc=1&debug=1", 64<<20)
+	data, err := Get(ctx, "http://"+c.PprofAddr+"/debug/pprof/heap?gc=1&debug=1", 64<<20)
 	if err != nil {
 		return Heap{}, err
 	}
@@ -280,7 +280,7 @@ func (c *Collector) CPUProfile(ctx context.Context, seconds int, path string) er
 // Metrics scrapes the collector's own metrics and sums every sample of each metric name
 // (labels dropped).
 func (c *Collector) Metrics(ctx context.Context) (map[string]float64, error) {
-	data, err := get(ctx, c.TelemetryURL, 16<<20)
+	data, err := Get(ctx, c.TelemetryURL, 16<<20)
 	if err != nil {
 		return nil, err
 	}
@@ -335,7 +335,8 @@ func Sum(m map[string]float64, prefixes ...string) float64 {
 	return s
 }
 
-func get(ctx context.Context, url string, limit int64) ([]byte, error) {
+// Get reads at most limit bytes of url, which must answer 200 within 30 s.
+func Get(ctx context.Context, url string, limit int64) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
