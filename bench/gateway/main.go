@@ -263,7 +263,7 @@ func measure(o options, cfg, promBin string, tmpl []pmetric.Metrics, shape reque
 	if err := send(int64(max(agents, o.requests/5))); err != nil {
 		return res, fmt.Errorf("warm-up: %w", err)
 	}
-	res.series = int64(agents) * shape.series
+	res.series = int64(agents) * int64(shape.samples)
 	for run := 1; run <= o.runs; run++ {
 		cpu0, err := col.CPU()
 		if err != nil {
@@ -333,10 +333,11 @@ func measure(o options, cfg, promBin string, tmpl []pmetric.Metrics, shape reque
 
 // requestShape counts what one agent collection holds.
 type requestShape struct {
-	points, numbers, histograms int   // data points per collection
-	samples                     int   // remote-write samples per collection, target_info included
-	series                      int64 // Prometheus series per agent (every sample's series)
-	perName                     map[string]int
+	points, numbers, histograms int // data points per collection
+	// samples are the remote-write samples per collection, target_info included: each is one
+	// series at Prometheus, so they are also an agent's series there.
+	samples int
+	perName map[string]int
 }
 
 func measureShape(tmpl []pmetric.Metrics) requestShape {
@@ -350,18 +351,16 @@ func measureShape(tmpl []pmetric.Metrics) requestShape {
 				ms := sms.At(j).Metrics()
 				for k := range ms.Len() {
 					m := ms.At(k)
-					s.perName[m.Name()] += dataPoints(m)
-					switch m.Type() {
-					case pmetric.MetricTypeSum:
-						s.numbers += m.Sum().DataPoints().Len()
-					case pmetric.MetricTypeGauge:
-						s.numbers += m.Gauge().DataPoints().Len()
-					case pmetric.MetricTypeHistogram:
-						dps := m.Histogram().DataPoints()
-						s.histograms += dps.Len()
-						for d := range dps.Len() {
-							s.samples += dps.At(d).BucketCounts().Len() + 2 // buckets (+Inf among them), _sum, _count
-						}
+					n := dataPoints(m)
+					s.perName[m.Name()] += n
+					if m.Type() != pmetric.MetricTypeHistogram {
+						s.numbers += n
+						continue
+					}
+					s.histograms += n
+					dps := m.Histogram().DataPoints()
+					for d := range dps.Len() {
+						s.samples += dps.At(d).BucketCounts().Len() + 2 // buckets (+Inf among them), _sum, _count
 					}
 				}
 			}
@@ -369,7 +368,6 @@ func measureShape(tmpl []pmetric.Metrics) requestShape {
 	}
 	s.points = s.numbers + s.histograms
 	s.samples += s.numbers
-	s.series = int64(s.samples) // one sample per series per collection
 	return s
 }
 
