@@ -251,6 +251,16 @@ func (r *RowDecoder) fill() bool {
 	return r.end > 0
 }
 
+// at is the byte at pos, or 0 when the buffer is used up. Gym writes compact JSON: the byte
+// after a token is nearly always the next token, so callers of the per-member loops test
+// at() > ' ' (inlined) and call ws only otherwise.
+func (r *RowDecoder) at() byte {
+	if r.pos < r.end {
+		return r.buf[r.pos]
+	}
+	return 0
+}
+
 // ws skips white space other than the newline and returns the next byte (not consumed).
 func (r *RowDecoder) ws() (byte, bool) {
 	for r.more() {
@@ -329,28 +339,36 @@ func (r *RowDecoder) object(ctx context, row *Row) bool {
 		if !r.readKey() {
 			return false
 		}
-		if c, ok = r.ws(); !ok {
-			return false
+		if c = r.at(); c <= ' ' {
+			if c, ok = r.ws(); !ok {
+				return false
+			}
 		}
 		if c != ':' {
 			r.failf(ReasonInvalidJSON, "want ':' after key %q, got %q", r.key, c)
 			return false
 		}
 		r.pos++
-		if _, ok = r.ws(); !ok {
-			return false
+		if r.at() <= ' ' {
+			if _, ok = r.ws(); !ok {
+				return false
+			}
 		}
 		if !r.member(ctx, row) {
 			return false
 		}
-		if c, ok = r.ws(); !ok {
-			return false
+		if c = r.at(); c <= ' ' {
+			if c, ok = r.ws(); !ok {
+				return false
+			}
 		}
 		switch c {
 		case ',':
 			r.pos++
-			if c, ok = r.ws(); !ok {
-				return false
+			if c = r.at(); c <= ' ' {
+				if c, ok = r.ws(); !ok {
+					return false
+				}
 			}
 		case '}':
 			r.pos++
@@ -731,14 +749,18 @@ func (r *RowDecoder) elements(name string, elem func(c byte) bool) bool {
 		if !elem(c) {
 			return false
 		}
-		if c, ok = r.ws(); !ok {
-			return false
+		if c = r.at(); c <= ' ' {
+			if c, ok = r.ws(); !ok {
+				return false
+			}
 		}
 		switch c {
 		case ',':
 			r.pos++
-			if c, ok = r.ws(); !ok {
-				return false
+			if c = r.at(); c <= ' ' {
+				if c, ok = r.ws(); !ok {
+					return false
+				}
 			}
 		case ']':
 			r.pos++
