@@ -69,9 +69,11 @@ type RowDecoder struct {
 	fail    *RowError
 	failBuf RowError // fail points here: no allocation per rejected row
 
-	key     []byte // the member key being read (decoded, bounded)
-	keyLong bool   // the key was longer than the buffer: matches nothing
-	num     []byte // a scalar token
+	key      []byte // the member key being read (decoded, bounded): into buf, or keyBuf
+	keyBuf   []byte
+	keyInBuf bool   // key points into buf: fill copies it to keyBuf before buf is read over
+	keyLong  bool   // the key was longer than the buffer: matches nothing
+	num      []byte // a scalar token
 	// scratch holds the row's kept findings and the one string being decoded: a string that is
 	// not kept is cut off again, so it never holds more than MaxFindings values and one more.
 	scratch []byte
@@ -128,6 +130,7 @@ const maxKeyBytes = 64
 func (r *RowDecoder) Reset(src io.Reader, offset, lines, maxLineBytes int64) {
 	r.src, r.pos, r.end, r.base, r.srcEnd, r.srcErr = src, 0, 0, offset, false, nil
 	r.max, r.committed, r.lines, r.lineStart, r.skipping = maxLineBytes, offset, lines, offset, false
+	r.key, r.keyInBuf = nil, false
 }
 
 // Offset is the offset just after the last complete line read: where reading resumes.
@@ -234,6 +237,10 @@ func (r *RowDecoder) fill() bool {
 		// Every byte read since lineStart belongs to this line: it is too long already.
 		r.failf(ReasonTooLong, "the row is over max_line_bytes %d", r.max)
 		return false
+	}
+	if r.keyInBuf {
+		r.keyBuf = append(r.keyBuf[:0], r.key...)
+		r.key, r.keyInBuf = r.keyBuf, false
 	}
 	r.base += int64(r.end)
 	r.pos, r.end = 0, 0
@@ -775,23 +782,25 @@ func (r *RowDecoder) elements(name string, elem func(c byte) bool) bool {
 // readKey reads a member key after its opening quote into r.key (a key longer than the
 // buffer matches no mapped key).
 func (r *RowDecoder) readKey() bool {
-	// Nearly every key is plain and wholly in the buffer: copied at once, without the
-	// escape and limit bookkeeping of readString.
+	// Nearly every key is plain and wholly in the buffer: taken where it lies (fill copies it
+	// out before reading over it), without the escape and limit bookkeeping of readString.
 	if b := r.buf[r.pos:r.end]; len(b) > 0 {
 		if n := gymjson.StringRun(b); n < len(b) && b[n] == '"' && n <= maxKeyBytes {
-			r.keyLong = false
-			r.key = append(r.key[:0], b[:n]...)
+			r.keyLong, r.keyInBuf = false, true
+			r.key = b[:n:n]
 			r.pos += n + 1
 			return true
 		}
 	}
+	r.keyInBuf = false
 	start := len(r.scratch)
 	v, ok := r.readString("a key", maxKeyBytes+1)
 	if !ok {
 		return false
 	}
 	r.keyLong = len(v) > maxKeyBytes
-	r.key = append(r.key[:0], v...)
+	r.keyBuf = append(r.keyBuf[:0], v...)
+	r.key = r.keyBuf
 	r.scratch = r.scratch[:start] // keys are not kept
 	return true
 }
