@@ -90,11 +90,11 @@ func StopBytes(v uint64) uint64 {
 // WordMasks[n] keeps the first n bytes of a little-endian word.
 var WordMasks = [9]uint64{0, 0xff, 0xffff, 0xffffff, 0xffffffff, 0xffffffffff, 0xffffffffffff, 0xffffffffffffff, ^uint64(0)}
 
-// plainWords returns i moved over the bytes of b that need no look, eight at a time: the
+// PlainWords returns i moved over the bytes of b that need no look, eight at a time: the
 // index of the first '"', '\\', control character or byte >= 0x80 at or after b[i], or, when
 // none lies in the last whole word, an index within the last 7 bytes of b (whose bytes the
 // caller looks at one by one). Small enough to be inlined into the loops below.
-func plainWords(b []byte, i int) int {
+func PlainWords(b []byte, i int) int {
 	for i+8 <= len(b) {
 		if m := StopBytes(binary.LittleEndian.Uint64(b[i:])); m != 0 {
 			return i + bits.TrailingZeros64(m)>>3 // the lowest flagged byte is a true hit
@@ -111,7 +111,7 @@ func plainWords(b []byte, i int) int {
 func StringRun(b []byte) int {
 	i := 0
 	for {
-		if i = plainWords(b, i); i >= len(b) {
+		if i = PlainWords(b, i); i >= len(b) {
 			return i
 		}
 		switch c := b[i]; {
@@ -138,7 +138,7 @@ func StringRun(b []byte) int {
 func ScanString(b []byte, i int) (end int, esc bool, err error) {
 	i++
 	for {
-		if i = plainWords(b, i); i >= len(b) {
+		if i = PlainWords(b, i); i >= len(b) {
 			return i, esc, SyntaxError(b, i, "unterminated string")
 		}
 		switch c := b[i]; {

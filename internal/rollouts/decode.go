@@ -785,7 +785,13 @@ func (r *RowDecoder) readKey() bool {
 	// Nearly every key is plain and wholly in the buffer: taken where it lies (fill copies it
 	// out before reading over it), without the escape and limit bookkeeping of readString.
 	if b := r.buf[r.pos:r.end]; len(b) > 0 {
-		if n := gymjson.StringRun(b); n < len(b) && b[n] == '"' && n <= maxKeyBytes {
+		// PlainWords (inlined) stops at the closing quote of an ASCII key whose quote lies in a
+		// whole word; StringRun looks at what it leaves.
+		n := gymjson.PlainWords(b, 0)
+		if n >= len(b) || b[n] != '"' {
+			n = gymjson.StringRun(b)
+		}
+		if n < len(b) && b[n] == '"' && n <= maxKeyBytes {
 			r.keyLong, r.keyInBuf = false, true
 			r.key = b[:n:n]
 			r.pos += n + 1
