@@ -112,7 +112,7 @@ func NewRowDecoder(bufBytes int) *RowDecoder {
 	}
 	r := &RowDecoder{
 		buf:     make([]byte, bufBytes),
-		key:     make([]byte, 0, maxKeyBytes),
+		keyBuf:  make([]byte, 0, maxKeyBytes+1),
 		num:     make([]byte, 0, maxNumberBytes),
 		scratch: make([]byte, 0, 4*MaxValueBytes),
 	}
@@ -540,6 +540,11 @@ func (r *RowDecoder) str(name string, slot int, dst *[]byte) bool {
 	switch c := r.buf[r.pos]; c {
 	case '"':
 		r.pos++
+		if n := r.plainString(MaxValueBytes); n >= 0 {
+			*dst = append(r.slots[slot][:0], r.buf[r.pos:r.pos+n]...)
+			r.pos += n + 1
+			return true
+		}
 		start := len(r.scratch)
 		v, ok := r.readString(name, MaxValueBytes)
 		if ok {
@@ -783,20 +788,12 @@ func (r *RowDecoder) elements(name string, elem func(c byte) bool) bool {
 // buffer matches no mapped key).
 func (r *RowDecoder) readKey() bool {
 	// Nearly every key is plain and wholly in the buffer: taken where it lies (fill copies it
-	// out before reading over it), without the escape and limit bookkeeping of readString.
-	if b := r.buf[r.pos:r.end]; len(b) > 0 {
-		// PlainWords (inlined) stops at the closing quote of an ASCII key whose quote lies in a
-		// whole word; StringRun looks at what it leaves.
-		n := gymjson.PlainWords(b, 0)
-		if n >= len(b) || b[n] != '"' {
-			n = gymjson.StringRun(b)
-		}
-		if n < len(b) && b[n] == '"' && n <= maxKeyBytes {
-			r.keyLong, r.keyInBuf = false, true
-			r.key = b[:n:n]
-			r.pos += n + 1
-			return true
-		}
+	// out before reading over it).
+	if n := r.plainString(maxKeyBytes); n >= 0 {
+		r.keyLong, r.keyInBuf = false, true
+		r.key = r.buf[r.pos : r.pos+n : r.pos+n]
+		r.pos += n + 1
+		return true
 	}
 	r.keyInBuf = false
 	start := len(r.scratch)
@@ -809,6 +806,23 @@ func (r *RowDecoder) readKey() bool {
 	r.key = r.keyBuf
 	r.scratch = r.scratch[:start] // keys are not kept
 	return true
+}
+
+// plainString is the length of the string after its opening quote at pos when it has no
+// escape, is valid UTF-8, at most limit bytes long and closed in the buffer (nearly every key
+// and mapped value), else -1: such a string is taken as it lies, without the bookkeeping of
+// readString. PlainWords (inlined) stops at the quote of an ASCII string whose quote lies in a
+// whole word; StringRun looks at what it leaves.
+func (r *RowDecoder) plainString(limit int) int {
+	b := r.buf[r.pos:r.end]
+	n := gymjson.PlainWords(b, 0)
+	if n >= len(b) || b[n] != '"' {
+		n = gymjson.StringRun(b)
+	}
+	if n < len(b) && b[n] == '"' && n <= limit {
+		return n
+	}
+	return -1
 }
 
 // readString reads a string after its opening quote: escapes decoded, the raw bytes checked to
