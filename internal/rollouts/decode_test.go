@@ -2,6 +2,7 @@ package rollouts
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -223,15 +224,31 @@ func TestStrings(t *testing.T) {
 		`"\ud800\n"`:             "\uFFFD\n",
 		`"\"\\\/\b\f\n\r\t"`:     "\"\\/\b\f\n\r\t",
 	}
+	cases[`"plain"`], cases[`"café"`] = "plain", "café" // taken as they lie, with the default buffer
 	for in, want := range cases {
-		got, _, _ := collect(t, Main, strings.NewReader(`{"_ng_environment_server":`+in+"}\n"), 0, 3)
-		require.Len(t, got, 1, in)
-		assert.Equal(t, want, got[0].Dispatch, in)
+		for _, bufBytes := range []int{0, 3} {
+			got, _, _ := collect(t, Main, strings.NewReader(`{"_ng_environment_server":`+in+"}\n"), 0, bufBytes)
+			require.Len(t, got, 1, in)
+			assert.Equal(t, want, got[0].Dispatch, "%s buf %d", in, bufBytes)
+		}
 	}
 	// A long value is kept up to MaxValueBytes, cut at a rune boundary.
-	v := strings.Repeat("é", 400)
-	got, _, _ := collect(t, Main, strings.NewReader(`{"_ng_run_id":"`+v+`"}`+"\n"), 0, 0)
-	assert.Equal(t, v[:MaxValueBytes], got[0].RunID)
+	for _, v := range []string{strings.Repeat("é", 400), strings.Repeat("a", MaxValueBytes+1)} {
+		got, _, _ := collect(t, Main, strings.NewReader(`{"_ng_run_id":"`+v+`"}`+"\n"), 0, 0)
+		assert.Equal(t, v[:MaxValueBytes], got[0].RunID)
+	}
+}
+
+// Skipped values whose strings hold what the compact scan looks for after a string (':' or
+// ',' and a quote), at every buffer boundary.
+func TestCompactSkippedStrings(t *testing.T) {
+	in := `{"x":{"a\\":"b","c":"\",\"","d":[",\"",":\"}","\"]"],"e":{}},"reward":1,"y":"\":\""}` + "\n"
+	for _, bufBytes := range []int{0, 1, 2, 3, 4, 5, 7, 8, 13} {
+		got, _, _ := collect(t, Main, strings.NewReader(in), 0, bufBytes)
+		require.Len(t, got, 1, "buf %d", bufBytes)
+		assert.Equal(t, "1", got[0].Reward, "buf %d", bufBytes)
+	}
+	require.True(t, json.Valid([]byte(in)))
 }
 
 func TestEscapedQuotesInSkippedStrings(t *testing.T) {

@@ -98,6 +98,12 @@ func (r *RowDecoder) skip(inString bool) bool {
 					r.pos += i
 					return true
 				}
+				// In compact JSON a string is most often followed by ':' or ',' and the next
+				// string: its scan begins at once.
+				if i+1 < len(b) && (b[i] == ':' || b[i] == ',') && b[i+1] == '"' {
+					i += 2
+					inString, from = true, i
+				}
 				continue
 			}
 			i += scanStructure(b[i:])
