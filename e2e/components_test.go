@@ -131,6 +131,11 @@ func TestValidateDistribution(t *testing.T) {
 		for _, n := range names {
 			assert.Contains(t, got, n, "otelcol-gym components: %s", section)
 		}
+		for _, c := range comps[section] {
+			if section == "extensions" && c.Name == "file_storage" {
+				assert.True(t, strings.HasPrefix(c.Module, "github.com/gym-telemetry/otelcol-gym "), "file_storage is the checked one: %s", c.Module)
+			}
+		}
 	}
 
 	vout, err := validate(t, distributionConfig)

@@ -117,6 +117,7 @@ func (s *ownTelemetry) zero(ctx context.Context, cfg *Config, checkpoints bool) 
 	}
 	if checkpoints {
 		s.tb.ReceiverGymCheckpointFailures.Add(ctx, 0, s.set)
+		s.tb.ReceiverGymCheckpointDiscards.Add(ctx, 0, s.set)
 	}
 	if cfg.Process.Enabled {
 		for _, kind := range procstats.Kinds {
@@ -183,6 +184,10 @@ func (s *ownTelemetry) recordRows(ctx context.Context, st *ingest.Stats) {
 
 func (s *ownTelemetry) httpBodyTooSlow(ctx context.Context) {
 	s.tb.ReceiverGymHTTPBodiesTooSlow.Add(ctx, 1, s.set)
+}
+
+func (s *ownTelemetry) checkpointDiscarded(ctx context.Context) {
+	s.tb.ReceiverGymCheckpointDiscards.Add(ctx, 1, s.set)
 }
 
 func (s *ownTelemetry) checkpointFailed(ctx context.Context) {

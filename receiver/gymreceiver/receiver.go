@@ -323,8 +323,11 @@ func (r *gymReceiver) startCheckpoints(ctx context.Context, host component.Host)
 	r.ckpt = checkpoint.New(client, r.agg)
 	restored, err := r.ckpt.Restore(ctx)
 	if err != nil {
-		// Starting empty beats not starting: the series start afresh, files follow start_at.
-		r.set.Logger.Error("gym receiver: cannot restore the checkpoint; starting without it", zap.Error(err))
+		// Starting empty beats not starting (a crash loop under an orchestrator): the series
+		// start afresh, files follow start_at; the next checkpoint saved replaces the record.
+		r.self.checkpointDiscarded(ctx)
+		r.set.Logger.Error("gym receiver: the stored checkpoint cannot be read and is discarded; the series start afresh and the files are read from start_at",
+			zap.String("storage", id.String()), zap.Error(err))
 		return nil
 	}
 	if restored {

@@ -26,6 +26,7 @@ type TelemetryBuilder struct {
 	meter                                  metric.Meter
 	mu                                     sync.Mutex
 	registrations                          []metric.Registration
+	ReceiverGymCheckpointDiscards          metric.Int64Counter
 	ReceiverGymCheckpointFailures          metric.Int64Counter
 	ReceiverGymCheckpointSize              metric.Int64Gauge
 	ReceiverGymHTTPBodiesTooSlow           metric.Int64Counter
@@ -72,6 +73,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	}
 	builder.meter = Meter(settings)
 	var err, errs error
+	builder.ReceiverGymCheckpointDiscards, err = builder.meter.Int64Counter(
+		"otelcol_receiver_gym_checkpoint_discards",
+		metric.WithDescription("Stored checkpoints that could not be read at start (damaged, or written by another version) and were discarded; the series start afresh and the files follow start_at. [Development]"),
+		metric.WithUnit("{checkpoint}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ReceiverGymCheckpointFailures, err = builder.meter.Int64Counter(
 		"otelcol_receiver_gym_checkpoint_failures",
 		metric.WithDescription("Checkpoints (with storage) that could not be saved; the export went on, and a crash before the next good checkpoint loses what was accepted since the last one. [Development]"),

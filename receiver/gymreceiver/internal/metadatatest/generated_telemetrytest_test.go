@@ -19,6 +19,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb, err := metadata.NewTelemetryBuilder(testTel.NewTelemetrySettings())
 	require.NoError(t, err)
 	defer tb.Shutdown()
+	tb.ReceiverGymCheckpointDiscards.Add(context.Background(), 1)
 	tb.ReceiverGymCheckpointFailures.Add(context.Background(), 1)
 	tb.ReceiverGymCheckpointSize.Record(context.Background(), 1)
 	tb.ReceiverGymHTTPBodiesTooSlow.Add(context.Background(), 1)
@@ -34,6 +35,9 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ReceiverGymRolloutRowsRejected.Add(context.Background(), 1)
 	tb.ReceiverGymStreamConnectionsIdleClosed.Add(context.Background(), 1)
 	tb.ReceiverGymStreamConnectionsRefused.Add(context.Background(), 1)
+	AssertEqualReceiverGymCheckpointDiscards(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverGymCheckpointFailures(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
