@@ -117,11 +117,11 @@ storage:
 	}
 }
 
-// deployed is an otelcol-gym started on a file of deploy/ with environment variables.
+// deployed is an otelcol-gym started on files of deploy/ with environment variables.
 type deployed struct {
 	*process
 	name      string
-	config    string
+	configs   []string // files of deploy/, merged in order
 	env       []string
 	ports     collectorPorts // Health and Telemetry are used
 	healthURL string
@@ -130,6 +130,12 @@ type deployed struct {
 // startDeployed starts otelcol-gym on deploy/<config> with env plus the health, zpages,
 // telemetry and OTLP/HTTP ports (free ones; picked again when one was taken meanwhile).
 func startDeployed(t *testing.T, name, config string, env []string) *deployed {
+	t.Helper()
+	return startDeployedConfigs(t, name, []string{config}, env)
+}
+
+// startDeployedConfigs is startDeployed on several files of deploy/, merged in order.
+func startDeployedConfigs(t *testing.T, name string, configs, env []string) *deployed {
 	t.Helper()
 	useCollector()
 	for attempt := 1; ; attempt++ {
@@ -140,7 +146,7 @@ func startDeployed(t *testing.T, name, config string, env []string) *deployed {
 			fmt.Sprintf("OTELCOL_GYM_ZPAGES_ENDPOINT=127.0.0.1:%d", freePort(t)),
 			fmt.Sprintf("OTELCOL_GYM_OTLP_HTTP_ENDPOINT=127.0.0.1:%d", freePort(t)),
 		}, env...)
-		d := &deployed{name: name, config: config, env: all, ports: p,
+		d := &deployed{name: name, configs: configs, env: all, ports: p,
 			healthURL: fmt.Sprintf("http://127.0.0.1:%d/", p.Health)}
 		err := d.start(t)
 		if err == nil {
@@ -155,7 +161,11 @@ func startDeployed(t *testing.T, name, config string, env []string) *deployed {
 
 func (d *deployed) start(t *testing.T) error {
 	t.Helper()
-	d.process = startProcessEnv(t, d.name, d.env, collectorBin, "--config", filepath.Join(repoRoot, "deploy", d.config))
+	args := []string{collectorBin}
+	for _, c := range d.configs {
+		args = append(args, "--config", filepath.Join(repoRoot, "deploy", c))
+	}
+	d.process = startProcessEnv(t, d.name, d.env, args...)
 	return d.waitReady(d.healthURL, 60*time.Second)
 }
 
