@@ -259,9 +259,25 @@ func TestProcessRestartInOneCollectionPrometheus(t *testing.T) {
 	}
 	post(restartBody(instance, 1001, 10, 4))
 	wait("the old process's first report", 4)
-	// Within one collection: the old process's last 6 rollouts, then the new process's 5.
+	// Within one collection: the old process's last 6 rollouts, then the new process's 5. The
+	// posts go right after a collection (the receiver's accepted points move once per
+	// collection), and the test fails, rather than passing without its case, when a collection
+	// came between them.
+	collections := func() float64 {
+		return telemetryValue(t, ports, "otelcol_receiver_accepted_metric_points") +
+			telemetryValue(t, ports, "otelcol_receiver_accepted_metric_points_total")
+	}
+	before := collections()
+	require.NoError(t, eventually(10*time.Second, 20*time.Millisecond, func() error {
+		if collections() == before {
+			return errNotYet
+		}
+		return nil
+	}), "a collection")
+	after := collections()
 	post(restartBody(instance, 1001, 30, 6))
 	post(restartBody(instance, 1002, 5, 5))
+	require.Equal(t, after, collections(), "no collection between the old process's last report and the new one's first")
 	wait("the new process", 5)
 	time.Sleep(2 * time.Second) // a few more scrapes
 
