@@ -134,3 +134,60 @@ func TestLoopbackEndpoint(t *testing.T) {
 		assert.Equal(t, want, loopbackEndpoint(in), in)
 	}
 }
+
+// secretKey names the settings that hold a secret itself (not a file of it).
+var secretKey = regexp.MustCompile(`(?i)((^|_)(token|password|passwd|secret|api_key)|^(key_pem|cert_pem|ca_pem|authorization|x-api-key))$`)
+
+// TestShippedSecretsComeFromEnvOrFiles reads every YAML file of config/ and deploy/ and fails
+// on a secret written into it: a setting that holds a secret must be a ${env:...} or
+// ${file:...} reference (Compose's ${NAME} in a compose file; or name a file: token files,
+// cert_file, key_file), and no Kubernetes Secret is shipped with values.
+func TestShippedSecretsComeFromEnvOrFiles(t *testing.T) {
+	t.Parallel()
+	// The collector's ${env:NAME} and ${file:PATH}; Compose's ${NAME} and ${NAME:-default}.
+	ref := regexp.MustCompile(`^\$\{((env|file):[^}]+|[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?)\}$`)
+	seen := 0
+	var walk func(rel, path string, n *yaml.Node)
+	walk = func(rel, path string, n *yaml.Node) {
+		switch n.Kind {
+		case yaml.DocumentNode, yaml.SequenceNode:
+			for _, c := range n.Content {
+				walk(rel, path, c)
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				p := path + "/" + k.Value
+				if secretKey.MatchString(k.Value) && v.Kind == yaml.ScalarNode && v.Value != "" {
+					seen++
+					assert.Regexp(t, ref, v.Value, "%s: %s holds a secret itself", rel, p)
+				}
+				if k.Value == "kind" && v.Value == "Secret" {
+					for j := 0; j+1 < len(n.Content); j += 2 {
+						if d := n.Content[j].Value; d == "data" || d == "stringData" {
+							assert.Empty(t, n.Content[j+1].Content, "%s: a Secret shipped with values", rel)
+						}
+					}
+				}
+				walk(rel, p, v)
+			}
+		}
+	}
+	files := 0
+	walkShipped(t, func(rel string, data []byte) {
+		if ext := filepath.Ext(rel); ext != ".yaml" && ext != ".yml" {
+			return
+		}
+		dec := yaml.NewDecoder(strings.NewReader(string(data)))
+		for {
+			var doc yaml.Node
+			if dec.Decode(&doc) != nil {
+				break
+			}
+			walk(rel, "", &doc)
+		}
+		files++
+	})
+	require.Greater(t, files, 10)
+	t.Logf("%d YAML files, %d secret settings, each from the environment or a file", files, seen)
+}
