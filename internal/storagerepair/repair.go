@@ -68,7 +68,8 @@ const (
 )
 
 // Directory checks every database of dir (a missing dir has none). lockTimeout bounds the
-// wait for a database another process holds.
+// wait for a database another process holds. A database that cannot be rebuilt (a full or
+// read-only disk) is left as it was and named in the error; the others are checked still.
 func Directory(dir string, lockTimeout time.Duration) ([]Report, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -78,6 +79,7 @@ func Directory(dir string, lockTimeout time.Duration) ([]Report, error) {
 		return nil, err
 	}
 	var reports []Report
+	var errs []error
 	for _, e := range entries {
 		name := e.Name()
 		if !e.Type().IsRegular() || !clientFile.MatchString(name) || strings.Contains(name, asideMark) ||
@@ -86,11 +88,12 @@ func Directory(dir string, lockTimeout time.Duration) ([]Report, error) {
 		}
 		r, err := Check(filepath.Join(dir, name), lockTimeout)
 		if err != nil {
-			return reports, err
+			errs = append(errs, err) // the others are still checked
+			continue
 		}
 		reports = append(reports, r)
 	}
-	return reports, nil
+	return reports, errors.Join(errs...)
 }
 
 const repairSuffix = ".repair"

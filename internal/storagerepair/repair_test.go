@@ -239,3 +239,25 @@ func BenchmarkCheck(b *testing.B) {
 		}
 	}
 }
+
+// A database that cannot be rebuilt (here: its rebuild file's name is taken by a directory,
+// as a full or read-only disk would refuse the file) is left as it was and named in the
+// error, and the others are still checked.
+func TestRebuildFailureLeavesTheOriginal(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "receiver_gym_a"), filepath.Join(dir, "receiver_gym_b")
+	newDB(t, a, 3)
+	newDB(t, b, 3)
+	before, err := os.ReadFile(a)
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Join(a+repairSuffix, "taken"), 0o700))
+	reps, err := Directory(dir, time.Second)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), a)
+	require.Len(t, reps, 1, "the other database is checked still")
+	assert.Equal(t, b, reps[0].File)
+	assert.Equal(t, 3, reps[0].Kept)
+	after, err := os.ReadFile(a)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "left as it was")
+}
