@@ -78,11 +78,13 @@ func recentSlot(key []byte) int {
 }
 
 // DefaultResource returns the attributes of a stream's default resource: gym.source, and
-// log.file.path for a file (filePath "" leaves it out).
+// log.file.path for a file (filePath "" leaves it out). A path that is not UTF-8 (a file name
+// is any bytes) has its invalid bytes replaced by U+FFFD, as the rollouts source does: an
+// attribute value must be UTF-8 for every backend.
 func DefaultResource(source, filePath string) []events.ResourceAttr {
 	attrs := []events.ResourceAttr{{Key: []byte(schema.ResourceSourceKey), Kind: events.ValueString, Str: []byte(source)}}
 	if filePath != "" {
-		attrs = append(attrs, events.ResourceAttr{Key: []byte(schema.ResourceFilePathKey), Kind: events.ValueString, Str: []byte(filePath)})
+		attrs = append(attrs, events.ResourceAttr{Key: []byte(schema.ResourceFilePathKey), Kind: events.ValueString, Str: []byte(strings.ToValidUTF8(filePath, "\uFFFD"))})
 	}
 	return attrs
 }

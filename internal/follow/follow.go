@@ -129,11 +129,16 @@ type File struct {
 
 // Open opens path for following from offset 0, and returns its size.
 func Open(path string) (*File, int64, error) {
-	f, err := os.Open(path)
+	// Non-blocking: a FIFO put where a regular file was stat'ed a moment ago must not hold the
+	// poll until a writer comes (O_NONBLOCK changes nothing for a regular file).
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, 0, err
 	}
 	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
+	}
 	if err != nil {
 		_ = f.Close()
 		return nil, 0, err

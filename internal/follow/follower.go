@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sort"
 	"sync"
@@ -43,12 +44,28 @@ type Options struct {
 	// EndPoll, when set, is called at the end of every poll, under the lock, before the
 	// offsets are saved.
 	EndPoll func(first bool)
-	// OpenFailed, when set, reports a file that cannot be opened (retried every poll); nil logs
-	// each.
-	OpenFailed func(path string, err error)
+	// Refused, when set, counts a path the globs match that is not followed (Refusal* reasons),
+	// once until the path is followed or no longer matched; the follower logs it either way.
+	Refused func(path, reason string)
 	// Lines names what a file holds in logs (lines, rows; "" is lines).
 	Lines string
 }
+
+// Reasons a matched path is not followed. Each is logged and counted once per path, tried again
+// every poll: a path that becomes readable is followed then.
+const (
+	// RefusalNotRegular: a directory, FIFO, device or socket: never opened, so a poll cannot
+	// block on it or read forever.
+	RefusalNotRegular = "not_regular_file"
+	// RefusalCannotStat: a symbolic link loop, a directory on the way that denies access.
+	RefusalCannotStat = "cannot_stat"
+	// RefusalCannotOpen: permissions deny reading, or the file went between stat and open.
+	RefusalCannotOpen = "cannot_open"
+)
+
+// maxRefused bounds the paths remembered as refused; past it a refusal is logged and counted
+// at every poll (rate-limited by the source's poll interval), never held.
+const maxRefused = 4096
 
 // Identity is how a follower knows a file again, from poll to poll and across restarts.
 type Identity int
@@ -157,10 +174,49 @@ type Follower struct {
 	waiting bool              // the last poll left files waiting past MaxFiles
 	polls   int
 	skipped int64 // files over MaxFiles, for the log
+	// refused: the paths not followed, by path: their reason and the last poll that refused them.
+	refused map[string]refusal
 	scan    []byte
 	gone    []*tailedFile
 
 	loop Poller
+}
+
+type refusal struct {
+	reason string
+	poll   int
+}
+
+// Refuse logs and counts that path is not followed, once while it stays refused for reason. A
+// source's Targets calls it (during the poll) for a path it leaves out itself.
+func (t *Follower) Refuse(path, reason string, err error) {
+	if r, ok := t.refused[path]; ok && r.reason == reason {
+		t.refused[path] = refusal{reason, t.polls}
+		return
+	}
+	if t.refused == nil {
+		t.refused = map[string]refusal{}
+	}
+	if len(t.refused) < maxRefused {
+		t.refused[path] = refusal{reason, t.polls}
+	}
+	fields := []zap.Field{zap.String("path", path), zap.String("reason", reason)}
+	if err != nil {
+		fields = append(fields, zap.Error(err))
+	}
+	t.logger.Warn(t.name+": a matching path is not followed", fields...)
+	if t.opts.Refused != nil {
+		t.opts.Refused(path, reason)
+	}
+}
+
+// forgetRefused forgets the paths this poll did not refuse: followed now, or no longer matched.
+func (t *Follower) forgetRefused() {
+	for p, r := range t.refused {
+		if r.poll != t.polls {
+			delete(t.refused, p)
+		}
+	}
 }
 
 // fileKey is an open file's key: its identity (ByHead) or its path (ByPath).
@@ -293,8 +349,15 @@ func (t *Follower) poll(ctx context.Context, final bool) {
 	t.waiting = false
 	for i, path := range t.targets(first) {
 		fi, err := os.Stat(path)
-		if err != nil || !fi.Mode().IsRegular() {
-			continue // a file followed there is let go below
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue // gone since the glob (a file followed there is let go below)
+		case err != nil:
+			t.Refuse(path, RefusalCannotStat, err)
+			continue
+		case !fi.Mode().IsRegular():
+			t.Refuse(path, RefusalNotRegular, fmt.Errorf("a %s", ModeName(fi.Mode())))
+			continue
 		}
 		f := t.find(path, fi)
 		if f != nil && f.seen == t.polls {
@@ -310,10 +373,8 @@ func (t *Follower) poll(ctx context.Context, final bool) {
 				continue
 			}
 			if f, err = t.open(path, first); err != nil {
-				if t.opts.OpenFailed != nil {
-					t.opts.OpenFailed(path, err)
-				} else {
-					t.logger.Warn(t.name+": cannot follow file", zap.String("path", path), zap.Error(err))
+				if !errors.Is(err, fs.ErrNotExist) {
+					t.Refuse(path, RefusalCannotOpen, err)
 				}
 				continue
 			}
@@ -322,6 +383,7 @@ func (t *Follower) poll(ctx context.Context, final bool) {
 		t.read(f)
 	}
 	t.letGo()
+	t.forgetRefused()
 	if first && t.opts.Identity == ByPath {
 		t.dropGone()
 	}
@@ -583,4 +645,21 @@ func (pathCodec) Decode(data []byte) (map[string]Stored, error) {
 func (pathCodec) Encode(files map[string]Stored) []byte {
 	data, _ := json.Marshal(files)
 	return data
+}
+
+// ModeName names a file type that is not a regular file.
+func ModeName(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "file of mode " + m.String()
 }

@@ -5,7 +5,9 @@ import (
 	stdcontext "context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -31,6 +33,8 @@ type TailerOptions struct {
 	PollInterval     time.Duration
 	// MaxLineBytes is the longest row, without its newline (0: no limit).
 	MaxLineBytes int64
+	// Refused counts a matched path that is not followed (follow.Refusal* reasons).
+	Refused func(path, reason string)
 	// Store keeps the offsets (nil: not kept across restarts). They are read at Start. A
 	// checkpoint section (follow.PulledStore) asks for them under Locker at each checkpoint
 	// (Offsets) and is saved into at Shutdown; another store is saved into at every poll.
@@ -153,11 +157,7 @@ func NewTailer(agg *aggregate.Aggregator, opts TailerOptions, record func(*inges
 		Lock:             &t.mu,
 		Targets:          t.findRuns,
 		EndPoll:          t.endPoll,
-		OpenFailed: func(path string, err error) {
-			if t.logs.Allow(t.now()) { // retried every poll: the log is rate-limited
-				t.logger.Warn("rollouts: cannot follow file", zap.String("path", path), zap.Error(err))
-			}
-		},
+		Refused:          opts.Refused,
 	}, logger)
 	return t
 }
@@ -291,7 +291,17 @@ func (t *Tailer) matchMains() []string {
 			return false
 		}
 		fi, err := os.Stat(path)
-		return err == nil && fi.Mode().IsRegular()
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return false
+		case err != nil:
+			t.Refuse(path, follow.RefusalCannotStat, err)
+			return false
+		case !fi.Mode().IsRegular():
+			t.Refuse(path, follow.RefusalNotRegular, fmt.Errorf("a %s", follow.ModeName(fi.Mode())))
+			return false
+		}
+		return true
 	})
 }
 

@@ -140,6 +140,9 @@ func (r *consoleReceiver) Start(ctx context.Context, host component.Host) error 
 			MaxLineBytes:     max,
 			MaxFiles:         fc.MaxFiles,
 			Store:            store,
+			Refused: func(_, reason string) {
+				r.telemetry.ReceiverGymConsoleFilesRefused.Add(context.Background(), 1, metric.WithAttributes(attribute.String("reason", reason)))
+			},
 		}, r.record, r.set.Logger)
 		if err := r.files.Start(ctx); err != nil {
 			return err

@@ -186,6 +186,18 @@ func (s *ownTelemetry) httpBodyTooSlow(ctx context.Context) {
 	s.tb.ReceiverGymHTTPBodiesTooSlow.Add(ctx, 1, s.set)
 }
 
+// fileRefused counts a path a source's globs match that it does not follow.
+func (s *ownTelemetry) fileRefused(source string) func(path, reason string) {
+	return func(_, reason string) {
+		s.tb.ReceiverGymFilesRefused.Add(context.Background(), 1, s.withSource(source, reason))
+	}
+}
+
+// withSource is the measurement option of receiver=<id>, source and reason.
+func (s *ownTelemetry) withSource(source, reason string) metric.MeasurementOption {
+	return metric.WithAttributeSet(attribute.NewSet(s.id, attribute.String("source", source), attribute.String("reason", reason)))
+}
+
 func (s *ownTelemetry) checkpointDiscarded(ctx context.Context) {
 	s.tb.ReceiverGymCheckpointDiscards.Add(ctx, 1, s.set)
 }

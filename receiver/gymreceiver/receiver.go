@@ -176,6 +176,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 			MaxLineBytes:     r.cfg.MaxLineBytes,
 			MaxFiles:         fc.MaxFiles,
 			Store:            r.offsets(filesSection),
+			Refused:          r.self.fileRefused("files"),
 		}, r.recordStream, r.set.Logger)
 		if err := r.files.Start(ctx); err != nil {
 			return err
@@ -189,6 +190,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 			PollInterval:     rc.PollInterval,
 			MaxLineBytes:     rc.MaxLineBytes,
 			Store:            r.offsets(rolloutsSection),
+			Refused:          r.self.fileRefused("rollouts"),
 		}, r.recordRows, r.set.Logger)
 		if err := r.rollouts.Start(ctx); err != nil {
 			return err

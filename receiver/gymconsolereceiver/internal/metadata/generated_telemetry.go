@@ -34,6 +34,7 @@ type TelemetryBuilder struct {
 	ProcessorGymattrsPointsUnmerged               metric.Int64Counter
 	ProcessorGymattrsStateEntries                 metric.Int64Gauge
 	ProcessorGymattrsValuesNormalised             metric.Int64Counter
+	ReceiverGymConsoleFilesRefused                metric.Int64Counter
 	ReceiverGymConsoleLinesSkipped                metric.Int64Counter
 	ReceiverGymConsoleRecordsAccepted             metric.Int64Counter
 	ReceiverGymConsoleRecordsRejected             metric.Int64Counter
@@ -116,6 +117,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_processor_gymattrs_values_normalised",
 		metric.WithDescription("Declared attribute values changed by their rule (capped, replaced by a fallback, converted from another type, derived). [Development]"),
 		metric.WithUnit("{value}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverGymConsoleFilesRefused, err = builder.meter.Int64Counter(
+		"otelcol_receiver_gym_console_files_refused",
+		metric.WithDescription("Paths the files globs match that are not followed, by reason (not_regular_file, cannot_stat, cannot_open); counted once per path until it is followed or no longer matched. [Development]"),
+		metric.WithUnit("{path}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ReceiverGymConsoleLinesSkipped, err = builder.meter.Int64Counter(

@@ -27,6 +27,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ProcessorGymattrsPointsUnmerged.Add(context.Background(), 1)
 	tb.ProcessorGymattrsStateEntries.Record(context.Background(), 1)
 	tb.ProcessorGymattrsValuesNormalised.Add(context.Background(), 1)
+	tb.ReceiverGymConsoleFilesRefused.Add(context.Background(), 1)
 	tb.ReceiverGymConsoleLinesSkipped.Add(context.Background(), 1)
 	tb.ReceiverGymConsoleRecordsAccepted.Add(context.Background(), 1)
 	tb.ReceiverGymConsoleRecordsRejected.Add(context.Background(), 1)
@@ -54,6 +55,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorGymattrsValuesNormalised(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverGymConsoleFilesRefused(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverGymConsoleLinesSkipped(t, testTel,

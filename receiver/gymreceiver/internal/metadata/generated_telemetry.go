@@ -29,6 +29,7 @@ type TelemetryBuilder struct {
 	ReceiverGymCheckpointDiscards          metric.Int64Counter
 	ReceiverGymCheckpointFailures          metric.Int64Counter
 	ReceiverGymCheckpointSize              metric.Int64Gauge
+	ReceiverGymFilesRefused                metric.Int64Counter
 	ReceiverGymHTTPBodiesTooSlow           metric.Int64Counter
 	ReceiverGymHTTPMaxConnectionsReached   metric.Int64Counter
 	ReceiverGymLinesAccepted               metric.Int64Counter
@@ -89,6 +90,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_receiver_gym_checkpoint_size",
 		metric.WithDescription("Size of the last checkpoint saved (with storage). [Development]"),
 		metric.WithUnit("By"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverGymFilesRefused, err = builder.meter.Int64Counter(
+		"otelcol_receiver_gym_files_refused",
+		metric.WithDescription("Paths the files or rollouts globs match that are not followed, by source and reason (not_regular_file, cannot_stat, cannot_open); counted once per path until it is followed or no longer matched. [Development]"),
+		metric.WithUnit("{path}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ReceiverGymHTTPBodiesTooSlow, err = builder.meter.Int64Counter(

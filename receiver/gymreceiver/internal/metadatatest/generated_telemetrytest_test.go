@@ -22,6 +22,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ReceiverGymCheckpointDiscards.Add(context.Background(), 1)
 	tb.ReceiverGymCheckpointFailures.Add(context.Background(), 1)
 	tb.ReceiverGymCheckpointSize.Record(context.Background(), 1)
+	tb.ReceiverGymFilesRefused.Add(context.Background(), 1)
 	tb.ReceiverGymHTTPBodiesTooSlow.Add(context.Background(), 1)
 	tb.ReceiverGymHTTPMaxConnectionsReached.Add(context.Background(), 1)
 	tb.ReceiverGymLinesAccepted.Add(context.Background(), 1)
@@ -42,6 +43,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverGymCheckpointSize(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverGymFilesRefused(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverGymHTTPBodiesTooSlow(t, testTel,
