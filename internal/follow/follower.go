@@ -187,9 +187,8 @@ type refusal struct {
 	poll   int
 }
 
-// Refuse logs and counts that path is not followed, once while it stays refused for reason. A
-// source's Targets calls it (during the poll) for a path it leaves out itself.
-func (t *Follower) Refuse(path, reason string, err error) {
+// refuse logs and counts that path is not followed, once while it stays refused for reason.
+func (t *Follower) refuse(path, reason string, err error) {
 	if r, ok := t.refused[path]; ok && r.reason == reason {
 		t.refused[path] = refusal{reason, t.polls}
 		return
@@ -208,6 +207,24 @@ func (t *Follower) Refuse(path, reason string, err error) {
 	if t.opts.Refused != nil {
 		t.opts.Refused(path, reason)
 	}
+}
+
+// Regular stats path during a poll: a regular file is returned; a path gone since the glob is
+// not, silently; any other (a directory, FIFO, device, socket, a link loop) is refused. A
+// source's Targets uses it for the paths it picks itself.
+func (t *Follower) Regular(path string) (os.FileInfo, bool) {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, false
+	case err != nil:
+		t.refuse(path, RefusalCannotStat, err)
+		return nil, false
+	case !fi.Mode().IsRegular():
+		t.refuse(path, RefusalNotRegular, fmt.Errorf("a %s", modeName(fi.Mode())))
+		return nil, false
+	}
+	return fi, true
 }
 
 // forgetRefused forgets the paths this poll did not refuse: followed now, or no longer matched.
@@ -348,16 +365,9 @@ func (t *Follower) poll(ctx context.Context, final bool) {
 	first := t.polls == 1
 	t.waiting = false
 	for i, path := range t.targets(first) {
-		fi, err := os.Stat(path)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			continue // gone since the glob (a file followed there is let go below)
-		case err != nil:
-			t.Refuse(path, RefusalCannotStat, err)
-			continue
-		case !fi.Mode().IsRegular():
-			t.Refuse(path, RefusalNotRegular, fmt.Errorf("a %s", ModeName(fi.Mode())))
-			continue
+		fi, ok := t.Regular(path)
+		if !ok {
+			continue // a file followed there is let go below
 		}
 		f := t.find(path, fi)
 		if f != nil && f.seen == t.polls {
@@ -372,9 +382,10 @@ func (t *Follower) poll(ctx context.Context, final bool) {
 				}
 				continue
 			}
+			var err error
 			if f, err = t.open(path, first); err != nil {
 				if !errors.Is(err, fs.ErrNotExist) {
-					t.Refuse(path, RefusalCannotOpen, err)
+					t.refuse(path, RefusalCannotOpen, err)
 				}
 				continue
 			}
@@ -647,8 +658,8 @@ func (pathCodec) Encode(files map[string]Stored) []byte {
 	return data
 }
 
-// ModeName names a file type that is not a regular file.
-func ModeName(m fs.FileMode) string {
+// modeName names a file type that is not a regular file.
+func modeName(m fs.FileMode) string {
 	switch {
 	case m.IsDir():
 		return "directory"

@@ -5,9 +5,7 @@ import (
 	stdcontext "context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -290,18 +288,8 @@ func (t *Tailer) matchMains() []string {
 		if !isMainOutput(path) {
 			return false
 		}
-		fi, err := os.Stat(path)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return false
-		case err != nil:
-			t.Refuse(path, follow.RefusalCannotStat, err)
-			return false
-		case !fi.Mode().IsRegular():
-			t.Refuse(path, follow.RefusalNotRegular, fmt.Errorf("a %s", follow.ModeName(fi.Mode())))
-			return false
-		}
-		return true
+		_, ok := t.Regular(path)
+		return ok
 	})
 }
 
