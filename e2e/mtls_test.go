@@ -22,7 +22,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// testCA is a certificate authority made for one test.
+// testCA is a certificate made for one test, with its key: a certificate authority, or what
+// one signed.
 type testCA struct {
 	cert *x509.Certificate
 	key  *ecdsa.PrivateKey
@@ -31,23 +32,11 @@ type testCA struct {
 
 func newTestCA(t *testing.T, dir, name string) *testCA {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(time.Now().UnixNano()),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
+	ca, _ := writeCert(t, dir, name, &x509.Certificate{
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	cert, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	ca := &testCA{cert: cert, key: key, file: filepath.Join(dir, name+".crt")}
-	require.NoError(t, os.WriteFile(ca.file, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	}, nil)
 	return ca
 }
 
@@ -55,25 +44,40 @@ func newTestCA(t *testing.T, dir, name string) *testCA {
 // its key, and returns their paths.
 func (ca *testCA) issue(t *testing.T, dir, name string, usage x509.ExtKeyUsage) (certFile, keyFile string) {
 	t.Helper()
+	c, keyFile := writeCert(t, dir, name, &x509.Certificate{
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{usage},
+	}, ca)
+	return c.file, keyFile
+}
+
+// writeCert signs tmpl (named name, valid from an hour ago for a day) under a new key with
+// parent's key (nil: its own, self-signed), writes NAME.crt and NAME.key in dir, and returns
+// the certificate (a CA when tmpl is one) and the key's path.
+func writeCert(t *testing.T, dir, name string, tmpl *x509.Certificate, parent *testCA) (*testCA, string) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
+	require.NoError(t, err)
+	tmpl.SerialNumber, tmpl.Subject = serial, pkix.Name{CommonName: name}
+	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
+	signer, signerKey := tmpl, key
+	if parent != nil {
+		signer, signerKey = parent.cert, parent.key
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, signer, &key.PublicKey, signerKey)
+	require.NoError(t, err)
+	cert, err := x509.ParseCertificate(der)
 	require.NoError(t, err)
 	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
 	require.NoError(t, err)
-	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
-	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	c := &testCA{cert: cert, key: key, file: filepath.Join(dir, name+".crt")}
+	keyFile := filepath.Join(dir, name+".key")
+	require.NoError(t, os.WriteFile(c.file, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
 	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600))
-	return certFile, keyFile
+	return c, keyFile
 }
 
 // TestAgentGatewayMutualTLS: the shipped agent and gateway (deploy/agent.yaml,
