@@ -206,14 +206,15 @@ func newPorts(t *testing.T) collectorPorts {
 // startCollector starts otelcol-gym with the configurations that configs gives for a set of
 // free ports (a string holding a newline is YAML, written to a file; else a path; later ones
 // override earlier ones, as the collector merges --config files), waits for its health
-// check, and starts it again on other ports when one was taken in the meantime.
-func startCollector(t *testing.T, configs func(collectorPorts) []string, prefix ...string) (*collector, collectorPorts) {
+// check, and starts it again on other ports when one was taken in the meantime. flags are
+// command-line flags given before the configurations (a feature gate).
+func startCollector(t *testing.T, configs func(collectorPorts) []string, flags ...string) (*collector, collectorPorts) {
 	t.Helper()
 	useCollector()
 	dir := t.TempDir()
 	for attempt := 1; ; attempt++ {
 		ports := newPorts(t)
-		args := append(append([]string(nil), prefix...), collectorBin) // prefix: a command that execs the collector
+		args := append([]string{collectorBin}, flags...) // flags: before the --config files
 		for i, c := range configs(ports) {
 			path := c
 			if strings.Contains(c, "\n") {

@@ -48,6 +48,7 @@ type gymReceiver struct {
 	rollouts   *rollouts.Tailer
 	store      storage.Client
 	ckpt       *checkpoint.Checkpointer // nil without storage
+	outage     *checkpointOutage        // reports the saves of ckpt that fail
 	stop       chan struct{}
 	wg         sync.WaitGroup
 }
@@ -89,6 +90,7 @@ func newGymReceiver(set receiver.Settings, cfg *Config, next consumer.Metrics) (
 		next:       next,
 		telemetry:  tb,
 		self:       self,
+		outage:     newCheckpointOutage(set.Logger, self.checkpointFailed, time.Now),
 		scope:      aggregate.Scope{Name: metadata.ScopeName, Version: set.BuildInfo.Version},
 		agg: aggregate.NewAggregator(aggregate.AggregatorConfig{
 			CardinalityLimit: cfg.CardinalityLimit,
@@ -106,6 +108,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 	if err := r.startCheckpoints(ctx, host); err != nil {
 		return err
 	}
+	r.outage.start(host)
 	// Before any transport runs: the series are there, at 0 (or restored), from the start.
 	r.self.zero(ctx, r.cfg, r.ckpt != nil)
 	r.self.resources(ctx, int64(r.agg.Len()))
@@ -345,8 +348,10 @@ func (r *gymReceiver) startCheckpoints(ctx context.Context, host component.Host)
 // syncCheckpoint is the HTTP transport's per-request durability (checkpoint_before_answer).
 func (r *gymReceiver) syncCheckpoint(ctx context.Context) {
 	if err := r.ckpt.Sync(ctx); err != nil {
-		r.self.checkpointFailed(context.Background())
-		r.set.Logger.Warn("gym receiver: saving the checkpoint before answering failed; the body is applied but may not survive a crash", zap.Error(err))
+		// The body is applied and answered: it may not survive a crash.
+		r.outage.failed(context.Background(), "before_answer", err)
+	} else {
+		r.outage.saved()
 	}
 }
 
@@ -381,9 +386,9 @@ func (r *gymReceiver) collect(ctx context.Context) {
 		start := time.Now()
 		size, err = r.ckpt.Collect(ctx, func(state *[]byte) { md = r.agg.CollectWithState(r.scope, state) })
 		if err != nil {
-			r.self.checkpointFailed(ctx)
-			r.set.Logger.Warn("gym receiver: saving the checkpoint failed; exporting anyway, a crash before the next checkpoint loses what was accepted since the last one", zap.Error(err))
+			r.outage.failed(ctx, "collection", err)
 		} else {
+			r.outage.saved()
 			r.self.checkpointSize(ctx, size)
 			r.set.Logger.Debug("gym receiver: checkpoint saved", zap.Int("bytes", size), zap.Duration("took", time.Since(start)))
 		}

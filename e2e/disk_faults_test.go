@@ -1,0 +1,247 @@
+//go:build linux
+
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+// diskFaultsConfig: the gym receiver (files and HTTP) with its checkpoint in file_storage on
+// the storage directory a test mounts, exporting twice: to a sink with no queue (what the
+// receiver sends, collection by collection) and to one through a persistent queue in the same
+// storage (the agent recipe's exporter). The health check is the component-status one, which
+// shows the receiver's recoverable error.
+const diskFaultsConfig = `
+extensions:
+  health_check:
+    http:
+      endpoint: 127.0.0.1:{{.P.Health}}
+      status:
+        enabled: true
+        path: /
+    component_health:
+      include_recoverable_errors: true
+      recovery_duration: 1ms
+  file_storage:
+    directory: {{index .X "storage"}}
+receivers:
+  gym:
+    storage: file_storage
+    http:
+      endpoint: 127.0.0.1:{{.P.Gym}}
+    files:
+      include: [{{index .X "files"}}]
+      start_at: beginning
+      poll_interval: 20ms
+    collection_interval: 200ms
+    process:
+      enabled: false
+exporters:
+  otlp_http:
+    endpoint: {{.Sink}}
+    encoding: proto
+    retry_on_failure:
+      enabled: false
+    sending_queue:
+      enabled: false
+  otlp_http/queued:
+    endpoint: {{index .X "queued"}}
+    encoding: proto
+    retry_on_failure:
+      initial_interval: 100ms
+      max_interval: 500ms
+    sending_queue:
+      enabled: true
+      storage: file_storage
+service:
+  extensions: [health_check, file_storage]
+` + serviceTelemetry + `
+  pipelines:
+    metrics:
+      receivers: [gym]
+      exporters: [otlp_http, otlp_http/queued]
+`
+
+// componentStatusGate turns on the health check that reports component status.
+const componentStatusGate = "--feature-gates=+extension.healthcheck.useComponentStatus"
+
+// TestCheckpointDiskFaults: the disk of the storage directory under a running collector fills
+// up while a run's file grows and Gym processes post events. Every save of the checkpoint
+// fails meanwhile: the receiver keeps collecting and exporting (the
+// sink without a queue gets every total), logs the outage once (not once per save), counts
+// each failure, and its health is a recoverable error; the persistent queue, on the same disk,
+// refuses requests (counted) and delivers the newest totals once it can write again. When the
+// disk is back, the next save works, is logged, and the health is OK again, with no
+// restart. A restart after that restores the checkpoint: no line is counted twice.
+func TestCheckpointDiskFaults(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	logs, storage := filepath.Join(dir, "logs"), filepath.Join(dir, "storage")
+	require.NoError(t, os.Mkdir(logs, 0o700))
+	require.NoError(t, os.Mkdir(storage, 0o700))
+	mountTmpfs(t, storage, "8m")
+	path := filepath.Join(logs, "run.jsonl")
+	inFile := attrIs("log.file.path", path)
+	appendFile(t, path, lines("", 0, 1000, false))
+
+	sink, queued := newCtlSink(t), newCtlSink(t)
+	start := func(sink *ctlSink) (*collector, collectorPorts) {
+		return startCollector(t, func(p collectorPorts) []string {
+			return []string{render(t, diskFaultsConfig, tmplData{P: p, Sink: sink.URL(), X: map[string]any{
+				"storage": storage, "files": filepath.Join(logs, "*.jsonl"), "queued": queued.URL(),
+			}})}
+		}, componentStatusGate)
+	}
+	col, ports := start(sink)
+	waitCompleted(t, sink, "before the fault", inFile, 1000)
+	waitNewest(t, queued, "before the fault, through the queue", inFile, 1000)
+	failures := func() float64 { return telemetryValue(t, ports, "otelcol_receiver_gym_checkpoint_failures") }
+	require.Zero(t, failures())
+
+	// Full: a file takes every free byte (ENOSPC), and more Gym processes make the
+	// checkpoint grow past the pages its database already holds.
+	fill := fillDisk(t, storage)
+	appendFile(t, path, lines("", 1000, 500, false))
+	posted := postResources(t, col, "full", 3000)
+	waitCompleted(t, sink, "disk full: the file", inFile, 1500)
+	waitCompleted(t, sink, "disk full: the posted events", serviceHasPrefix("full-"), float64(posted))
+	waitFor(t, "disk full: failed saves counted", func() bool { return failures() >= 5 })
+	health := healthBody(t, col)
+	t.Logf("disk full: %v failed saves; health %d %s", failures(), health.code, health.body)
+	assert.Contains(t, health.body, "StatusRecoverableError", "the receiver's status")
+	assert.Contains(t, health.body, "no space left on device")
+	assert.Equal(t, http.StatusInternalServerError, health.code, "unhealthy while the saves fail")
+	assert.Equal(t, 1, strings.Count(col.logTail(1<<20), "saving the checkpoint failed"),
+		"one log line for the outage, not one per save (the reminder comes after a minute)")
+	assert.Greater(t, telemetryValue(t, ports, "otelcol_exporter_enqueue_failed_metric_points", "exporter", "otlp_http/queued"), 0.0,
+		"the persistent queue cannot write either: the requests it refuses are counted")
+
+	// Space again: it recovers by itself.
+	require.NoError(t, os.Remove(fill))
+	waitFor(t, "space again: a save works", func() bool {
+		return strings.Contains(col.logTail(1<<20), "the checkpoint is saved again")
+	})
+	waitFor(t, "space again: healthy", func() bool { return healthBody(t, col).code == http.StatusOK })
+	appendFile(t, path, lines("", 1500, 500, false))
+	waitCompleted(t, sink, "space again: the file", inFile, 2000)
+	waitNewest(t, queued, "space again: the queue, the file", inFile, 2000)
+	waitNewest(t, queued, "space again: the queue, the posted events", serviceHasPrefix("full-"), float64(posted))
+	start1 := startOf(sink.exports()[len(sink.exports())-1], inFile)
+	require.NoError(t, col.stop(30*time.Second))
+
+	// A restart restores the last checkpoint: the same series, nothing read twice.
+	sink2 := newCtlSink(t)
+	col, _ = start(sink2)
+	waitCompleted(t, sink2, "after a restart: the file", inFile, 2000)
+	waitCompleted(t, sink2, "after a restart: the posted events", serviceHasPrefix("full-"), float64(posted))
+	assert.Equal(t, start1, startOf(sink2.exports()[len(sink2.exports())-1], inFile), "restored: the same start time")
+	require.NoError(t, col.stop(30*time.Second))
+}
+
+// mountTmpfs mounts a tmpfs of the given size on dir for the test: a disk the test can fill. It needs the right to mount (root, as these tests run); without it the
+// test is skipped, saying so.
+func mountTmpfs(t *testing.T, dir, size string) {
+	t.Helper()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=0700", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs (a disk to fill and make read-only): %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", "-l", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+}
+
+// fillDisk writes a file in dir until the file system is full, and returns its path.
+func fillDisk(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "fill")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	defer f.Close()
+	block := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(block); err != nil {
+			require.ErrorIs(t, err, syscall.ENOSPC)
+			break
+		}
+	}
+	for { // the last pages a smaller write still finds
+		if _, err := f.Write(block[:512]); err != nil {
+			break
+		}
+	}
+	return path
+}
+
+// postResources posts n Gym processes (service.name PREFIX-i), one rollout each, in bodies
+// of 100, and returns how many rollouts were accepted.
+func postResources(t *testing.T, col *collector, prefix string, n int) int {
+	t.Helper()
+	accepted := 0
+	for from := 0; from < n; from += 100 {
+		var body strings.Builder
+		for i := from; i < min(from+100, n); i++ {
+			body.WriteString(lines(fmt.Sprintf("%s-%d", prefix, i), 0, 1, true))
+		}
+		code, ans := col.postEvents(t, body.String())
+		require.Equal(t, http.StatusOK, code)
+		accepted += ans.Accepted - (min(from+100, n) - from) // less the resource lines
+	}
+	return accepted
+}
+
+func serviceHasPrefix(prefix string) func(pcommon.Map) bool {
+	return func(m pcommon.Map) bool {
+		v, ok := m.Get("service.name")
+		return ok && strings.HasPrefix(v.Str(), prefix)
+	}
+}
+
+// waitNewest waits until the newest point of each matching series, over every export (a
+// queue delivers out of order), sums to want.
+func waitNewest(t *testing.T, sink *ctlSink, what string, match func(pcommon.Map) bool, want float64) {
+	t.Helper()
+	var got float64
+	err := eventually(30*time.Second, 100*time.Millisecond, func() error {
+		if got = newestCompleted(sink.exports(), match); got != want {
+			return errNotYet
+		}
+		return nil
+	})
+	require.NoError(t, err, "%s: gym.rollout.completed_total is %v, want %v", what, got, want)
+}
+
+type healthAnswer struct {
+	code int
+	body string
+}
+
+// healthBody is the component-status health check's verbose answer.
+func healthBody(t *testing.T, col *collector) healthAnswer {
+	t.Helper()
+	resp, err := http.Get(col.healthURL + "?verbose")
+	if err != nil {
+		return healthAnswer{body: err.Error()}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return healthAnswer{body: err.Error()}
+	}
+	return healthAnswer{resp.StatusCode, string(b)}
+}
