@@ -19,7 +19,7 @@ import (
 type statusHost struct{ statuses []componentstatus.Status }
 
 func (*statusHost) GetExtensions() map[component.ID]component.Component { return nil }
-func (h *statusHost) Report(ev *componentstatus.Event)                 { h.statuses = append(h.statuses, ev.Status()) }
+func (h *statusHost) Report(ev *componentstatus.Event)                  { h.statuses = append(h.statuses, ev.Status()) }
 
 // TestCheckpointOutage: a disk that fails every save for ten minutes of 10 s collections is
 // logged once as an error, then reminded once a minute (not 60 times), every failure is
