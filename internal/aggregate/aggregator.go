@@ -10,6 +10,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/clock"
 	"github.com/gym-telemetry/otelcol-gym/internal/events"
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 	"github.com/gym-telemetry/otelcol-gym/internal/procstats"
@@ -33,6 +34,10 @@ type AggregatorConfig struct {
 	// MaxResources bounds the resources held at once (0: no bound): a resource line that
 	// would create one more is rejected, and its stream goes on on its default resource.
 	MaxResources int
+	// Clock is where time is read (nil: the host's): timestamps from its wall clock, never
+	// going back (clock.Stamps), expiry in its elapsed time, which a step of the host's clock
+	// does not move.
+	Clock clock.Clock
 }
 
 const numShards = 64
@@ -44,7 +49,8 @@ type Aggregator struct {
 	cfg    AggregatorConfig
 	seed   maphash.Seed
 	shards [numShards]shard
-	now    func() time.Time
+	clock  clock.Clock
+	stamps *clock.Stamps // start times and timestamps
 	procs  processes
 	insts  instances
 	live   atomic.Int64 // resources held
@@ -55,9 +61,16 @@ type shard struct {
 	m  map[string]*Resource
 }
 
+// stamp is the time of a series' start.
+func (a *Aggregator) stamp() pcommon.Timestamp { return pcommon.NewTimestampFromTime(a.stamps.Now()) }
+
 // NewAggregator returns an empty aggregator.
 func NewAggregator(cfg AggregatorConfig) *Aggregator {
-	a := &Aggregator{cfg: cfg, seed: maphash.MakeSeed(), now: time.Now}
+	c := cfg.Clock
+	if c == nil {
+		c = clock.System()
+	}
+	a := &Aggregator{cfg: cfg, seed: maphash.MakeSeed(), clock: c, stamps: clock.NewStamps(c)}
 	a.procs.pids = map[announcedPID]*Resource{}
 	for i := range a.shards {
 		a.shards[i].m = map[string]*Resource{}
@@ -71,8 +84,8 @@ type Resource struct {
 	key      string
 	attrs    []ResourceAttrValue
 	insts    [schema.NumInstruments]*instrument
-	touched  bool // received something since the last collection
-	lastSeen time.Time
+	touched  bool          // received something since the last collection
+	lastSeen time.Duration // the clock's elapsed time at the collection that last found it touched
 	dropped  bool
 	retired  bool   // a newer resource of its service instance took over: export once more, drop
 	seq      uint64 // snapshot lines applied
@@ -129,7 +142,7 @@ func (a *Aggregator) lookupOrCreate(sh *shard, key []byte, attrs func() []Resour
 		} else if !bounded {
 			a.live.Add(1)
 		}
-		r = &Resource{key: string(key), attrs: attrs(), lastSeen: a.now(), claim: a.insts.claims.Add(1)}
+		r = &Resource{key: string(key), attrs: attrs(), lastSeen: a.clock.Elapsed(), claim: a.insts.claims.Add(1)}
 		r.inst, _ = instanceKey(r.attrs)
 		sh.m[r.key] = r
 	}
@@ -214,7 +227,7 @@ func (r *Resource) series(a *Aggregator, st *Stream, k *keyBuilder) *series {
 		if len(in.order) >= a.cfg.CardinalityLimit-1 {
 			return r.overflow(a, st, k, in)
 		}
-		s = newSeries(k.in, k.ownedAttrs(), pcommon.NewTimestampFromTime(a.now()))
+		s = newSeries(k.in, k.ownedAttrs(), a.stamp())
 		s.key = string(key)
 		in.series[s.key] = s
 		in.order = append(in.order, s)
@@ -226,7 +239,7 @@ func (r *Resource) series(a *Aggregator, st *Stream, k *keyBuilder) *series {
 // overflow returns the overflow series of an instrument at its cardinality limit (never
 // remembered as a recent series: each measurement folded into it is counted).
 func (r *Resource) overflow(a *Aggregator, st *Stream, k *keyBuilder, in *instrument) *series {
-	now := pcommon.NewTimestampFromTime(a.now())
+	now := a.stamp()
 	st.Stats.Overflowed++
 	if in.overflow == nil {
 		in.overflow = newSeries(k.in, nil, now)
@@ -301,7 +314,7 @@ func (r *Resource) commitSnapshots(a *Aggregator, st *Stream) {
 	for _, t := range st.touched {
 		s := t.s
 		if t.kind == schema.KindCounter && s.hasVal && s.pending < s.val {
-			s.start = pcommon.NewTimestampFromTime(a.now())
+			s.start = a.stamp()
 		}
 		s.val, s.hasVal = s.pending, true
 	}

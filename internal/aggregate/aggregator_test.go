@@ -12,23 +12,28 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/clock"
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
-type clock struct{ t time.Time }
+// testClock is the aggregator's clock in a test: time passes when the test says.
+type testClock struct{ *clock.Fake }
 
-func (c *clock) now() time.Time          { return c.t }
-func (c *clock) advance(d time.Duration) { c.t = c.t.Add(d) }
-func (c *clock) ts() pcommon.Timestamp   { return pcommon.NewTimestampFromTime(c.t) }
+func (c *testClock) now() time.Time          { return c.Now() }
+func (c *testClock) advance(d time.Duration) { c.Advance(d) }
+func (c *testClock) ts() pcommon.Timestamp   { return pcommon.NewTimestampFromTime(c.Now()) }
 
-func newTestAggregator(t *testing.T, limit int) (*Aggregator, *clock) {
+// setClock makes c the aggregator's clock.
+func (a *Aggregator) setClock(c clock.Clock) { a.clock, a.stamps = c, clock.NewStamps(c) }
+
+func newTestAggregator(t *testing.T, limit int) (*Aggregator, *testClock) {
 	t.Helper()
 	reg, err := normalize.NewRegistry(nil, nil, nil)
 	require.NoError(t, err)
 	a := NewAggregator(AggregatorConfig{CardinalityLimit: limit, ExpireAfter: 5 * time.Minute, Registry: reg})
-	c := &clock{t: time.Unix(1_700_000_000, 0)}
-	a.now = c.now
+	c := &testClock{clock.NewFake(time.Unix(1_700_000_000, 0))}
+	a.setClock(c.Fake)
 	return a, c
 }
 

@@ -25,8 +25,8 @@ func (a *Aggregator) Collect(scope Scope) pmetric.Metrics {
 }
 
 func (a *Aggregator) collect(scope Scope, state *[]byte) pmetric.Metrics {
-	now := a.now()
-	ts := pcommon.NewTimestampFromTime(now)
+	now := a.clock.Elapsed()
+	ts := a.stamp()
 	md := pmetric.NewMetrics()
 	rs := a.retiredFirst(a.resources())
 	// The resource of each service instance exported now: its oldest retired one, if any.
@@ -59,7 +59,7 @@ func (a *Aggregator) collect(scope Scope, state *[]byte) pmetric.Metrics {
 			r.touched = false
 			r.lastSeen = now
 		}
-		expired := r.retired || (a.cfg.ExpireAfter > 0 && now.Sub(r.lastSeen) >= a.cfg.ExpireAfter)
+		expired := r.retired || (a.cfg.ExpireAfter > 0 && now-r.lastSeen >= a.cfg.ExpireAfter)
 		r.export(md, scope, ts)
 		if r.procDrop {
 			r.procDrop = false

@@ -219,7 +219,10 @@ func (a *Aggregator) RestoreState(b []byte) error {
 	if d.err != nil {
 		return fmt.Errorf("restoring state: %w", d.err)
 	}
-	now := a.now()
+	// An earlier life's clock may have been ahead of this one's (set back since, or stamps
+	// ahead after a step back): no point goes before a restored start time.
+	a.stamps.Floor(d.maxStart.AsTime())
+	now := a.clock.Elapsed()
 	// The oldest claim first, so the live resource of each service instance claims it last.
 	sort.Slice(rs, func(i, j int) bool { return rs[i].claim < rs[j].claim })
 	for _, r := range rs {
@@ -251,8 +254,9 @@ func (a *Aggregator) RestoreState(b []byte) error {
 // stateReader reads an encoded state; the first error sticks and every later read returns
 // zero values.
 type stateReader struct {
-	b   []byte
-	err error
+	b        []byte
+	err      error
+	maxStart pcommon.Timestamp // the latest start time read
 }
 
 func (d *stateReader) fail(msg string) {
@@ -419,6 +423,7 @@ func (d *stateReader) series(def *schema.Instrument, overflow bool) *series {
 	}
 	s.hasVal = flags&seriesFlagHasVal != 0
 	s.start = pcommon.Timestamp(d.uvarint())
+	d.maxStart = max(d.maxStart, s.start)
 	if def.Kind == schema.KindHistogram {
 		s.count = d.uvarint()
 		s.sum, s.min, s.max = d.float(), d.float(), d.float()

@@ -18,7 +18,7 @@ import (
 // several processes (counters, up-down sums, gauges, histograms, snapshot totals), an
 // instrument past its cardinality limit (overflow), an included process's stats (double sums
 // with their own start time) and a retired resource.
-func stateFixture(t *testing.T) (*Aggregator, *clock) {
+func stateFixture(t *testing.T) (*Aggregator, *testClock) {
 	t.Helper()
 	a, c := newTestAggregator(t, 4)
 	a.cfg.TrackPIDs, a.cfg.Hostname = true, "node7"
@@ -52,12 +52,12 @@ func stateFixture(t *testing.T) (*Aggregator, *clock) {
 	return a, c
 }
 
-func restoredCopy(t *testing.T, state []byte, c *clock) *Aggregator {
+func restoredCopy(t *testing.T, state []byte, c *testClock) *Aggregator {
 	t.Helper()
 	reg, err := normalize.NewRegistry(nil, nil, nil)
 	require.NoError(t, err)
 	b := NewAggregator(AggregatorConfig{CardinalityLimit: 4, ExpireAfter: 5 * time.Minute, Registry: reg, TrackPIDs: true, Hostname: "node7"})
-	b.now = c.now
+	b.setClock(c.Fake)
 	require.NoError(t, b.RestoreState(state))
 	return b
 }
@@ -104,7 +104,7 @@ func TestStateDamaged(t *testing.T) {
 	require.NoError(t, err)
 	for n := 0; n < len(state); n += 1 + n/64 {
 		b := NewAggregator(AggregatorConfig{CardinalityLimit: 4, Registry: reg})
-		b.now = c.now
+		b.setClock(c.Fake)
 		require.Error(t, b.RestoreState(state[:n]), "cut at %d", n)
 		assert.Zero(t, b.Len())
 	}
@@ -112,7 +112,7 @@ func TestStateDamaged(t *testing.T) {
 		bad := append([]byte(nil), state...)
 		bad[i] ^= 0xa5
 		b := NewAggregator(AggregatorConfig{CardinalityLimit: 4, Registry: reg})
-		b.now = c.now
+		b.setClock(c.Fake)
 		if b.RestoreState(bad) != nil {
 			assert.Zero(t, b.Len(), "flipped at %d", i)
 		}

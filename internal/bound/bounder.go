@@ -8,13 +8,13 @@ import (
 	"math"
 	"slices"
 	"sync"
-	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/clock"
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
@@ -30,7 +30,7 @@ import (
 //  3. merged and dropped points are removed, then metrics, scopes and resources left empty.
 type Bounder struct {
 	tel         Telemetry
-	now         func() time.Time
+	clock       clock.Clock // idle series expire in its elapsed time, which a step of the host's clock does not move
 	dropUnknown bool
 	reasonSets  [numDropReasons]metric.MeasurementOption
 
@@ -53,7 +53,7 @@ func New(cfg *Config, tel Telemetry) (*Bounder, error) {
 	}
 	p := &Bounder{
 		tel:         tel,
-		now:         time.Now,
+		clock:       clock.System(),
 		dropUnknown: cfg.UnknownMetrics == UnknownMetricsDrop,
 		st:          newState(cfg.CardinalityLimit, cfg.SeriesIdleTimeout),
 		bd:          newAttrBounder(reg),
@@ -172,7 +172,7 @@ type metricCtx struct {
 func (p *Bounder) Process(ctx context.Context, md pmetric.Metrics) (pmetric.Metrics, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := p.now().UnixNano()
+	now := int64(p.clock.Elapsed())
 	p.gen++
 	p.st.sweep(now)
 	b := &p.b

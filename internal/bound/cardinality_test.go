@@ -146,12 +146,12 @@ func TestOverflowIsSticky(t *testing.T) {
 	// 8 minutes on, a and c are re-sent, b is not; 4 more minutes: b is forgotten (idle
 	// for 12m), its slot is free. c was folded and is still live: it stays folded. d is new
 	// and takes the free slot.
-	tp.now = tp.now.Add(8 * time.Minute)
+	tp.clock.Advance(8 * time.Minute)
 	tp.run(t, newBatch().resource(res).counter(completed, "1",
 		pt{a: sc("a"), start: 1, t: 540, i: 2},
 		pt{a: sc("c"), start: 1, t: 540, i: 2},
 	).md)
-	tp.now = tp.now.Add(4 * time.Minute)
+	tp.clock.Advance(4 * time.Minute)
 	out := tp.run(t, newBatch().resource(res).counter(completed, "1",
 		pt{a: sc("c"), start: 1, t: 780, i: 3},
 		pt{a: sc("d"), start: 1, t: 780, i: 4},
@@ -216,10 +216,10 @@ func TestIdleStateForgotten(t *testing.T) {
 	entries := func() int64 { return tp.counter(t, "state_entries") }
 	// a, the overflow series, b's folded key, and the two cumulative streams.
 	assert.EqualValues(t, 5, entries())
-	tp.now = tp.now.Add(9 * time.Minute)
+	tp.clock.Advance(9 * time.Minute)
 	tp.run(t, newBatch().md)
 	assert.EqualValues(t, 5, entries())
-	tp.now = tp.now.Add(4 * time.Minute)
+	tp.clock.Advance(4 * time.Minute)
 	tp.run(t, newBatch().md)
 	assert.EqualValues(t, 0, entries())
 	assert.Empty(t, tp.st.resources)
@@ -304,4 +304,36 @@ func TestUnknownMetrics(t *testing.T) {
 		assert.Len(t, points(out, completed), 1)
 		assert.EqualValues(t, 2, tp.dropped(t, "unknown_metric"))
 	})
+}
+
+// The host's clock set forward a day, then back an hour: idle series are forgotten after
+// series_idle_timeout of elapsed time, not all at once at the step forward, nor never after the
+// step back. A series kept across the step keeps its slot (a new one still overflows).
+func TestIdleTimeoutAcrossClockSteps(t *testing.T) {
+	tp := newTestProcessor(t, func(cfg *Config) {
+		cfg.CardinalityLimit = 3
+		cfg.SeriesIdleTimeout = 10 * time.Minute
+	})
+	res := gymResource("a")
+	tp.run(t, newBatch().resource(res).counter(completed, "1",
+		pt{a: sc("a"), start: 1, t: 60, i: 1},
+		pt{a: sc("b"), start: 1, t: 60, i: 1},
+	).md)
+	tp.clock.Advance(8 * time.Minute)
+	tp.clock.Step(24 * time.Hour)
+	out := tp.run(t, newBatch().resource(res).counter(completed, "1",
+		pt{a: sc("a"), start: 1, t: 540, i: 2},
+		pt{a: sc("d"), start: 1, t: 540, i: 1},
+	).md)
+	got := byAttrs(points(out, completed))
+	assert.EqualValues(t, 1, got[overflowKey].Int, "b, idle 8 minutes, still holds its slot after the step: d overflows")
+	assert.EqualValues(t, 2, got[scKey("a")].Int)
+
+	tp.clock.Step(-time.Hour)
+	tp.clock.Advance(4 * time.Minute) // b idle 12 minutes of elapsed time: forgotten
+	out = tp.run(t, newBatch().resource(res).counter(completed, "1",
+		pt{a: sc("e"), start: 1, t: 780, i: 5},
+	).md)
+	got = byAttrs(points(out, completed))
+	assert.EqualValues(t, 5, got[scKey("e")].Int, "e took b's slot: b expired after the step back")
 }

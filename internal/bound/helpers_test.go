@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/clock"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
@@ -22,8 +23,8 @@ import (
 // Gym SDK sends, and the tests hold the rules to the spec (docs/metrics.md).
 
 var (
-	t0    = time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)
-	clock = t0.Add(time.Hour) // the processor's wall clock in tests
+	t0        = time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)
+	wallClock = t0.Add(time.Hour) // the processor's wall clock in tests
 )
 
 // ts is a timestamp s seconds after t0.
@@ -176,8 +177,8 @@ func (b *batchBuilder) histogram(name, unit string, temp pmetric.AggregationTemp
 // testProcessor is a Bounder with a settable clock and its telemetry.
 type testProcessor struct {
 	*Bounder
-	tel *componenttest.Telemetry
-	now time.Time
+	tel   *componenttest.Telemetry
+	clock *clock.Fake
 }
 
 // testTelemetry makes the Bounder's instruments with the names the components' metadata.yaml
@@ -215,8 +216,8 @@ func newTestProcessor(t testing.TB, edit func(*Config)) *testProcessor {
 	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
 	p, err := New(&cfg, testTelemetry(t, tel))
 	require.NoError(t, err)
-	tp := &testProcessor{Bounder: p, tel: tel, now: clock}
-	p.now = func() time.Time { return tp.now }
+	tp := &testProcessor{Bounder: p, tel: tel, clock: clock.NewFake(wallClock)}
+	p.clock = tp.clock
 	return tp
 }
 

@@ -262,7 +262,6 @@ func BenchmarkCheck(b *testing.B) {
 	}
 }
 
-
 // garbage writes 4 KiB of random bytes over page pg of path.
 func garbage(t *testing.T, path string, pg int64) {
 	t.Helper()
