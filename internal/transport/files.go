@@ -5,6 +5,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/checkpoint"
 	"github.com/gym-telemetry/otelcol-gym/internal/follow"
 )
 
@@ -21,21 +22,32 @@ type FilesOptions = follow.Options
 type FileTailer struct{ *follow.Follower }
 
 // NewFileTailer returns a file tailer whose files' lines go to the streams newStream makes,
-// one per file (for the source of the file's path); Start begins polling.
+// one per file (for the source of the file's path); Start begins polling. Its polls hold a
+// checkpoint.Gate (unless opts.Lock names another lock), which each file's reader yields
+// after every read: a checkpoint waits for at most one read of one file (a buffer of lines),
+// not for a poll over a large backlog.
 func NewFileTailer(newStream NewStream, opts FilesOptions, record Recorder, logger *zap.Logger) *FileTailer {
+	if opts.Lock == nil {
+		opts.Lock = &checkpoint.Gate{}
+	}
 	return &FileTailer{follow.NewFollower(func(f *follow.File, _ follow.Opened) follow.Reader {
 		return fileLines{newLineReader(newStream(f.Path), opts.MaxLineBytes, record)}
 	}, opts, logger)}
 }
 
-// fileLines is a file's line reader as the follower's Reader. It never yields: a poll of the
-// events files is one critical section, and its offsets are those of the lines it applied.
+// fileLines is a file's line reader as the follower's Reader. Its offsets are those of the
+// lines it applied; it yields after each read, its file's offset brought up to it first.
 type fileLines struct{ *lineReader }
 
-func (l fileLines) Read(f *follow.File, size int64, _ func()) error {
-	before := l.read
-	err := l.readFrom(io.NewSectionReader(f.F, f.Offset, size-f.Offset))
-	f.Offset += l.read - before
+func (l fileLines) Read(f *follow.File, size int64, yield func()) error {
+	from, before := f.Offset, l.read
+	l.chunkFn = func() {
+		f.Offset = from + l.read - before
+		yield()
+	}
+	err := l.readFrom(io.NewSectionReader(f.F, from, size-from))
+	l.chunkFn = nil
+	f.Offset = from + l.read - before
 	return err
 }
 

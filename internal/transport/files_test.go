@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
+	"github.com/gym-telemetry/otelcol-gym/internal/checkpoint"
 	"github.com/gym-telemetry/otelcol-gym/internal/events"
 	"github.com/gym-telemetry/otelcol-gym/internal/follow/followtest"
 )
@@ -191,4 +193,85 @@ func TestFilesWaitingFileKeepsStoredOffset(t *testing.T) {
 	}
 	assert.Equal(t, map[string]int64{"a": 1, "b": 1}, providers(agg2.Collect(aggregate.Scope{})), "b resumes at its stored offset")
 	require.NoError(t, ft2.Shutdown(context.Background()))
+}
+
+// mapStore is a checkpoint's storage in memory.
+type mapStore struct {
+	mu   sync.Mutex
+	data map[string][]byte
+}
+
+func (m *mapStore) Get(_ context.Context, k string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.data[k], nil
+}
+
+func (m *mapStore) Set(_ context.Context, k string, v []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.data[k] = append([]byte(nil), v...)
+	return nil
+}
+
+// TestFilesCheckpointDuringALongPoll: checkpoints taken while the first poll reads a large
+// backlog get in between two reads, rather than waiting for the poll to end, and each is
+// consistent: a collector restored from it and resumed at its offsets counts every line of
+// the file exactly once.
+func TestFilesCheckpointDuringALongPoll(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.events.jsonl")
+	const n = 300_000
+	followtest.AppendFile(t, path, lines("p", n))
+	opts := FilesOptions{
+		Include:          []string{filepath.Join(dir, "*.events.jsonl")},
+		StartAtBeginning: true,
+		PollInterval:     time.Hour,
+		MaxLineBytes:     1 << 16,
+		MaxFiles:         10,
+	}
+	start := func(store *mapStore) (*aggregate.Aggregator, *checkpoint.Checkpointer, *FileTailer) {
+		agg := newTestAggregator(t)
+		c := checkpoint.New(store, agg)
+		_, err := c.Restore(context.Background())
+		require.NoError(t, err)
+		o := opts
+		o.Store = c.Section("files")
+		ft := newEventsFileTailer(agg, o, nil, zap.NewNop())
+		t.Cleanup(func() { _ = ft.Shutdown(context.Background()) })
+		return agg, c, ft
+	}
+
+	store := &mapStore{data: map[string][]byte{}}
+	_, c, ft := start(store)
+	polled := make(chan error)
+	go func() { polled <- ft.Start(context.Background()) }() // the first poll reads the backlog
+	var saved [][]byte
+	for done := false; !done; {
+		select {
+		case err := <-polled:
+			require.NoError(t, err)
+			done = true
+		default:
+			_, err := c.Save(context.Background())
+			require.NoError(t, err)
+			saved = append(saved, append([]byte(nil), store.data[checkpoint.Key]...))
+			time.Sleep(time.Millisecond)
+		}
+	}
+
+	midPoll := 0
+	for i := 0; i < len(saved); i += 1 + len(saved)/8 { // restoring each would take a minute
+		ck := saved[i]
+		agg, _, ft := start(&mapStore{data: map[string][]byte{checkpoint.Key: ck}})
+		restored := providers(agg.Collect(aggregate.Scope{}))["p"]
+		if restored > 0 && restored < n {
+			midPoll++
+		}
+		require.NoError(t, ft.Start(context.Background()))
+		require.Equal(t, map[string]int64{"p": n}, providers(agg.Collect(aggregate.Scope{})),
+			"restored at %d lines and resumed: every line once", restored)
+	}
+	assert.Positive(t, midPoll, "a checkpoint got in during the poll (%d taken)", len(saved))
+	t.Logf("%d checkpoints during the poll; of those restored, %d between its first and last line", len(saved), midPoll)
 }

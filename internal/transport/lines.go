@@ -25,6 +25,9 @@ type lineReader struct {
 	skip    bool  // inside a line already rejected as too long
 	read    int64 // bytes read so far
 	flushFn Recorder
+	// chunkFn, when set, is called after the complete lines of each read are applied (and
+	// their counts flushed): a point where what is applied and what was read agree.
+	chunkFn func()
 }
 
 const initialLineBuf = 4 << 10
@@ -46,6 +49,9 @@ func (lr *lineReader) readFrom(r io.Reader) error {
 		if n > 0 {
 			lr.scan()
 			lr.flush()
+			if lr.chunkFn != nil {
+				lr.chunkFn()
+			}
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
