@@ -310,6 +310,26 @@ func TestSlurmDirectOTLP(t *testing.T) {
 	assert.NoDirExists(t, filepath.Join(dir, "run"), "the step's directory is removed at its end")
 }
 
+// startGatewayToSink starts deploy/gateway.yaml, with more --config flags, exporting to the
+// test's sink instead of a remote-write backend, and returns its OTLP gRPC port.
+func startGatewayToSink(t *testing.T, sink *ctlSink, configs ...string) int {
+	t.Helper()
+	useCollector()
+	gwPort, health := freePort(t), freePort(t)
+	args := append([]string{collectorBin, "--config", filepath.Join(repoRoot, "deploy", "gateway.yaml")}, configs...)
+	gw := startProcessEnv(t, "gateway", []string{
+		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", gwPort),
+		fmt.Sprintf("OTELCOL_GYM_OTLP_HTTP_ENDPOINT=127.0.0.1:%d", freePort(t)),
+		fmt.Sprintf("OTELCOL_GYM_HEALTH_ENDPOINT=127.0.0.1:%d", health),
+		fmt.Sprintf("OTELCOL_GYM_ZPAGES_ENDPOINT=127.0.0.1:%d", freePort(t)),
+		fmt.Sprintf("OTELCOL_GYM_TELEMETRY_PORT=%d", freePort(t)),
+	}, append(args,
+		"--config", "yaml:exporters::otlp_http::endpoint: "+sink.URL(),
+		"--config", "yaml:service::pipelines::metrics::exporters: [otlp_http]")...)
+	require.NoError(t, gw.waitReady(fmt.Sprintf("http://127.0.0.1:%d/", health), 60*time.Second))
+	return gwPort
+}
+
 // slurmFixedPorts fixes every endpoint of an agent to a port of freePort's, as a site that
 // needs known ports would.
 func slurmFixedPorts(t *testing.T) []string {
@@ -396,20 +416,9 @@ func TestSlurmGatewayTLS(t *testing.T) {
 	dir := t.TempDir()
 	cert, key, _ := selfSignedCert(t, dir)
 	sink := newCtlSink(t)
-	gwPort, health := freePort(t), freePort(t)
-	gw := startProcessEnv(t, "gateway", []string{
-		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", gwPort),
-		fmt.Sprintf("OTELCOL_GYM_OTLP_HTTP_ENDPOINT=127.0.0.1:%d", freePort(t)),
-		fmt.Sprintf("OTELCOL_GYM_HEALTH_ENDPOINT=127.0.0.1:%d", health),
-		fmt.Sprintf("OTELCOL_GYM_ZPAGES_ENDPOINT=127.0.0.1:%d", freePort(t)),
-		fmt.Sprintf("OTELCOL_GYM_TELEMETRY_PORT=%d", freePort(t)),
-	}, collectorBin, "--config", filepath.Join(repoRoot, "deploy", "gateway.yaml"),
+	gwPort := startGatewayToSink(t, sink,
 		"--config", "yaml:receivers::otlp::protocols::grpc::tls::cert_file: "+cert,
-		"--config", "yaml:receivers::otlp::protocols::grpc::tls::key_file: "+key,
-		// The test's sink instead of a remote-write backend.
-		"--config", "yaml:exporters::otlp_http::endpoint: "+sink.URL(),
-		"--config", "yaml:service::pipelines::metrics::exporters: [otlp_http]")
-	require.NoError(t, gw.waitReady(fmt.Sprintf("http://127.0.0.1:%d/", health), 60*time.Second))
+		"--config", "yaml:receivers::otlp::protocols::grpc::tls::key_file: "+key)
 	script := writeSlurmTask(t, dir)
 	endpoint := fmt.Sprintf("OTELCOL_GYM_GATEWAY_ENDPOINT=127.0.0.1:%d", gwPort)
 
