@@ -368,3 +368,81 @@ func TestKubernetesAgentToken(t *testing.T) {
 		assert.Contains(t, p.logTail(1<<16), file, "a token file %s: the error names the file", name)
 	}
 }
+
+// TestSlurmBearerToken: the launcher gives its step's agent a bearer token of its own (not the
+// step token, which the health check answers to anyone), in a file only the job's user can read,
+// and every task the headers that carry it. A real Python emitter with the task's environment
+// delivers; so does an OTLP request with OTEL_EXPORTER_OTLP_HEADERS as Gym's SDK reads them, and
+// gRPC with the token; without it (or with the step token) the gym HTTP and OTLP/HTTP receivers
+// answer 401 and the gRPC one Unauthenticated. The step ends with nothing lost.
+func TestSlurmBearerToken(t *testing.T) {
+	t.Parallel()
+	python := pythonOrSkip(t)
+	sink := newCtlSink(t)
+	dir := t.TempDir()
+	script := filepath.Join(dir, "task.py")
+	require.NoError(t, os.WriteFile(script, []byte(emitterTask), 0o600))
+	sdk := &gymProcess{instance: "slurm-sdk", start: pcommon.NewTimestampFromTime(time.Now())}
+	body, err := pmetricotlp.NewExportRequestFromMetrics(sdk.otlpMetrics(5)).MarshalProto()
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "otlp.pb"), body, 0o600))
+	fixed := slurmFixedPorts(t) // the test probes the agent's gRPC port, which tasks are not given
+	const job = 5701
+	task := startSlurmTasks(t, "token", slurmStepEnv(job, dir, append(fixed,
+		"OTELCOL_GYM_EXPORT_TO=otlp", "OTELCOL_GYM_EXPORT_OTLP_ENDPOINT="+sink.URL(),
+		"PYTHONPATH="+filepath.Join(repoRoot, "python"), "OTEL_SERVICE_NAME=nemo-gym/slurm-emitter",
+		"OTLP_BODY="+filepath.Join(dir, "otlp.pb"))...), python, script, []int{6})[0]
+
+	var st struct {
+		Sent, Lost, Dropped, Flushed float64
+		Answers                      map[string]int
+		Env                          map[string]*string
+	}
+	require.NoError(t, eventually(90*time.Second, 100*time.Millisecond, func() error {
+		data, err := os.ReadFile(filepath.Join(dir, "task.json"))
+		if err != nil || task.exited() {
+			return fmt.Errorf("no task.json yet (%v); task exited: %v", err, task.exited())
+		}
+		return json.Unmarshal(data, &st)
+	}), task.logTail(8000))
+	runDir := filepath.Join(dir, "run")
+	tokenData, err := os.ReadFile(filepath.Join(runDir, "token"))
+	require.NoError(t, err)
+	token := string(tokenData)
+	assert.Regexp(t, `^[0-9a-f]{64}$`, token)
+	for path, want := range map[string]os.FileMode{runDir: 0o700 | os.ModeDir, filepath.Join(runDir, "token"): 0o600} {
+		fi, err := os.Stat(path)
+		if assert.NoError(t, err) {
+			assert.Equal(t, want, fi.Mode(), "%s: the job user's alone", path)
+		}
+	}
+	for _, k := range []string{"OTELCOL_GYM_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS"} {
+		if assert.NotNil(t, st.Env[k], k) {
+			assert.Equal(t, "authorization=Bearer%20"+token, *st.Env[k], k)
+		}
+	}
+	assert.Equal(t, map[string]int{"otlp with the headers": 200, "otlp without": 401, "events without": 401,
+		"events with the step token": 401}, st.Answers)
+	assert.Equal(t, 1.0, st.Flushed)
+	assert.Positive(t, st.Sent)
+	assert.Zero(t, st.Lost+st.Dropped)
+
+	var grpcAddr string
+	for _, e := range fixed {
+		if v, ok := strings.CutPrefix(e, "OTELCOL_GYM_OTLP_GRPC_ENDPOINT="); ok {
+			grpcAddr = v
+		}
+	}
+	viaGRPC := &gymProcess{instance: "slurm-grpc", start: pcommon.NewTimestampFromTime(time.Now())}
+	err = exportGRPC(grpcAddr, viaGRPC.otlpMetrics(3), "")
+	assert.Equal(t, codes.Unauthenticated, status.Code(err), "gRPC without the token: %v", err)
+	require.NoError(t, exportGRPC(grpcAddr, viaGRPC.otlpMetrics(4), token), "gRPC with the token")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go-on"), nil, 0o600))
+
+	require.Equal(t, 0, exitCode(t, task), task.logTail(8000))
+	assert.Equal(t, "nothing lost", summaryOf(t, task).verdict)
+	assert.Equal(t, 6.0, latestCompleted(sink.exports(), service("nemo-gym/slurm-emitter")), "the emitter's rollouts")
+	assert.Equal(t, 5.0, latestCompleted(sink.exports(), attrIs("service.instance.id", "slurm-sdk")), "OTLP/HTTP with the SDK's headers")
+	assert.Equal(t, 7.0, latestCompleted(sink.exports(), attrIs("service.instance.id", "slurm-grpc")), "gRPC with the token (a cumulative 7)")
+	assert.Empty(t, sink.errors())
+}

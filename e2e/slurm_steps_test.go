@@ -24,10 +24,11 @@ import (
 // the SLURM_* variables of fake job steps, the real binary, a real gateway and backends.
 
 // slurmJobTask is a task of a fake job step: it writes down the telemetry environment it was
-// given and sends argv[1] rollouts to the agent's endpoint, under a run and an instance named
+// given and sends argv[1] rollouts to the agent's endpoint (with the headers of
+// OTELCOL_GYM_HEADERS, as Gym's emitter does), under a run and an instance named
 // after its job and rank, as Gym's emitter would; it exits with $TASK_EXIT (default 0).
 // Arguments after the count are Gym's (the launcher may read --output).
-const slurmJobTask = `import json, os, sys, urllib.request
+const slurmJobTask = `import json, os, sys, urllib.parse, urllib.request
 job, rank = os.environ["SLURM_JOB_ID"], os.environ["SLURM_LOCALID"]
 env = {k: os.environ.get(k) for k in ("OTELCOL_GYM_ENDPOINT", "OTELCOL_GYM_ENABLED")}
 with open(os.path.join(os.environ["TASK_OUT"], "env.%s.%s" % (job, rank)), "w") as f:
@@ -37,8 +38,10 @@ if n > 0:
     lines = [json.dumps({"event": "resource", "attributes": {"service.name": "nemo-gym/slurm",
              "service.instance.id": "job-%s-task-%s" % (job, rank), "nemo.run.id": "e2e-slurm-" + job}})]
     lines += [json.dumps({"event": "rollout.completed", "outcome": "omitted", "dispatch_name": "math"})] * n
+    headers = {"Content-Type": "application/x-ndjson"}
+    headers.update(urllib.parse.unquote(h).split("=", 1) for h in os.environ["OTELCOL_GYM_HEADERS"].split(","))
     req = urllib.request.Request(env["OTELCOL_GYM_ENDPOINT"] + "/v1/events",
-        data=("\n".join(lines) + "\n").encode(), headers={"Content-Type": "application/x-ndjson"})
+        data=("\n".join(lines) + "\n").encode(), headers=headers)
     ans = json.load(urllib.request.urlopen(req, timeout=10))
     assert ans["accepted"] == n + 1, ans
 sys.exit(int(os.environ.get("TASK_EXIT", "0")))
