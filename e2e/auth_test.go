@@ -351,21 +351,17 @@ func TestKubernetesAgentToken(t *testing.T) {
 		if name == "empty" {
 			require.NoError(t, os.WriteFile(file, []byte(" \n"), 0o600))
 		}
-		args := []string{collectorBin}
-		for _, c := range configs[:2] {
-			args = append(args, "--config", filepath.Join(repoRoot, "deploy", c))
-		}
-		p := startProcessEnv(t, "agent-"+name, append(replaceEnv(env, "OTELCOL_GYM_TOKEN_FILE=", "OTELCOL_GYM_TOKEN_FILE="+file),
-			fmt.Sprintf("OTELCOL_GYM_HEALTH_ENDPOINT=127.0.0.1:%d", freePort(t)), fmt.Sprintf("OTELCOL_GYM_TELEMETRY_PORT=%d", freePort(t)),
-			fmt.Sprintf("OTELCOL_GYM_ZPAGES_ENDPOINT=127.0.0.1:%d", freePort(t)),
-			fmt.Sprintf("OTELCOL_GYM_STORAGE_DIR=%s", filepath.Join(dir, "state-"+name))), args...)
-		select {
-		case <-p.done:
-		case <-time.After(60 * time.Second):
-			t.Fatalf("a token file %s: the agent is still running:\n%s", name, p.logTail(4000))
-		}
-		assert.Error(t, p.err, "a token file %s", name)
-		assert.Contains(t, p.logTail(1<<16), file, "a token file %s: the error names the file", name)
+		health := freePort(t)
+		d := &deployed{name: "agent-" + name, configs: configs[:2], healthURL: fmt.Sprintf("http://127.0.0.1:%d/", health),
+			env: append(replaceEnv(env, "OTELCOL_GYM_TOKEN_FILE=", "OTELCOL_GYM_TOKEN_FILE="+file),
+				fmt.Sprintf("OTELCOL_GYM_HEALTH_ENDPOINT=127.0.0.1:%d", health), fmt.Sprintf("OTELCOL_GYM_TELEMETRY_PORT=%d", freePort(t)),
+				fmt.Sprintf("OTELCOL_GYM_ZPAGES_ENDPOINT=127.0.0.1:%d", freePort(t)), "OTELCOL_GYM_STORAGE_DIR="+filepath.Join(dir, "state-"+name))}
+		began := time.Now()
+		require.Error(t, d.start(t), "a token file %s: the agent started", name)
+		t.Logf("a token file %s: the agent exited after %v", name, time.Since(began).Round(time.Millisecond))
+		require.True(t, d.exited(), "a token file %s: the agent is still running", name)
+		assert.Error(t, d.err, "a token file %s: exit status", name)
+		assert.Contains(t, d.logTail(1<<16), file, "a token file %s: the error names the file", name)
 	}
 }
 
