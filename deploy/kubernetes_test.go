@@ -277,13 +277,7 @@ func checkRunFiles(t *testing.T, m *manifests, agent *appsv1.DaemonSet) {
 				} `json:"gym"`
 			} `json:"receivers"`
 		}
-		text := ""
-		for _, v := range spec.Volumes {
-			if v.ConfigMap != nil && m.configMaps[v.ConfigMap.Name] != nil {
-				text += m.configMaps[v.ConfigMap.Name].Data[filepath.Base(f)]
-			}
-		}
-		if err := yaml.Unmarshal([]byte(text), &cfg); err != nil {
+		if err := yaml.Unmarshal([]byte(mountedConfig(m, spec, f)), &cfg); err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
 		if r := cfg.Receivers.Gym.Rollouts; r != nil && len(r.Include) > 0 {

@@ -24,10 +24,11 @@ import (
 // the SLURM_* variables of fake job steps, the real binary, a real gateway and backends.
 
 // slurmJobTask is a task of a fake job step: it writes down the telemetry environment it was
-// given and sends argv[1] rollouts to the agent's endpoint, under a run and an instance named
+// given and sends argv[1] rollouts to the agent's endpoint (with the headers of
+// OTELCOL_GYM_HEADERS, as Gym's emitter does), under a run and an instance named
 // after its job and rank, as Gym's emitter would; it exits with $TASK_EXIT (default 0).
 // Arguments after the count are Gym's (the launcher may read --output).
-const slurmJobTask = `import json, os, sys, urllib.request
+const slurmJobTask = `import json, os, sys, urllib.parse, urllib.request
 job, rank = os.environ["SLURM_JOB_ID"], os.environ["SLURM_LOCALID"]
 env = {k: os.environ.get(k) for k in ("OTELCOL_GYM_ENDPOINT", "OTELCOL_GYM_ENABLED")}
 with open(os.path.join(os.environ["TASK_OUT"], "env.%s.%s" % (job, rank)), "w") as f:
@@ -37,8 +38,10 @@ if n > 0:
     lines = [json.dumps({"event": "resource", "attributes": {"service.name": "nemo-gym/slurm",
              "service.instance.id": "job-%s-task-%s" % (job, rank), "nemo.run.id": "e2e-slurm-" + job}})]
     lines += [json.dumps({"event": "rollout.completed", "outcome": "omitted", "dispatch_name": "math"})] * n
+    headers = {"Content-Type": "application/x-ndjson"}
+    headers.update(urllib.parse.unquote(h).split("=", 1) for h in os.environ["OTELCOL_GYM_HEADERS"].split(","))
     req = urllib.request.Request(env["OTELCOL_GYM_ENDPOINT"] + "/v1/events",
-        data=("\n".join(lines) + "\n").encode(), headers={"Content-Type": "application/x-ndjson"})
+        data=("\n".join(lines) + "\n").encode(), headers=headers)
     ans = json.load(urllib.request.urlopen(req, timeout=10))
     assert ans["accepted"] == n + 1, ans
 sys.exit(int(os.environ.get("TASK_EXIT", "0")))
@@ -310,6 +313,26 @@ func TestSlurmDirectOTLP(t *testing.T) {
 	assert.NoDirExists(t, filepath.Join(dir, "run"), "the step's directory is removed at its end")
 }
 
+// startGatewayToSink starts deploy/gateway.yaml, with more --config flags, exporting to the
+// test's sink instead of a remote-write backend, and returns its OTLP gRPC port.
+func startGatewayToSink(t *testing.T, sink *ctlSink, configs ...string) int {
+	t.Helper()
+	useCollector()
+	gwPort, health := freePort(t), freePort(t)
+	args := append([]string{collectorBin, "--config", filepath.Join(repoRoot, "deploy", "gateway.yaml")}, configs...)
+	gw := startProcessEnv(t, "gateway", []string{
+		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", gwPort),
+		fmt.Sprintf("OTELCOL_GYM_OTLP_HTTP_ENDPOINT=127.0.0.1:%d", freePort(t)),
+		fmt.Sprintf("OTELCOL_GYM_HEALTH_ENDPOINT=127.0.0.1:%d", health),
+		fmt.Sprintf("OTELCOL_GYM_ZPAGES_ENDPOINT=127.0.0.1:%d", freePort(t)),
+		fmt.Sprintf("OTELCOL_GYM_TELEMETRY_PORT=%d", freePort(t)),
+	}, append(args,
+		"--config", "yaml:exporters::otlp_http::endpoint: "+sink.URL(),
+		"--config", "yaml:service::pipelines::metrics::exporters: [otlp_http]")...)
+	require.NoError(t, gw.waitReady(fmt.Sprintf("http://127.0.0.1:%d/", health), 60*time.Second))
+	return gwPort
+}
+
 // slurmFixedPorts fixes every endpoint of an agent to a port of freePort's, as a site that
 // needs known ports would.
 func slurmFixedPorts(t *testing.T) []string {
@@ -396,20 +419,9 @@ func TestSlurmGatewayTLS(t *testing.T) {
 	dir := t.TempDir()
 	cert, key, _ := selfSignedCert(t, dir)
 	sink := newCtlSink(t)
-	gwPort, health := freePort(t), freePort(t)
-	gw := startProcessEnv(t, "gateway", []string{
-		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", gwPort),
-		fmt.Sprintf("OTELCOL_GYM_OTLP_HTTP_ENDPOINT=127.0.0.1:%d", freePort(t)),
-		fmt.Sprintf("OTELCOL_GYM_HEALTH_ENDPOINT=127.0.0.1:%d", health),
-		fmt.Sprintf("OTELCOL_GYM_ZPAGES_ENDPOINT=127.0.0.1:%d", freePort(t)),
-		fmt.Sprintf("OTELCOL_GYM_TELEMETRY_PORT=%d", freePort(t)),
-	}, collectorBin, "--config", filepath.Join(repoRoot, "deploy", "gateway.yaml"),
+	gwPort := startGatewayToSink(t, sink,
 		"--config", "yaml:receivers::otlp::protocols::grpc::tls::cert_file: "+cert,
-		"--config", "yaml:receivers::otlp::protocols::grpc::tls::key_file: "+key,
-		// The test's sink instead of a remote-write backend.
-		"--config", "yaml:exporters::otlp_http::endpoint: "+sink.URL(),
-		"--config", "yaml:service::pipelines::metrics::exporters: [otlp_http]")
-	require.NoError(t, gw.waitReady(fmt.Sprintf("http://127.0.0.1:%d/", health), 60*time.Second))
+		"--config", "yaml:receivers::otlp::protocols::grpc::tls::key_file: "+key)
 	script := writeSlurmTask(t, dir)
 	endpoint := fmt.Sprintf("OTELCOL_GYM_GATEWAY_ENDPOINT=127.0.0.1:%d", gwPort)
 

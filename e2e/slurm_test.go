@@ -19,10 +19,10 @@ import (
 // slurmTask is a job step's task: a Python process that sends its rollouts to the endpoint
 // the launcher gave it, as Gym's emitter would, and writes down the telemetry environment it
 // was given.
-const slurmTask = `import json, os, sys, urllib.request
+const slurmTask = `import json, os, sys, urllib.parse, urllib.request
 rank = os.environ["SLURM_LOCALID"]
 env = {k: os.environ.get(k) for k in ("OTELCOL_GYM_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT",
-       "OTEL_EXPORTER_OTLP_PROTOCOL", "OTELCOL_GYM_ENABLED")}
+       "OTEL_EXPORTER_OTLP_PROTOCOL", "OTELCOL_GYM_ENABLED", "OTELCOL_GYM_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")}
 with open(os.path.join(os.environ["TASK_OUT"], "env." + rank), "w") as f:
     json.dump(env, f)
 if env["OTELCOL_GYM_ENABLED"] == "false":
@@ -31,15 +31,18 @@ n = int(sys.argv[1])
 lines = [json.dumps({"event": "resource", "attributes": {"service.name": "nemo-gym/slurm",
          "service.instance.id": "slurm-task-" + rank, "nemo.run.id": "e2e-slurm"}})]
 lines += [json.dumps({"event": "rollout.completed", "outcome": "omitted", "dispatch_name": "math"})] * n
+headers = {"Content-Type": "application/x-ndjson"}
+headers.update(urllib.parse.unquote(h).split("=", 1) for h in env["OTELCOL_GYM_HEADERS"].split(","))
 req = urllib.request.Request(env["OTELCOL_GYM_ENDPOINT"] + "/v1/events",
-    data=("\n".join(lines) + "\n").encode(), headers={"Content-Type": "application/x-ndjson"})
+    data=("\n".join(lines) + "\n").encode(), headers=headers)
 ans = json.load(urllib.request.urlopen(req, timeout=10))
 assert ans["accepted"] == n + 1, ans
 `
 
 // TestSlurmLauncher runs deploy/slurm/otelcol-gym-slurm as srun would on one node of a job: three
 // tasks at once (SLURM_LOCALID 0, 1, 2). Only the first starts an agent; every task waits for its
-// health check, sends its rollouts over the endpoint it was given, and the agent is stopped
+// health check, sends its rollouts over the endpoint it was given, with the bearer token it
+// was given (the same for every task of the step), and the agent is stopped
 // after the last task, gracefully: its collection interval is 4 minutes, so only the final
 // export on SIGTERM can bring the rollouts to the gateway and Prometheus, where they must be,
 // exactly, once the launcher has returned.
@@ -113,6 +116,7 @@ func TestSlurmLauncher(t *testing.T) {
 	}
 	assert.Equal(t, want, got, "Prometheus right after the step: the final export flushed")
 
+	headers := map[string]bool{}
 	for rank := range 3 {
 		var e map[string]*string
 		data, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("env.%d", rank)))
@@ -123,7 +127,14 @@ func TestSlurmLauncher(t *testing.T) {
 				assert.True(t, strings.HasPrefix(*e[k], "http://127.0.0.1:"), "task %d: %s=%s", rank, k, *e[k])
 			}
 		}
+		for _, k := range []string{"OTELCOL_GYM_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS"} {
+			if assert.NotNil(t, e[k], "task %d: %s", rank, k) {
+				assert.Regexp(t, `^authorization=Bearer%20[0-9a-f]{64}$`, *e[k], "task %d: %s", rank, k)
+				headers[*e[k]] = true
+			}
+		}
 	}
+	assert.Len(t, headers, 1, "one token for the step's tasks and both senders")
 
 	// An agent that cannot start does not stop the job: the task runs, with the emitter off.
 	bad := exec.Command("bash", launcher, python, script, "1")

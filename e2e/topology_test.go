@@ -134,7 +134,8 @@ func startDeployed(t *testing.T, name, config string, env []string) *deployed {
 	return startDeployedConfigs(t, name, []string{config}, env)
 }
 
-// startDeployedConfigs is startDeployed on several files of deploy/, merged in order.
+// startDeployedConfigs is startDeployed on several files of deploy/ (or absolute paths), merged
+// in order.
 func startDeployedConfigs(t *testing.T, name string, configs, env []string) *deployed {
 	t.Helper()
 	useCollector()
@@ -163,7 +164,10 @@ func (d *deployed) start(t *testing.T) error {
 	t.Helper()
 	args := []string{collectorBin}
 	for _, c := range d.configs {
-		args = append(args, "--config", filepath.Join(repoRoot, "deploy", c))
+		if !filepath.IsAbs(c) {
+			c = filepath.Join(repoRoot, "deploy", c)
+		}
+		args = append(args, "--config", c)
 	}
 	d.process = startProcessEnv(t, d.name, d.env, args...)
 	return d.waitReady(d.healthURL, 60*time.Second)
@@ -212,30 +216,7 @@ func (g *gymProcess) body(n int) string {
 func (g *gymProcess) emit(t *testing.T, agents []*deployed, gymPorts []int, n int) {
 	t.Helper()
 	if g.otlp != "" {
-		// A cumulative counter kept by the process itself, as Gym's OTel SDK keeps it: it
-		// does not reset when the agent restarts.
-		g.sent += n
-		md := pmetric.NewMetrics()
-		rm := md.ResourceMetrics().AppendEmpty()
-		ra := rm.Resource().Attributes()
-		ra.PutStr("service.name", "nemo-gym/topology")
-		ra.PutStr("service.instance.id", g.instance)
-		ra.PutStr("nemo.run.id", "e2e-topology")
-		sm := rm.ScopeMetrics().AppendEmpty()
-		sm.Scope().SetName("nemo_gym.telemetry")
-		m := sm.Metrics().AppendEmpty()
-		m.SetName("gym.rollout.completed_total")
-		m.SetUnit("{rollout}")
-		sum := m.SetEmptySum()
-		sum.SetIsMonotonic(true)
-		sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-		dp := sum.DataPoints().AppendEmpty()
-		dp.SetStartTimestamp(g.start)
-		dp.SetTimestamp(pcommon.NewTimestampFromTime(time.Now()))
-		dp.SetIntValue(int64(g.sent))
-		dp.Attributes().PutStr("nemo.gym.rollout.outcome", "omitted")
-		dp.Attributes().PutStr("nemo.gym.rollout.dispatch.name", "math")
-		postOTLP(t, g.otlp, md)
+		postOTLP(t, g.otlp, g.otlpMetrics(n))
 		return
 	}
 	if g.file != "" {
@@ -253,6 +234,33 @@ func (g *gymProcess) emit(t *testing.T, agents []*deployed, gymPorts []int, n in
 	require.NoError(t, json.Unmarshal([]byte(answer), &ans))
 	require.Zero(t, ans.Rejected+ans.Unknown, "%s: %s", g.instance, answer)
 	g.sent += ans.Accepted - 1 // the resource line
+}
+
+// otlpMetrics is what Gym's SDK exports after n more rollouts: a cumulative counter kept by the
+// process itself, which does not reset when the agent restarts.
+func (g *gymProcess) otlpMetrics(n int) pmetric.Metrics {
+	g.sent += n
+	md := pmetric.NewMetrics()
+	rm := md.ResourceMetrics().AppendEmpty()
+	ra := rm.Resource().Attributes()
+	ra.PutStr("service.name", "nemo-gym/topology")
+	ra.PutStr("service.instance.id", g.instance)
+	ra.PutStr("nemo.run.id", "e2e-topology")
+	sm := rm.ScopeMetrics().AppendEmpty()
+	sm.Scope().SetName("nemo_gym.telemetry")
+	m := sm.Metrics().AppendEmpty()
+	m.SetName("gym.rollout.completed_total")
+	m.SetUnit("{rollout}")
+	sum := m.SetEmptySum()
+	sum.SetIsMonotonic(true)
+	sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	dp := sum.DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(g.start)
+	dp.SetTimestamp(pcommon.NewTimestampFromTime(time.Now()))
+	dp.SetIntValue(int64(g.sent))
+	dp.Attributes().PutStr("nemo.gym.rollout.outcome", "omitted")
+	dp.Attributes().PutStr("nemo.gym.rollout.dispatch.name", "math")
+	return md
 }
 
 // promSeries is one series' raw samples as Prometheus holds them.
