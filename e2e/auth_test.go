@@ -321,6 +321,12 @@ func TestKubernetesAgentToken(t *testing.T) {
 	t.Logf("counted: %g HTTP 401 answers, %g gRPC Unauthenticated", http401, grpc16)
 	assert.Equal(t, float64(refusedHTTP+2), http401, "401 answers: %d gym http and 2 otlp http", refusedHTTP)
 	assert.Equal(t, 2.0, grpc16, "gRPC Unauthenticated answers")
+	// The gym receiver counts the refusals of its own HTTP transport at every level, and logs
+	// them with their peer.
+	assert.Equal(t, float64(refusedHTTP), telemetryValue(t, agent.ports, "otelcol_receiver_gym_http_refused", "status", "401"))
+	out := agent.logTail(1 << 20)
+	assert.Equal(t, refusedHTTP, strings.Count(out, "a request was refused by the server's authentication"), "each logged (5 a minute at most)")
+	assert.Contains(t, out, `"peer": "127.0.0.1:`)
 
 	// Rotation: the kubelet replaces the Secret's files; the agent reads the new token.
 	rotate(rotated + "\n")
