@@ -200,19 +200,30 @@ type Poller struct {
 	done chan struct{}
 }
 
-// Start begins calling poll every interval (the source's first poll is its own, in its Start).
-func (p *Poller) Start(interval time.Duration, poll func(context.Context)) {
+// Start begins calling poll every interval (the source's first poll is its own, in its Start),
+// and again at once while poll reports more to read; now: the first poll left more, poll at once.
+func (p *Poller) Start(interval time.Duration, poll func(context.Context) (again bool), now bool) {
 	p.stop, p.done = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(p.done)
 		tick := time.NewTicker(interval)
 		defer tick.Stop()
+		again := now
 		for {
-			select {
-			case <-p.stop:
-				return
-			case <-tick.C:
-				poll(context.Background())
+			if !again {
+				select {
+				case <-p.stop:
+					return
+				case <-tick.C:
+				}
+			}
+			again = false
+			for poll(context.Background()) {
+				select { // a breath between two turns, for whoever waits for the source's lock
+				case <-p.stop:
+					return
+				case <-time.After(time.Millisecond):
+				}
 			}
 		}
 	}()

@@ -81,13 +81,31 @@ func TestPoller(t *testing.T) {
 	var p Poller
 	assert.False(t, p.Stop(), "never started")
 	polls := make(chan struct{}, 100)
-	p.Start(time.Millisecond, func(context.Context) { polls <- struct{}{} })
+	p.Start(time.Millisecond, func(context.Context) bool { polls <- struct{}{}; return false }, false)
 	<-polls
 	assert.True(t, p.Stop())
 	assert.False(t, p.Stop(), "stopped already")
 	n := len(polls)
 	time.Sleep(5 * time.Millisecond)
 	assert.Equal(t, n, len(polls), "no poll after Stop")
+
+	// A poll that leaves more to read is followed by another at once, not at the next tick.
+	var again Poller
+	more := 3
+	done := make(chan struct{})
+	again.Start(time.Hour, func(context.Context) bool {
+		more--
+		if more == 0 {
+			close(done)
+		}
+		return more > 0
+	}, true)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second): // the tick is an hour away: only "again" gets here
+		t.Error("the polls that report more to read did not follow each other")
+	}
+	again.Stop()
 }
 
 // Begin is the one rule of where a file opened begins, for both sources.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"sort"
 	"sync"
@@ -49,7 +50,16 @@ type Options struct {
 	Refused func(path, reason string)
 	// Lines names what a file holds in logs (lines, rows; "" is lines).
 	Lines string
+	// ReadBudget is the most a poll reads of one file (0: DefaultReadBudget). A file with more
+	// is read on at the next poll, which then comes at once: a large backlog (or a sparse file
+	// of many gigabytes) is read in turns with the other files, none waits for it, and the
+	// first poll, inside Start, and the last, inside Shutdown, end after at most this much of
+	// each file (with storage, a restart resumes where the last one stopped).
+	ReadBudget int64
 }
+
+// DefaultReadBudget: at 1 to 1.5 GB/s, a file's turn lasts about 50 ms.
+const DefaultReadBudget = 64 << 20
 
 // Reasons a matched path is not followed. Each is logged and counted once per path, tried again
 // every poll: a path that becomes readable is followed then.
@@ -172,6 +182,8 @@ type Follower struct {
 	loaded  bool              // Start has read the store: Offsets stand for the source
 	closed  bool              // Shutdown saved the last offsets and let the files go
 	waiting bool              // the last poll left files waiting past MaxFiles
+	more    bool              // the last poll left a file with more than its budget to read
+	budget  int64             // what a poll reads of a file at most
 	polls   int
 	skipped int64 // files over MaxFiles, for the log
 	// refused: the paths not followed, by path: their reason and the last poll that refused them.
@@ -308,8 +320,8 @@ func (t *Follower) Start(ctx context.Context) error {
 	}
 	t.loaded = true
 	t.mu.Unlock()
-	t.Poll(ctx)
-	t.loop.Start(t.opts.PollInterval, t.Poll)
+	more := t.pollAgain(ctx)
+	t.loop.Start(t.opts.PollInterval, t.pollAgain, more)
 	return nil
 }
 
@@ -355,15 +367,26 @@ func (t *Follower) Followed() int {
 // Poll finds the files, reads each, lets go of those gone, and saves the offsets unless the
 // store pulls them. The loop calls it every PollInterval; a test may call it by hand.
 func (t *Follower) Poll(ctx context.Context) {
+	t.pollAgain(ctx)
+}
+
+// pollAgain is Poll, reporting whether a file was left with more to read than its budget.
+func (t *Follower) pollAgain(ctx context.Context) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.poll(ctx, false)
+	return t.more
 }
 
 func (t *Follower) poll(ctx context.Context, final bool) {
 	t.polls++
 	first := t.polls == 1
 	t.waiting = false
+	t.more = false
+	t.budget = t.opts.ReadBudget
+	if t.budget <= 0 {
+		t.budget = DefaultReadBudget
+	}
 	for i, path := range t.targets(first) {
 		fi, ok := t.Regular(path)
 		if !ok {
@@ -391,7 +414,9 @@ func (t *Follower) poll(ctx context.Context, final bool) {
 			}
 		}
 		f.Path, f.seen, f.rank = path, t.polls, i // renamed within the globs: the same stream goes on
-		t.read(f)
+		if t.read(f, t.budget) {
+			t.more = true
+		}
 	}
 	t.letGo()
 	t.forgetRefused()
@@ -448,7 +473,9 @@ func (t *Follower) letGo() {
 	})
 	for _, f := range t.gone {
 		if t.opts.Identity == ByHead && f.seen == t.polls-1 {
-			t.read(f)
+			if t.read(f, t.budget) {
+				t.more = true
+			}
 			continue
 		}
 		t.finish(f)
@@ -458,7 +485,7 @@ func (t *Follower) letGo() {
 
 // finish reads a file to its end and lets it go: a partial last line will never be finished.
 func (t *Follower) finish(f *tailedFile) {
-	t.read(f)
+	t.read(f, math.MaxInt64)
 	f.rd.Finish()
 	_ = f.Close()
 	delete(t.files, f.key)
@@ -529,22 +556,29 @@ func (t *Follower) lookupStored(fp []byte) (string, Stored, bool) {
 
 // read reads a file from its offset to its end, starting it again when it was truncated or
 // its head changed (copy-truncate).
-func (t *Follower) read(f *tailedFile) {
+// read reads f on, at most budget bytes of it, and reports whether it holds more.
+func (t *Follower) read(f *tailedFile, budget int64) (more bool) {
 	fi, err := f.F.Stat()
 	if err != nil {
-		return
+		return false
 	}
 	if f.Replaced(fi.Size()) {
 		t.logger.Info(t.name+": file was truncated or replaced; reading it from the start", zap.String("path", f.Path))
 		f.rd.Discard()
 	}
 	if fi.Size() == f.Offset {
-		return
+		return false
 	}
-	if err := f.rd.Read(f.File, fi.Size(), t.yield); err != nil {
+	end := fi.Size()
+	if end-f.Offset > budget {
+		end, more = f.Offset+budget, true
+	}
+	if err := f.rd.Read(f.File, end, t.yield); err != nil {
 		t.logger.Warn(t.name+": read failed", zap.String("path", f.Path), zap.Error(err))
+		more = false
 	}
 	f.GrowHead()
+	return more
 }
 
 // dropGone forgets the stored offsets of files gone at the first poll (deleted while the

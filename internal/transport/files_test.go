@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
 	"github.com/gym-telemetry/otelcol-gym/internal/checkpoint"
@@ -274,4 +277,53 @@ func TestFilesCheckpointDuringALongPoll(t *testing.T) {
 	}
 	assert.Positive(t, midPoll, "a checkpoint got in during the poll (%d taken)", len(saved))
 	t.Logf("%d checkpoints during the poll; of those restored, %d between its first and last line", len(saved), midPoll)
+}
+
+// TestFilesSparseHugeFile: a sparse file of 100 GB among the events files (nothing written:
+// zeros, no newline; a real writer's crash or a copy-truncate with a writer far past the new
+// end makes such files). Start reads at most a budget of it; each poll reads another budget of
+// it in turn with the other files, whose lines keep being counted at every poll; the zeros are
+// one line over max_line_bytes, rejected once and logged with the file; memory stays bounded.
+func TestFilesSparseHugeFile(t *testing.T) {
+	dir := t.TempDir()
+	huge := filepath.Join(dir, "huge.events.jsonl")
+	require.NoError(t, os.WriteFile(huge, nil, 0o600))
+	require.NoError(t, os.Truncate(huge, 100<<30))
+	small := filepath.Join(dir, "small.events.jsonl")
+	followtest.AppendFile(t, small, lines("s", 3))
+
+	core, logs := observer.New(zapcore.InfoLevel)
+	agg := newTestAggregator(t)
+	got := followtest.NewCounts()
+	ft := newEventsFileTailer(agg, FilesOptions{
+		Include:          []string{filepath.Join(dir, "*.events.jsonl")},
+		StartAtBeginning: true,
+		PollInterval:     time.Hour,
+		MaxLineBytes:     1 << 16,
+		MaxFiles:         100,
+		ReadBudget:       16 << 20,
+	}, got.Record, zap.New(core))
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	require.NoError(t, ft.Start(context.Background()))
+	t.Cleanup(func() { _ = ft.Shutdown(context.Background()) })
+	assert.Equal(t, map[string]int64{"s": 3}, providers(agg.Collect(aggregate.Scope{})), "Start did not wait for the huge file")
+	for i := range 8 {
+		followtest.AppendFile(t, small, lines("s", 1))
+		ft.Poll(context.Background())
+		assert.Equal(t, map[string]int64{"s": int64(4 + i)}, providers(agg.Collect(aggregate.Scope{})), "poll %d", i)
+	}
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	grown := int64(after.HeapInuse) - int64(before.HeapInuse)
+	t.Logf("heap in use grew by %d KiB while reading the sparse file", grown/1024)
+	assert.Less(t, grown, int64(8<<20), "bounded: the line buffer is at most max_line_bytes+1")
+	assert.Equal(t, map[string]int64{"too_long": 1}, got.Rejected, "the zeros are one line, rejected once")
+	var named bool
+	for _, e := range logs.FilterMessage("files: lines rejected").All() {
+		named = named || e.ContextMap()["path"] == huge
+	}
+	assert.True(t, named, "the rejection is logged with the file")
 }
