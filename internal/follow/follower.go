@@ -50,6 +50,9 @@ type Options struct {
 	Refused func(path, reason string)
 	// Lines names what a file holds in logs (lines, rows; "" is lines).
 	Lines string
+	// Waiting, when set, is told at the end of every poll how many matching files wait past
+	// MaxFiles (0: none). The follower logs it too, at most once a minute.
+	Waiting func(n int)
 	// ReadBudget is the most a poll reads of one file (0: DefaultReadBudget). A file with more
 	// is read on at the next poll, which then comes at once: a large backlog (or a sparse file
 	// of many gigabytes) is read in turns with the other files, none waits for it, and the
@@ -176,16 +179,18 @@ type Follower struct {
 	yield     func() // mu.Yield, made once
 	pulled    bool   // the store pulls the offsets (Offsets): a poll does not save them
 
-	files   map[fileKey]*tailedFile
-	stored  map[string]Stored // from the store: where to resume a file, by key
-	held    bool              // the store held offsets at Start: start_at end does not apply
-	loaded  bool              // Start has read the store: Offsets stand for the source
-	closed  bool              // Shutdown saved the last offsets and let the files go
-	waiting bool              // the last poll left files waiting past MaxFiles
-	more    bool              // the last poll left a file with more than its budget to read
-	budget  int64             // what a poll reads of a file at most
-	polls   int
-	skipped int64 // files over MaxFiles, for the log
+	files        map[fileKey]*tailedFile
+	stored       map[string]Stored // from the store: where to resume a file, by key
+	held         bool              // the store held offsets at Start: start_at end does not apply
+	loaded       bool              // Start has read the store: Offsets stand for the source
+	closed       bool              // Shutdown saved the last offsets and let the files go
+	waiting      bool              // the last poll left files waiting past MaxFiles
+	more         bool              // the last poll left a file with more than its budget to read
+	budget       int64             // what a poll reads of a file at most
+	polls        int
+	waitingN     int        // files of this poll waiting past MaxFiles
+	firstWaiting string     // the first of them, for the log
+	waitLog      LogLimiter // a line a minute while files wait
 	// refused: the paths not followed, by path: their reason and the last poll that refused them.
 	refused map[string]refusal
 	scan    []byte
@@ -272,6 +277,7 @@ func NewFollower(newReader NewReader, opts Options, logger *zap.Logger) *Followe
 	t := &Follower{
 		opts: opts, name: opts.Name, lines: opts.Lines, newReader: newReader, logger: logger,
 		codec: opts.Codec, mu: opts.Lock, files: map[fileKey]*tailedFile{},
+		waitLog: LogLimiter{Burst: 1, Every: time.Minute},
 	}
 	if t.name == "" {
 		t.name = "files"
@@ -381,7 +387,7 @@ func (t *Follower) pollAgain(ctx context.Context) bool {
 func (t *Follower) poll(ctx context.Context, final bool) {
 	t.polls++
 	first := t.polls == 1
-	t.waiting = false
+	t.waiting, t.waitingN = false, 0
 	t.more = false
 	t.budget = t.opts.ReadBudget
 	if t.budget <= 0 {
@@ -399,10 +405,10 @@ func (t *Follower) poll(ctx context.Context, final bool) {
 		if f == nil {
 			if t.opts.MaxFiles > 0 && len(t.files) >= t.opts.MaxFiles {
 				t.waiting = true
-				t.skipped++
-				if t.skipped == 1 || t.skipped%1000 == 0 {
-					t.logger.Warn(t.name+": more matching files than max_files; the rest wait", zap.Int("max_files", t.opts.MaxFiles), zap.String("path", path))
+				if t.waitingN == 0 {
+					t.firstWaiting = path
 				}
+				t.waitingN++
 				continue
 			}
 			var err error
@@ -422,6 +428,13 @@ func (t *Follower) poll(ctx context.Context, final bool) {
 	t.forgetRefused()
 	if first && t.opts.Identity == ByPath {
 		t.dropGone()
+	}
+	if t.waitingN > 0 && t.waitLog.Allow(time.Now()) {
+		t.logger.Warn(t.name+": more matching files than max_files; the rest wait until followed files go",
+			zap.Int("max_files", t.opts.MaxFiles), zap.Int("waiting", t.waitingN), zap.String("first_waiting", t.firstWaiting))
+	}
+	if t.opts.Waiting != nil {
+		t.opts.Waiting(t.waitingN)
 	}
 	if t.opts.EndPoll != nil {
 		t.opts.EndPoll(first)

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -326,4 +327,126 @@ func TestFilesSparseHugeFile(t *testing.T) {
 		named = named || e.ContextMap()["path"] == huge
 	}
 	assert.True(t, named, "the rejection is logged with the file")
+}
+
+// budgetTailer is a tailer that reads at most budget bytes of a file per poll: a test stops it
+// in the middle of a file.
+func budgetTailer(t *testing.T, agg *aggregate.Aggregator, dir string, budget int64) (*FileTailer, *observer.ObservedLogs) {
+	t.Helper()
+	core, logs := observer.New(zapcore.InfoLevel)
+	ft := newEventsFileTailer(agg, FilesOptions{
+		Include:          []string{filepath.Join(dir, "*.events.jsonl")},
+		StartAtBeginning: true,
+		PollInterval:     time.Hour,
+		MaxLineBytes:     1 << 16,
+		MaxFiles:         100,
+		ReadBudget:       budget,
+	}, nil, zap.New(core))
+	return ft, logs
+}
+
+// TestFilesDeletedMidRead: a file deleted while it is being read (its first poll read part of
+// it) is read to its end from the descriptor still open, then let go: every line counted.
+func TestFilesDeletedMidRead(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.events.jsonl")
+	followtest.AppendFile(t, path, lines("d", 1000))
+	agg := newTestAggregator(t)
+	ft, _ := budgetTailer(t, agg, dir, 4096)
+	ft.Poll(context.Background())
+	part := providers(agg.Collect(aggregate.Scope{}))["d"]
+	require.Less(t, part, int64(1000), "the poll stopped in the middle")
+	require.NoError(t, os.Remove(path))
+	for range 3 {
+		ft.Poll(context.Background())
+	}
+	assert.Equal(t, map[string]int64{"d": 1000}, providers(agg.Collect(aggregate.Scope{})))
+	require.NoError(t, ft.Shutdown(context.Background()))
+}
+
+// TestFilesTruncatedMidRead: a file truncated and written again while it is being read (copy-
+// truncate in the middle of a backlog) is read again from its beginning at the next poll,
+// said in a log line; the lines not read before the truncation are lost, as with any reader of
+// copy-truncate rotation, and none is counted twice.
+func TestFilesTruncatedMidRead(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.events.jsonl")
+	followtest.AppendFile(t, path, lines("old", 1000))
+	agg := newTestAggregator(t)
+	ft, logs := budgetTailer(t, agg, dir, 4096)
+	ft.Poll(context.Background())
+	part := providers(agg.Collect(aggregate.Scope{}))["old"]
+	require.Less(t, part, int64(1000), "the poll stopped in the middle")
+	require.NoError(t, os.Truncate(path, 0))
+	followtest.AppendFile(t, path, lines("new", 10))
+	ft.Poll(context.Background())
+	assert.Equal(t, map[string]int64{"old": part, "new": 10}, providers(agg.Collect(aggregate.Scope{})))
+	assert.Equal(t, 1, logs.FilterMessage("files: file was truncated or replaced; reading it from the start").Len())
+	require.NoError(t, ft.Shutdown(context.Background()))
+}
+
+// TestFiles100kMatching: 100,000 files match the glob, with max_files 1024. The first poll
+// follows 1024 of them and counts their lines; the others wait, reported as a number at every
+// poll and logged once (not once per file or per poll); memory is that of 1024 files. When the
+// followed files go, the waiting ones take their places, and every line is counted once.
+func TestFiles100kMatching(t *testing.T) {
+	if testing.Short() {
+		t.Skip("creates 100,000 files")
+	}
+	dir := t.TempDir()
+	const n, maxFiles = 100_000, 1024
+	line := lines("m", 1)
+	for i := range n {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%06d.events.jsonl", i)), []byte(line), 0o600))
+	}
+	core, logs := observer.New(zapcore.InfoLevel)
+	agg := newTestAggregator(t)
+	var waiting []int
+	ft := newEventsFileTailer(agg, FilesOptions{
+		Include:          []string{filepath.Join(dir, "*.events.jsonl")},
+		StartAtBeginning: true,
+		PollInterval:     time.Hour,
+		MaxLineBytes:     1 << 16,
+		MaxFiles:         maxFiles,
+		Waiting:          func(n int) { waiting = append(waiting, n) },
+	}, nil, zap.New(core))
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	require.NoError(t, ft.Start(context.Background()))
+	t.Logf("first poll over %d matching files: %v", n, time.Since(start))
+	t.Cleanup(func() { _ = ft.Shutdown(context.Background()) })
+	counted := func() int64 {
+		var total int64
+		for _, rm := range agg.Collect(aggregate.Scope{}).ResourceMetrics().All() {
+			for _, m := range rm.ScopeMetrics().At(0).Metrics().All() {
+				if m.Name() == "gym.sandbox.create_retry_total" {
+					for _, dp := range m.Sum().DataPoints().All() {
+						total += dp.IntValue()
+					}
+				}
+			}
+		}
+		return total
+	}
+	assert.EqualValues(t, maxFiles, counted())
+	start = time.Now()
+	ft.Poll(context.Background())
+	t.Logf("a poll with %d waiting: %v", n-maxFiles, time.Since(start))
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	t.Logf("heap in use: +%d KiB for %d followed files", (int64(after.HeapInuse)-int64(before.HeapInuse))/1024, maxFiles)
+	assert.Equal(t, []int{n - maxFiles, n - maxFiles}, waiting)
+	assert.Equal(t, 1, logs.FilterMessage("files: more matching files than max_files; the rest wait until followed files go").Len(), "logged once")
+
+	// The followed files go (deleted after they were read): the next ones take their places.
+	for i := range maxFiles {
+		require.NoError(t, os.Remove(filepath.Join(dir, fmt.Sprintf("f%06d.events.jsonl", i))))
+	}
+	for range 3 { // let go one poll after they were last found, then the places are taken
+		ft.Poll(context.Background())
+	}
+	assert.EqualValues(t, 2*maxFiles, counted(), "the next 1024, each line once")
+	assert.Equal(t, n-2*maxFiles, waiting[len(waiting)-1])
 }

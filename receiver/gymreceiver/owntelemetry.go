@@ -250,6 +250,11 @@ func (s *ownTelemetry) processOtherHost(ctx context.Context, n int64) {
 	s.tb.ReceiverGymProcessOtherHost.Add(ctx, n, s.set)
 }
 
+// filesWaiting records the files waiting past files.max_files at the last poll.
+func (s *ownTelemetry) filesWaiting(n int) {
+	s.tb.ReceiverGymFilesWaiting.Record(context.Background(), int64(n), s.set)
+}
+
 func (s *ownTelemetry) resources(ctx context.Context, n int64) {
 	s.tb.ReceiverGymResources.Record(ctx, n, s.set)
 }

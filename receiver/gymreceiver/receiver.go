@@ -183,6 +183,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 			MaxFiles:         fc.MaxFiles,
 			Store:            r.offsets(filesSection),
 			Refused:          r.self.fileRefused("files"),
+			Waiting:          r.self.filesWaiting,
 		}, r.recordStream, r.set.Logger)
 		if err := r.files.Start(ctx); err != nil {
 			return err

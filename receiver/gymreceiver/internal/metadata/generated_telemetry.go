@@ -30,6 +30,7 @@ type TelemetryBuilder struct {
 	ReceiverGymCheckpointFailures          metric.Int64Counter
 	ReceiverGymCheckpointSize              metric.Int64Gauge
 	ReceiverGymFilesRefused                metric.Int64Counter
+	ReceiverGymFilesWaiting                metric.Int64Gauge
 	ReceiverGymHTTPBodiesTooSlow           metric.Int64Counter
 	ReceiverGymHTTPMaxConnectionsReached   metric.Int64Counter
 	ReceiverGymHTTPRefused                 metric.Int64Counter
@@ -97,6 +98,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_receiver_gym_files_refused",
 		metric.WithDescription("Paths the files or rollouts globs match that are not followed, by source and reason (not_regular_file, cannot_stat, cannot_open); counted once per path until it is followed or no longer matched. [Development]"),
 		metric.WithUnit("{path}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverGymFilesWaiting, err = builder.meter.Int64Gauge(
+		"otelcol_receiver_gym_files_waiting",
+		metric.WithDescription("Files the files globs match that wait because files.max_files are followed, as of the last poll (logged at most once a minute while some wait). [Development]"),
+		metric.WithUnit("{file}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ReceiverGymHTTPBodiesTooSlow, err = builder.meter.Int64Counter(

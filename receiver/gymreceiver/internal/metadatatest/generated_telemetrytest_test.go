@@ -23,6 +23,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ReceiverGymCheckpointFailures.Add(context.Background(), 1)
 	tb.ReceiverGymCheckpointSize.Record(context.Background(), 1)
 	tb.ReceiverGymFilesRefused.Add(context.Background(), 1)
+	tb.ReceiverGymFilesWaiting.Record(context.Background(), 1)
 	tb.ReceiverGymHTTPBodiesTooSlow.Add(context.Background(), 1)
 	tb.ReceiverGymHTTPMaxConnectionsReached.Add(context.Background(), 1)
 	tb.ReceiverGymHTTPRefused.Add(context.Background(), 1)
@@ -47,6 +48,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverGymFilesRefused(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverGymFilesWaiting(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverGymHTTPBodiesTooSlow(t, testTel,
