@@ -33,6 +33,9 @@ type TailerOptions struct {
 	MaxLineBytes int64
 	// Refused counts a matched path that is not followed (follow.Refusal* reasons).
 	Refused func(path, reason string)
+	// Waiting, when set, is told at the end of every poll how many runs wait past MaxRuns
+	// (0: none); they are logged at most once a minute.
+	Waiting func(n int)
 	// Store keeps the offsets (nil: not kept across restarts). They are read at Start. A
 	// checkpoint section (follow.PulledStore) asks for them under Locker at each checkpoint
 	// (Offsets) and is saved into at Shutdown; another store is saved into at every poll.
@@ -74,8 +77,10 @@ type Tailer struct {
 	owner      map[string]string
 	storedRuns map[string]storedRun // from the store, each entry consumed as its run is made
 	polls      int
-	skipped    int64
-	targets    []string // a poll's, reused
+	waiting    int               // runs of this poll waiting past MaxRuns
+	firstWait  string            // the first of them, for the log
+	waitLog    follow.LogLimiter // a line a minute while runs wait
+	targets    []string          // a poll's, reused
 
 	rd    *RowDecoder
 	row   Row
@@ -136,7 +141,8 @@ type storedRun struct {
 func NewTailer(agg *aggregate.Aggregator, opts TailerOptions, record func(*ingest.Stats), logger *zap.Logger) *Tailer {
 	t := &Tailer{
 		opts: opts, agg: agg, record: record, logger: logger, now: time.Now,
-		runs: map[string]*run{}, owner: map[string]string{},
+		waitLog: follow.LogLimiter{Burst: 1, Every: time.Minute},
+		runs:    map[string]*run{}, owner: map[string]string{},
 		rd:    NewRowDecoder(0),
 		stats: ingest.NewStats(),
 		logs:  follow.LogLimiter{Burst: 10, Every: 10 * time.Second},
@@ -169,6 +175,7 @@ func (t *Tailer) poll(ctx stdcontext.Context) { t.Poll(ctx) }
 // endPoll forgets the run.
 func (t *Tailer) findRuns(bool) []string {
 	t.polls++
+	t.waiting = 0
 	mains := t.matchMains()
 	perDir := map[string]int{}
 	for _, p := range mains {
@@ -250,6 +257,13 @@ func (t *Tailer) endPoll(first bool) {
 	if first {
 		t.dropGone()
 	}
+	if t.waiting > 0 && t.waitLog.Allow(t.now()) {
+		t.logger.Warn("rollouts: more runs than the receiver follows at once; the rest wait until followed runs go",
+			zap.Int("max_runs", MaxRuns), zap.Int("waiting", t.waiting), zap.String("first_waiting", t.firstWait))
+	}
+	if t.opts.Waiting != nil {
+		t.opts.Waiting(t.waiting)
+	}
 	t.flush()
 }
 
@@ -266,10 +280,10 @@ func (t *Tailer) dropGone() {
 
 // skipRun counts a run (a main output or a report of its own) left waiting past MaxRuns.
 func (t *Tailer) skipRun(path string) {
-	t.skipped++
-	if t.skipped == 1 || t.skipped%1000 == 0 {
-		t.logger.Warn("rollouts: more runs than the receiver follows at once; the rest wait", zap.Int("max_runs", MaxRuns), zap.String("path", path), zap.Int64("waiting_so_far", t.skipped))
+	if t.waiting == 0 {
+		t.firstWait = path
 	}
+	t.waiting++
 }
 
 func sortedKeys(m map[string]*run) []string {

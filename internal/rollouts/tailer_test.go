@@ -597,10 +597,12 @@ func TestRolloutsReportPastMaxRuns(t *testing.T) {
 	t.Cleanup(func() { _ = rt.Shutdown(stdcontext.Background()) })
 	assert.Len(t, rt.runs, MaxRuns)
 	assert.NotContains(t, rt.runs, report)
-	assert.Equal(t, int64(1), rt.skipped)
-	entries := logs.FilterMessage("rollouts: more runs than the receiver follows at once; the rest wait").All()
-	require.Len(t, entries, 1)
-	assert.Equal(t, report, entries[0].ContextMap()["path"])
+	assert.Equal(t, 1, rt.waiting)
+	rt.Poll(stdcontext.Background())
+	entries := logs.FilterMessage("rollouts: more runs than the receiver follows at once; the rest wait until followed runs go").All()
+	require.Len(t, entries, 1, "once a minute, not once a poll")
+	assert.Equal(t, report, entries[0].ContextMap()["first_waiting"])
+	assert.EqualValues(t, 1, entries[0].ContextMap()["waiting"])
 }
 
 // The offsets go to each checkpoint that takes the Locker (Offsets) and are saved once more at Shutdown, not at

@@ -250,9 +250,11 @@ func (s *ownTelemetry) processOtherHost(ctx context.Context, n int64) {
 	s.tb.ReceiverGymProcessOtherHost.Add(ctx, n, s.set)
 }
 
-// filesWaiting records the files waiting past files.max_files at the last poll.
-func (s *ownTelemetry) filesWaiting(n int) {
-	s.tb.ReceiverGymFilesWaiting.Record(context.Background(), int64(n), s.set)
+// filesWaiting records what waits past files.max_files (source files) or the runs followed at
+// once (rollouts) at the source's last poll.
+func (s *ownTelemetry) filesWaiting(source string) func(n int) {
+	o := metric.WithAttributeSet(attribute.NewSet(s.id, attribute.String("source", source)))
+	return func(n int) { s.tb.ReceiverGymFilesWaiting.Record(context.Background(), int64(n), o) }
 }
 
 func (s *ownTelemetry) resources(ctx context.Context, n int64) {

@@ -183,7 +183,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 			MaxFiles:         fc.MaxFiles,
 			Store:            r.offsets(filesSection),
 			Refused:          r.self.fileRefused("files"),
-			Waiting:          r.self.filesWaiting,
+			Waiting:          r.self.filesWaiting("files"),
 		}, r.recordStream, r.set.Logger)
 		if err := r.files.Start(ctx); err != nil {
 			return err
@@ -198,6 +198,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 			MaxLineBytes:     rc.MaxLineBytes,
 			Store:            r.offsets(rolloutsSection),
 			Refused:          r.self.fileRefused("rollouts"),
+			Waiting:          r.self.filesWaiting("rollouts"),
 		}, r.recordRows, r.set.Logger)
 		if err := r.rollouts.Start(ctx); err != nil {
 			return err

@@ -102,7 +102,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ReceiverGymFilesWaiting, err = builder.meter.Int64Gauge(
 		"otelcol_receiver_gym_files_waiting",
-		metric.WithDescription("Files the files globs match that wait because files.max_files are followed, as of the last poll (logged at most once a minute while some wait). [Development]"),
+		metric.WithDescription("What the globs match that waits, by source (files, past files.max_files; rollouts, runs past the 4096 followed at once), as of the source's last poll (logged at most once a minute while some wait). [Development]"),
 		metric.WithUnit("{file}"),
 	)
 	errs = errors.Join(errs, err)

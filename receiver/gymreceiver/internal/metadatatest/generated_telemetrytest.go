@@ -86,7 +86,7 @@ func AssertEqualReceiverGymFilesRefused(t *testing.T, tt *componenttest.Telemetr
 func AssertEqualReceiverGymFilesWaiting(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_gym_files_waiting",
-		Description: "Files the files globs match that wait because files.max_files are followed, as of the last poll (logged at most once a minute while some wait). [Development]",
+		Description: "What the globs match that waits, by source (files, past files.max_files; rollouts, runs past the 4096 followed at once), as of the source's last poll (logged at most once a minute while some wait). [Development]",
 		Unit:        "{file}",
 		Data: metricdata.Gauge[int64]{
 			DataPoints: dps,
