@@ -134,7 +134,8 @@ func startDeployed(t *testing.T, name, config string, env []string) *deployed {
 	return startDeployedConfigs(t, name, []string{config}, env)
 }
 
-// startDeployedConfigs is startDeployed on several files of deploy/, merged in order.
+// startDeployedConfigs is startDeployed on several files of deploy/ (or absolute paths: a
+// test's overlay), merged in order.
 func startDeployedConfigs(t *testing.T, name string, configs, env []string) *deployed {
 	t.Helper()
 	useCollector()
@@ -163,7 +164,10 @@ func (d *deployed) start(t *testing.T) error {
 	t.Helper()
 	args := []string{collectorBin}
 	for _, c := range d.configs {
-		args = append(args, "--config", filepath.Join(repoRoot, "deploy", c))
+		if !filepath.IsAbs(c) { // a test's own overlay
+			c = filepath.Join(repoRoot, "deploy", c)
+		}
+		args = append(args, "--config", c)
 	}
 	d.process = startProcessEnv(t, d.name, d.env, args...)
 	return d.waitReady(d.healthURL, 60*time.Second)
@@ -186,6 +190,7 @@ func (d *deployed) acceptedPoints(t *testing.T) float64 {
 // files: written, as the agent reads every complete line exactly once).
 type gymProcess struct {
 	instance string
+	run      string // nemo.run.id; "" is e2e-topology
 	agent    int
 	file     string // "" for HTTP
 	otlp     string // Gym's SDK: the agent's OTLP/HTTP endpoint; its counter is its own
@@ -194,8 +199,15 @@ type gymProcess struct {
 	start    pcommon.Timestamp
 }
 
+func (g *gymProcess) runID() string {
+	if g.run == "" {
+		return "e2e-topology"
+	}
+	return g.run
+}
+
 func (g *gymProcess) resourceLine() string {
-	return fmt.Sprintf(`{"event":"resource","attributes":{"service.name":"nemo-gym/topology","service.instance.id":%q,"nemo.run.id":"e2e-topology","nemo.gym.server.name":"math","nemo.gym.server.type":"resources_servers"}}`+"\n", g.instance)
+	return fmt.Sprintf(`{"event":"resource","attributes":{"service.name":"nemo-gym/topology","service.instance.id":%q,"nemo.run.id":%q,"nemo.gym.server.name":"math","nemo.gym.server.type":"resources_servers"}}`+"\n", g.instance, g.runID())
 }
 
 // body is n rollouts, each line distinct (the seq field is unknown to the receiver).
@@ -220,7 +232,7 @@ func (g *gymProcess) emit(t *testing.T, agents []*deployed, gymPorts []int, n in
 		ra := rm.Resource().Attributes()
 		ra.PutStr("service.name", "nemo-gym/topology")
 		ra.PutStr("service.instance.id", g.instance)
-		ra.PutStr("nemo.run.id", "e2e-topology")
+		ra.PutStr("nemo.run.id", g.runID())
 		sm := rm.ScopeMetrics().AppendEmpty()
 		sm.Scope().SetName("nemo_gym.telemetry")
 		m := sm.Metrics().AppendEmpty()
@@ -325,9 +337,10 @@ type instanceTotal struct {
 	resets int
 }
 
-// rolloutTotals is gym_rollout_completed_total by instance, from the raw samples.
-func rolloutTotals(base string) (map[string]instanceTotal, error) {
-	series, err := promRaw(base, `gym_rollout_completed_total{nemo_run_id="e2e-topology"}`)
+// rolloutTotals is gym_rollout_completed_total of one run (nemo.run.id) by instance, from the
+// raw samples.
+func rolloutTotals(base, run string) (map[string]instanceTotal, error) {
+	series, err := promRaw(base, fmt.Sprintf(`gym_rollout_completed_total{nemo_run_id=%q}`, run))
 	if err != nil {
 		return nil, err
 	}
@@ -342,14 +355,24 @@ func rolloutTotals(base string) (map[string]instanceTotal, error) {
 	return out, nil
 }
 
-// waitTotals waits until Prometheus holds, for every process, exactly what it sent.
+// waitTotals waits until Prometheus holds, for every process, exactly what it sent, and no
+// other instance of their run (the run of procs[0]; they share it).
 func waitTotals(t *testing.T, prom, what string, procs []*gymProcess) map[string]instanceTotal {
+	t.Helper()
+	return waitTotalsTick(t, prom, what, procs, nil)
+}
+
+// waitTotalsTick is waitTotals calling tick (when not nil) before each look.
+func waitTotalsTick(t *testing.T, prom, what string, procs []*gymProcess, tick func()) map[string]instanceTotal {
 	t.Helper()
 	var got map[string]instanceTotal
 	var mismatch []string
 	err := eventually(60*time.Second, 250*time.Millisecond, func() error {
+		if tick != nil {
+			tick()
+		}
 		var err error
-		if got, err = rolloutTotals(prom); err != nil {
+		if got, err = rolloutTotals(prom, procs[0].runID()); err != nil {
 			return err
 		}
 		mismatch = mismatch[:0]
