@@ -181,8 +181,7 @@ func (d *deployed) kill() {
 
 // acceptedPoints is what the collector's receivers accepted, from its own metrics.
 func (d *deployed) acceptedPoints(t *testing.T) float64 {
-	return telemetryValue(t, d.ports, "otelcol_receiver_accepted_metric_points_total") +
-		telemetryValue(t, d.ports, "otelcol_receiver_accepted_metric_points")
+	return d.counter(t, "otelcol_receiver_accepted_metric_points")
 }
 
 // gymProcess is a simulated Gym process: over HTTP to its agent, or writing an events file the
@@ -527,8 +526,8 @@ func TestTopology(t *testing.T) {
 		`{host_name="node-0"}`: 4, `{host_name="node-1"}`: 4, `{host_name="node-2"}`: 4,
 	}, nodes, "series by host.name")
 	for _, a := range agents {
-		assert.Zero(t, telemetryValue(t, a.ports, "otelcol_exporter_send_failed_metric_points_total")+
-			telemetryValue(t, a.ports, "otelcol_exporter_enqueue_failed_metric_points_total"),
+		assert.Zero(t, a.counter(t, "otelcol_exporter_send_failed_metric_points")+
+			a.counter(t, "otelcol_exporter_enqueue_failed_metric_points"),
 			"%s: points the exporter gave up on", a.name)
 	}
 	var sent int
