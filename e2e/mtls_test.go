@@ -159,7 +159,7 @@ func TestAgentGatewayMutualTLS(t *testing.T) {
 		}), "%s: its sends fail", c.name)
 		t.Logf("%s: %s", c.name, lastLine(c.agent.logTail(1<<20), "Exporting failed"))
 	}
-	got, err := rolloutTotals(prom)
+	got, err := rolloutTotals(prom, cases[0].gym.runID())
 	require.NoError(t, err)
 	assert.Equal(t, float64(cases[0].gym.sent), got[cases[0].gym.instance].total)
 	for _, c := range cases[1:] {

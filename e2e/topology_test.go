@@ -181,8 +181,7 @@ func (d *deployed) kill() {
 
 // acceptedPoints is what the collector's receivers accepted, from its own metrics.
 func (d *deployed) acceptedPoints(t *testing.T) float64 {
-	return telemetryValue(t, d.ports, "otelcol_receiver_accepted_metric_points_total") +
-		telemetryValue(t, d.ports, "otelcol_receiver_accepted_metric_points")
+	return d.counter(t, "otelcol_receiver_accepted_metric_points")
 }
 
 // gymProcess is a simulated Gym process: over HTTP to its agent, or writing an events file the
@@ -190,6 +189,7 @@ func (d *deployed) acceptedPoints(t *testing.T) float64 {
 // files: written, as the agent reads every complete line exactly once).
 type gymProcess struct {
 	instance string
+	run      string // nemo.run.id; "" is e2e-topology
 	agent    int
 	file     string // "" for HTTP
 	otlp     string // Gym's SDK: the agent's OTLP/HTTP endpoint; its counter is its own
@@ -198,8 +198,15 @@ type gymProcess struct {
 	start    pcommon.Timestamp
 }
 
+func (g *gymProcess) runID() string {
+	if g.run == "" {
+		return "e2e-topology"
+	}
+	return g.run
+}
+
 func (g *gymProcess) resourceLine() string {
-	return fmt.Sprintf(`{"event":"resource","attributes":{"service.name":"nemo-gym/topology","service.instance.id":%q,"nemo.run.id":"e2e-topology","nemo.gym.server.name":"math","nemo.gym.server.type":"resources_servers"}}`+"\n", g.instance)
+	return fmt.Sprintf(`{"event":"resource","attributes":{"service.name":"nemo-gym/topology","service.instance.id":%q,"nemo.run.id":%q,"nemo.gym.server.name":"math","nemo.gym.server.type":"resources_servers"}}`+"\n", g.instance, g.runID())
 }
 
 // body is n rollouts, each line distinct (the seq field is unknown to the receiver).
@@ -245,7 +252,7 @@ func (g *gymProcess) otlpMetrics(n int) pmetric.Metrics {
 	ra := rm.Resource().Attributes()
 	ra.PutStr("service.name", "nemo-gym/topology")
 	ra.PutStr("service.instance.id", g.instance)
-	ra.PutStr("nemo.run.id", "e2e-topology")
+	ra.PutStr("nemo.run.id", g.runID())
 	sm := rm.ScopeMetrics().AppendEmpty()
 	sm.Scope().SetName("nemo_gym.telemetry")
 	m := sm.Metrics().AppendEmpty()
@@ -333,9 +340,10 @@ type instanceTotal struct {
 	resets int
 }
 
-// rolloutTotals is gym_rollout_completed_total by instance, from the raw samples.
-func rolloutTotals(base string) (map[string]instanceTotal, error) {
-	series, err := promRaw(base, `gym_rollout_completed_total{nemo_run_id="e2e-topology"}`)
+// rolloutTotals is gym_rollout_completed_total of one run (nemo.run.id) by instance, from the
+// raw samples.
+func rolloutTotals(base, run string) (map[string]instanceTotal, error) {
+	series, err := promRaw(base, fmt.Sprintf(`gym_rollout_completed_total{nemo_run_id=%q}`, run))
 	if err != nil {
 		return nil, err
 	}
@@ -350,14 +358,24 @@ func rolloutTotals(base string) (map[string]instanceTotal, error) {
 	return out, nil
 }
 
-// waitTotals waits until Prometheus holds, for every process, exactly what it sent.
+// waitTotals waits until Prometheus holds, for every process, exactly what it sent, and no
+// other instance of their run (the run of procs[0]; they share it).
 func waitTotals(t *testing.T, prom, what string, procs []*gymProcess) map[string]instanceTotal {
+	t.Helper()
+	return waitTotalsTick(t, prom, what, procs, nil)
+}
+
+// waitTotalsTick is waitTotals calling tick (when not nil) before each look.
+func waitTotalsTick(t *testing.T, prom, what string, procs []*gymProcess, tick func()) map[string]instanceTotal {
 	t.Helper()
 	var got map[string]instanceTotal
 	var mismatch []string
 	err := eventually(60*time.Second, 250*time.Millisecond, func() error {
+		if tick != nil {
+			tick()
+		}
 		var err error
-		if got, err = rolloutTotals(prom); err != nil {
+		if got, err = rolloutTotals(prom, procs[0].runID()); err != nil {
 			return err
 		}
 		mismatch = mismatch[:0]
@@ -512,8 +530,8 @@ func TestTopology(t *testing.T) {
 		`{host_name="node-0"}`: 4, `{host_name="node-1"}`: 4, `{host_name="node-2"}`: 4,
 	}, nodes, "series by host.name")
 	for _, a := range agents {
-		assert.Zero(t, telemetryValue(t, a.ports, "otelcol_exporter_send_failed_metric_points_total")+
-			telemetryValue(t, a.ports, "otelcol_exporter_enqueue_failed_metric_points_total"),
+		assert.Zero(t, a.counter(t, "otelcol_exporter_send_failed_metric_points")+
+			a.counter(t, "otelcol_exporter_enqueue_failed_metric_points"),
 			"%s: points the exporter gave up on", a.name)
 	}
 	var sent int

@@ -1,0 +1,700 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+	"go.yaml.in/yaml/v3"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	_ "google.golang.org/grpc/encoding/gzip" // the agents send gzip
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// The network between a node agent (deploy/agent.yaml) and a gateway (deploy/gateway.yaml),
+// broken on purpose by a TCP proxy of the test between them: a gateway that takes connections
+// and never answers, one that answers "busy" (gRPC UNAVAILABLE / RESOURCE_EXHAUSTED with and
+// without RetryInfo; HTTP 503 / 429 with and without Retry-After), connections reset in the
+// middle of a request or of its answer, and a long outage that fills the persistent queue,
+// ended by kill -9 of both ends. Every case ends with Prometheus' raw samples adding up, for
+// every Gym process, to exactly what it sent (docs/deployment.md, Network faults).
+
+type proxyMode int
+
+const (
+	modePass        proxyMode = iota // relay both ways
+	modeHang                         // accept, read and discard, never write
+	modeRefuse                       // accept and reset at once
+	modeBusy                         // hand the connection to the proxy's busy server
+	modeCutRequest                   // relay a request's first half, then reset
+	modeCutResponse                  // relay the request whole, reset before its answer
+)
+
+// busyAnswer is what the busy server answers every request with.
+type busyAnswer struct {
+	code   codes.Code    // gRPC
+	status int           // HTTP
+	delay  time.Duration // RetryInfo / Retry-After; 0: none
+}
+
+// faultProxy listens on 127.0.0.1 and relays to upstream (a gateway's port) in the mode the
+// test sets. Every mode change resets the connections open (as a gateway restart would), so
+// the agent meets the new behaviour on its next connection.
+type faultProxy struct {
+	addr     string
+	upstream string
+	busy     *connListener
+
+	mu      sync.Mutex
+	mode    proxyMode
+	answer  busyAnswer
+	answers []time.Time // when the busy server answered a request
+	conns   map[*net.TCPConn]struct{}
+
+	hung    atomic.Int64 // connections taken in modeHang
+	stalled atomic.Bool  // the relays of modePass read and discard (a gateway hung mid-connection)
+	cuts    atomic.Int64 // requests or answers cut
+}
+
+func newFaultProxy(t *testing.T, upstream string) *faultProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &faultProxy{addr: ln.Addr().String(), upstream: upstream, conns: map[*net.TCPConn]struct{}{},
+		busy: &connListener{ch: make(chan net.Conn), done: make(chan struct{}), addr: ln.Addr()}}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			mode := p.mode
+			p.conns[c.(*net.TCPConn)] = struct{}{}
+			p.mu.Unlock()
+			go p.handle(c.(*net.TCPConn), mode)
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		p.busy.Close()
+		p.set(modeRefuse, busyAnswer{})
+	})
+	return p
+}
+
+// set switches the mode (and the busy answer) and resets every open connection.
+func (p *faultProxy) set(mode proxyMode, answer busyAnswer) {
+	p.mu.Lock()
+	p.mode, p.answer = mode, answer
+	p.stalled.Store(false)
+	conns := p.conns
+	p.conns = map[*net.TCPConn]struct{}{}
+	p.mu.Unlock()
+	for c := range conns {
+		reset(c)
+	}
+}
+
+// stall makes the gateway hang on the connections open too: they stay open, read and
+// discarded, and new ones hang (modeHang).
+func (p *faultProxy) stall() {
+	p.mu.Lock()
+	p.mode = modeHang
+	p.stalled.Store(true)
+	p.mu.Unlock()
+}
+
+// relay copies src to dst, dropping what it reads while the proxy is stalled.
+func (p *faultProxy) relay(dst, src io.ReadWriter) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !p.stalled.Load() {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// reset closes c with a TCP RST (SO_LINGER 0) instead of a FIN.
+func reset(c *net.TCPConn) {
+	_ = c.SetLinger(0)
+	_ = c.Close()
+}
+
+func (p *faultProxy) track(c *net.TCPConn) {
+	p.mu.Lock()
+	p.conns[c] = struct{}{}
+	p.mu.Unlock()
+}
+
+func (p *faultProxy) handle(c *net.TCPConn, mode proxyMode) {
+	switch mode {
+	case modeRefuse:
+		reset(c)
+		return
+	case modeHang:
+		p.hung.Add(1)
+		_, _ = io.Copy(io.Discard, c)
+		reset(c)
+		return
+	case modeBusy:
+		select {
+		case p.busy.ch <- c:
+		case <-p.busy.done:
+			reset(c)
+		}
+		return
+	}
+	u, err := net.DialTimeout("tcp", p.upstream, 5*time.Second)
+	if err != nil {
+		reset(c)
+		return
+	}
+	up := u.(*net.TCPConn)
+	p.track(up)
+	defer reset(c)
+	defer reset(up)
+	switch mode {
+	case modeCutRequest:
+		go func() { _, _ = io.Copy(c, up) }()
+		if hdr, payload, err := relayUntilData(up, c, true); err == nil {
+			_, _ = up.Write(append(hdr, payload[:len(payload)/2]...))
+			time.Sleep(20 * time.Millisecond) // the half reaches the gateway before the RST
+			p.cuts.Add(1)
+		}
+	case modeCutResponse:
+		go func() { _, _ = io.Copy(up, c) }()
+		if _, _, err := relayUntilData(c, up, false); err == nil {
+			p.cuts.Add(1)
+		}
+	default:
+		go func() { p.relay(up, c); reset(up) }()
+		p.relay(c, up)
+	}
+}
+
+// relayUntilData relays HTTP/2 frames from src to dst (after the client's connection preface
+// when preface is set) up to the first non-empty DATA frame of a stream, a gRPC message, which
+// it returns unrelayed.
+func relayUntilData(dst io.Writer, src io.Reader, preface bool) (hdr, payload []byte, err error) {
+	if preface {
+		pre := make([]byte, len("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"))
+		if _, err := io.ReadFull(src, pre); err != nil {
+			return nil, nil, err
+		}
+		if _, err := dst.Write(pre); err != nil {
+			return nil, nil, err
+		}
+	}
+	for {
+		hdr = make([]byte, 9)
+		if _, err := io.ReadFull(src, hdr); err != nil {
+			return nil, nil, err
+		}
+		length := int(hdr[0])<<16 | int(hdr[1])<<8 | int(hdr[2])
+		payload = make([]byte, length)
+		if _, err := io.ReadFull(src, payload); err != nil {
+			return nil, nil, err
+		}
+		const frameData = 0
+		if hdr[3] == frameData && binary.BigEndian.Uint32(hdr[5:])&0x7fffffff != 0 && length > 0 {
+			return hdr, payload, nil
+		}
+		if _, err := dst.Write(append(hdr, payload...)); err != nil {
+			return nil, nil, err
+		}
+	}
+}
+
+// busyReply records an answer of the busy server and returns what to answer.
+func (p *faultProxy) busyReply() busyAnswer {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.answers = append(p.answers, time.Now())
+	return p.answer
+}
+
+// answersSince returns the busy answers from the n-th on.
+func (p *faultProxy) answersSince(n int) []time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]time.Time(nil), p.answers[min(n, len(p.answers)):]...)
+}
+
+func (p *faultProxy) answered() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.answers)
+}
+
+// serveBusyGRPC answers every OTLP export with the busy answer's status (and RetryInfo).
+func (p *faultProxy) serveBusyGRPC(t *testing.T) {
+	srv := grpc.NewServer()
+	pmetricotlp.RegisterGRPCServer(srv, &busyOTLP{p: p})
+	go func() { _ = srv.Serve(p.busy) }()
+	t.Cleanup(srv.Stop)
+}
+
+type busyOTLP struct {
+	pmetricotlp.UnimplementedGRPCServer
+	p *faultProxy
+}
+
+func (b *busyOTLP) Export(context.Context, pmetricotlp.ExportRequest) (pmetricotlp.ExportResponse, error) {
+	a := b.p.busyReply()
+	st := status.New(a.code, "the gateway is busy (the test's fault proxy)")
+	if a.delay > 0 {
+		var err error
+		if st, err = st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(a.delay)}); err != nil {
+			return pmetricotlp.NewExportResponse(), status.Error(codes.Internal, err.Error())
+		}
+	}
+	return pmetricotlp.NewExportResponse(), st.Err()
+}
+
+// serveBusyHTTP answers every request with the busy answer's HTTP status (and Retry-After).
+func (p *faultProxy) serveBusyHTTP(t *testing.T) {
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		a := p.busyReply()
+		if a.delay > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(int(a.delay/time.Second)))
+		}
+		http.Error(w, "the gateway is busy (the test's fault proxy)", a.status)
+	})}
+	go func() { _ = srv.Serve(p.busy) }()
+	t.Cleanup(func() { _ = srv.Close() })
+}
+
+// connListener is a net.Listener fed with the proxy's connections in modeBusy.
+type connListener struct {
+	ch   chan net.Conn
+	done chan struct{}
+	once sync.Once
+	addr net.Addr
+}
+
+func (l *connListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *connListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *connListener) Addr() net.Addr { return l.addr }
+
+// faultAgent is a deploy/agent.yaml agent exporting to a proxy, fed by one Gym process of each
+// kind: over HTTP, writing an events file, and Gym's SDK over OTLP/HTTP, all in one run.
+type faultAgent struct {
+	*deployed
+	procs    []*gymProcess
+	gymPorts []int
+}
+
+// agentEnv is the agent's environment for exporting to gateway, with its state in dir.
+func agentEnv(t *testing.T, dir, gateway string, gymPort int, otlpHTTP string) []string {
+	return []string{
+		"OTELCOL_GYM_GATEWAY_ENDPOINT=" + gateway,
+		"OTELCOL_GYM_STORAGE_DIR=" + filepath.Join(dir, "state"),
+		fmt.Sprintf("OTELCOL_GYM_EVENTS_ENDPOINT=127.0.0.1:%d", gymPort),
+		"OTELCOL_GYM_EVENTS_SOCKET=" + filepath.Join(dir, "gym.sock"),
+		"OTELCOL_GYM_EVENT_FILES=" + filepath.Join(dir, "gym", "*.events.jsonl"),
+		"OTELCOL_GYM_FILES_POLL_INTERVAL=100ms",
+		"OTELCOL_GYM_COLLECTION_INTERVAL=300ms",
+		"OTELCOL_GYM_PROCESS_STATS=false",
+		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", freePort(t)),
+		"OTELCOL_GYM_OTLP_HTTP_ENDPOINT=" + otlpHTTP,
+		"OTELCOL_GYM_NODE_NAME=" + filepath.Base(dir),
+	}
+}
+
+// startFaultAgent starts an agent named name (its run is e2e-faults-NAME) on agent.yaml and
+// overlays, exporting to gateway; env is added last (it wins).
+func startFaultAgent(t *testing.T, name, gateway string, overlays, env []string) *faultAgent {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "gym"), 0o700))
+	gymPort := freePort(t)
+	otlpHTTP := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	a := &faultAgent{gymPorts: []int{gymPort}}
+	a.deployed = startDeployedConfigs(t, "agent-"+name, append([]string{"agent.yaml"}, overlays...),
+		append(agentEnv(t, dir, gateway, gymPort, otlpHTTP), env...))
+	run := "e2e-faults-" + name
+	a.procs = []*gymProcess{
+		{instance: name + "-http", run: run},
+		{instance: name + "-file", run: run, file: filepath.Join(dir, "gym", "rollouts.events.jsonl")},
+		{instance: name + "-sdk", run: run, otlp: "http://" + otlpHTTP, start: pcommon.NewTimestampFromTime(time.Now())},
+	}
+	return a
+}
+
+// round has every Gym process of the agent send a few rollouts.
+func (a *faultAgent) round(t *testing.T, n int) {
+	t.Helper()
+	for i, g := range a.procs {
+		g.emit(t, nil, a.gymPorts, n+i)
+	}
+}
+
+// emitUntil sends rounds every 200 ms until done holds (at most a minute).
+func (a *faultAgent) emitUntil(t *testing.T, what string, done func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !done() {
+		require.True(t, time.Now().Before(deadline), "%s: still not after a minute", what)
+		a.round(t, 2)
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// counter is one of the collector's own counters (the Prometheus exporter adds _total).
+func (d *deployed) counter(t *testing.T, name string) float64 {
+	return telemetryValue(t, d.ports, name+"_total") + telemetryValue(t, d.ports, name)
+}
+
+// healthy reports whether the collector's health check answers 200.
+func (d *deployed) healthy() bool {
+	resp, err := http.Get(d.healthURL)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// logCount is how often the collector's log holds sub.
+func (d *deployed) logCount(sub string) int { return strings.Count(d.logTail(1<<24), sub) }
+
+const exportFailed = "Exporting failed. Will retry the request after interval."
+
+// waitExact waits until Prometheus holds exactly what the agent's processes sent, with no
+// counter reset in any of their series, and returns how long that took. With sdkPeriodic the
+// SDK process exports its (unchanged) counter again before each look, as Gym's SDK does every
+// export interval: an export the agent refused (a full queue) is then carried by the next one.
+func (a *faultAgent) waitExact(t *testing.T, prom, what string, sdkPeriodic bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var tick func()
+	if sdkPeriodic {
+		tick = func() {
+			for _, g := range a.procs {
+				if g.otlp != "" {
+					g.emit(t, nil, a.gymPorts, 0)
+				}
+			}
+		}
+	}
+	got := waitTotalsTick(t, prom, a.name+": "+what, a.procs, tick)
+	for _, g := range a.procs {
+		assert.Zero(t, got[g.instance].resets, "%s: %s: counter resets", what, g.instance)
+	}
+	return time.Since(start)
+}
+
+// otlpHTTPOverlay writes an overlay of agent.yaml that exports with otlp_http to endpoint,
+// with the otlp_grpc exporter's settings from the recipe (queue, retries, timeout, gzip).
+func otlpHTTPOverlay(t *testing.T, endpoint string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "agent.yaml"))
+	require.NoError(t, err)
+	var recipe struct {
+		Exporters map[string]map[string]any `yaml:"exporters"`
+	}
+	require.NoError(t, yaml.Unmarshal(data, &recipe))
+	exp := recipe.Exporters["otlp_grpc"]
+	require.NotNil(t, exp, "agent.yaml exports with otlp_grpc")
+	for _, grpcOnly := range []string{"balancer_name", "tls", "keepalive"} {
+		delete(exp, grpcOnly)
+	}
+	exp["endpoint"] = endpoint
+	out, err := yaml.Marshal(map[string]any{
+		"exporters": map[string]any{"otlp_http": exp},
+		"service":   map[string]any{"pipelines": map[string]any{"metrics": map[string]any{"exporters": []string{"otlp_http"}}}},
+	})
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "agent-otlp-http.yaml")
+	require.NoError(t, os.WriteFile(path, out, 0o600))
+	return path
+}
+
+// TestNetworkFaults runs one Prometheus and one gateway, and for each fault an agent of its own
+// exporting through a fault proxy to the gateway (the long outage has a gateway of its own, as
+// it kills it).
+func TestNetworkFaults(t *testing.T) {
+	t.Parallel()
+	prom := startRemoteWritePrometheus(t)
+	gwGRPC, gwHTTP := freePort(t), freePort(t)
+	gwEnv := func(grpcPort, httpPort int) []string {
+		return []string{
+			fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", grpcPort),
+			fmt.Sprintf("OTELCOL_GYM_OTLP_HTTP_ENDPOINT=127.0.0.1:%d", httpPort),
+			"OTELCOL_GYM_REMOTE_WRITE_URL=" + prom + "/api/v1/write",
+		}
+	}
+	startDeployed(t, "gateway", "gateway.yaml", gwEnv(gwGRPC, gwHTTP))
+	gwGRPCAddr, gwHTTPAddr := fmt.Sprintf("127.0.0.1:%d", gwGRPC), fmt.Sprintf("127.0.0.1:%d", gwHTTP)
+
+	t.Run("hang", func(t *testing.T) {
+		t.Parallel()
+		faultHang(t, prom, gwGRPCAddr)
+	})
+	t.Run("busy gRPC", func(t *testing.T) {
+		t.Parallel()
+		faultBusy(t, prom, gwGRPCAddr, false)
+	})
+	t.Run("busy HTTP", func(t *testing.T) {
+		t.Parallel()
+		faultBusy(t, prom, gwHTTPAddr, true)
+	})
+	t.Run("resets", func(t *testing.T) {
+		t.Parallel()
+		faultResets(t, prom, gwGRPCAddr)
+	})
+	t.Run("long outage and kill -9", func(t *testing.T) {
+		t.Parallel()
+		faultLongOutage(t, prom, gwEnv)
+	})
+}
+
+// faultHang: the gateway hangs: the connection open stays open but nothing comes back (read and
+// discarded), and a new one is accepted and never answered. With a 1 s exporter timeout
+// (OTELCOL_GYM_EXPORT_TIMEOUT) every attempt times out and is retried from the queue; the
+// agent's keepalive (OTELCOL_GYM_GATEWAY_KEEPALIVE_TIME, _TIMEOUT: 10 s, 1 s here) leaves the
+// silent connection and the agent connects again (where a gateway of several would drop out of
+// the rotation); it stays healthy and keeps collecting. A retried attempt is no failed send: the
+// exporter counts a send as failed only when it gives the request up (max_elapsed_time, 30
+// min, or a permanent error), so otelcol_exporter_send_failed_metric_points stays 0 while the
+// queue grows. When the gateway answers again (a new connection), every total is exact.
+func faultHang(t *testing.T, prom, gateway string) {
+	p := newFaultProxy(t, gateway)
+	a := startFaultAgent(t, "hang", p.addr, nil, []string{
+		"OTELCOL_GYM_EXPORT_TIMEOUT=1s",
+		"OTELCOL_GYM_GATEWAY_KEEPALIVE_TIME=10s", // gRPC's least
+		"OTELCOL_GYM_GATEWAY_KEEPALIVE_TIMEOUT=1s",
+	})
+	a.round(t, 5)
+	a.waitExact(t, prom, "before the hang", false)
+
+	failed := a.logCount(exportFailed)
+	start := time.Now()
+	p.stall()
+	var queued float64
+	a.emitUntil(t, "attempts timing out, the queue growing, a new connection", func() bool {
+		queued = telemetryValue(t, a.ports, "otelcol_exporter_queue_size")
+		return a.logCount(exportFailed) >= failed+4 && queued > 0 && p.hung.Load() > 0
+	})
+	left := time.Since(start)
+	log := a.logTail(1 << 24)
+	assert.Contains(t, log, "DeadlineExceeded", "the attempts time out")
+	assert.True(t, a.healthy(), "the agent stays healthy")
+	assert.Zero(t, a.counter(t, "otelcol_exporter_send_failed_metric_points"), "a retried attempt is no failed send")
+	assert.Zero(t, a.counter(t, "otelcol_exporter_enqueue_failed_metric_points"))
+	t.Logf("hang: %d attempts timed out, %v requests queued; the agent connected again %s after the gateway hung",
+		a.logCount(exportFailed)-failed, queued, left.Round(100*time.Millisecond))
+
+	p.set(modePass, busyAnswer{})
+	a.round(t, 3)
+	took := a.waitExact(t, prom, "after the hang", false)
+	assert.Zero(t, a.counter(t, "otelcol_exporter_send_failed_metric_points"))
+	t.Logf("hang: exact totals %s after the gateway answered again", took.Round(100*time.Millisecond))
+}
+
+// busyPhase is one kind of "busy" answer and whether the agent retries it.
+type busyPhase struct {
+	name   string
+	answer busyAnswer
+}
+
+// faultBusy: the gateway answers every request "busy" (gRPC, or HTTP with otlp_http), first
+// without a retry delay, then with one of 5 s. Counted from the first busy answer, the agent's
+// two queue consumers make at most one attempt each in the delay's window (the retry honours
+// the delay), at most half as many as in the same window without a delay (the exporter's
+// backoff from 1 s). A gRPC RESOURCE_EXHAUSTED without RetryInfo is permanent: the request is dropped and
+// counted (send_failed), and the next collection carries the totals again. Every total is
+// exact when the gateway takes requests again.
+func faultBusy(t *testing.T, prom, gateway string, overHTTP bool) {
+	const delay = 5 * time.Second
+	const consumers = 2 // agent.yaml's sending_queue.num_consumers
+	p := newFaultProxy(t, gateway)
+	phases := []busyPhase{
+		{"UNAVAILABLE", busyAnswer{code: codes.Unavailable}},
+		{"UNAVAILABLE with RetryInfo", busyAnswer{code: codes.Unavailable, delay: delay}},
+		{"RESOURCE_EXHAUSTED with RetryInfo", busyAnswer{code: codes.ResourceExhausted, delay: delay}},
+	}
+	name, overlays := "busy-grpc", []string(nil)
+	if overHTTP {
+		p.serveBusyHTTP(t)
+		phases = []busyPhase{
+			{"503", busyAnswer{status: http.StatusServiceUnavailable}},
+			{"503 with Retry-After", busyAnswer{status: http.StatusServiceUnavailable, delay: delay}},
+			{"429 with Retry-After", busyAnswer{status: http.StatusTooManyRequests, delay: delay}},
+		}
+		name = "busy-http"
+		overlays = []string{otlpHTTPOverlay(t, "http://"+p.addr)}
+	} else {
+		p.serveBusyGRPC(t)
+	}
+	a := startFaultAgent(t, name, p.addr, overlays, nil) // the otlp_grpc exporter, unused over HTTP, still needs an address
+	a.round(t, 5)
+	a.waitExact(t, prom, "before the gateway is busy", false)
+
+	attempts := make([]int, len(phases))
+	for i, ph := range phases {
+		n := p.answered()
+		p.set(modeBusy, ph.answer)
+		a.emitUntil(t, ph.name+": a first busy answer", func() bool { return p.answered() > n })
+		t0 := p.answersSince(n)[0]
+		a.emitUntil(t, ph.name+": the delay's window", func() bool { return time.Since(t0) > delay+300*time.Millisecond })
+		for _, at := range p.answersSince(n) {
+			if at.Sub(t0) < delay {
+				attempts[i]++
+			}
+		}
+		t.Logf("%s: %s: %d attempts in the %s after the first busy answer", name, ph.name, attempts[i], delay)
+	}
+	for i, ph := range phases[1:] {
+		assert.LessOrEqual(t, attempts[i+1], consumers, "%s: the retry waits the delay the gateway asks for", ph.name)
+		// Without a delay, one consumer alone retries at least twice in the window (backoff
+		// from 1 s, randomized by half, times 1.5).
+		assert.GreaterOrEqual(t, attempts[0], 2*attempts[i+1], "%s: far fewer attempts than without a delay (%s)", ph.name, phases[0].name)
+	}
+	assert.Zero(t, a.counter(t, "otelcol_exporter_send_failed_metric_points"), "busy answers are retried")
+	assert.True(t, a.healthy())
+
+	if !overHTTP {
+		// Permanent: each request is dropped and counted at once.
+		p.set(modeBusy, busyAnswer{code: codes.ResourceExhausted})
+		a.emitUntil(t, "RESOURCE_EXHAUSTED without RetryInfo: dropped requests", func() bool {
+			return a.counter(t, "otelcol_exporter_send_failed_metric_points") > 0
+		})
+		t.Logf("%s: RESOURCE_EXHAUSTED without RetryInfo: %v points dropped (send_failed)", name,
+			a.counter(t, "otelcol_exporter_send_failed_metric_points"))
+	}
+	p.set(modePass, busyAnswer{})
+	a.round(t, 3)
+	took := a.waitExact(t, prom, "after the busy gateway", false)
+	t.Logf("%s: exact totals %s after the gateway took requests again", name, took.Round(100*time.Millisecond))
+}
+
+// faultResets: connections reset (RST) in the middle of a request (half of its first gRPC
+// message relayed) and between a request the gateway took and its answer (the gateway had
+// written it to Prometheus; the agent, without an answer, sends it again). The agent retries
+// on a new connection; the request written twice is the same samples, so nothing is counted
+// twice, and no series resets.
+func faultResets(t *testing.T, prom, gateway string) {
+	p := newFaultProxy(t, gateway)
+	a := startFaultAgent(t, "resets", p.addr, nil, nil)
+	a.round(t, 5)
+	a.waitExact(t, prom, "before the resets", false)
+	for _, c := range []struct {
+		name string
+		mode proxyMode
+	}{
+		{"mid-request", modeCutRequest},
+		{"before the answer", modeCutResponse},
+	} {
+		cuts, failed := p.cuts.Load(), a.logCount(exportFailed)
+		p.set(c.mode, busyAnswer{})
+		a.emitUntil(t, c.name+": three resets", func() bool { return p.cuts.Load() >= cuts+3 })
+		assert.GreaterOrEqual(t, a.logCount(exportFailed), failed+3, "%s: each reset attempt is retried", c.name)
+		p.set(modePass, busyAnswer{})
+		a.round(t, 3)
+		took := a.waitExact(t, prom, "after resets "+c.name, false)
+		t.Logf("resets %s: %d cut; exact totals %s after", c.name, p.cuts.Load()-cuts, took.Round(100*time.Millisecond))
+	}
+	assert.Zero(t, a.counter(t, "otelcol_exporter_send_failed_metric_points"))
+}
+
+// faultLongOutage: the gateway is unreachable (every connection reset at once) for as many
+// collections as ten minutes at the default 10 s interval (60 at 100 ms) with a queue of 2
+// requests: the queue fills and the agent refuses, and counts, the collections it cannot
+// queue (enqueue_failed). The data is cumulative, so the newest collection carries everything
+// and the totals are still exact when the gateway is back. Then, during a second outage with
+// the queue full, the agent and the gateway are both killed (SIGKILL) and restarted, the agent
+// on the same storage: the queue and the receiver's checkpoint are restored, the totals are
+// exact and no series resets.
+func faultLongOutage(t *testing.T, prom string, gwEnv func(int, int) []string) {
+	const interval = 100 * time.Millisecond
+	gwPort := freePort(t)
+	gw := startDeployed(t, "gateway-outage", "gateway.yaml", gwEnv(gwPort, freePort(t)))
+	p := newFaultProxy(t, fmt.Sprintf("127.0.0.1:%d", gwPort))
+	a := startFaultAgent(t, "outage", p.addr, nil, []string{
+		"OTELCOL_GYM_COLLECTION_INTERVAL=" + interval.String(),
+		"OTELCOL_GYM_EXPORT_QUEUE_SIZE=2",
+	})
+	a.round(t, 5)
+	a.waitExact(t, prom, "before the outage", false)
+
+	p.set(modeRefuse, busyAnswer{})
+	start := time.Now()
+	a.emitUntil(t, "60 collections and a full queue", func() bool {
+		return time.Since(start) >= 60*interval && a.counter(t, "otelcol_exporter_enqueue_failed_metric_points") > 0
+	})
+	refused := a.counter(t, "otelcol_exporter_enqueue_failed_metric_points")
+	t.Logf("outage: %s (%d collections); %v points refused by the full queue (capacity %v)",
+		time.Since(start).Round(100*time.Millisecond), int(time.Since(start)/interval), refused,
+		telemetryValue(t, a.ports, "otelcol_exporter_queue_capacity"))
+	p.set(modePass, busyAnswer{})
+	a.round(t, 3)
+	took := a.waitExact(t, prom, "after the outage", true)
+	assert.Zero(t, a.counter(t, "otelcol_exporter_send_failed_metric_points"), "the queued requests were retried, none given up")
+	t.Logf("outage: exact totals %s after the gateway was reachable again", took.Round(100*time.Millisecond))
+
+	// A second outage; the rollouts stop, so that the receiver's checkpoint (saved at each
+	// collection) holds everything the HTTP process was answered for: a kill -9 loses what
+	// HTTP senders posted since the last checkpoint, a bound of its own (docs/deployment.md).
+	p.set(modeRefuse, busyAnswer{})
+	a.emitUntil(t, "a full queue again", func() bool {
+		return telemetryValue(t, a.ports, "otelcol_exporter_queue_size") >= 2
+	})
+	time.Sleep(5 * interval)
+	queued := telemetryValue(t, a.ports, "otelcol_exporter_queue_size")
+	assert.Positive(t, queued, "the queue holds requests when the agent is killed")
+	a.kill()
+	gw.kill()
+	for _, g := range a.procs {
+		if g.file != "" {
+			g.emit(t, nil, a.gymPorts, 4) // the file grows while the agent is down
+		}
+	}
+	require.NoError(t, gw.start(t), "the gateway after kill -9")
+	require.NoError(t, a.start(t), "the agent after kill -9, on the same storage")
+	p.set(modePass, busyAnswer{})
+	a.round(t, 3)
+	took = a.waitExact(t, prom, "after kill -9 of the agent and the gateway", true)
+	t.Logf("kill -9 with %v requests queued: exact totals, no resets, %s after the restart", queued, took.Round(100*time.Millisecond))
+	assert.Zero(t, a.counter(t, "otelcol_receiver_gym_checkpoint_discards"), "the checkpoint was restored")
+}
