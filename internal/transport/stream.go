@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/follow"
 )
 
 // StreamOptions configure the stream transport.
@@ -58,7 +60,9 @@ type StreamServer struct {
 	drainUntil atomic.Int64 // Unix nanoseconds: the drain deadline, while draining
 	mu         sync.Mutex
 	conns      map[net.Conn]struct{}
-	refused    atomic.Int64 // connections refused over MaxConnections (logged once)
+	refused    atomic.Int64 // connections refused over MaxConnections
+	refusedMu  sync.Mutex
+	refusedLog follow.LogLimiter // 5 lines a minute
 	wg         sync.WaitGroup
 	acceptDone chan struct{} // closed when the accept loop has returned
 }
@@ -66,7 +70,8 @@ type StreamServer struct {
 // NewStreamServer returns a stream server whose connections' lines go to the streams
 // newStream makes, one per connection (for the source opts.Network); Start listens.
 func NewStreamServer(newStream NewStream, opts StreamOptions, record Recorder, logger *zap.Logger) *StreamServer {
-	return &StreamServer{opts: opts, newStream: newStream, record: record, logger: logger, conns: map[net.Conn]struct{}{}}
+	return &StreamServer{opts: opts, newStream: newStream, record: record, logger: logger, conns: map[net.Conn]struct{}{},
+		refusedLog: follow.LogLimiter{Burst: 5, Every: time.Minute}}
 }
 
 // Addr is the address the server listens on.
@@ -194,10 +199,8 @@ func (s *StreamServer) accept() {
 			s.mu.Unlock()
 			// Counted before the close, so that whoever sees the connection closed sees it
 			// counted too.
-			if s.refused.Add(1) == 1 {
-				s.logger.Warn("stream: connection refused: stream.max_connections are open (counted in the receiver's stream_connections_refused metric; further refusals are not logged)",
-					zap.Int("max_connections", s.opts.MaxConnections))
-			}
+			s.refused.Add(1)
+			s.logRefused(c.RemoteAddr())
 			if s.opts.OnRefused != nil {
 				s.opts.OnRefused()
 			}
@@ -209,6 +212,28 @@ func (s *StreamServer) accept() {
 		s.mu.Unlock()
 		go s.serve(c)
 	}
+}
+
+// logRefused names the peer of a refused connection, at most 5 lines a minute, each with the
+// count of those not logged since (the receiver's stream_connections_refused counts them all).
+func (s *StreamServer) logRefused(peer net.Addr) {
+	s.refusedMu.Lock()
+	allow := s.refusedLog.Allow(time.Now())
+	var held int64
+	if allow {
+		held = s.refusedLog.TakeSuppressed()
+	}
+	s.refusedMu.Unlock()
+	if !allow {
+		return
+	}
+	name := s.opts.Endpoint // a Unix socket's peer has no address: the socket names it
+	if peer != nil && peer.String() != "" && peer.String() != "@" {
+		name = peer.String()
+	}
+	s.logger.Warn("stream: connection refused: stream.max_connections are open",
+		zap.Int("max_connections", s.opts.MaxConnections), zap.String("peer", name),
+		zap.Int64("refusals_not_logged_since_last", held))
 }
 
 // deadlineReader reads a connection under the deadline of the server's phase: the idle timeout

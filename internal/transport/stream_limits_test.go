@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
 	"github.com/gym-telemetry/otelcol-gym/internal/follow/followtest"
@@ -81,10 +83,11 @@ func TestStreamShutdownDrainDeadline(t *testing.T) {
 func TestStreamMaxConnections(t *testing.T) {
 	agg := newTestAggregator(t)
 	var refused atomic.Int64
+	core, logs := observer.New(zapcore.InfoLevel)
 	s := newEventsStreamServer(agg, StreamOptions{
 		Network: "tcp", Endpoint: "127.0.0.1:0", MaxLineBytes: 1 << 16, QuietTimeout: 100 * time.Millisecond,
 		MaxConnections: 3, OnRefused: func() { refused.Add(1) },
-	}, nil, zap.NewNop())
+	}, nil, zap.New(core))
 	require.NoError(t, s.Start(context.Background()))
 	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
 
@@ -106,6 +109,9 @@ func TestStreamMaxConnections(t *testing.T) {
 	}
 	assert.Equal(t, int64(5), refused.Load())
 	assert.Equal(t, 3, s.Open())
+	named := logs.FilterMessage("stream: connection refused: stream.max_connections are open").All()
+	assert.Len(t, named, 5, "each refusal logged (5 a minute at most)")
+	assert.Contains(t, named[0].ContextMap()["peer"], "127.0.0.1:", "with its peer")
 	for _, c := range open {
 		_, err := c.Write([]byte(retry("open") + "\n"))
 		require.NoError(t, err)
