@@ -210,11 +210,18 @@ func newPorts(t *testing.T) collectorPorts {
 // command-line flags given before the configurations (a feature gate).
 func startCollector(t *testing.T, configs func(collectorPorts) []string, flags ...string) (*collector, collectorPorts) {
 	t.Helper()
+	return startCollectorCommand(t, configs, append([]string{collectorBin}, flags...))
+}
+
+// startCollectorCommand is startCollector with the command that runs the collector, its
+// arguments before the --config files (another user's: setpriv ... BIN).
+func startCollectorCommand(t *testing.T, configs func(collectorPorts) []string, command []string) (*collector, collectorPorts) {
+	t.Helper()
 	useCollector()
 	dir := t.TempDir()
 	for attempt := 1; ; attempt++ {
 		ports := newPorts(t)
-		args := append([]string{collectorBin}, flags...) // flags: before the --config files
+		args := append([]string(nil), command...)
 		for i, c := range configs(ports) {
 			path := c
 			if strings.Contains(c, "\n") {

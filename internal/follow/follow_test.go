@@ -146,3 +146,17 @@ func TestBegin(t *testing.T) {
 	_, _ = f.Begin(size, nil, true, -1, nil)
 	assert.EqualValues(t, 0, f.Offset, "no newline in the whole file: at 0")
 }
+
+func TestGlobDir(t *testing.T) {
+	for pattern, want := range map[string]string{
+		"/var/log/gym/*.events.jsonl":    "/var/log/gym",
+		"/var/lib/gym/results/*/*.jsonl": "/var/lib/gym/results",
+		"/a/b*/c/*.jsonl":                "/a",
+		"/a/b/c.jsonl":                   "/a/b",
+		"/a/[xy]/c.jsonl":                "/a",
+		"relative/*.jsonl":               "relative",
+		"*.jsonl":                        ".",
+	} {
+		assert.Equal(t, want, globDir(pattern), pattern)
+	}
+}

@@ -8,7 +8,9 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -244,6 +246,36 @@ func (t *Follower) Regular(path string) (os.FileInfo, bool) {
 	return fi, true
 }
 
+// CheckGlobDirs refuses the directory a glob lists when it cannot be opened (permission
+// denied): a glob skips such a directory silently, so its files would be missed with no word.
+// The directory is the pattern's last one before its first wildcard; one deeper down that
+// cannot be listed is not seen. Called once a poll, for the source's include patterns.
+func (t *Follower) CheckGlobDirs(include []string) {
+	for _, p := range include {
+		dir := globDir(p)
+		f, err := os.Open(dir)
+		switch {
+		case err == nil:
+			_ = f.Close()
+		case !errors.Is(err, fs.ErrNotExist):
+			t.refuse(dir, RefusalCannotOpen, err)
+		}
+	}
+}
+
+// globDir is the directory before the first path element of pattern that holds a wildcard.
+func globDir(pattern string) string {
+	dir := filepath.Dir(pattern)
+	for d := dir; ; d = filepath.Dir(d) {
+		if strings.ContainsAny(filepath.Base(d), `*?[\`) {
+			dir = filepath.Dir(d)
+		}
+		if d == filepath.Dir(d) {
+			return dir
+		}
+	}
+}
+
 // forgetRefused forgets the paths this poll did not refuse: followed now, or no longer matched.
 func (t *Follower) forgetRefused() {
 	for p, r := range t.refused {
@@ -447,6 +479,7 @@ func (t *Follower) targets(first bool) []string {
 	if t.opts.Targets != nil {
 		return t.opts.Targets(first)
 	}
+	t.CheckGlobDirs(t.opts.Include)
 	return Match(t.opts.Include, t.opts.Exclude, nil)
 }
 

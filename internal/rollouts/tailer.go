@@ -298,6 +298,7 @@ func sortedKeys(m map[string]*run) []string {
 // matchMains returns the main outputs the globs match: never the health report, a Gym
 // STEM_*.jsonl file, nor any S_*.jsonl beside an S.jsonl.
 func (t *Tailer) matchMains() []string {
+	t.CheckGlobDirs(t.opts.Include)
 	return follow.Match(t.opts.Include, t.opts.Exclude, func(path string) bool {
 		if !isMainOutput(path) {
 			return false
