@@ -109,11 +109,11 @@ func TestStreamConnectionCap(t *testing.T) {
 	sink := newCtlSink(t)
 	sock := filepath.Join(t.TempDir(), "gym.sock")
 	const capConns, flood = 100, 1500
-	col, ports := startCollector(t, func(p collectorPorts) []string {
+	col, ports := startCollectorCommand(t, func(p collectorPorts) []string {
 		return []string{render(t, hardeningConfig, tmplData{P: p, Sink: sink.URL(), X: map[string]any{
 			"sock": sock, "stream": fmt.Sprintf("      max_connections: %d", capConns), "gym": "",
 		}})}
-	}, "sh", "-c", `ulimit -n 512 && exec "$0" "$@"`)
+	}, []string{"sh", "-c", `ulimit -n 512 && exec "$0" "$@"`, collectorBin})
 
 	var conns []net.Conn
 	defer func() {

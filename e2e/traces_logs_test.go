@@ -36,12 +36,12 @@ func TestDefaultConfigKeepsTracesAndLogs(t *testing.T) {
 	t.Parallel()
 	state, cwd := t.TempDir(), t.TempDir()
 	traces, logs := filepath.Join(state, "otel-traces.jsonl"), filepath.Join(state, "otel-logs.jsonl")
-	col, ports := startCollector(t, func(p collectorPorts) []string {
+	col, ports := startCollectorCommand(t, func(p collectorPorts) []string {
 		return []string{
 			filepath.Join(repoRoot, "config", "otelcol-gym.yaml"),
 			fmt.Sprintf(defaultConfigOverride, p.Health, p.Gym, p.Prometheus, p.Telemetry, p.OTLPGRPC, p.OTLPHTTP),
 		}
-	}, "env", "-C", cwd, "OTELCOL_GYM_STORAGE_DIR="+state)
+	}, []string{"env", "-C", cwd, "OTELCOL_GYM_STORAGE_DIR=" + state, collectorBin})
 	url := fmt.Sprintf("http://127.0.0.1:%d", ports.OTLPHTTP)
 
 	td := ptrace.NewTraces()
@@ -203,12 +203,12 @@ func TestTracesAndLogsForwardedAsDocumented(t *testing.T) {
 	require.Contains(t, overrides[0], backend.URL, "the doc's backend address")
 
 	state := t.TempDir()
-	col, ports := startCollector(t, func(p collectorPorts) []string {
+	col, ports := startCollectorCommand(t, func(p collectorPorts) []string {
 		return append([]string{
 			filepath.Join(repoRoot, "config", "otelcol-gym.yaml"),
 			fmt.Sprintf(defaultConfigOverride, p.Health, p.Gym, p.Prometheus, p.Telemetry, p.OTLPGRPC, p.OTLPHTTP),
 		}, overrides...)
-	}, "env", "OTELCOL_GYM_STORAGE_DIR="+state)
+	}, []string{"env", "OTELCOL_GYM_STORAGE_DIR=" + state, collectorBin})
 	url := fmt.Sprintf("http://127.0.0.1:%d", ports.OTLPHTTP)
 
 	td := ptrace.NewTraces()
