@@ -321,12 +321,13 @@ func TestKubernetesAgentToken(t *testing.T) {
 	t.Logf("counted: %g HTTP 401 answers, %g gRPC Unauthenticated", http401, grpc16)
 	assert.Equal(t, float64(refusedHTTP+2), http401, "401 answers: %d gym http and 2 otlp http", refusedHTTP)
 	assert.Equal(t, 2.0, grpc16, "gRPC Unauthenticated answers")
-	// The gym receiver counts the refusals of its own HTTP transport at every level, and logs
-	// them with their peer.
-	assert.Equal(t, float64(refusedHTTP), telemetryValue(t, agent.ports, "otelcol_receiver_gym_http_refused", "status", "401"))
+	// The authenticator counts every refusal at every level, whichever receiver it was for,
+	// and logs it with its peer (5 lines a minute at most).
+	assert.Equal(t, float64(refusedHTTP+2+2), telemetryValue(t, agent.ports, "otelcol_bearertokenauth_refused"),
+		"%d gym http, 2 otlp http, 2 otlp grpc", refusedHTTP)
 	out := agent.logTail(1 << 20)
-	assert.Equal(t, refusedHTTP, strings.Count(out, "a request was refused by the server's authentication"), "each logged (5 a minute at most)")
-	assert.Contains(t, out, `"peer": "127.0.0.1:`)
+	assert.Equal(t, 5, strings.Count(out, "bearertokenauth: a request was refused"), "logged, 5 a minute")
+	assert.Contains(t, out, `"peer": "127.0.0.1"`, "the peer: its address, as the server gives it")
 
 	// Rotation: the kubelet replaces the Secret's files; the agent reads the new token.
 	rotate(rotated + "\n")

@@ -118,7 +118,7 @@ func TestValidateDistribution(t *testing.T) {
 		"receivers":  {"gym", "otlp", "prometheus", "host_metrics"},
 		"processors": {"gymattrs", "memory_limiter", "batch", "resource", "groupbyattrs"},
 		"exporters":  {"otlp_grpc", "otlp_http", "prometheus", "prometheus_remote_write"},
-		"extensions": {"file_storage", "zpages", "health_check"},
+		"extensions": {"file_storage", "bearertokenauth", "zpages", "health_check"},
 		"providers":  {"env", "file", "yaml", "http", "https"},
 	} {
 		var got []string
@@ -132,8 +132,8 @@ func TestValidateDistribution(t *testing.T) {
 			assert.Contains(t, got, n, "otelcol-gym components: %s", section)
 		}
 		for _, c := range comps[section] {
-			if section == "extensions" && c.Name == "file_storage" {
-				assert.True(t, strings.HasPrefix(c.Module, "github.com/gym-telemetry/otelcol-gym "), "file_storage is the checked one: %s", c.Module)
+			if section == "extensions" && (c.Name == "file_storage" || c.Name == "bearertokenauth") {
+				assert.True(t, strings.HasPrefix(c.Module, "github.com/gym-telemetry/otelcol-gym "), "%s is ours (checked, counted): %s", c.Name, c.Module)
 			}
 		}
 	}

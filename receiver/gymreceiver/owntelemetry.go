@@ -2,7 +2,6 @@ package gymreceiver
 
 import (
 	"context"
-	"net/http"
 	"strings"
 	"sync"
 
@@ -38,7 +37,6 @@ type ownTelemetry struct {
 	mu      sync.Mutex
 	reasons map[string]metric.MeasurementOption // rejected: receiver=<id>, reason=<reason>
 	kinds   map[string]metric.MeasurementOption // process errors: receiver=<id>, kind=<kind>
-	refused [2]metric.MeasurementOption         // HTTP refusals: receiver=<id>, status=401 and 403
 }
 
 func newOwnTelemetry(set receiver.Settings, cfg *Config, tb *metadata.TelemetryBuilder) (*ownTelemetry, error) {
@@ -58,10 +56,6 @@ func newOwnTelemetry(set receiver.Settings, cfg *Config, tb *metadata.TelemetryB
 		set:     metric.WithAttributeSet(attribute.NewSet(id)),
 		reasons: map[string]metric.MeasurementOption{},
 		kinds:   map[string]metric.MeasurementOption{},
-		refused: [2]metric.MeasurementOption{
-			metric.WithAttributeSet(attribute.NewSet(id, attribute.String("status", "401"))),
-			metric.WithAttributeSet(attribute.NewSet(id, attribute.String("status", "403"))),
-		},
 	}, nil
 }
 
@@ -116,11 +110,6 @@ func (s *ownTelemetry) zero(ctx context.Context, cfg *Config, checkpoints bool) 
 	if cfg.HTTP.Get() != nil {
 		s.tb.ReceiverGymHTTPBodiesTooSlow.Add(ctx, 0, s.set)
 		s.tb.ReceiverGymHTTPMaxConnectionsReached.Add(ctx, 0, s.set)
-		if cfg.HTTP.Get().Auth.HasValue() {
-			for _, o := range s.refused {
-				s.tb.ReceiverGymHTTPRefused.Add(ctx, 0, o)
-			}
-		}
 	}
 	if cfg.Stream.Get() != nil {
 		s.tb.ReceiverGymStreamConnectionsRefused.Add(ctx, 0, s.set)
@@ -223,15 +212,6 @@ func (s *ownTelemetry) checkpointSize(ctx context.Context, bytes int) {
 
 func (s *ownTelemetry) httpMaxConnectionsReached(ctx context.Context) {
 	s.tb.ReceiverGymHTTPMaxConnectionsReached.Add(ctx, 1, s.set)
-}
-
-// httpRefused counts a request the server's authentication refused (401 or 403).
-func (s *ownTelemetry) httpRefused(status int) {
-	o := s.refused[0]
-	if status == http.StatusForbidden {
-		o = s.refused[1]
-	}
-	s.tb.ReceiverGymHTTPRefused.Add(context.Background(), 1, o)
 }
 
 func (s *ownTelemetry) streamRefused(ctx context.Context) {

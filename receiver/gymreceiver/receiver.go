@@ -136,9 +136,6 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 			_ = ln.Close()
 			return err
 		}
-		if hc.Auth.HasValue() {
-			srv.Handler = transport.Refusals(srv.Handler, r.self.httpRefused, r.set.Logger)
-		}
 		limit := transport.NewConnLimit(hc.MaxConnections, func() { r.self.httpMaxConnectionsReached(context.Background()) })
 		ln = limit.Listener(ln)
 		srv.ConnState = limit.ConnState(srv.ConnState)

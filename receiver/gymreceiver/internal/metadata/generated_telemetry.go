@@ -33,7 +33,6 @@ type TelemetryBuilder struct {
 	ReceiverGymFilesWaiting                metric.Int64Gauge
 	ReceiverGymHTTPBodiesTooSlow           metric.Int64Counter
 	ReceiverGymHTTPMaxConnectionsReached   metric.Int64Counter
-	ReceiverGymHTTPRefused                 metric.Int64Counter
 	ReceiverGymLinesAccepted               metric.Int64Counter
 	ReceiverGymLinesRejected               metric.Int64Counter
 	ReceiverGymLinesUnknown                metric.Int64Counter
@@ -116,12 +115,6 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_receiver_gym_http_max_connections_reached",
 		metric.WithDescription("Times every one of http.max_connections was taken, so that the next connection waits in the listen backlog until one closes (counted whether or not one is waiting). [Development]"),
 		metric.WithUnit("{event}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.ReceiverGymHTTPRefused, err = builder.meter.Int64Counter(
-		"otelcol_receiver_gym_http_refused",
-		metric.WithDescription("Requests to the HTTP transport refused by the server's authentication (an auth extension) before the receiver read them, by status (401, 403); each logged with its peer, at most 5 lines a minute. [Development]"),
-		metric.WithUnit("{request}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ReceiverGymLinesAccepted, err = builder.meter.Int64Counter(

@@ -129,22 +129,6 @@ func AssertEqualReceiverGymHTTPMaxConnectionsReached(t *testing.T, tt *component
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
-func AssertEqualReceiverGymHTTPRefused(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
-	want := metricdata.Metrics{
-		Name:        "otelcol_receiver_gym_http_refused",
-		Description: "Requests to the HTTP transport refused by the server's authentication (an auth extension) before the receiver read them, by status (401, 403); each logged with its peer, at most 5 lines a minute. [Development]",
-		Unit:        "{request}",
-		Data: metricdata.Sum[int64]{
-			Temporality: metricdata.CumulativeTemporality,
-			IsMonotonic: true,
-			DataPoints:  dps,
-		},
-	}
-	got, err := tt.GetMetric("otelcol_receiver_gym_http_refused")
-	require.NoError(t, err)
-	metricdatatest.AssertEqual(t, want, got, opts...)
-}
-
 func AssertEqualReceiverGymLinesAccepted(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_gym_lines_accepted",

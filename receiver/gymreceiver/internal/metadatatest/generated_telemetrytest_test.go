@@ -26,7 +26,6 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ReceiverGymFilesWaiting.Record(context.Background(), 1)
 	tb.ReceiverGymHTTPBodiesTooSlow.Add(context.Background(), 1)
 	tb.ReceiverGymHTTPMaxConnectionsReached.Add(context.Background(), 1)
-	tb.ReceiverGymHTTPRefused.Add(context.Background(), 1)
 	tb.ReceiverGymLinesAccepted.Add(context.Background(), 1)
 	tb.ReceiverGymLinesRejected.Add(context.Background(), 1)
 	tb.ReceiverGymLinesUnknown.Add(context.Background(), 1)
@@ -57,9 +56,6 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverGymHTTPMaxConnectionsReached(t, testTel,
-		[]metricdata.DataPoint[int64]{{Value: 1}},
-		metricdatatest.IgnoreTimestamp())
-	AssertEqualReceiverGymHTTPRefused(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverGymLinesAccepted(t, testTel,
