@@ -54,10 +54,7 @@ exporters:
   otlp_http:
     endpoint: {{.Sink}}
     encoding: proto
-    retry_on_failure:
-      enabled: false
-    sending_queue:
-      enabled: false
+` + noQueue + `
   otlp_http/queued:
     endpoint: {{index .X "queued"}}
     encoding: proto

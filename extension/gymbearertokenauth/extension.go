@@ -43,13 +43,9 @@ func (a *countedAuth) Authenticate(ctx context.Context, headers map[string][]str
 	}
 	a.telemetry.BearertokenauthRefused.Add(ctx, 1)
 	a.mu.Lock()
-	allow := a.logs.Allow(a.now())
-	var held int64
-	if allow {
-		held = a.logs.TakeSuppressed()
-	}
+	ok, held := a.logs.Take(a.now())
 	a.mu.Unlock()
-	if allow {
+	if ok {
 		peer := ""
 		if addr := client.FromContext(ctx).Addr; addr != nil {
 			peer = addr.String()

@@ -271,6 +271,15 @@ func (l *LogLimiter) Allow(now time.Time) bool {
 	return false
 }
 
+// Take is Allow, with, when the line may be written, how many were held back before it (their
+// count goes out with it).
+func (l *LogLimiter) Take(now time.Time) (ok bool, held int64) {
+	if !l.Allow(now) {
+		return false, 0
+	}
+	return true, l.TakeSuppressed()
+}
+
 // TakeSuppressed returns how many lines were held back since it was last called.
 func (l *LogLimiter) TakeSuppressed() int64 {
 	n := l.suppressed

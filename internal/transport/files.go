@@ -52,11 +52,13 @@ type rejectedLog struct {
 }
 
 func (l *rejectedLog) log(path string, s *ingest.Stats) {
-	if len(s.Rejected) == 0 || !l.limit.Allow(time.Now()) {
+	if len(s.Rejected) == 0 {
 		return
 	}
-	l.logger.Warn("files: lines rejected", zap.String("path", path), zap.Any("reasons", s.Rejected),
-		zap.Int64("reads_not_logged_since_last", l.limit.TakeSuppressed()))
+	if ok, held := l.limit.Take(time.Now()); ok {
+		l.logger.Warn("files: lines rejected", zap.String("path", path), zap.Any("reasons", s.Rejected),
+			zap.Int64("reads_not_logged_since_last", held))
+	}
 }
 
 // fileLines is a file's line reader as the follower's Reader. Its offsets are those of the

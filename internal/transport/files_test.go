@@ -345,17 +345,25 @@ func budgetTailer(t *testing.T, agg *aggregate.Aggregator, dir string, budget in
 	return ft, logs
 }
 
+// pollHalfway writes 1000 lines of provider p to a file and polls it once with a budget of
+// 4 KiB, so that the poll stops in its middle; part is what it counted.
+func pollHalfway(t *testing.T, p string) (path string, agg *aggregate.Aggregator, ft *FileTailer, logs *observer.ObservedLogs, part int64) {
+	t.Helper()
+	dir := t.TempDir()
+	path = filepath.Join(dir, "a.events.jsonl")
+	followtest.AppendFile(t, path, lines(p, 1000))
+	agg = newTestAggregator(t)
+	ft, logs = budgetTailer(t, agg, dir, 4096)
+	ft.Poll(context.Background())
+	part = providers(agg.Collect(aggregate.Scope{}))[p]
+	require.Less(t, part, int64(1000), "the poll stopped in the middle")
+	return path, agg, ft, logs, part
+}
+
 // TestFilesDeletedMidRead: a file deleted while it is being read (its first poll read part of
 // it) is read to its end from the descriptor still open, then let go: every line counted.
 func TestFilesDeletedMidRead(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "a.events.jsonl")
-	followtest.AppendFile(t, path, lines("d", 1000))
-	agg := newTestAggregator(t)
-	ft, _ := budgetTailer(t, agg, dir, 4096)
-	ft.Poll(context.Background())
-	part := providers(agg.Collect(aggregate.Scope{}))["d"]
-	require.Less(t, part, int64(1000), "the poll stopped in the middle")
+	path, agg, ft, _, _ := pollHalfway(t, "d")
 	require.NoError(t, os.Remove(path))
 	for range 3 {
 		ft.Poll(context.Background())
@@ -369,14 +377,7 @@ func TestFilesDeletedMidRead(t *testing.T) {
 // said in a log line; the lines not read before the truncation are lost, as with any reader of
 // copy-truncate rotation, and none is counted twice.
 func TestFilesTruncatedMidRead(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "a.events.jsonl")
-	followtest.AppendFile(t, path, lines("old", 1000))
-	agg := newTestAggregator(t)
-	ft, logs := budgetTailer(t, agg, dir, 4096)
-	ft.Poll(context.Background())
-	part := providers(agg.Collect(aggregate.Scope{}))["old"]
-	require.Less(t, part, int64(1000), "the poll stopped in the middle")
+	path, agg, ft, logs, part := pollHalfway(t, "old")
 	require.NoError(t, os.Truncate(path, 0))
 	followtest.AppendFile(t, path, lines("new", 10))
 	ft.Poll(context.Background())

@@ -218,13 +218,9 @@ func (s *StreamServer) accept() {
 // count of those not logged since (the receiver's stream_connections_refused counts them all).
 func (s *StreamServer) logRefused(peer net.Addr) {
 	s.refusedMu.Lock()
-	allow := s.refusedLog.Allow(time.Now())
-	var held int64
-	if allow {
-		held = s.refusedLog.TakeSuppressed()
-	}
+	ok, held := s.refusedLog.Take(time.Now())
 	s.refusedMu.Unlock()
-	if !allow {
+	if !ok {
 		return
 	}
 	name := s.opts.Endpoint // a Unix socket's peer has no address: the socket names it
