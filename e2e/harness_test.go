@@ -345,6 +345,11 @@ func metricsValue(t *testing.T, url, metric string, labels ...string) float64 {
 	t.Helper()
 	text, err := httpGet(url)
 	require.NoError(t, err)
+	return textValue(text, metric, labels...)
+}
+
+// textValue is metricsValue of a Prometheus text already read (several values of one scrape).
+func textValue(text, metric string, labels ...string) float64 {
 	var total float64
 	for _, line := range strings.Split(text, "\n") {
 		if !strings.HasPrefix(line, metric+"{") && !strings.HasPrefix(line, metric+" ") {

@@ -31,8 +31,8 @@ import (
 // line names, each its own resource that the receiver's expiry (10 s here) must drop, with a
 // burst every 30 s that takes the live resources past max_resources; three event files grow
 // and rotate (rename, then copy-truncate); Gym runs' main outputs (STEM.jsonl) and failures
-// sidecars grow, a new run every 45 s; the agent is restarted every SOAK_RESTART_EVERY
-// (default a quarter of the run), by SIGTERM and once (the first) by kill -9. Sampled every
+// sidecars grow, a new run every 45 s; the agent is killed (kill -9) and restarted, then
+// stopped (SIGTERM) and restarted, in the first third, or every SOAK_RESTART_EVERY. Sampled every
 // 3 s: the agent's RSS, Go heap, goroutines (pprof), open descriptors, the resources and series
 // it holds, its checkpoint's size, and Prometheus' series. Asserted: the second and the last
 // third of the run agree (bounds below), resources never pass max_resources (plus the default
@@ -45,10 +45,17 @@ func TestSoak(t *testing.T) {
 		t.Skip("a soak of several minutes: make soak (GYM_SOAK=1, SOAK_DURATION)")
 	}
 	duration := soakEnvDuration(t, "SOAK_DURATION", 5*time.Minute)
-	restartEvery := soakEnvDuration(t, "SOAK_RESTART_EVERY", duration/4)
+	// By default the agent restarts twice in the warm-up third (at 1/9 and 2/9 of the run), so
+	// that the second and the last third, which are compared, are one life: a leak shows as
+	// growth there instead of being reset by a restart. SOAK_RESTART_EVERY restarts it all along.
+	restartEvery := soakEnvDuration(t, "SOAK_RESTART_EVERY", (duration / 9).Round(time.Second))
+	restarts, schedule := 2, fmt.Sprintf("at %s and %s", restartEvery, 2*restartEvery)
+	if os.Getenv("SOAK_RESTART_EVERY") != "" {
+		restarts, schedule = math.MaxInt, "every "+restartEvery.String()
+	}
 	const (
 		maxResources = 250
-		expireAfter  = "10s"
+		expireAfter  = 10 * time.Second
 		interval     = 3 * time.Second
 		nFiles       = 3
 		// Resources the limit does not refuse: the HTTP default resource that refused lines go
@@ -57,8 +64,8 @@ func TestSoak(t *testing.T) {
 		unrefused = 2 + 2*nFiles + soakRunsKept + 1
 	)
 	s := startSoak(t, maxResources, expireAfter)
-	t.Logf("soak: %s, restarts every %s, max_resources %d, expire_after %s; agent log %s",
-		duration, restartEvery, maxResources, expireAfter, s.agent.logPath)
+	t.Logf("soak: %s, restarts %s, max_resources %d, expire_after %s; agent log %s",
+		duration, schedule, maxResources, expireAfter, s.agent.logPath)
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -74,10 +81,8 @@ func TestSoak(t *testing.T) {
 	tick := time.NewTicker(interval)
 	for time.Since(start) < duration {
 		<-tick.C
-		if el := time.Since(start); el >= nextRestart && el+interval < duration {
-			// The first restart, in the warm-up third, is the kill -9: the second and the last
-			// third then hold one SIGTERM each, and compare like with like.
-			s.restart(t, life == 1)
+		if el := time.Since(start); life <= restarts && el >= nextRestart && el+interval < duration {
+			s.restart(t, life == 1) // the first restart is the kill -9
 			life++
 			nextRestart += restartEvery
 			continue
@@ -108,7 +113,7 @@ func TestSoak(t *testing.T) {
 	require.NoError(t, err, "Prometheus holds %v rollouts over every series, want %d sent", got, sent)
 
 	// Flat: the last third against the second (the first is the warm-up). Each third holds
-	// bursts and a restart; where a sample falls in a burst moves its peaks, so the medians
+	// bursts; where a sample falls in a burst moves its peaks, so the medians
 	// (the steady level) are held to 1.25 x and the maxima to 1.5 x; goroutines and
 	// descriptors, which follow the connections in flight, to their floor (what a leak raises)
 	// plus 5, their median plus 10 and their peak plus 20.
@@ -129,7 +134,7 @@ func TestSoak(t *testing.T) {
 		count bool // goroutines, descriptors: bounds by slack, not by factor
 	}{
 		{"RSS MiB", func(x soakSample) float64 { return float64(x.rss) / (1 << 20) }, false},
-		{"heap MiB", func(x soakSample) float64 { return x.heap / (1 << 20) }, false},
+		{"live heap MiB", func(x soakSample) float64 { return x.heap / (1 << 20) }, false},
 		{"goroutines", func(x soakSample) float64 { return float64(x.goroutines) }, true},
 		{"open descriptors", func(x soakSample) float64 { return float64(x.fds) }, true},
 		{"resources held", func(x soakSample) float64 { return x.resources }, false},
@@ -169,12 +174,18 @@ func soakEnvDuration(t *testing.T, name string, def time.Duration) time.Duration
 	return d
 }
 
-// soakOverride is merged after deploy/agent.yaml: a short expiry (an accelerated day), a low
-// max_resources that the bursts reach, and the pprof extension for the goroutine count.
+// soakOverride is merged after deploy/agent.yaml: a short expiry (an accelerated day) with
+// gymattrs' series_idle_timeout scaled with it (twice expire_after, as the defaults are: left
+// at 10m, gymattrs holds every gone process for 10 minutes, and the live heap grows for that
+// long), a low max_resources that the bursts reach, and the pprof extension for the goroutine
+// count and the live heap.
 const soakOverride = `receivers:
   gym:
     expire_after: {{index .X "expire"}}
     max_resources: {{index .X "max"}}
+processors:
+  gymattrs:
+    series_idle_timeout: {{index .X "idle"}}
 extensions:
   pprof:
     endpoint: 127.0.0.1:{{index .X "pprof"}}
@@ -222,7 +233,7 @@ type soakSample struct {
 	processErrs, badLines float64
 }
 
-func startSoak(t *testing.T, maxResources int, expire string) *soak {
+func startSoak(t *testing.T, maxResources int, expire time.Duration) *soak {
 	t.Helper()
 	prometheusBinary(t)
 	prom := startRemoteWritePrometheus(t)
@@ -237,7 +248,7 @@ func startSoak(t *testing.T, maxResources int, expire string) *soak {
 	})
 	override := filepath.Join(dir, "soak.yaml")
 	require.NoError(t, os.WriteFile(override, []byte(render(t, soakOverride, tmplData{X: map[string]any{
-		"expire": expire, "max": maxResources, "pprof": s.pprof,
+		"expire": expire, "idle": 2 * expire, "max": maxResources, "pprof": s.pprof,
 	}})), 0o600))
 	gymPort := freePort(t)
 	s.gymURL = fmt.Sprintf("http://127.0.0.1:%d/v1/events", gymPort)
@@ -620,16 +631,26 @@ func (s *soak) sample(t *testing.T, at time.Duration, life int) soakSample {
 	first, _, _ := strings.Cut(prof, "\n")
 	_, err = fmt.Sscanf(first, "goroutine profile: total %d", &x.goroutines)
 	require.NoError(t, err, "goroutine profile: %q", first)
+	// The live heap: the runtime's HeapAlloc right after the garbage collection that a heap
+	// profile with gc=1 runs (the gauge otelcol_process_runtime_heap_alloc_bytes holds garbage
+	// too, and moves with the GC cycle).
+	heap, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap?gc=1&debug=1", s.pprof))
+	require.NoError(t, err)
+	_, after, ok := strings.Cut(heap, "\n# HeapAlloc = ")
+	require.True(t, ok, "no HeapAlloc in the heap profile")
+	_, err = fmt.Sscanf(after, "%f", &x.heap)
+	require.NoError(t, err)
 	x.series = s.collections(t, 2)
-	p := s.agent.ports
-	x.heap = telemetryValue(t, p, "otelcol_process_runtime_heap_alloc_bytes")
-	x.resources = telemetryValue(t, p, "otelcol_receiver_gym_resources")
-	x.checkpoint = telemetryValue(t, p, "otelcol_receiver_gym_checkpoint_size")
-	x.processErrs = telemetryValue(t, p, "otelcol_receiver_gym_process_errors")
-	x.badLines = telemetryValue(t, p, "otelcol_receiver_gym_lines_rejected") -
-		telemetryValue(t, p, "otelcol_receiver_gym_lines_rejected", "reason", "too_many_resources") +
-		telemetryValue(t, p, "otelcol_receiver_gym_lines_unknown") +
-		telemetryValue(t, p, "otelcol_receiver_gym_rollout_rows_rejected")
+	// One scrape for every value: a line rejected between two scrapes would skew their sums.
+	text, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", s.agent.ports.Telemetry))
+	require.NoError(t, err)
+	x.resources = textValue(text, "otelcol_receiver_gym_resources")
+	x.checkpoint = textValue(text, "otelcol_receiver_gym_checkpoint_size")
+	x.processErrs = textValue(text, "otelcol_receiver_gym_process_errors")
+	x.badLines = textValue(text, "otelcol_receiver_gym_lines_rejected") -
+		textValue(text, "otelcol_receiver_gym_lines_rejected", "reason", "too_many_resources") +
+		textValue(text, "otelcol_receiver_gym_lines_unknown") +
+		textValue(text, "otelcol_receiver_gym_rollout_rows_rejected")
 	// Series with a sample in the last 5 s (collections every second): those the agent still
 	// exports. A range selector, not a function of one, whose result would drop the names.
 	live, err := promMatrix(s.prom, `{__name__=~"gym_.+",host_name="soak-node"}[5s]`)
@@ -652,10 +673,10 @@ func soakStats(xs []soakSample, f func(soakSample) float64) [3]float64 {
 func (s *soak) logTable(t *testing.T, samples []soakSample) {
 	t.Helper()
 	var b strings.Builder
-	fmt.Fprintf(&b, "%6s %4s %8s %8s %10s %4s %9s %7s %10s %9s %9s %10s %8s %8s\n", "t", "life", "RSS MiB", "heap MiB", "goroutines", "fds",
+	fmt.Fprintf(&b, "%6s %4s %8s %9s %10s %4s %9s %7s %10s %9s %9s %10s %8s %8s\n", "t", "life", "RSS MiB", "live heap", "goroutines", "fds",
 		"resources", "series", "ckpt KiB", "prom live", "prom head", "sent", "refused", "proc err")
 	for _, x := range samples {
-		fmt.Fprintf(&b, "%6s %4d %8.1f %8.1f %10d %4d %9.0f %7.0f %10.1f %9d %9d %10d %8d %8.0f\n", x.at, x.life, float64(x.rss)/(1<<20), x.heap/(1<<20), x.goroutines, x.fds,
+		fmt.Fprintf(&b, "%6s %4d %8.1f %9.1f %10d %4d %9.0f %7.0f %10.1f %9d %9d %10d %8d %8.0f\n", x.at, x.life, float64(x.rss)/(1<<20), x.heap/(1<<20), x.goroutines, x.fds,
 			x.resources, x.series, x.checkpoint/1024, x.promLive, x.promHead, x.sent, x.refused, x.processErrs)
 	}
 	t.Log("samples:\n" + b.String())
