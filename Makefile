@@ -8,7 +8,8 @@
 #   make bench-compare BASE=rev  the engine's per-core benchmarks of rev and of the tree, side by side
 #   make bench-peer  otelcol-gym against a stock collector (ocb v0.160.0) on the same stream
 #   make bench-otlp-peer  gymattrs against contrib's transform (OTTL; ocb v0.161.0) on the same Gym SDK OTLP
-#   make soak      the real binary under steady load, resources sampled (DURATION=10m RATE=100000)
+#   make soak      an accelerated day of a node agent: process churn, rotations, restarts; bounds and totals checked (SOAK_DURATION=5m)
+#   make soak-load the real binary under steady load, resources sampled (DURATION=10m RATE=100000)
 #   make reliability  crashes and restarts of the real binary, and the cost of durability
 #   make bench-memory  the default pipeline's memory per resource, per series, after churn, under gzip bombs
 #   make lint      golangci-lint (v2.15.0, from tools/go.mod)
@@ -61,7 +62,7 @@ DURATION    ?= 10m
 RATE        ?= 100000
 
 .PHONY: all build run test test-go test-python test-prometheus bench-python bench bench-peer bench-otlp-peer soak reliability lint generate clean gymevents
-.PHONY: bench-memory bench-compare bench-gateway
+.PHONY: bench-memory bench-compare bench-gateway soak-load
 .PHONY: test-deploy image test-image dist test-dist test-run-dist stack stack-down
 
 all: build
@@ -273,9 +274,21 @@ $(OTLPPEER_BIN): bench/otlppeer/builder-config.yaml bench/otlppeer/tools/go.mod 
 		exit 1; }
 	@touch $@
 
+# Not in CI: an accelerated day of a node agent (deploy/agent.yaml) through a gateway into
+# Prometheus, the e2e test TestSoak, which `go test ./e2e` skips unless GYM_SOAK=1: short-lived
+# Gym processes past max_resources, event files rotated, run files growing, restarts (SIGTERM,
+# kill -9) every SOAK_RESTART_EVERY (a quarter of the run); RSS, goroutines, descriptors and
+# series sampled, their bounds and the exact totals in Prometheus asserted (docs/performance.md,
+# Soak). SOAK_TIMEOUT bounds the whole go test run: raise it with a long SOAK_DURATION.
+SOAK_DURATION ?= 5m
+SOAK_TIMEOUT  ?= 2h
+soak: $(BIN)
+	GYM_SOAK=1 SOAK_DURATION=$(SOAK_DURATION) OTELCOL_GYM_BIN=$(CURDIR)/$(BIN) \
+		$(GO) test ./e2e/ -count 1 -v -timeout $(SOAK_TIMEOUT) -run '^TestSoak$$'
+
 # Not in CI: the real binary under RATE events/s for DURATION; RSS, goroutines and open file
 # descriptors sampled; exits 3 when they do not stay flat.
-soak: $(BIN) $(GYMEVENTS)
+soak-load: $(BIN) $(GYMEVENTS)
 	$(GO) run ./bench/soak --collector $(BIN) --gymevents $(GYMEVENTS) --duration $(DURATION) --rate $(RATE) $(SOAK_FLAGS)
 
 # Not in CI (the fast crash and restart tests run in `make test`): those again, and the

@@ -17,6 +17,9 @@
 // remote-write receiver through a gateway failure and an agent restart (TestTopology), and the
 // Slurm launcher on a fake job step (TestSlurmLauncher).
 //
+// The soak (TestSoak: an accelerated day of an agent, its resources sampled) runs only with
+// GYM_SOAK=1, which `make soak` sets; without it `go test ./e2e/` skips it.
+//
 // Run them with `make test` (or `go test ./e2e/`). Set OTELCOL_GYM_BIN to test an existing
 // binary instead of building one; `go test -short` skips them.
 package e2e

@@ -337,8 +337,19 @@ func post(t *testing.T, client *http.Client, url, body string, header map[string
 // label sets that contain every label=value pair of labels.
 func telemetryValue(t *testing.T, p collectorPorts, metric string, labels ...string) float64 {
 	t.Helper()
-	text, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", p.Telemetry))
+	return metricsValue(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", p.Telemetry), metric, labels...)
+}
+
+// metricsValue is telemetryValue of any Prometheus text endpoint (Prometheus' own /metrics).
+func metricsValue(t *testing.T, url, metric string, labels ...string) float64 {
+	t.Helper()
+	text, err := httpGet(url)
 	require.NoError(t, err)
+	return textValue(text, metric, labels...)
+}
+
+// textValue is metricsValue of a Prometheus text already read (several values of one scrape).
+func textValue(text, metric string, labels ...string) float64 {
 	var total float64
 	for _, line := range strings.Split(text, "\n") {
 		if !strings.HasPrefix(line, metric+"{") && !strings.HasPrefix(line, metric+" ") {

@@ -121,7 +121,7 @@ storage:
 type deployed struct {
 	*process
 	name      string
-	configs   []string // files of deploy/, merged in order
+	configs   []string // files of deploy/ (or absolute paths), merged in order
 	env       []string
 	ports     collectorPorts // Health and Telemetry are used
 	healthURL string
@@ -134,8 +134,8 @@ func startDeployed(t *testing.T, name, config string, env []string) *deployed {
 	return startDeployedConfigs(t, name, []string{config}, env)
 }
 
-// startDeployedConfigs is startDeployed on several files of deploy/ (or absolute paths), merged
-// in order.
+// startDeployedConfigs is startDeployed on several files of deploy/ (or absolute paths, a
+// test's own overrides), merged in order.
 func startDeployedConfigs(t *testing.T, name string, configs, env []string) *deployed {
 	t.Helper()
 	useCollector()
@@ -190,6 +190,7 @@ func (d *deployed) acceptedPoints(t *testing.T) float64 {
 type gymProcess struct {
 	instance string
 	run      string // nemo.run.id; "" is e2e-topology
+	pid      int    // process.pid of the resource line; 0: none
 	agent    int
 	file     string // "" for HTTP
 	otlp     string // Gym's SDK: the agent's OTLP/HTTP endpoint; its counter is its own
@@ -206,7 +207,11 @@ func (g *gymProcess) runID() string {
 }
 
 func (g *gymProcess) resourceLine() string {
-	return fmt.Sprintf(`{"event":"resource","attributes":{"service.name":"nemo-gym/topology","service.instance.id":%q,"nemo.run.id":%q,"nemo.gym.server.name":"math","nemo.gym.server.type":"resources_servers"}}`+"\n", g.instance, g.runID())
+	pid := ""
+	if g.pid > 0 {
+		pid = fmt.Sprintf(`,"process.pid":%d`, g.pid)
+	}
+	return fmt.Sprintf(`{"event":"resource","attributes":{"service.name":"nemo-gym/topology","service.instance.id":%q,"nemo.run.id":%q,"nemo.gym.server.name":"math","nemo.gym.server.type":"resources_servers"%s}}`+"\n", g.instance, g.runID(), pid)
 }
 
 // body is n rollouts, each line distinct (the seq field is unknown to the receiver).

@@ -1,5 +1,5 @@
 // Command soak runs the real otelcol-gym under steady load and watches its resources
-// (`make soak DURATION=10m RATE=100000` runs it):
+// (`make soak-load DURATION=10m RATE=100000` runs it):
 //
 //	go run ./bench/soak --duration 10m --rate 100000 [--interval 5s]
 //
