@@ -2,7 +2,6 @@ package transport
 
 import (
 	"io"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -32,33 +31,15 @@ func NewFileTailer(newStream NewStream, opts FilesOptions, record Recorder, logg
 	if opts.Lock == nil {
 		opts.Lock = &checkpoint.Gate{}
 	}
-	rejected := &rejectedLog{logger: logger, limit: follow.LogLimiter{Burst: 10, Every: 10 * time.Second}}
+	refusals := newRefusalLog(logger, "files")
 	return &FileTailer{follow.NewFollower(func(f *follow.File, _ follow.Opened) follow.Reader {
 		return fileLines{newLineReader(newStream(f.Path), opts.MaxLineBytes, func(s *ingest.Stats) {
-			rejected.log(f.Path, s)
+			refusals.rejected("path", f.Path, s, "")
 			if record != nil {
 				record(s)
 			}
 		})}
 	}, opts, logger)}
-}
-
-// rejectedLog names the file of the lines rejected in a read (the counts say how many, by
-// reason, of every file): at most 10 lines per 10 s, each with the count of those held back.
-// Used under the follower's lock.
-type rejectedLog struct {
-	logger *zap.Logger
-	limit  follow.LogLimiter
-}
-
-func (l *rejectedLog) log(path string, s *ingest.Stats) {
-	if len(s.Rejected) == 0 {
-		return
-	}
-	if ok, held := l.limit.Take(time.Now()); ok {
-		l.logger.Warn("files: lines rejected", zap.String("path", path), zap.Any("reasons", s.Rejected),
-			zap.Int64("reads_not_logged_since_last", held))
-	}
 }
 
 // fileLines is a file's line reader as the follower's Reader. Its offsets are those of the

@@ -8,6 +8,7 @@ package transport
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +20,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
 )
@@ -57,6 +60,7 @@ type LineError struct {
 type HTTPHandler struct {
 	maxLineBytes int
 	record       Recorder
+	refusals     *refusalLog
 	opts         HTTPOptions
 	slots        chan struct{} // apply slots
 	bodySlots    chan struct{} // large-body slots
@@ -91,6 +95,8 @@ type HTTPOptions struct {
 	ReadTimeout time.Duration
 	// OnTooSlow is called for each body cut off for its rate.
 	OnTooSlow func()
+	// Logger names the sender of each refused body and of rejected lines (nil: not logged).
+	Logger *zap.Logger
 }
 
 // Defaults of HTTPOptions.
@@ -114,6 +120,7 @@ func NewHTTPHandler(newStream NewBodyStream, opts HTTPOptions, record Recorder) 
 		bodySlots:    make(chan struct{}, opts.MaxConcurrent),
 		wait:         opts.Wait,
 		durable:      opts.Durable,
+		refusals:     newRefusalLog(cmp.Or(opts.Logger, zap.NewNop()), "http"),
 	}
 	h.streams.New = func() any { return newStream(httpSource) }
 	h.bufs.New = func() any { b := make([]byte, 0, initialBodyBuf); return &b }
@@ -167,7 +174,9 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !IsEventsContentType(r.Header.Get("Content-Type")) {
-		writeError(w, http.StatusUnsupportedMediaType, "Content-Type must be application/x-ndjson (or application/ndjson, application/jsonl, application/json-lines, application/x-jsonlines); nothing was applied")
+		const msg = "Content-Type must be application/x-ndjson (or application/ndjson, application/jsonl, application/json-lines, application/x-jsonlines); nothing was applied"
+		h.refusals.refused(r.RemoteAddr, http.StatusUnsupportedMediaType, msg)
+		writeError(w, http.StatusUnsupportedMediaType, msg)
 		return
 	}
 	bp := h.bufs.Get().(*[]byte)
@@ -180,11 +189,13 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if status == http.StatusRequestTimeout {
 			w.Header().Set("Connection", "close")
 		}
+		h.refusals.refused(r.RemoteAddr, status, msg)
 		writeError(w, status, msg)
 		return
 	}
 	if !h.acquire(r, h.slots) {
 		w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
+		h.refusals.refused(r.RemoteAddr, http.StatusServiceUnavailable, busyMsg)
 		writeError(w, http.StatusServiceUnavailable, busyMsg)
 		return
 	}
@@ -211,6 +222,9 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	stats := st.Flush()
 	ans.Accepted, ans.Unknown = stats.Accepted, stats.Unknown
+	if len(ans.Errors) > 0 {
+		h.refusals.rejected("peer", r.RemoteAddr, stats, ans.Errors[0].Error)
+	}
 	if h.record != nil {
 		h.record(stats)
 	}

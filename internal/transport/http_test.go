@@ -15,6 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/confighttp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
 )
@@ -176,4 +179,34 @@ func TestHTTPLimitBufferNotInSmallPool(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestHTTPRefusalsNameTheSender: a body refused whole (its type) and a body with rejected
+// lines are logged with the sender's address (the counts say only how many, by reason), the
+// second with its reasons and first error; at most 10 lines per 10 s.
+func TestHTTPRefusalsNameTheSender(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	h := newEventsHTTPHandler(newTestAggregator(t), HTTPOptions{MaxLineBytes: 1 << 16, MaxConcurrent: 2, Wait: time.Second, Logger: zap.New(core)}, nil)
+	post := func(ct, body string) {
+		req := httptest.NewRequest(http.MethodPost, EventsPath, strings.NewReader(body))
+		req.RemoteAddr = "127.0.0.7:5151"
+		req.Header.Set("Content-Type", ct)
+		h.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	post("text/plain", retry("p")+"\n")
+	post("application/x-ndjson", retry("p")+"\n{not json\n")
+	post("application/x-ndjson", retry("p")+"\n") // nothing refused: no line
+	refused := logs.FilterMessage("http: a request was refused; nothing of it was applied").All()
+	require.Len(t, refused, 1)
+	assert.Equal(t, "127.0.0.7:5151", refused[0].ContextMap()["peer"])
+	assert.EqualValues(t, http.StatusUnsupportedMediaType, refused[0].ContextMap()["status"])
+	rejected := logs.FilterMessage("http: lines rejected").All()
+	require.Len(t, rejected, 1)
+	assert.Equal(t, "127.0.0.7:5151", rejected[0].ContextMap()["peer"])
+	assert.Equal(t, map[string]int64{"invalid_json": 1}, rejected[0].ContextMap()["reasons"])
+	assert.Contains(t, rejected[0].ContextMap()["first_error"], "invalid JSON")
+	for range 20 {
+		post("text/plain", "")
+	}
+	assert.Len(t, logs.FilterMessage("http: a request was refused; nothing of it was applied").All(), 9, "10 lines per 10 s")
 }

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/follow"
+	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
 )
 
 // StreamOptions configure the stream transport.
@@ -63,6 +64,7 @@ type StreamServer struct {
 	refused    atomic.Int64 // connections refused over MaxConnections
 	refusedMu  sync.Mutex
 	refusedLog follow.LogLimiter // 5 lines a minute
+	refusals   *refusalLog       // rejected lines, with their peer
 	wg         sync.WaitGroup
 	acceptDone chan struct{} // closed when the accept loop has returned
 }
@@ -71,6 +73,7 @@ type StreamServer struct {
 // newStream makes, one per connection (for the source opts.Network); Start listens.
 func NewStreamServer(newStream NewStream, opts StreamOptions, record Recorder, logger *zap.Logger) *StreamServer {
 	return &StreamServer{opts: opts, newStream: newStream, record: record, logger: logger, conns: map[net.Conn]struct{}{},
+		refusals:   newRefusalLog(logger, "stream"),
 		refusedLog: follow.LogLimiter{Burst: 5, Every: time.Minute}}
 }
 
@@ -214,6 +217,15 @@ func (s *StreamServer) accept() {
 	}
 }
 
+// peerName is what names a connection's sender in logs: its address, or, for a Unix socket's
+// peer, which has none, the socket.
+func (s *StreamServer) peerName(peer net.Addr) string {
+	if peer != nil && peer.String() != "" && peer.String() != "@" {
+		return peer.String()
+	}
+	return s.opts.Endpoint
+}
+
 // logRefused names the peer of a refused connection, at most 5 lines a minute, each with the
 // count of those not logged since (the receiver's stream_connections_refused counts them all).
 func (s *StreamServer) logRefused(peer net.Addr) {
@@ -223,12 +235,8 @@ func (s *StreamServer) logRefused(peer net.Addr) {
 	if !ok {
 		return
 	}
-	name := s.opts.Endpoint // a Unix socket's peer has no address: the socket names it
-	if peer != nil && peer.String() != "" && peer.String() != "@" {
-		name = peer.String()
-	}
 	s.logger.Warn("stream: connection refused: stream.max_connections are open",
-		zap.Int("max_connections", s.opts.MaxConnections), zap.String("peer", name),
+		zap.Int("max_connections", s.opts.MaxConnections), zap.String("peer", s.peerName(peer)),
 		zap.Int64("refusals_not_logged_since_last", held))
 }
 
@@ -274,7 +282,13 @@ func (s *StreamServer) serve(c net.Conn) {
 		s.mu.Unlock()
 		_ = c.Close()
 	}()
-	lr := newLineReader(s.newStream(s.opts.Network), s.opts.MaxLineBytes, s.record)
+	peer := s.peerName(c.RemoteAddr())
+	lr := newLineReader(s.newStream(s.opts.Network), s.opts.MaxLineBytes, func(st *ingest.Stats) {
+		s.refusals.rejected("peer", peer, st, "")
+		if s.record != nil {
+			s.record(st)
+		}
+	})
 	err := lr.readFrom(deadlineReader{s, c})
 	switch {
 	case err == nil:

@@ -167,3 +167,22 @@ func TestStreamIdleTimeout(t *testing.T) {
 	assert.Equal(t, int64(1), got.Rejected[ReasonPartialLine])
 	mu.Unlock()
 }
+
+// Lines rejected on a connection are logged with its peer (the counts say only how many).
+func TestStreamRejectedLinesNameThePeer(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	s := newEventsStreamServer(newTestAggregator(t), StreamOptions{
+		Network: "tcp", Endpoint: "127.0.0.1:0", MaxLineBytes: 1 << 16, QuietTimeout: 100 * time.Millisecond,
+	}, nil, zap.New(core))
+	require.NoError(t, s.Start(context.Background()))
+	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	c, err := net.Dial("tcp", s.Addr().String())
+	require.NoError(t, err)
+	_, err = c.Write([]byte(retry("p") + "\n{not json\n"))
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	require.Eventually(t, func() bool { return logs.FilterMessage("stream: lines rejected").Len() == 1 }, 5*time.Second, 5*time.Millisecond)
+	e := logs.FilterMessage("stream: lines rejected").All()[0]
+	assert.Equal(t, c.LocalAddr().String(), e.ContextMap()["peer"])
+	assert.Equal(t, map[string]int64{"invalid_json": 1}, e.ContextMap()["reasons"])
+}

@@ -122,6 +122,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 			BodyGrace:     transport.DefaultBodyGrace,
 			ReadTimeout:   hc.ReadTimeout,
 			OnTooSlow:     func() { r.self.httpBodyTooSlow(context.Background()) },
+			Logger:        r.set.Logger,
 		}
 		if r.cfg.CheckpointBeforeAnswer && r.ckpt != nil {
 			opts.Durable = r.syncCheckpoint
