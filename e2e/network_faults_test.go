@@ -322,6 +322,7 @@ type faultAgent struct {
 	*deployed
 	procs    []*gymProcess
 	gymPorts []int
+	settle   time.Duration // how long Prometheus' totals may take to be exact (waitExact)
 }
 
 // agentEnv is the agent's environment for exporting to gateway, with its state in dir.
@@ -349,7 +350,7 @@ func startFaultAgent(t *testing.T, name, gateway string, overlays, env []string)
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "gym"), 0o700))
 	gymPort := freePort(t)
 	otlpHTTP := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	a := &faultAgent{gymPorts: []int{gymPort}}
+	a := &faultAgent{gymPorts: []int{gymPort}, settle: time.Minute}
 	a.deployed = startDeployedConfigs(t, "agent-"+name, append([]string{"agent.yaml"}, overlays...),
 		append(agentEnv(t, dir, gateway, gymPort, otlpHTTP), env...))
 	run := "e2e-faults-" + name
@@ -369,12 +370,12 @@ func (a *faultAgent) round(t *testing.T, n int) {
 	}
 }
 
-// emitUntil sends rounds every 200 ms until done holds (at most a minute).
-func (a *faultAgent) emitUntil(t *testing.T, what string, done func() bool) {
+// emitUntil sends rounds every 200 ms until done holds (at most within).
+func (a *faultAgent) emitUntil(t *testing.T, what string, within time.Duration, done func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(within)
 	for !done() {
-		require.True(t, time.Now().Before(deadline), "%s: still not after a minute", what)
+		require.True(t, time.Now().Before(deadline), "%s: still not after %s", what, within)
 		a.round(t, 2)
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -417,7 +418,7 @@ func (a *faultAgent) waitExact(t *testing.T, prom, what string, sdkPeriodic bool
 			}
 		}
 	}
-	got := waitTotalsTick(t, prom, a.name+": "+what, a.procs, tick)
+	got := waitTotalsWithin(t, prom, a.name+": "+what, a.procs, tick, a.settle)
 	for _, g := range a.procs {
 		assert.Zero(t, got[g.instance].resets, "%s: %s: counter resets", what, g.instance)
 	}
@@ -512,7 +513,7 @@ func faultHang(t *testing.T, prom, gateway string) {
 	start := time.Now()
 	p.stall()
 	var queued float64
-	a.emitUntil(t, "attempts timing out, the queue growing, a new connection", func() bool {
+	a.emitUntil(t, "attempts timing out, the queue growing, a new connection", time.Minute, func() bool {
 		queued = telemetryValue(t, a.ports, "otelcol_exporter_queue_size")
 		return a.logCount(exportFailed) >= failed+4 && queued > 0 && p.hung.Load() > 0
 	})
@@ -575,9 +576,9 @@ func faultBusy(t *testing.T, prom, gateway string, overHTTP bool) {
 	for i, ph := range phases {
 		n := p.answered()
 		p.set(modeBusy, ph.answer)
-		a.emitUntil(t, ph.name+": a first busy answer", func() bool { return p.answered() > n })
+		a.emitUntil(t, ph.name+": a first busy answer", time.Minute, func() bool { return p.answered() > n })
 		t0 := p.answersSince(n)[0]
-		a.emitUntil(t, ph.name+": the delay's window", func() bool { return time.Since(t0) > delay+300*time.Millisecond })
+		a.emitUntil(t, ph.name+": the delay's window", time.Minute, func() bool { return time.Since(t0) > delay+300*time.Millisecond })
 		for _, at := range p.answersSince(n) {
 			if at.Sub(t0) < delay {
 				attempts[i]++
@@ -597,7 +598,7 @@ func faultBusy(t *testing.T, prom, gateway string, overHTTP bool) {
 	if !overHTTP {
 		// Permanent: each request is dropped and counted at once.
 		p.set(modeBusy, busyAnswer{code: codes.ResourceExhausted})
-		a.emitUntil(t, "RESOURCE_EXHAUSTED without RetryInfo: dropped requests", func() bool {
+		a.emitUntil(t, "RESOURCE_EXHAUSTED without RetryInfo: dropped requests", time.Minute, func() bool {
 			return a.counter(t, "otelcol_exporter_send_failed_metric_points") > 0
 		})
 		t.Logf("%s: RESOURCE_EXHAUSTED without RetryInfo: %v points dropped (send_failed)", name,
@@ -628,7 +629,7 @@ func faultResets(t *testing.T, prom, gateway string) {
 	} {
 		cuts, failed := p.cuts.Load(), a.logCount(exportFailed)
 		p.set(c.mode, busyAnswer{})
-		a.emitUntil(t, c.name+": three resets", func() bool { return p.cuts.Load() >= cuts+3 })
+		a.emitUntil(t, c.name+": three resets", time.Minute, func() bool { return p.cuts.Load() >= cuts+3 })
 		assert.GreaterOrEqual(t, a.logCount(exportFailed), failed+3, "%s: each reset attempt is retried", c.name)
 		p.set(modePass, busyAnswer{})
 		a.round(t, 3)
@@ -647,7 +648,10 @@ func faultResets(t *testing.T, prom, gateway string) {
 // on the same storage: the queue and the receiver's checkpoint are restored, the totals are
 // exact and no series resets.
 func faultLongOutage(t *testing.T, prom string, gwEnv func(int, int) []string) {
-	const interval = 100 * time.Millisecond
+	interval := 100 * time.Millisecond
+	if os.Getenv("GYM_REAL_OUTAGE") != "" { // the ten minutes themselves, at the default interval
+		interval = 10 * time.Second
+	}
 	gwPort := freePort(t)
 	gw := startDeployed(t, "gateway-outage", "gateway.yaml", gwEnv(gwPort, freePort(t)))
 	p := newFaultProxy(t, fmt.Sprintf("127.0.0.1:%d", gwPort))
@@ -655,12 +659,13 @@ func faultLongOutage(t *testing.T, prom string, gwEnv func(int, int) []string) {
 		"OTELCOL_GYM_COLLECTION_INTERVAL=" + interval.String(),
 		"OTELCOL_GYM_EXPORT_QUEUE_SIZE=2",
 	})
+	a.settle = max(time.Minute, 30*interval) // after a real outage: the backoffs at their bounds
 	a.round(t, 5)
 	a.waitExact(t, prom, "before the outage", false)
 
 	p.set(modeRefuse, busyAnswer{})
 	start := time.Now()
-	a.emitUntil(t, "60 collections and a full queue", func() bool {
+	a.emitUntil(t, "60 collections and a full queue", max(time.Minute, 70*interval), func() bool {
 		return time.Since(start) >= 60*interval && a.counter(t, "otelcol_exporter_enqueue_failed_metric_points") > 0
 	})
 	refused := a.counter(t, "otelcol_exporter_enqueue_failed_metric_points")
@@ -677,7 +682,7 @@ func faultLongOutage(t *testing.T, prom string, gwEnv func(int, int) []string) {
 	// collection) holds everything the HTTP process was answered for: a kill -9 loses what
 	// HTTP senders posted since the last checkpoint, a bound of its own (docs/deployment.md).
 	p.set(modeRefuse, busyAnswer{})
-	a.emitUntil(t, "a full queue again", func() bool {
+	a.emitUntil(t, "a full queue again", time.Minute, func() bool {
 		return telemetryValue(t, a.ports, "otelcol_exporter_queue_size") >= 2
 	})
 	time.Sleep(5 * interval)

@@ -373,9 +373,15 @@ func waitTotals(t *testing.T, prom, what string, procs []*gymProcess) map[string
 // waitTotalsTick is waitTotals calling tick (when not nil) before each look.
 func waitTotalsTick(t *testing.T, prom, what string, procs []*gymProcess, tick func()) map[string]instanceTotal {
 	t.Helper()
+	return waitTotalsWithin(t, prom, what, procs, tick, time.Minute)
+}
+
+// waitTotalsWithin is waitTotalsTick for at most within.
+func waitTotalsWithin(t *testing.T, prom, what string, procs []*gymProcess, tick func(), within time.Duration) map[string]instanceTotal {
+	t.Helper()
 	var got map[string]instanceTotal
 	var mismatch []string
-	err := eventually(60*time.Second, 250*time.Millisecond, func() error {
+	err := eventually(within, 250*time.Millisecond, func() error {
 		if tick != nil {
 			tick()
 		}
