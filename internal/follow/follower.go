@@ -1,6 +1,7 @@
 package follow
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -186,11 +187,10 @@ type Follower struct {
 	held         bool              // the store held offsets at Start: start_at end does not apply
 	loaded       bool              // Start has read the store: Offsets stand for the source
 	closed       bool              // Shutdown saved the last offsets and let the files go
-	waiting      bool              // the last poll left files waiting past MaxFiles
 	more         bool              // the last poll left a file with more than its budget to read
 	budget       int64             // what a poll reads of a file at most
 	polls        int
-	waitingN     int        // files of this poll waiting past MaxFiles
+	waitingN     int        // files of the last poll waiting past MaxFiles
 	firstWaiting string     // the first of them, for the log
 	waitLog      LogLimiter // a line a minute while files wait
 	// refused: the paths not followed, by path: their reason and the last poll that refused them.
@@ -309,7 +309,7 @@ func NewFollower(newReader NewReader, opts Options, logger *zap.Logger) *Followe
 	t := &Follower{
 		opts: opts, name: opts.Name, lines: opts.Lines, newReader: newReader, logger: logger,
 		codec: opts.Codec, mu: opts.Lock, files: map[fileKey]*tailedFile{},
-		waitLog: LogLimiter{Burst: 1, Every: time.Minute},
+		waitLog: LogLimiter{Burst: 1, Every: time.Minute}, budget: cmp.Or(opts.ReadBudget, DefaultReadBudget),
 	}
 	if t.name == "" {
 		t.name = "files"
@@ -419,12 +419,7 @@ func (t *Follower) pollAgain(ctx context.Context) bool {
 func (t *Follower) poll(ctx context.Context, final bool) {
 	t.polls++
 	first := t.polls == 1
-	t.waiting, t.waitingN = false, 0
-	t.more = false
-	t.budget = t.opts.ReadBudget
-	if t.budget <= 0 {
-		t.budget = DefaultReadBudget
-	}
+	t.waitingN, t.more = 0, false
 	for i, path := range t.targets(first) {
 		fi, ok := t.Regular(path)
 		if !ok {
@@ -436,7 +431,6 @@ func (t *Follower) poll(ctx context.Context, final bool) {
 		}
 		if f == nil {
 			if t.opts.MaxFiles > 0 && len(t.files) >= t.opts.MaxFiles {
-				t.waiting = true
 				if t.waitingN == 0 {
 					t.firstWaiting = path
 				}
@@ -648,7 +642,7 @@ func (t *Follower) entries() map[string]Stored {
 	m := make(map[string]Stored, len(t.files))
 	// Before the first poll (a checkpoint after Start read the store), the stored entries are
 	// all there is.
-	if t.opts.Identity == ByPath || t.waiting || t.polls == 0 {
+	if t.opts.Identity == ByPath || t.waitingN > 0 || t.polls == 0 {
 		for key, sf := range t.stored {
 			m[key] = sf
 		}
