@@ -239,10 +239,9 @@ func (r *Resource) series(a *Aggregator, st *Stream, k *keyBuilder) *series {
 // overflow returns the overflow series of an instrument at its cardinality limit (never
 // remembered as a recent series: each measurement folded into it is counted).
 func (r *Resource) overflow(a *Aggregator, st *Stream, k *keyBuilder, in *instrument) *series {
-	now := a.stamp()
 	st.Stats.Overflowed++
 	if in.overflow == nil {
-		in.overflow = newSeries(k.in, nil, now)
+		in.overflow = newSeries(k.in, nil, a.stamp())
 		in.overflow.overflow = true
 	}
 	return in.overflow
