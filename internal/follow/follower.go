@@ -190,7 +190,9 @@ type Follower struct {
 	more         bool              // the last poll left a file with more than its budget to read
 	budget       int64             // what a poll reads of a file at most
 	polls        int
-	waitingN     int        // files of the last poll waiting past MaxFiles
+	waiting      int        // files the last whole poll left waiting past MaxFiles
+	pollWaiting  int        // files of the poll under way waiting so far
+	polling      bool       // a poll is under way (a checkpoint may come in where it yields)
 	firstWaiting string     // the first of them, for the log
 	waitLog      LogLimiter // a line a minute while files wait
 	// refused: the paths not followed, by path: their reason and the last poll that refused them.
@@ -419,7 +421,7 @@ func (t *Follower) pollAgain(ctx context.Context) bool {
 func (t *Follower) poll(ctx context.Context, final bool) {
 	t.polls++
 	first := t.polls == 1
-	t.waitingN, t.more = 0, false
+	t.pollWaiting, t.more, t.polling = 0, false, true
 	for i, path := range t.targets(first) {
 		fi, ok := t.Regular(path)
 		if !ok {
@@ -431,10 +433,10 @@ func (t *Follower) poll(ctx context.Context, final bool) {
 		}
 		if f == nil {
 			if t.opts.MaxFiles > 0 && len(t.files) >= t.opts.MaxFiles {
-				if t.waitingN == 0 {
+				if t.pollWaiting == 0 {
 					t.firstWaiting = path
 				}
-				t.waitingN++
+				t.pollWaiting++
 				continue
 			}
 			var err error
@@ -455,12 +457,13 @@ func (t *Follower) poll(ctx context.Context, final bool) {
 	if first && t.opts.Identity == ByPath {
 		t.dropGone()
 	}
-	if t.waitingN > 0 && t.waitLog.Allow(time.Now()) {
+	t.waiting, t.polling = t.pollWaiting, false
+	if t.waiting > 0 && t.waitLog.Allow(time.Now()) {
 		t.logger.Warn(t.name+": more matching files than max_files; the rest wait until followed files go",
-			zap.Int("max_files", t.opts.MaxFiles), zap.Int("waiting", t.waitingN), zap.String("first_waiting", t.firstWaiting))
+			zap.Int("max_files", t.opts.MaxFiles), zap.Int("waiting", t.waiting), zap.String("first_waiting", t.firstWaiting))
 	}
 	if t.opts.Waiting != nil {
-		t.opts.Waiting(t.waitingN)
+		t.opts.Waiting(t.waiting)
 	}
 	if t.opts.EndPoll != nil {
 		t.opts.EndPoll(first)
@@ -594,9 +597,8 @@ func (t *Follower) lookupStored(fp []byte) (string, Stored, bool) {
 	return "", Stored{}, false
 }
 
-// read reads a file from its offset to its end, starting it again when it was truncated or
-// its head changed (copy-truncate).
-// read reads f on, at most budget bytes of it, and reports whether it holds more.
+// read reads f on from its offset, at most budget bytes, starting it again when it was
+// truncated or its head changed (copy-truncate), and reports whether it holds more.
 func (t *Follower) read(f *tailedFile, budget int64) (more bool) {
 	fi, err := f.F.Stat()
 	if err != nil {
@@ -641,8 +643,9 @@ func (t *Follower) dropGone() {
 func (t *Follower) entries() map[string]Stored {
 	m := make(map[string]Stored, len(t.files))
 	// Before the first poll (a checkpoint after Start read the store), the stored entries are
-	// all there is.
-	if t.opts.Identity == ByPath || t.waitingN > 0 || t.polls == 0 {
+	// all there is; during a poll (a checkpoint where a reader yields) the files not reached
+	// yet may still be opened from theirs, and whether some wait is known only at its end.
+	if t.opts.Identity == ByPath || t.waiting > 0 || t.polling || t.polls == 0 {
 		for key, sf := range t.stored {
 			m[key] = sf
 		}

@@ -451,3 +451,67 @@ func TestFiles100kMatching(t *testing.T) {
 	assert.EqualValues(t, 2*maxFiles, counted(), "the next 1024, each line once")
 	assert.Equal(t, n-2*maxFiles, waiting[len(waiting)-1])
 }
+
+// TestFilesCheckpointMidPollKeepsWaitingOffsets: a file waiting past max_files keeps its stored
+// offset in a checkpoint taken in the middle of a poll (before the poll has reached it, so
+// before it knows that it waits): a restart from that checkpoint resumes it there instead of
+// reading it again from its beginning.
+func TestFilesCheckpointMidPollKeepsWaitingOffsets(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.events.jsonl"), filepath.Join(dir, "b.events.jsonl")
+	followtest.AppendFile(t, a, lines("a", 3))
+	followtest.AppendFile(t, b, lines("b", 3))
+	life := func(ck []byte, maxFiles int) (*aggregate.Aggregator, *checkpoint.Checkpointer, *FileTailer, *mapStore) {
+		store := &mapStore{data: map[string][]byte{}}
+		if ck != nil {
+			store.data[checkpoint.Key] = ck
+		}
+		agg := newTestAggregator(t)
+		c := checkpoint.New(store, agg)
+		_, err := c.Restore(context.Background())
+		require.NoError(t, err)
+		ft := newEventsFileTailer(agg, FilesOptions{
+			Include: []string{filepath.Join(dir, "*.events.jsonl")}, StartAtBeginning: true,
+			PollInterval: time.Hour, MaxLineBytes: 1 << 16, MaxFiles: maxFiles, Store: c.Section("files"),
+		}, nil, zap.NewNop())
+		t.Cleanup(func() { _ = ft.Shutdown(context.Background()) })
+		return agg, c, ft, store
+	}
+	_, c1, ft1, store1 := life(nil, 10)
+	require.NoError(t, ft1.Start(context.Background()))
+	require.NoError(t, ft1.Shutdown(context.Background()))
+	_, err := c1.Save(context.Background())
+	require.NoError(t, err)
+
+	const backlog = 300_000
+	followtest.AppendFile(t, a, lines("a", backlog)) // written while the collector was down
+	followtest.AppendFile(t, b, lines("b", 1))
+	_, c2, ft2, store2 := life(store1.data[checkpoint.Key], 1) // a is followed, b waits
+	polled := make(chan error)
+	go func() { polled <- ft2.Start(context.Background()) }()
+	var saved [][]byte
+	for done := false; !done; {
+		select {
+		case err := <-polled:
+			require.NoError(t, err)
+			done = true
+		default:
+			_, err := c2.Save(context.Background())
+			require.NoError(t, err)
+			saved = append(saved, append([]byte(nil), store2.data[checkpoint.Key]...))
+			time.Sleep(time.Millisecond)
+		}
+	}
+	require.NotEmpty(t, saved)
+	midPoll := 0
+	for i := 0; i < len(saved); i += 1 + len(saved)/6 {
+		agg, _, ft, _ := life(saved[i], 10)
+		if providers(agg.Collect(aggregate.Scope{}))["a"] < 3+backlog {
+			midPoll++
+		}
+		require.NoError(t, ft.Start(context.Background()))
+		require.Equal(t, map[string]int64{"a": 3 + backlog, "b": 4}, providers(agg.Collect(aggregate.Scope{})),
+			"checkpoint %d: b resumes at its stored offset, a at the checkpoint's", i)
+	}
+	assert.Positive(t, midPoll, "a checkpoint came in during the poll")
+}
