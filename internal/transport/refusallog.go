@@ -23,13 +23,12 @@ type refusalLog struct {
 }
 
 func newRefusalLog(logger *zap.Logger, name string) *refusalLog {
-	return &refusalLog{logger: logger, name: name, limit: follow.LogLimiter{Burst: 10, Every: 10 * time.Second}}
+	return newRefusalLogEvery(logger, name, 10, 10*time.Second)
 }
 
-func (l *refusalLog) take() (bool, int64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.limit.Take(time.Now())
+// newRefusalLogEvery is a refusalLog of burst lines per period.
+func newRefusalLogEvery(logger *zap.Logger, name string, burst int, period time.Duration) *refusalLog {
+	return &refusalLog{logger: logger, name: name, limit: follow.LogLimiter{Burst: burst, Every: period}}
 }
 
 // rejected logs the lines rejected in one read or body (nothing when none was), by reason,
@@ -38,25 +37,25 @@ func (l *refusalLog) rejected(key, where string, s *ingest.Stats, first string) 
 	if len(s.Rejected) == 0 {
 		return
 	}
-	ok, held := l.take()
-	if !ok {
-		return
-	}
 	// A copy: the stats are cleared after this read.
-	reasons := maps.Clone(s.Rejected)
-	fields := []zap.Field{zap.String(key, where), zap.Any("reasons", reasons), zap.Int64("not_logged_since_last", held)}
+	fields := []zap.Field{zap.String(key, where), zap.Any("reasons", maps.Clone(s.Rejected))}
 	if first != "" {
 		fields = append(fields, zap.String("first_error", first))
 	}
-	l.logger.Warn(l.name+": lines rejected", fields...)
+	l.warn("lines rejected", fields...)
 }
 
 // refused logs a whole request refused before any of it was applied.
 func (l *refusalLog) refused(peer string, status int, msg string) {
-	ok, held := l.take()
-	if !ok {
-		return
+	l.warn("a request was refused; nothing of it was applied", zap.String("peer", peer), zap.Int("status", status), zap.String("error", msg))
+}
+
+// warn logs what, with fields, within the budget.
+func (l *refusalLog) warn(what string, fields ...zap.Field) {
+	l.mu.Lock()
+	ok, held := l.limit.Take(time.Now())
+	l.mu.Unlock()
+	if ok {
+		l.logger.Warn(l.name+": "+what, append(fields, zap.Int64("not_logged_since_last", held))...)
 	}
-	l.logger.Warn(l.name+": a request was refused; nothing of it was applied", zap.String("peer", peer),
-		zap.Int("status", status), zap.String("error", msg), zap.Int64("not_logged_since_last", held))
 }

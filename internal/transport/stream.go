@@ -14,7 +14,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/gym-telemetry/otelcol-gym/internal/follow"
 	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
 )
 
@@ -62,9 +61,8 @@ type StreamServer struct {
 	mu         sync.Mutex
 	conns      map[net.Conn]struct{}
 	refused    atomic.Int64 // connections refused over MaxConnections
-	refusedMu  sync.Mutex
-	refusedLog follow.LogLimiter // 5 lines a minute
-	refusals   *refusalLog       // rejected lines, with their peer
+	connsLog   *refusalLog  // connections refused, with their peer: 5 lines a minute
+	refusals   *refusalLog  // rejected lines, with their peer
 	wg         sync.WaitGroup
 	acceptDone chan struct{} // closed when the accept loop has returned
 }
@@ -73,8 +71,8 @@ type StreamServer struct {
 // newStream makes, one per connection (for the source opts.Network); Start listens.
 func NewStreamServer(newStream NewStream, opts StreamOptions, record Recorder, logger *zap.Logger) *StreamServer {
 	return &StreamServer{opts: opts, newStream: newStream, record: record, logger: logger, conns: map[net.Conn]struct{}{},
-		refusals:   newRefusalLog(logger, "stream"),
-		refusedLog: follow.LogLimiter{Burst: 5, Every: time.Minute}}
+		refusals: newRefusalLog(logger, "stream"),
+		connsLog: newRefusalLogEvery(logger, "stream", 5, time.Minute)}
 }
 
 // Addr is the address the server listens on.
@@ -203,7 +201,9 @@ func (s *StreamServer) accept() {
 			// Counted before the close, so that whoever sees the connection closed sees it
 			// counted too.
 			s.refused.Add(1)
-			s.logRefused(c.RemoteAddr())
+			// The receiver's stream_connections_refused counts them all.
+			s.connsLog.warn("connection refused: stream.max_connections are open",
+				zap.Int("max_connections", s.opts.MaxConnections), zap.String("peer", s.peerName(c.RemoteAddr())))
 			if s.opts.OnRefused != nil {
 				s.opts.OnRefused()
 			}
@@ -224,20 +224,6 @@ func (s *StreamServer) peerName(peer net.Addr) string {
 		return peer.String()
 	}
 	return s.opts.Endpoint
-}
-
-// logRefused names the peer of a refused connection, at most 5 lines a minute, each with the
-// count of those not logged since (the receiver's stream_connections_refused counts them all).
-func (s *StreamServer) logRefused(peer net.Addr) {
-	s.refusedMu.Lock()
-	ok, held := s.refusedLog.Take(time.Now())
-	s.refusedMu.Unlock()
-	if !ok {
-		return
-	}
-	s.logger.Warn("stream: connection refused: stream.max_connections are open",
-		zap.Int("max_connections", s.opts.MaxConnections), zap.String("peer", s.peerName(peer)),
-		zap.Int64("refusals_not_logged_since_last", held))
 }
 
 // deadlineReader reads a connection under the deadline of the server's phase: the idle timeout
