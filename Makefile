@@ -67,6 +67,10 @@ RATE        ?= 100000
 
 all: build
 
+# A build cut short (a signal, a full disk) must not leave a target make then takes as up to date
+# (a truncated _build/otelcol-gym): make deletes the target of a recipe that failed.
+.DELETE_ON_ERROR:
+
 build: $(BIN)
 
 # ocb regenerates $(BUILD)/ and compiles; go's build cache makes an unchanged rebuild fast,
