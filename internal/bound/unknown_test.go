@@ -140,13 +140,13 @@ func TestUnknownAttributesCapped(t *testing.T) {
 	tp := newTestProcessor(t, nil)
 	long := strings.Repeat("é", 300) // 600 bytes
 	a := attrs{
-		"note":  long,
-		"ok":    "short",
-		"n":     7,
-		"ratio": 0.5,
-		"flag":  true,
-		"blob":  []byte(strings.Repeat("x", 400)),
-		"doc":   map[string]any{"k": strings.Repeat("v", 400)},
+		"note":                   long,
+		"ok":                     "short",
+		"n":                      7,
+		"ratio":                  0.5,
+		"flag":                   true,
+		"blob":                   []byte(strings.Repeat("x", 400)),
+		"doc":                    map[string]any{"k": strings.Repeat("v", 400)},
 		strings.Repeat("k", 300): "a key past 256 bytes",
 	}
 	many := attrs{}
