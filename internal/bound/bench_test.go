@@ -3,6 +3,7 @@ package bound
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -75,7 +76,7 @@ func BenchmarkProcessSDKBatch(b *testing.B) {
 // unknownBatch is export k of instruments the schema does not know (bounded by the generic
 // rules): a cumulative counter and a cumulative histogram over 3,000 workers (more than the
 // cardinality limit, so 1,001 fold into each overflow series), and a gauge per worker with a
-// free-text note.
+// free-text note longer than the cap (capped at every batch).
 func unknownBatch(k int) pmetric.Metrics {
 	const n = 3000
 	calls := make([]pt, 0, n)
@@ -85,13 +86,15 @@ func unknownBatch(k int) pmetric.Metrics {
 		a := attrs{"worker.id": fmt.Sprintf("w%05d", w), "tool": "python"}
 		calls = append(calls, pt{a: a, start: 1, t: 60 * k, i: int64(k * (w%5 + 1))})
 		lat = append(lat, hist(a, 1, 60*k, []float64{1, 10, 100, 1000}, float64(10*k), 1, 9, uint64(k), 0, uint64(k)))
-		depth = append(depth, pt{a: attrs{"worker.id": fmt.Sprintf("w%05d", w), "note": "queue drained at step"}, t: 60 * k, i: int64(w)})
+		depth = append(depth, pt{a: attrs{"worker.id": fmt.Sprintf("w%05d", w), "note": longNote}, t: 60 * k, i: int64(w)})
 	}
 	return newBatch().resource(driverRes).
 		counter("gym.agent.tool_calls_total", "{call}", calls...).
 		histogram("gym.agent.tool_latency_ms", "ms", cumulative, lat...).
 		gauge("gym.agent.queue_depth", "{item}", depth...).md
 }
+
+var longNote = strings.Repeat("queue drained at step; ", 20) // 460 bytes
 
 // BenchmarkProcessUnknownBatch is BenchmarkProcessBatch for instruments outside the schema
 // (unknown_metrics: bound, the default).
