@@ -91,46 +91,55 @@ func TestUnknownSumsBoundedToLimit(t *testing.T) {
 	}
 }
 
-// Gauges of an unknown instrument: the overflow series keeps the newest folded point;
-// histograms with equal bounds merge bucket-wise into the overflow series, counts kept.
+// Gauges of an unknown instrument: the overflow series keeps the newest folded point.
+// Histograms with equal bounds merge bucket-wise into the overflow series, over two exports,
+// cumulative (the overflow is the sum of its folded streams' latest histograms) and delta: no
+// observation lost.
 func TestUnknownGaugesAndHistogramsBoundedToLimit(t *testing.T) {
-	tp := newTestProcessor(t, limit(100))
-	bounds := []float64{1, 10, 100}
 	gauges := make([]pt, workers)
-	hists := make([]pt, workers)
 	for w := range workers {
-		a := attrs{"worker.id": fmt.Sprintf("w%05d", w)}
-		gauges[w] = pt{a: a, t: 10 + w, i: int64(w)}
-		hists[w] = hist(a, 1, 60, bounds, float64(w), 0.5, 50, uint64(w%3), 1, 0, uint64(w%2))
+		gauges[w] = pt{a: attrs{"worker.id": fmt.Sprintf("w%05d", w)}, t: 10 + w, i: int64(w)}
 	}
-	out := tp.run(t, newBatch().resource(gymResource("a")).
-		gauge("gym.worker.queue_size", "{item}", gauges...).
-		histogram("gym.tool.latency_s", "s", cumulative, hists...).md)
-
+	tp := newTestProcessor(t, limit(100))
+	out := tp.run(t, newBatch().resource(gymResource("a")).gauge("gym.worker.queue_size", "{item}", gauges...).md)
 	g := byAttrs(points(out, "gym.worker.queue_size"))
 	require.Len(t, g, 100)
 	assert.EqualValues(t, workers-1, g[overflowKey].Int, "the newest folded gauge")
 
-	h := byAttrs(points(out, "gym.tool.latency_s"))
-	require.Len(t, h, 100)
-	var count, wantCount uint64
-	buckets := make([]uint64, 4)
-	wantBuckets := make([]uint64, 4)
-	for _, p := range h {
-		count += p.Count
-		for k, c := range p.Buckets {
-			buckets[k] += c
-		}
+	bounds := []float64{1, 10, 100}
+	for _, temp := range []pmetric.AggregationTemporality{cumulative, delta} {
+		t.Run(temp.String(), func(t *testing.T) {
+			tp := newTestProcessor(t, limit(100))
+			for round := 1; round <= 2; round++ {
+				hists := make([]pt, workers)
+				for w := range workers {
+					k := uint64(round)
+					hists[w] = hist(attrs{"worker.id": fmt.Sprintf("w%05d", w)}, 1, 60*round, bounds, float64(w), 0.5, 50, k*uint64(w%3), k, 0, k*uint64(w%2))
+				}
+				out := tp.run(t, newBatch().resource(gymResource("a")).histogram("gym.tool.latency_s", "s", temp, hists...).md)
+				h := byAttrs(points(out, "gym.tool.latency_s"))
+				require.Len(t, h, 100, "round %d", round)
+				var count, wantCount uint64
+				buckets := make([]uint64, 4)
+				wantBuckets := make([]uint64, 4)
+				for _, p := range h {
+					count += p.Count
+					for k, c := range p.Buckets {
+						buckets[k] += c
+					}
+				}
+				for _, p := range hists {
+					wantCount += p.count
+					for k, c := range p.buckets {
+						wantBuckets[k] += c
+					}
+				}
+				assert.Equal(t, wantCount, count, "round %d: no observation lost", round)
+				assert.Equal(t, wantBuckets, buckets, "round %d: bucket-wise", round)
+				assert.Equal(t, bounds, h[overflowKey].Bounds)
+			}
+		})
 	}
-	for _, p := range hists {
-		wantCount += p.count
-		for k, c := range p.buckets {
-			wantBuckets[k] += c
-		}
-	}
-	assert.Equal(t, wantCount, count, "no observation lost")
-	assert.Equal(t, wantBuckets, buckets, "bucket-wise")
-	assert.Equal(t, bounds, h[overflowKey].Bounds)
 }
 
 // The generic rules on one point's attributes: strings capped at 256 bytes of whole runes,
@@ -387,4 +396,23 @@ func TestUnknownPassAndDrop(t *testing.T) {
 		assert.EqualValues(t, workers, tp.dropped(t, "unknown_metric"))
 		assert.Equal(t, map[string]int64{"gym.agent.tool_calls_total": workers, completed: 50}, tp.byInstrument(t, "unknown_points"))
 	})
+}
+
+// A metric name past 256 bytes: its state is keyed by a hash (no unbounded name held), and its
+// points are counted under its first 256 bytes.
+func TestUnknownLongName(t *testing.T) {
+	tp := newTestProcessor(t, limit(3))
+	name := "gym.lab." + strings.Repeat("n", 1000)
+	gauges := make([]pt, 10)
+	for i := range gauges {
+		gauges[i] = pt{a: attrs{"w": i}, t: 1 + i, i: int64(i)}
+	}
+	out := tp.run(t, newBatch().resource(gymResource("a")).gauge(name, "1", gauges...).md)
+	assert.Len(t, points(out, name), 3, "bounded like any other")
+	for _, r := range tp.st.resources {
+		for k := range r.unknown {
+			assert.Less(t, len(k), maxInstKeyBytes, "the state's key is a hash")
+		}
+	}
+	assert.Equal(t, map[string]int64{name[:schema.DefaultStringMaxBytes]: 10}, tp.byInstrument(t, "unknown_points"))
 }
