@@ -135,10 +135,7 @@ func (p *Bounder) logOther(m pmetric.Metric, known bool, a action, other bool) b
 func (p *Bounder) actionText(a action) string {
 	switch a {
 	case actionPassed:
-		if !p.unk.generic {
-			return "passed on unbounded (unknown_metrics: pass)"
-		}
-		return "passed on: it has no data points"
+		return "passed on unbounded (unknown_metrics: pass)"
 	case actionDropped:
 		return "dropped and counted (unknown_metrics: drop)"
 	case actionRefused:
