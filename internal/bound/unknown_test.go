@@ -383,7 +383,11 @@ func TestUnknownPassAndDrop(t *testing.T) {
 	}
 	t.Run("pass", func(t *testing.T) {
 		tp := newTestProcessor(t, func(cfg *Config) { cfg.CardinalityLimit = 10; cfg.UnknownMetrics = UnknownMetricsPass })
+		logs := tp.observe()
 		out := tp.run(t, build())
+		require.Equal(t, 2, logs.Len())
+		assert.Equal(t, "passed on unbounded (unknown_metrics: pass)", logs.All()[0].ContextMap()["action"])
+		assert.Equal(t, "counter", logs.All()[1].ContextMap()["schema_kind"], "a mismatched metric's line gives the schema's kind")
 		assert.Len(t, points(out, "gym.agent.tool_calls_total"), workers, "unbounded: the user's choice")
 		assert.Len(t, points(out, completed), 50)
 		assert.Equal(t, map[string]int64{"gym.agent.tool_calls_total": workers, completed: 50}, tp.byInstrument(t, "unknown_points"))
