@@ -66,7 +66,7 @@ processors:
     failure_kinds: ["myorg:quota_exceeded"]
     health_checks: ["myorg_check"]
     ignored_health_checks: ["noisy_check"]
-    unknown_metrics: pass
+    unknown_metrics: bound
     series_idle_timeout: 10m
   batch: {}
 exporters:
@@ -143,7 +143,7 @@ func TestValidateDistribution(t *testing.T) {
 
 	for _, c := range []struct{ from, to, want string }{
 		{"cardinality_limit: 2000", "cardinality_limit: 1", "cardinality_limit"},
-		{"unknown_metrics: pass", "unknown_metrics: keep", "unknown_metrics"},
+		{"unknown_metrics: bound", "unknown_metrics: keep", "unknown_metrics"},
 		{"series_idle_timeout: 10m", "series_idle_timout: 10m", "series_idle_timout"},
 		{"max_line_bytes: 4194304", "max_line_bytes: 10", "max_line_bytes"},
 		{"cardinality_limit: 1500", "cardinality_limit: 0", "cardinality_limit"},

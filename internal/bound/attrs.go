@@ -27,6 +27,8 @@ const (
 	dropStateFull                     // a cumulative stream the state bounds leave no room to track
 	dropUnknownMetric                 // unknown_metrics: drop
 	dropNoRecordedValue               // a no-recorded-value point that would fold into the overflow series
+	dropInstrumentLimit               // an unknown instrument past maxUnknownInstruments of its resource
+	dropUnmergeable                   // a point of an unknown instrument that cannot merge, past the limit
 	numDropReasons
 )
 
@@ -39,6 +41,8 @@ var dropReasonNames = [numDropReasons]string{
 	dropStateFull:          "state_full",
 	dropUnknownMetric:      "unknown_metric",
 	dropNoRecordedValue:    "no_recorded_value",
+	dropInstrumentLimit:    "instrument_limit",
+	dropUnmergeable:        "unmergeable_overflow",
 }
 
 func (r dropReason) String() string { return dropReasonNames[r] }
@@ -134,12 +138,15 @@ type attrBounder struct {
 
 	visitFn, removeFn func(string, pcommon.Value) bool
 	interned          map[string]string
+
+	gen genericAttrs // the generic rules' scratch (unknown_attrs.go)
 }
 
 func newAttrBounder(reg *normalize.Registry) *attrBounder {
 	b := &attrBounder{reg: reg, seed: maphash.MakeSeed(), interned: map[string]string{}}
 	b.visitFn = b.visit
 	b.removeFn = b.remove
+	b.gen.visitFn = b.visitGeneric
 	return b
 }
 
@@ -147,6 +154,9 @@ func newAttrBounder(reg *normalize.Registry) *attrBounder {
 // write applies the bounded set to the map. wantRaw also hashes the received attributes
 // into b.raw (the identity of the stream as sent, for cumulative points).
 func (b *attrBounder) bound(id schema.InstrumentID, attrs pcommon.Map, wantRaw bool) dropReason {
+	if b.gen.on = id == genericID; b.gen.on {
+		return b.boundGeneric(attrs, wantRaw)
+	}
 	b.id, b.in = id, schema.Get(id)
 	n := len(b.in.Attrs)
 	for i := range n {
@@ -408,6 +418,10 @@ func (b *attrBounder) encode() {
 // write applies the bounded set to the map it was computed from: undeclared and left-out
 // attributes are removed, changed values replaced (in place: the map keeps its order).
 func (b *attrBounder) write(attrs pcommon.Map) {
+	if b.gen.on {
+		b.writeGeneric(attrs)
+		return
+	}
 	if b.removed > 0 {
 		b.idx = 0
 		attrs.RemoveIf(b.removeFn)

@@ -3,6 +3,7 @@ package bound
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -58,6 +59,52 @@ func BenchmarkProcessSDKBatch(b *testing.B) {
 	tp := newTestProcessor(b, goldenConfig)
 	batches := []pmetric.Metrics{sdkBatch(1), sdkBatch(2)}
 	perBatch := batches[0].DataPointCount()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		md := pmetric.NewMetrics()
+		batches[i%2].CopyTo(md)
+		b.StartTimer()
+		if _, err := tp.Process(context.Background(), md); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(perBatch)*float64(b.N)/b.Elapsed().Seconds(), "points/s")
+}
+
+// unknownBatch is export k of instruments the schema does not know (bounded by the generic
+// rules): a cumulative counter and a cumulative histogram over 3,000 workers (more than the
+// cardinality limit, so 1,001 fold into each overflow series), and a gauge per worker with a
+// free-text note longer than the cap (capped at every batch).
+func unknownBatch(k int) pmetric.Metrics {
+	const n = 3000
+	calls := make([]pt, 0, n)
+	lat := make([]pt, 0, n)
+	depth := make([]pt, 0, n)
+	for w := range n {
+		a := attrs{"worker.id": fmt.Sprintf("w%05d", w), "tool": "python"}
+		calls = append(calls, pt{a: a, start: 1, t: 60 * k, i: int64(k * (w%5 + 1))})
+		lat = append(lat, hist(a, 1, 60*k, []float64{1, 10, 100, 1000}, float64(10*k), 1, 9, uint64(k), 0, uint64(k)))
+		depth = append(depth, pt{a: attrs{"worker.id": fmt.Sprintf("w%05d", w), "note": longNote}, t: 60 * k, i: int64(w)})
+	}
+	return newBatch().resource(driverRes).
+		counter("gym.agent.tool_calls_total", "{call}", calls...).
+		histogram("gym.agent.tool_latency_ms", "ms", cumulative, lat...).
+		gauge("gym.agent.queue_depth", "{item}", depth...).md
+}
+
+var longNote = strings.Repeat("queue drained at step; ", 20) // 460 bytes
+
+// BenchmarkProcessUnknownBatch is BenchmarkProcessBatch for instruments outside the schema
+// (unknown_metrics: bound, the default).
+func BenchmarkProcessUnknownBatch(b *testing.B) {
+	tp := newTestProcessor(b, nil)
+	batches := []pmetric.Metrics{unknownBatch(1), unknownBatch(2)}
+	perBatch := batches[0].DataPointCount()
+	warm := pmetric.NewMetrics()
+	batches[0].CopyTo(warm)
+	tp.run(b, warm)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/clock"
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
@@ -33,6 +34,7 @@ type Bounder struct {
 	clock       clock.Clock // idle series expire in its elapsed time, which a step of the host's clock does not move
 	dropUnknown bool
 	reasonSets  [numDropReasons]metric.MeasurementOption
+	unk         unknowns // metrics the schema's exact rule does not take (unknown.go)
 
 	mu  sync.Mutex
 	st  *state
@@ -47,6 +49,9 @@ func New(cfg *Config, tel Telemetry) (*Bounder, error) {
 	if err := tel.check(); err != nil {
 		return nil, err
 	}
+	if tel.Logger == nil {
+		tel.Logger = zap.NewNop()
+	}
 	reg, err := normalize.NewRegistry(cfg.FailureKinds, cfg.HealthChecks, cfg.IgnoredHealthChecks)
 	if err != nil {
 		return nil, err
@@ -57,7 +62,9 @@ func New(cfg *Config, tel Telemetry) (*Bounder, error) {
 		dropUnknown: cfg.UnknownMetrics == UnknownMetricsDrop,
 		st:          newState(cfg.CardinalityLimit, cfg.SeriesIdleTimeout),
 		bd:          newAttrBounder(reg),
+		unk:         newUnknowns(cfg),
 	}
+	p.unk.bounds.init()
 	p.b.entries = map[entryKey]*entry{}
 	for r := dropReason(1); r < numDropReasons; r++ {
 		p.reasonSets[r] = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", r.String())))
@@ -74,14 +81,15 @@ type counts struct {
 
 // batch is the scratch state of one batch, reused.
 type batch struct {
-	entries map[entryKey]*entry
-	list    []*entry
-	pool    []*entry
-	keep    []bool // pass 1's verdict on every point of the schema metrics, in order
-	removed bool   // a point or a metric was removed
-	kvs     []keyValue
-	resKey  []byte
-	c       counts
+	entries  map[entryKey]*entry
+	list     []*entry
+	pool     []*entry
+	keep     []bool          // pass 1's verdict on every point of the metrics it collected, in order
+	verdicts []metricVerdict // pass 1's verdict on every metric, in order
+	removed  bool            // a point or a metric was removed
+	kvs      []keyValue
+	resKey   []byte
+	c        counts
 }
 
 type keyValue struct {
@@ -136,6 +144,7 @@ func (b *batch) reset() {
 	b.list = b.list[:0]
 	clear(b.entries)
 	b.keep = b.keep[:0]
+	b.verdicts = b.verdicts[:0]
 	b.removed = false
 	b.c = counts{}
 }
@@ -181,32 +190,24 @@ func (p *Bounder) Process(ctx context.Context, md pmetric.Metrics) (pmetric.Metr
 	// Pass 1.
 	rms := md.ResourceMetrics()
 	for i := 0; i < rms.Len(); i++ {
-		rm := rms.At(i)
-		var res *resourceState
-		sms := rm.ScopeMetrics()
+		cur := cursor{rm: rms.At(i)}
+		sms := cur.rm.ScopeMetrics()
 		for j := 0; j < sms.Len(); j++ {
-			sm := sms.At(j)
-			ms := sm.Metrics()
+			cur.sm, cur.scope = sms.At(j), 0
+			ms := cur.sm.Metrics()
 			if p.dropUnknown {
 				ms.RemoveIf(p.dropIfUnknown)
 			}
-			scope := uint64(0)
 			for k := 0; k < ms.Len(); k++ {
 				m := ms.At(k)
 				id, ok := processed(m)
 				if !ok {
-					if _, known := schema.Lookup(m.Name()); known {
-						b.c.mismatched += int64(pointCount(m))
-					}
+					p.other(&cur, m, now)
 					continue
 				}
-				if res == nil {
-					res = p.st.resource(p.resourceKey(rm.Resource().Attributes()), now)
-				}
-				if scope == 0 {
-					scope = p.scopeHash(sm.Scope())
-				}
-				p.collect(&metricCtx{id: id, is: res.inst(id), scope: scope}, m, now)
+				b.verdicts = append(b.verdicts, metricCollected)
+				p.boundsDiffer(id, m)
+				p.collect(&metricCtx{id: id, is: p.resourceOf(&cur, now).inst(id), scope: p.scopeOf(&cur)}, m, now)
 			}
 		}
 	}
@@ -231,6 +232,7 @@ func (p *Bounder) dropIfUnknown(m pmetric.Metric) bool {
 	}
 	p.b.c.dropped[dropUnknownMetric] += int64(pointCount(m))
 	p.b.removed = true
+	p.seenOther(m, false, actionDropped)
 	return true
 }
 
@@ -443,161 +445,8 @@ func (p *Bounder) histogram(mc *metricCtx, dp pmetric.HistogramDataPoint, now in
 	return fresh
 }
 
-func sameBounds(a, b pcommon.Float64Slice) bool {
-	if a.Len() != b.Len() {
-		return false
-	}
-	for i := 0; i < a.Len(); i++ {
-		if a.At(i) != b.At(i) {
-			return false
-		}
-	}
-	return true
-}
-
-// addNumber adds a delta Sum point: values add, the start is the earliest, the time the latest.
-func (e *entry) addNumber(dp pmetric.NumberDataPoint) {
-	if dp.ValueType() == pmetric.NumberDataPointValueTypeDouble {
-		e.isDouble = true
-		e.f += dp.DoubleValue()
-	} else {
-		e.i += dp.IntValue()
-	}
-	e.span(dp.StartTimestamp(), dp.Timestamp())
-}
-
-func (e *entry) span(start, ts pcommon.Timestamp) {
-	if !e.seen {
-		e.start, e.ts, e.seen = start, ts, true
-		return
-	}
-	if start != 0 && (e.start == 0 || start < e.start) {
-		e.start = start
-	}
-	if ts > e.ts {
-		e.ts = ts
-	}
-}
-
-// addHistogram adds a delta Histogram point with the carrier's bounds, bucket-wise.
-func (e *entry) addHistogram(dp pmetric.HistogramDataPoint) {
-	bc := dp.BucketCounts()
-	if !e.seen {
-		if cap(e.buckets) < bc.Len() {
-			e.buckets = make([]uint64, bc.Len())
-		}
-		e.buckets = e.buckets[:bc.Len()]
-		clear(e.buckets)
-	}
-	e.span(dp.StartTimestamp(), dp.Timestamp())
-	for k := range e.buckets {
-		e.buckets[k] += bc.At(k)
-	}
-	e.count += dp.Count()
-	e.sum += dp.Sum()
-	if dp.Count() > 0 {
-		if !dp.HasSum() {
-			e.noSum = true
-		}
-		if dp.HasMin() && dp.HasMax() {
-			if !e.hasMM {
-				e.min, e.max, e.hasMM = dp.Min(), dp.Max(), true
-			} else {
-				e.min = math.Min(e.min, dp.Min())
-				e.max = math.Max(e.max, dp.Max())
-			}
-		} else {
-			e.noMM = true
-		}
-	}
-}
-
-// finish writes a series' merged value into its carrier (pass 2).
-func (p *Bounder) finish(e *entry) {
-	switch {
-	case e.gauge:
-		if !e.newestCarrier {
-			copyGauge(e.newest, e.num)
-			p.b.c.removed += int64(clearExemplarAttrs(e.num.Exemplars()))
-		}
-	case e.cum && e.hist:
-		writeCumHistogram(e.s.cum, e.hdp)
-	case e.cum:
-		writeCumNumber(e.s.cum, e.num)
-	case e.n == 1:
-		// A delta point alone in its series: kept as it came.
-	case e.hist:
-		dp := e.hdp
-		dp.SetStartTimestamp(e.start)
-		dp.SetTimestamp(e.ts)
-		dp.SetCount(e.count)
-		if e.noSum {
-			dp.RemoveSum()
-		} else {
-			dp.SetSum(e.sum)
-		}
-		setMinMax(dp, e.count, e.hasMM && !e.noMM, e.min, e.max)
-		dp.BucketCounts().FromRaw(e.buckets)
-	default:
-		dp := e.num
-		dp.SetStartTimestamp(e.start)
-		dp.SetTimestamp(e.ts)
-		if e.isDouble {
-			dp.SetDoubleValue(float64(e.i) + e.f)
-		} else {
-			dp.SetIntValue(e.i)
-		}
-	}
-}
-
-func setMinMax(dp pmetric.HistogramDataPoint, count uint64, ok bool, lo, hi float64) {
-	if ok && count > 0 {
-		dp.SetMin(lo)
-		dp.SetMax(hi)
-		return
-	}
-	dp.RemoveMin()
-	dp.RemoveMax()
-}
-
-func copyGauge(from, to pmetric.NumberDataPoint) {
-	switch from.ValueType() {
-	case pmetric.NumberDataPointValueTypeDouble:
-		to.SetDoubleValue(from.DoubleValue())
-	default:
-		to.SetIntValue(from.IntValue())
-	}
-	to.SetStartTimestamp(from.StartTimestamp())
-	to.SetTimestamp(from.Timestamp())
-	to.SetFlags(from.Flags())
-	from.Exemplars().CopyTo(to.Exemplars())
-}
-
-func writeCumNumber(c *cumState, dp pmetric.NumberDataPoint) {
-	dp.SetStartTimestamp(c.start)
-	dp.SetTimestamp(c.ts)
-	if c.isDouble {
-		dp.SetDoubleValue(float64(c.i) + c.f)
-	} else {
-		dp.SetIntValue(c.i)
-	}
-}
-
-func writeCumHistogram(c *cumState, dp pmetric.HistogramDataPoint) {
-	dp.SetStartTimestamp(c.start)
-	dp.SetTimestamp(c.ts)
-	dp.SetCount(c.count)
-	if c.noSum {
-		dp.RemoveSum()
-	} else {
-		dp.SetSum(c.sum)
-	}
-	setMinMax(dp, c.count, c.hasMM && !c.noMM, c.min, c.max)
-	dp.BucketCounts().FromRaw(c.buckets)
-}
-
-// removeMerged is pass 3: it walks the batch in pass 1's order, removes the points pass 1
-// did not keep, then the metrics, scopes and resources that are left empty.
+// removeMerged is pass 3: it walks the batch in pass 1's order, removes the metrics and points
+// pass 1 did not keep, then the metrics, scopes and resources that are left empty.
 func (p *Bounder) removeMerged(md pmetric.Metrics) {
 	keep := p.b.keep
 	next := 0
@@ -608,11 +457,19 @@ func (p *Bounder) removeMerged(md pmetric.Metrics) {
 	}
 	numDrop := func(pmetric.NumberDataPoint) bool { return drop() }
 	histDrop := func(pmetric.HistogramDataPoint) bool { return drop() }
+	expDrop := func(pmetric.ExponentialHistogramDataPoint) bool { return drop() }
+	sumDrop := func(pmetric.SummaryDataPoint) bool { return drop() }
+	verdicts := p.b.verdicts
 	md.ResourceMetrics().RemoveIf(func(rm pmetric.ResourceMetrics) bool {
 		rm.ScopeMetrics().RemoveIf(func(sm pmetric.ScopeMetrics) bool {
 			sm.Metrics().RemoveIf(func(m pmetric.Metric) bool {
-				if _, ok := processed(m); !ok {
+				v := verdicts[0]
+				verdicts = verdicts[1:]
+				switch v {
+				case metricUntouched:
 					return false
+				case metricRemoved:
+					return true
 				}
 				n := pointCount(m)
 				if n == 0 {
@@ -629,6 +486,10 @@ func (p *Bounder) removeMerged(md pmetric.Metrics) {
 					m.Gauge().DataPoints().RemoveIf(numDrop)
 				case pmetric.MetricTypeHistogram:
 					m.Histogram().DataPoints().RemoveIf(histDrop)
+				case pmetric.MetricTypeExponentialHistogram:
+					m.ExponentialHistogram().DataPoints().RemoveIf(expDrop)
+				case pmetric.MetricTypeSummary:
+					m.Summary().DataPoints().RemoveIf(sumDrop)
 				}
 				return pointCount(m) == 0
 			})

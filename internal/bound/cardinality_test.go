@@ -288,7 +288,7 @@ func TestUnknownMetrics(t *testing.T) {
 			gauge("http.server.active_requests", "{request}", pt{a: attrs{"url.full": "/x?y"}, t: 1, i: 3}).md
 	}
 	t.Run("pass", func(t *testing.T) {
-		tp := newTestProcessor(t, nil)
+		tp := newTestProcessor(t, func(cfg *Config) { cfg.UnknownMetrics = UnknownMetricsPass })
 		in := build()
 		want := pmetric.NewMetrics()
 		in.CopyTo(want)

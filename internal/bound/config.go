@@ -16,8 +16,9 @@ import (
 
 // What to do with a metric whose name is not in the schema (unknown_metrics).
 const (
-	UnknownMetricsPass = "pass" // passed on untouched (the default)
-	UnknownMetricsDrop = "drop" // dropped and counted
+	UnknownMetricsPass  = "pass"  // passed on untouched: unbounded, the user's choice
+	UnknownMetricsDrop  = "drop"  // dropped and counted
+	UnknownMetricsBound = "bound" // bounded by the generic rules (unknown.go): the default
 )
 
 // Config is the configuration of the gymattrs rules (docs/processor.md): the gymattrs
@@ -34,7 +35,8 @@ type Config struct {
 	HealthChecks        []string `mapstructure:"health_checks"`
 	IgnoredHealthChecks []string `mapstructure:"ignored_health_checks"`
 
-	// UnknownMetrics: "pass" (default) or "drop" for metrics whose name is not in the schema.
+	// UnknownMetrics: "bound" (default), "pass" or "drop" for metrics whose name is not in the
+	// schema; "bound" and "drop" bound schema metrics the schema does not accept as sent too.
 	UnknownMetrics string `mapstructure:"unknown_metrics"`
 
 	// SeriesIdleTimeout: a series (and a stream folded into one) that receives no point for
@@ -51,11 +53,11 @@ type Config struct {
 const defaultSeriesIdleTimeout = 10 * time.Minute
 
 // DefaultConfig returns the defaults: the schema's default_cardinality_limit, unknown metrics
-// passed on, a 10-minute idle timeout.
+// bounded by the generic rules, a 10-minute idle timeout.
 func DefaultConfig() Config {
 	return Config{
 		CardinalityLimit:  schema.DefaultCardinalityLimit,
-		UnknownMetrics:    UnknownMetricsPass,
+		UnknownMetrics:    UnknownMetricsBound,
 		SeriesIdleTimeout: defaultSeriesIdleTimeout,
 	}
 }
@@ -73,9 +75,9 @@ func (cfg *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	switch cfg.UnknownMetrics {
-	case UnknownMetricsPass, UnknownMetricsDrop:
+	case UnknownMetricsBound, UnknownMetricsPass, UnknownMetricsDrop:
 	default:
-		errs = append(errs, fmt.Errorf("unknown_metrics: must be %q or %q, got %q", UnknownMetricsPass, UnknownMetricsDrop, cfg.UnknownMetrics))
+		errs = append(errs, fmt.Errorf("unknown_metrics: must be %q, %q or %q, got %q", UnknownMetricsBound, UnknownMetricsPass, UnknownMetricsDrop, cfg.UnknownMetrics))
 	}
 	if cfg.SeriesIdleTimeout < minIdleTimeout {
 		errs = append(errs, fmt.Errorf("series_idle_timeout: must be at least %s, got %s", minIdleTimeout, cfg.SeriesIdleTimeout))

@@ -51,8 +51,8 @@ func TestGymTodayConcurrency(t *testing.T) {
 			pt{a: attrs{conComponent: "model_server", conLimit: "max_requests", "sandbox.id": "sb-1"}, start: 1, t: 10, i: 2},
 			pt{a: attrs{conComponent: "model_server", conLimit: "max_requests", "sandbox.id": "sb-2"}, start: 1, t: 10, i: 1},
 		).
-		// A counter sent as a Gauge is not the schema's instrument: passed on unbounded and
-		// counted as mismatched.
+		// A counter sent as a Gauge is not the schema's instrument: counted as mismatched, and
+		// bounded by the generic rules only (its attributes stay; unknown_test.go).
 		gauge("gym.concurrency.admission_cancelled_total", "1", pt{a: attrs{conComponent: "x", "raw": "kept"}, t: 10, i: 9}).
 		md
 	out := tp.run(t, md)
@@ -76,7 +76,7 @@ func TestGymTodayConcurrency(t *testing.T) {
 
 	cancelled := points(out, "gym.concurrency.admission_cancelled_total")
 	require.Len(t, cancelled, 1)
-	assert.Equal(t, "kept", cancelled[0].Attrs["raw"], "a mismatched kind is not bounded")
+	assert.Equal(t, "kept", cancelled[0].Attrs["raw"], "a mismatched kind keeps its attributes")
 	assert.EqualValues(t, 1, tp.counter(t, "points_mismatched"))
 	assertBounded(t, out)
 }

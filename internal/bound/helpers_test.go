@@ -202,6 +202,9 @@ func testTelemetry(t testing.TB, tel *componenttest.Telemetry) Telemetry {
 		PointsUnmerged:    counter("points_unmerged"),
 		PointsDropped:     counter("points_dropped"),
 		StateEntries:      gauge,
+
+		UnknownPoints:         counter("unknown_points"),
+		HistogramBoundsDiffer: counter("histogram_bounds_differ"),
 	}
 }
 

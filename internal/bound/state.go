@@ -41,6 +41,9 @@ type state struct {
 type resourceState struct {
 	seen  int64
 	insts [schema.NumInstruments]*instState
+	// unknown: the instruments bounded by the generic rules, by instKey (unknown.go); at
+	// most maxUnknownInstruments.
+	unknown map[string]*instState
 }
 
 type instState struct {
@@ -375,32 +378,15 @@ func (st *state) sweep(now int64) {
 			if is == nil {
 				continue
 			}
-			// A stream is seen whenever its series is, so a series that goes takes its
-			// streams with it.
-			for h, rs := range is.raws {
-				if rs.seen <= cut {
-					delete(is.raws, h)
-					st.entries--
-				}
-			}
-			for k, f := range is.folded {
-				if f.seen <= cut {
-					delete(is.folded, k)
-					st.entries--
-				}
-			}
-			for k, s := range is.series {
-				if s.seen <= cut {
-					delete(is.series, k)
-					st.series--
-				}
-			}
-			if is.overflow != nil && is.overflow.seen <= cut {
-				is.overflow = nil
-				st.series--
-			}
-			if len(is.series) == 0 && is.overflow == nil && len(is.folded) == 0 && len(is.raws) == 0 {
+			if st.sweepInst(is, cut) {
 				r.insts[id] = nil
+				continue
+			}
+			live = true
+		}
+		for k, is := range r.unknown {
+			if st.sweepInst(is, cut) {
+				delete(r.unknown, k)
 				continue
 			}
 			live = true
@@ -409,4 +395,32 @@ func (st *state) sweep(now int64) {
 			delete(st.resources, rk)
 		}
 	}
+}
+
+// sweepInst forgets what of one instrument has been idle since cut; true when nothing is left.
+func (st *state) sweepInst(is *instState, cut int64) (empty bool) {
+	// A stream is seen whenever its series is, so a series that goes takes its streams with it.
+	for h, rs := range is.raws {
+		if rs.seen <= cut {
+			delete(is.raws, h)
+			st.entries--
+		}
+	}
+	for k, f := range is.folded {
+		if f.seen <= cut {
+			delete(is.folded, k)
+			st.entries--
+		}
+	}
+	for k, s := range is.series {
+		if s.seen <= cut {
+			delete(is.series, k)
+			st.series--
+		}
+	}
+	if is.overflow != nil && is.overflow.seen <= cut {
+		is.overflow = nil
+		st.series--
+	}
+	return len(is.series) == 0 && is.overflow == nil && len(is.folded) == 0 && len(is.raws) == 0
 }

@@ -5,11 +5,13 @@ import (
 	"errors"
 
 	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
 )
 
 // Telemetry is where a Bounder reports what it did: the instruments of the
 // otelcol_processor_gymattrs_* metrics, made by the component that runs the Bounder (from its
-// mdatagen TelemetryBuilder, whose metadata.yaml declares them). Every field is required.
+// mdatagen TelemetryBuilder, whose metadata.yaml declares them), and its logger. Every
+// instrument is required; a nil Logger logs nothing.
 type Telemetry struct {
 	AttributesRemoved metric.Int64Counter // otelcol_processor_gymattrs_attributes_removed
 	ValuesNormalised  metric.Int64Counter // otelcol_processor_gymattrs_values_normalised
@@ -19,6 +21,11 @@ type Telemetry struct {
 	PointsUnmerged    metric.Int64Counter // otelcol_processor_gymattrs_points_unmerged
 	PointsDropped     metric.Int64Counter // otelcol_processor_gymattrs_points_dropped, by reason
 	StateEntries      metric.Int64Gauge   // otelcol_processor_gymattrs_state_entries
+
+	UnknownPoints         metric.Int64Counter // otelcol_processor_gymattrs_unknown_points, by instrument
+	HistogramBoundsDiffer metric.Int64Counter // otelcol_processor_gymattrs_histogram_bounds_differ, by instrument
+
+	Logger *zap.Logger
 }
 
 func (t *Telemetry) check() error {
@@ -35,6 +42,8 @@ func (t *Telemetry) check() error {
 		{"PointsUnmerged", t.PointsUnmerged == nil},
 		{"PointsDropped", t.PointsDropped == nil},
 		{"StateEntries", t.StateEntries == nil},
+		{"UnknownPoints", t.UnknownPoints == nil},
+		{"HistogramBoundsDiffer", t.HistogramBoundsDiffer == nil},
 	} {
 		if f.nil {
 			errs = append(errs, errors.New("bound: telemetry: no "+f.name+" instrument"))
@@ -58,6 +67,7 @@ func (p *Bounder) zero(ctx context.Context) {
 		t.PointsDropped.Add(ctx, 0, p.reasonSets[r])
 	}
 	t.StateEntries.Record(ctx, 0)
+	p.zeroOther(ctx)
 }
 
 // record adds the counts of the batch to the telemetry: the one place where counts meet
@@ -80,5 +90,6 @@ func (p *Bounder) record(ctx context.Context) {
 			t.PointsDropped.Add(ctx, n, p.reasonSets[r])
 		}
 	}
+	p.recordOther(ctx)
 	t.StateEntries.Record(ctx, int64(p.st.series+p.st.entries))
 }

@@ -34,7 +34,7 @@ func TestDefaultConfig(t *testing.T) {
 	cfg := DefaultConfig()
 	require.NoError(t, cfg.Validate())
 	assert.Equal(t, 2000, cfg.CardinalityLimit)
-	assert.Equal(t, UnknownMetricsPass, cfg.UnknownMetrics)
+	assert.Equal(t, UnknownMetricsBound, cfg.UnknownMetrics)
 	assert.Equal(t, "10m0s", cfg.SeriesIdleTimeout.String())
 }
 

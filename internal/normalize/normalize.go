@@ -293,6 +293,12 @@ func freeString(max int, v []byte) []byte {
 	return validPrefix(Cap(v, max))
 }
 
+// FreeString bounds a string value that has no rule of its own (an attribute of an instrument
+// the schema does not know) as a RuleString attribute with no MaxBytes of its own: at most
+// schema.DefaultStringMaxBytes of valid UTF-8, cut at a rune boundary. The result is a prefix
+// of v.
+func FreeString(v []byte) []byte { return freeString(schema.DefaultStringMaxBytes, v) }
+
 // Int applies the rule of an int attribute (http.response.status_code,
 // nemo.gym.gc.generation) to an int value: true when the value is allowed. False for an id that
 // is not an int-rule attribute of the schema.

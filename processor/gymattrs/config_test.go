@@ -34,8 +34,18 @@ func TestDefaultConfig(t *testing.T) {
 	assert.Empty(t, cfg.FailureKinds)
 	assert.Empty(t, cfg.HealthChecks)
 	assert.Empty(t, cfg.IgnoredHealthChecks)
-	assert.Equal(t, "pass", cfg.UnknownMetrics)
+	assert.Equal(t, "bound", cfg.UnknownMetrics, "nothing unbounded by default")
 	assert.Equal(t, 10*time.Minute, cfg.SeriesIdleTimeout)
+}
+
+// unknown_metrics: pass stays available, an explicit choice.
+func TestUnknownMetricsPassConfig(t *testing.T) {
+	cfg, err := loadConfig(t, "pass")
+	require.NoError(t, err)
+	assert.Equal(t, "pass", cfg.UnknownMetrics)
+	cfg, err = loadConfig(t, "bound")
+	require.NoError(t, err)
+	assert.Equal(t, "bound", cfg.UnknownMetrics)
 }
 
 func TestCustomConfig(t *testing.T) {

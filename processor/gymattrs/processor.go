@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"go.opentelemetry.io/collector/processor"
+	"go.uber.org/zap"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/bound"
 	"github.com/gym-telemetry/otelcol-gym/processor/gymattrs/internal/metadata"
@@ -20,7 +21,7 @@ func newProcessor(set processor.Settings, cfg *Config) (*gymattrsProcessor, erro
 	if err != nil {
 		return nil, err
 	}
-	b, err := bound.New(cfg, telemetry(tb))
+	b, err := bound.New(cfg, telemetry(tb, set.Logger))
 	if err != nil {
 		tb.Shutdown()
 		return nil, err
@@ -28,8 +29,8 @@ func newProcessor(set processor.Settings, cfg *Config) (*gymattrsProcessor, erro
 	return &gymattrsProcessor{tb: tb, bounder: b}, nil
 }
 
-// telemetry hands the engine the instruments of metadata.yaml.
-func telemetry(tb *metadata.TelemetryBuilder) bound.Telemetry {
+// telemetry hands the engine the instruments of metadata.yaml and the processor's logger.
+func telemetry(tb *metadata.TelemetryBuilder, logger *zap.Logger) bound.Telemetry {
 	return bound.Telemetry{
 		AttributesRemoved: tb.ProcessorGymattrsAttributesRemoved,
 		ValuesNormalised:  tb.ProcessorGymattrsValuesNormalised,
@@ -39,6 +40,10 @@ func telemetry(tb *metadata.TelemetryBuilder) bound.Telemetry {
 		PointsUnmerged:    tb.ProcessorGymattrsPointsUnmerged,
 		PointsDropped:     tb.ProcessorGymattrsPointsDropped,
 		StateEntries:      tb.ProcessorGymattrsStateEntries,
+
+		UnknownPoints:         tb.ProcessorGymattrsUnknownPoints,
+		HistogramBoundsDiffer: tb.ProcessorGymattrsHistogramBoundsDiffer,
+		Logger:                logger,
 	}
 }
 

@@ -56,8 +56,8 @@ func telemetryBatch() pmetric.Metrics {
 	g := sm.Metrics().AppendEmpty()
 	g.SetName("gym.rollout.completed_total")
 	g.SetUnit("1")
-	g.SetEmptyGauge().DataPoints().AppendEmpty().SetIntValue(1) // mismatched: not the schema's kind
-	g.Gauge().DataPoints().AppendEmpty().SetIntValue(2)
+	g.SetEmptyGauge().DataPoints().AppendEmpty().SetIntValue(1) // mismatched: not the schema's kind,
+	g.Gauge().DataPoints().AppendEmpty().SetIntValue(2)         // bounded by the generic rules: merged
 
 	h := sm.Metrics().AppendEmpty()
 	h.SetName("gym.driver.rollout.turns")
@@ -88,7 +88,7 @@ func TestProcessorTelemetry(t *testing.T) {
 	require.NoError(t, p.Shutdown(context.Background()))
 
 	require.Len(t, sink.AllMetrics(), 1)
-	assert.Equal(t, 2+2+7, sink.AllMetrics()[0].DataPointCount(), "the admitted and overflow series, the gauge's, the histogram's")
+	assert.Equal(t, 2+1+7, sink.AllMetrics()[0].DataPointCount(), "the admitted and overflow series, the gauge's, the histogram's")
 
 	n := func(v int64) []metricdata.DataPoint[int64] { return []metricdata.DataPoint[int64]{{Value: v}} }
 	metadatatest.AssertEqualProcessorGymattrsValuesNormalised(t, tt, n(1), metricdatatest.IgnoreTimestamp())
@@ -97,17 +97,20 @@ func TestProcessorTelemetry(t *testing.T) {
 	dropped := []metricdata.DataPoint[int64]{
 		{Value: 3, Attributes: attribute.NewSet(attribute.String("reason", "rejected_value"))},
 	}
-	for _, reason := range []string{"wrong_type", "ignored_health_check", "unscored_reward", "state_full", "unknown_metric", "no_recorded_value"} {
+	for _, reason := range []string{"wrong_type", "ignored_health_check", "unscored_reward", "state_full", "unknown_metric", "no_recorded_value", "instrument_limit", "unmergeable_overflow"} {
 		dropped = append(dropped, metricdata.DataPoint[int64]{Attributes: attribute.NewSet(attribute.String("reason", reason))})
 	}
 	metadatatest.AssertEqualProcessorGymattrsPointsDropped(t, tt, dropped, metricdatatest.IgnoreTimestamp())
 	metadatatest.AssertEqualProcessorGymattrsPointsOverflowed(t, tt, n(4), metricdatatest.IgnoreTimestamp())
-	metadatatest.AssertEqualProcessorGymattrsPointsMerged(t, tt, n(2+3), metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualProcessorGymattrsPointsMerged(t, tt, n(2+3+1), metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualProcessorGymattrsUnknownPoints(t, tt, []metricdata.DataPoint[int64]{
+		{Value: 2, Attributes: attribute.NewSet(attribute.String("instrument", "gym.rollout.completed_total"))},
+	}, metricdatatest.IgnoreTimestamp())
 	metadatatest.AssertEqualProcessorGymattrsAttributesRemoved(t, tt, n(6), metricdatatest.IgnoreTimestamp())
 	metadatatest.AssertEqualProcessorGymattrsPointsUnmerged(t, tt, n(7), metricdatatest.IgnoreTimestamp())
-	// Series: the admitted one, the overflow series, the histogram's; four keys folded; seven
-	// cumulative streams (unmerged histogram points are not tracked).
-	metadatatest.AssertEqualProcessorGymattrsStateEntries(t, tt, n(3+4+7), metricdatatest.IgnoreTimestamp())
+	// Series: the admitted one, the overflow series, the histogram's, the mismatched gauge's;
+	// four keys folded; seven cumulative streams (unmerged histogram points are not tracked).
+	metadatatest.AssertEqualProcessorGymattrsStateEntries(t, tt, n(4+4+7), metricdatatest.IgnoreTimestamp())
 }
 
 // A configuration whose rules cannot be built is refused at creation.

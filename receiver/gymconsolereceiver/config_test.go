@@ -40,7 +40,7 @@ func TestDefaultConfig(t *testing.T) {
 	assert.False(t, cfg.Stream.HasValue(), "a source is on only when its block is present")
 	assert.Equal(t, 1<<20, cfg.MaxLineBytes)
 	assert.Equal(t, 2000, cfg.Gymattrs.CardinalityLimit, "gymattrs' own defaults")
-	assert.Equal(t, "pass", cfg.Gymattrs.UnknownMetrics)
+	assert.Equal(t, "bound", cfg.Gymattrs.UnknownMetrics)
 	assert.Equal(t, 10*time.Minute, cfg.Gymattrs.SeriesIdleTimeout)
 }
 

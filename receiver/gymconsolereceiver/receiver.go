@@ -74,7 +74,7 @@ func newReceiver(set receiver.Settings, cfg *Config) (*consoleReceiver, error) {
 // configuration, in front of the metrics pipeline: the same engine and state rules as the
 // gymattrs processor's, reporting through this receiver's telemetry.
 func (r *consoleReceiver) setMetrics(next consumer.Metrics) error {
-	b, err := bound.New(&r.cfg.Gymattrs, boundTelemetry(r.telemetry))
+	b, err := bound.New(&r.cfg.Gymattrs, boundTelemetry(r.telemetry, r.set.Logger))
 	if err != nil {
 		return fmt.Errorf("gymattrs: %w", err)
 	}
@@ -82,8 +82,9 @@ func (r *consoleReceiver) setMetrics(next consumer.Metrics) error {
 	return nil
 }
 
-// boundTelemetry hands the rules the otelcol_processor_gymattrs_* instruments of metadata.yaml.
-func boundTelemetry(tb *metadata.TelemetryBuilder) bound.Telemetry {
+// boundTelemetry hands the rules the otelcol_processor_gymattrs_* instruments of metadata.yaml
+// and the receiver's logger.
+func boundTelemetry(tb *metadata.TelemetryBuilder, logger *zap.Logger) bound.Telemetry {
 	return bound.Telemetry{
 		AttributesRemoved: tb.ProcessorGymattrsAttributesRemoved,
 		ValuesNormalised:  tb.ProcessorGymattrsValuesNormalised,
@@ -93,6 +94,10 @@ func boundTelemetry(tb *metadata.TelemetryBuilder) bound.Telemetry {
 		PointsUnmerged:    tb.ProcessorGymattrsPointsUnmerged,
 		PointsDropped:     tb.ProcessorGymattrsPointsDropped,
 		StateEntries:      tb.ProcessorGymattrsStateEntries,
+
+		UnknownPoints:         tb.ProcessorGymattrsUnknownPoints,
+		HistogramBoundsDiffer: tb.ProcessorGymattrsHistogramBoundsDiffer,
+		Logger:                logger,
 	}
 }
 

@@ -130,7 +130,8 @@ func TestSampleThroughReceiver(t *testing.T) {
 	assert.Equal(t, int64(3), failed.IntValue(), "the second batch re-sends the total: 3, not 1+3")
 	assert.Equal(t, int64(1), point(t, got[0], "gym.rollout.completed_total", "nemo.gym.rollout.outcome", "failed").IntValue())
 	assert.Equal(t, uint64(1764615600000000000), uint64(failed.StartTimestamp()), "the stream's start time is kept")
-	// A non-Gym metric passes as sent (unknown_metrics: pass), the exponential histogram too.
+	// A non-Gym metric is bounded by the generic rules (unknown_metrics: bound), which leave a
+	// few series as sent, the exponential histogram too.
 	assert.Equal(t, pmetric.MetricTypeExponentialHistogram, find(t, got[1], "http.server.request.duration").Type())
 
 	metadatatest.AssertEqualReceiverGymConsoleRecordsAccepted(t, tt, []metricdata.DataPoint[int64]{{Value: 6}}, metricdatatest.IgnoreTimestamp())
@@ -141,12 +142,13 @@ func TestSampleThroughReceiver(t *testing.T) {
 
 	// The gymattrs rules report through the receiver's own telemetry, under the processor's
 	// metric names. Per batch: failure_reason and the scored completion's exemplar attribute
-	// rollout.id removed, the failure kind normalised. The state after batch 2: six series
-	// (two completions, in-flight requests, tasks, two event-loop lags) and five cumulative
-	// streams (the completions, in-flight, the lags; the tasks gauge keeps none).
+	// rollout.id removed, the failure kind normalised. The state after batch 2: eight series
+	// (two completions, in-flight requests, tasks, two event-loop lags, and the two non-Gym
+	// metrics) and five cumulative streams (the completions, in-flight, the lags; the gauges
+	// and the exponential histogram keep none).
 	metadatatest.AssertEqualProcessorGymattrsAttributesRemoved(t, tt, []metricdata.DataPoint[int64]{{Value: 2 * 2}}, metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars())
 	metadatatest.AssertEqualProcessorGymattrsValuesNormalised(t, tt, []metricdata.DataPoint[int64]{{Value: 2 * 1}}, metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars())
-	metadatatest.AssertEqualProcessorGymattrsStateEntries(t, tt, []metricdata.DataPoint[int64]{{Value: 6 + 5}}, metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars())
+	metadatatest.AssertEqualProcessorGymattrsStateEntries(t, tt, []metricdata.DataPoint[int64]{{Value: 8 + 5}}, metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars())
 }
 
 // A log file that grows while it is followed: each new batch is exported once, with the

@@ -37,10 +37,26 @@ func AssertEqualProcessorGymattrsAttributesRemoved(t *testing.T, tt *componentte
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualProcessorGymattrsHistogramBoundsDiffer(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_gymattrs_histogram_bounds_differ",
+		Description: "Points of a schema histogram whose explicit bucket bounds differ from the schema's (an SDK without a View exports its default buckets), by instrument: kept as sent. [Development]",
+		Unit:        "{point}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_gymattrs_histogram_bounds_differ")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualProcessorGymattrsPointsDropped(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_gymattrs_points_dropped",
-		Description: "Data points dropped, by reason (rejected_value, wrong_type, ignored_health_check, unscored_reward, state_full, unknown_metric, no_recorded_value). [Development]",
+		Description: "Data points dropped, by reason (rejected_value, wrong_type, ignored_health_check, unscored_reward, state_full, unknown_metric, no_recorded_value, instrument_limit, unmergeable_overflow). [Development]",
 		Unit:        "{point}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -72,7 +88,7 @@ func AssertEqualProcessorGymattrsPointsMerged(t *testing.T, tt *componenttest.Te
 func AssertEqualProcessorGymattrsPointsMismatched(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_gymattrs_points_mismatched",
-		Description: "Data points of a schema metric passed on unchanged because the metric's kind or unit differs from the schema's. [Development]",
+		Description: "Data points of a schema metric whose kind, unit or temporality differs from the schema's: bounded by the generic rules (passed on unchanged with unknown_metrics: pass). [Development]",
 		Unit:        "{point}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -127,6 +143,22 @@ func AssertEqualProcessorGymattrsStateEntries(t *testing.T, tt *componenttest.Te
 		},
 	}
 	got, err := tt.GetMetric("otelcol_processor_gymattrs_state_entries")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualProcessorGymattrsUnknownPoints(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_gymattrs_unknown_points",
+		Description: "Data points of metrics outside the schema, and of schema metrics of another kind, unit or temporality, by instrument (the first 1000 names; later ones as _other), whatever unknown_metrics does with them. [Development]",
+		Unit:        "{point}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_gymattrs_unknown_points")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }

@@ -27,12 +27,14 @@ type TelemetryBuilder struct {
 	mu                                            sync.Mutex
 	registrations                                 []metric.Registration
 	ProcessorGymattrsAttributesRemoved            metric.Int64Counter
+	ProcessorGymattrsHistogramBoundsDiffer        metric.Int64Counter
 	ProcessorGymattrsPointsDropped                metric.Int64Counter
 	ProcessorGymattrsPointsMerged                 metric.Int64Counter
 	ProcessorGymattrsPointsMismatched             metric.Int64Counter
 	ProcessorGymattrsPointsOverflowed             metric.Int64Counter
 	ProcessorGymattrsPointsUnmerged               metric.Int64Counter
 	ProcessorGymattrsStateEntries                 metric.Int64Gauge
+	ProcessorGymattrsUnknownPoints                metric.Int64Counter
 	ProcessorGymattrsValuesNormalised             metric.Int64Counter
 	ReceiverGymConsoleFilesRefused                metric.Int64Counter
 	ReceiverGymConsoleLinesSkipped                metric.Int64Counter
@@ -77,9 +79,15 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{attribute}"),
 	)
 	errs = errors.Join(errs, err)
+	builder.ProcessorGymattrsHistogramBoundsDiffer, err = builder.meter.Int64Counter(
+		"otelcol_processor_gymattrs_histogram_bounds_differ",
+		metric.WithDescription("Points of a schema histogram whose explicit bucket bounds differ from the schema's (an SDK without a View exports its default buckets), by instrument: kept as sent. [Development]"),
+		metric.WithUnit("{point}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ProcessorGymattrsPointsDropped, err = builder.meter.Int64Counter(
 		"otelcol_processor_gymattrs_points_dropped",
-		metric.WithDescription("Data points dropped, by reason (rejected_value, wrong_type, ignored_health_check, unscored_reward, state_full, unknown_metric, no_recorded_value). [Development]"),
+		metric.WithDescription("Data points dropped, by reason (rejected_value, wrong_type, ignored_health_check, unscored_reward, state_full, unknown_metric, no_recorded_value, instrument_limit, unmergeable_overflow). [Development]"),
 		metric.WithUnit("{point}"),
 	)
 	errs = errors.Join(errs, err)
@@ -91,7 +99,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ProcessorGymattrsPointsMismatched, err = builder.meter.Int64Counter(
 		"otelcol_processor_gymattrs_points_mismatched",
-		metric.WithDescription("Data points of a schema metric passed on unchanged because the metric's kind or unit differs from the schema's. [Development]"),
+		metric.WithDescription("Data points of a schema metric whose kind, unit or temporality differs from the schema's: bounded by the generic rules (passed on unchanged with unknown_metrics: pass). [Development]"),
 		metric.WithUnit("{point}"),
 	)
 	errs = errors.Join(errs, err)
@@ -111,6 +119,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_processor_gymattrs_state_entries",
 		metric.WithDescription("Entries of the state kept across batches, as of the last batch: admitted and overflow series, attribute sets folded into an overflow series, cumulative streams tracked. [Development]"),
 		metric.WithUnit("{entry}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorGymattrsUnknownPoints, err = builder.meter.Int64Counter(
+		"otelcol_processor_gymattrs_unknown_points",
+		metric.WithDescription("Data points of metrics outside the schema, and of schema metrics of another kind, unit or temporality, by instrument (the first 1000 names; later ones as _other), whatever unknown_metrics does with them. [Development]"),
+		metric.WithUnit("{point}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorGymattrsValuesNormalised, err = builder.meter.Int64Counter(

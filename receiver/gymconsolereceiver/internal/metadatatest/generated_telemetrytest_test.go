@@ -20,12 +20,14 @@ func TestSetupTelemetry(t *testing.T) {
 	require.NoError(t, err)
 	defer tb.Shutdown()
 	tb.ProcessorGymattrsAttributesRemoved.Add(context.Background(), 1)
+	tb.ProcessorGymattrsHistogramBoundsDiffer.Add(context.Background(), 1)
 	tb.ProcessorGymattrsPointsDropped.Add(context.Background(), 1)
 	tb.ProcessorGymattrsPointsMerged.Add(context.Background(), 1)
 	tb.ProcessorGymattrsPointsMismatched.Add(context.Background(), 1)
 	tb.ProcessorGymattrsPointsOverflowed.Add(context.Background(), 1)
 	tb.ProcessorGymattrsPointsUnmerged.Add(context.Background(), 1)
 	tb.ProcessorGymattrsStateEntries.Record(context.Background(), 1)
+	tb.ProcessorGymattrsUnknownPoints.Add(context.Background(), 1)
 	tb.ProcessorGymattrsValuesNormalised.Add(context.Background(), 1)
 	tb.ReceiverGymConsoleFilesRefused.Add(context.Background(), 1)
 	tb.ReceiverGymConsoleLinesSkipped.Add(context.Background(), 1)
@@ -34,6 +36,9 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ReceiverGymConsoleStreamConnectionsIdleClosed.Add(context.Background(), 1)
 	tb.ReceiverGymConsoleStreamConnectionsRefused.Add(context.Background(), 1)
 	AssertEqualProcessorGymattrsAttributesRemoved(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorGymattrsHistogramBoundsDiffer(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorGymattrsPointsDropped(t, testTel,
@@ -52,6 +57,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorGymattrsStateEntries(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorGymattrsUnknownPoints(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorGymattrsValuesNormalised(t, testTel,

@@ -1,0 +1,158 @@
+//go:build linux
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+)
+
+// Instruments the schema does not know, through the real binary with gymattrs' defaults
+// (unknown_metrics: bound): an instrument Gym's code creates with 2,600 attribute sets leaves
+// as at most cardinality_limit series, the overflow one included, with every count; it is
+// counted by name in the collector's own metrics. A schema histogram with an SDK's default
+// buckets is kept as sent, counted and logged once.
+
+const (
+	unknownInstrument = "gym.agent.tool_calls_total" // not in the schema
+	unknownWorkers    = 2600
+)
+
+// sdkDefaultBounds are the OpenTelemetry SDKs' default explicit buckets (ending at 10 s).
+var sdkDefaultBounds = []float64{0, 5, 10, 25, 50, 75, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000}
+
+// unknownBatch is export round of a process whose SDK has an unknown counter over
+// unknownWorkers attribute sets (each with a long free-text note) and nemo-lens'
+// gym.rollout.duration_ms without a View: one rollout of 30 s per round, in +Inf.
+func unknownBatch(round int, start, now pcommon.Timestamp) pmetric.Metrics {
+	md := pmetric.NewMetrics()
+	rm := md.ResourceMetrics().AppendEmpty()
+	rm.Resource().Attributes().PutStr("service.name", "nemo-gym/sdk-agent")
+	rm.Resource().Attributes().PutStr("service.instance.id", "e2e-unknown-0")
+	sm := rm.ScopeMetrics().AppendEmpty()
+	sm.Scope().SetName("nemo_gym.agent")
+
+	m := sm.Metrics().AppendEmpty()
+	m.SetName(unknownInstrument)
+	m.SetUnit("{call}")
+	s := m.SetEmptySum()
+	s.SetIsMonotonic(true)
+	s.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	for w := range unknownWorkers {
+		dp := s.DataPoints().AppendEmpty()
+		dp.SetStartTimestamp(start)
+		dp.SetTimestamp(now)
+		dp.SetIntValue(unknownValue(w, round))
+		dp.Attributes().PutStr("worker.id", fmt.Sprintf("w%05d", w))
+		dp.Attributes().PutStr("note", strings.Repeat("tool output was long; ", 40)) // 880 bytes
+	}
+
+	h := sm.Metrics().AppendEmpty()
+	h.SetName("gym.rollout.duration_ms")
+	h.SetUnit("ms")
+	hist := h.SetEmptyHistogram()
+	hist.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	dp := hist.DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(now)
+	dp.ExplicitBounds().FromRaw(sdkDefaultBounds)
+	counts := make([]uint64, len(sdkDefaultBounds)+1)
+	counts[len(sdkDefaultBounds)] = uint64(round) // past 10 s: +Inf
+	dp.BucketCounts().FromRaw(counts)
+	dp.SetCount(uint64(round))
+	dp.SetSum(30000 * float64(round))
+	return md
+}
+
+func unknownValue(w, round int) int64 { return int64(w%5+1) * int64(round) }
+
+func TestGymattrsUnknownInstrumentBounded(t *testing.T) {
+	t.Parallel()
+	sink := newCtlSink(t)
+	var otlpURL string
+	col, ports := startCollector(t, func(p collectorPorts) []string {
+		port := freePort(t)
+		otlpURL = fmt.Sprintf("http://127.0.0.1:%d", port)
+		return []string{render(t, gymattrsConfig, tmplData{P: p, Sink: sink.URL(), X: map[string]any{"otlp": port}})}
+	})
+
+	start := pcommon.NewTimestampFromTime(time.Now().Add(-time.Minute))
+	for round := 1; round <= 2; round++ {
+		in := unknownBatch(round, start, pcommon.NewTimestampFromTime(time.Now()))
+		want, _ := sumOf(in, unknownInstrument, nil)
+		postOTLP(t, otlpURL, in)
+		require.Equal(t, round, sink.count(), "one export per request")
+		out := sink.exports()[round-1]
+
+		have, _ := sumOf(out, unknownInstrument, nil)
+		assert.Equal(t, want, have, "round %d: no count lost", round)
+		series := map[string]bool{}
+		for _, rm := range out.ResourceMetrics().All() {
+			for _, sm := range rm.ScopeMetrics().All() {
+				for _, m := range sm.Metrics().All() {
+					if m.Name() != unknownInstrument {
+						continue
+					}
+					for _, dp := range m.Sum().DataPoints().All() {
+						key := formatAttrs(dp.Attributes())
+						assert.False(t, series[key], "round %d: two points of %s", round, key)
+						series[key] = true
+						if note, ok := dp.Attributes().Get("note"); ok {
+							assert.LessOrEqual(t, len(note.Str()), 256, "string values capped")
+						}
+					}
+				}
+			}
+		}
+		assert.Len(t, series, gymattrsLimit, "round %d: cardinality_limit series, the overflow one included", round)
+		assert.True(t, series[`{otel.metric.overflow=true}`], "round %d: the overflow series", round)
+
+		var durations []pmetric.HistogramDataPoint
+		for _, rm := range out.ResourceMetrics().All() {
+			for _, sm := range rm.ScopeMetrics().All() {
+				for _, m := range sm.Metrics().All() {
+					if m.Name() == "gym.rollout.duration_ms" {
+						for _, dp := range m.Histogram().DataPoints().All() {
+							durations = append(durations, dp)
+						}
+					}
+				}
+			}
+		}
+		if assert.Len(t, durations, 1, "round %d", round) {
+			assert.Equal(t, sdkDefaultBounds, durations[0].ExplicitBounds().AsRaw(), "kept as sent: a collector cannot re-bucket")
+			assert.Equal(t, uint64(round), durations[0].Count())
+		}
+	}
+
+	assert.Equal(t, float64(2*unknownWorkers), telemetryValue(t, ports, "otelcol_processor_gymattrs_unknown_points", "instrument", unknownInstrument),
+		"the unknown instrument's points, by name")
+	assert.Equal(t, 2.0, telemetryValue(t, ports, "otelcol_processor_gymattrs_histogram_bounds_differ", "instrument", "gym.rollout.duration_ms"))
+	assert.Equal(t, 0.0, telemetryValue(t, ports, "otelcol_processor_gymattrs_histogram_bounds_differ", "instrument", "gym.verify.duration_ms"))
+	assert.Equal(t, float64(2*(unknownWorkers-gymattrsLimit+1)), telemetryValue(t, ports, "otelcol_processor_gymattrs_points_overflowed"))
+	require.Empty(t, sink.errors())
+	require.NoError(t, col.stop(30*time.Second))
+
+	log, err := os.ReadFile(col.logPath)
+	require.NoError(t, err)
+	var bounds, unknown int
+	for _, line := range strings.Split(string(log), "\n") {
+		if strings.Contains(line, "other bucket bounds") && strings.Contains(line, "gym.rollout.duration_ms") {
+			bounds++
+			assert.Contains(t, line, "docs/gym.md#histogram-buckets", "the line says where the fix is")
+		}
+		if strings.Contains(line, "an instrument outside the schema") && strings.Contains(line, unknownInstrument) {
+			unknown++
+		}
+	}
+	assert.Equal(t, 1, bounds, "one line for the histogram, over two exports")
+	assert.Equal(t, 1, unknown, "one line for the unknown instrument, over two exports")
+}
