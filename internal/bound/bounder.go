@@ -32,6 +32,7 @@ type Bounder struct {
 	tel         Telemetry
 	clock       clock.Clock // idle series expire in its elapsed time, which a step of the host's clock does not move
 	dropUnknown bool
+	genAI       bool // genai_conventions: derive the GenAI metrics after the passes (genai.go)
 	reasonSets  [numDropReasons]metric.MeasurementOption
 
 	mu  sync.Mutex
@@ -55,6 +56,7 @@ func New(cfg *Config, tel Telemetry) (*Bounder, error) {
 		tel:         tel,
 		clock:       clock.System(),
 		dropUnknown: cfg.UnknownMetrics == UnknownMetricsDrop,
+		genAI:       cfg.GenAIConventions,
 		st:          newState(cfg.CardinalityLimit, cfg.SeriesIdleTimeout),
 		bd:          newAttrBounder(reg),
 	}
@@ -219,6 +221,9 @@ func (p *Bounder) Process(ctx context.Context, md pmetric.Metrics) (pmetric.Metr
 	// Pass 3.
 	if b.removed {
 		p.removeMerged(md)
+	}
+	if p.genAI {
+		deriveGenAI(md)
 	}
 
 	p.record(ctx)
