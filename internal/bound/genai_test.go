@@ -350,3 +350,44 @@ func TestGenAISchemaBounds(t *testing.T) {
 	assert.Equal(t, modelCallS, schema.BucketsModelCallS)
 	assert.Equal(t, modelTTFTS, schema.BucketsModelTtftS)
 }
+
+// BenchmarkProcessGenAI is the model-call batch of a busy model server (4 servers x 3
+// dialects x 3 outcomes of durations, TTFTs, 3 token types: 72 series) with the derivation on,
+// and off for comparison.
+func BenchmarkProcessGenAI(b *testing.B) {
+	batch := func(k int) pmetric.Metrics {
+		var durs, ttfts, toks []pt
+		for s := range 4 {
+			for _, d := range []string{"chat", "responses", "messages"} {
+				srv := fmt.Sprintf("server-%d", s)
+				for _, o := range []string{"ok", "timeout", "rate_limited"} {
+					durs = append(durs, hist(attrs{srvName: srv, dialect: d, outcomeKey: o, "req": "x"}, 1, 10*k, modelCallMS, float64(300*k), 300, 300, 0, 0, uint64(k)))
+				}
+				ttfts = append(ttfts, hist(attrs{srvName: srv, dialect: d}, 1, 10*k, modelTTFTMS, float64(90*k), 90, 90, 0, uint64(k)))
+				for _, typ := range []string{"input", "output", "reasoning"} {
+					toks = append(toks, hist(attrs{srvName: srv, dialect: d, gymTokenKey: typ}, 1, 10*k, modelTokens, float64(100*k), 100, 100, 0, 0, uint64(k)))
+				}
+			}
+		}
+		return newBatch().resource(gymResource("model-0")).
+			histogram("gym.model_call.duration_ms", "ms", cumulative, durs...).
+			histogram("gym.model_call.ttft_ms", "ms", cumulative, ttfts...).
+			histogram("gym.model_call.tokens", "{token}", cumulative, toks...).md
+	}
+	for _, on := range []bool{false, true} {
+		b.Run(fmt.Sprintf("genai_conventions=%t", on), func(b *testing.B) {
+			tp := newTestProcessor(b, func(c *Config) { c.GenAIConventions = on })
+			batches := []pmetric.Metrics{batch(1), batch(2)}
+			perBatch := batches[0].DataPointCount()
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				b.StopTimer()
+				md := pmetric.NewMetrics()
+				batches[i%2].CopyTo(md)
+				b.StartTimer()
+				tp.run(b, md)
+			}
+			b.ReportMetric(float64(perBatch)*float64(b.N)/b.Elapsed().Seconds(), "points/s")
+		})
+	}
+}
