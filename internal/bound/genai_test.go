@@ -391,3 +391,20 @@ func BenchmarkProcessGenAI(b *testing.B) {
 		})
 	}
 }
+
+// The derived points are already bounded: a second gymattrs (without the switch) changes
+// nothing in them, and counts nothing.
+func TestGenAIDerivedAreBounded(t *testing.T) {
+	out := newTestProcessor(t, genAIOn).run(t, modelCallBatch(1, cumulative))
+	again := newTestProcessor(t, nil)
+	in := pmetric.NewMetrics()
+	out.CopyTo(in)
+	got := again.run(t, in)
+	for _, name := range []string{opDuration, opTTFC, tokenUsage} {
+		require.NotEmpty(t, points(out, name))
+		assert.Equal(t, points(out, name), points(got, name), name)
+	}
+	for _, c := range []string{"attributes_removed", "values_normalised", "points_merged", "points_mismatched"} {
+		assert.Zero(t, again.counter(t, c), c)
+	}
+}
