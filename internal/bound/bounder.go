@@ -28,6 +28,8 @@ import (
 //     merged into the carrier, kept alone, or dropped;
 //  2. each carrier takes the merged value of its series;
 //  3. merged and dropped points are removed, then metrics, scopes and resources left empty.
+//
+// With genai_conventions, the GenAI metrics are then derived from the model calls (genai.go).
 type Bounder struct {
 	tel         Telemetry
 	clock       clock.Clock // idle series expire in its elapsed time, which a step of the host's clock does not move
