@@ -29,10 +29,13 @@ import (
 //     merged into the carrier, kept alone, or dropped;
 //  2. each carrier takes the merged value of its series;
 //  3. merged and dropped points are removed, then metrics, scopes and resources left empty.
+//
+// With genai_conventions, the GenAI metrics are then derived from the model calls (genai.go).
 type Bounder struct {
 	tel         Telemetry
 	clock       clock.Clock // idle series expire in its elapsed time, which a step of the host's clock does not move
 	dropUnknown bool
+	genAI       bool // genai_conventions: derive the GenAI metrics after the passes (genai.go)
 	reasonSets  [numDropReasons]metric.MeasurementOption
 	unk         unknowns // metrics the schema's exact rule does not take (unknown.go)
 
@@ -60,6 +63,7 @@ func New(cfg *Config, tel Telemetry) (*Bounder, error) {
 		tel:         tel,
 		clock:       clock.System(),
 		dropUnknown: cfg.UnknownMetrics == UnknownMetricsDrop,
+		genAI:       cfg.GenAIConventions,
 		st:          newState(cfg.CardinalityLimit, cfg.SeriesIdleTimeout),
 		bd:          newAttrBounder(reg),
 		unk:         newUnknowns(cfg),
@@ -220,6 +224,9 @@ func (p *Bounder) Process(ctx context.Context, md pmetric.Metrics) (pmetric.Metr
 	// Pass 3.
 	if b.removed {
 		p.removeMerged(md)
+	}
+	if p.genAI {
+		deriveGenAI(md)
 	}
 
 	p.record(ctx)

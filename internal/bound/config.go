@@ -43,6 +43,11 @@ type Config struct {
 	// this long is forgotten: its admission slot is freed and its cumulative state dropped.
 	SeriesIdleTimeout time.Duration `mapstructure:"series_idle_timeout"`
 
+	// GenAIConventions also exports Gym's model calls as the OpenTelemetry GenAI client
+	// metrics (semantic conventions v1.41.0), derived from the bounded gym.model_call.* points
+	// (genai.go; docs/gym.md, "GenAI conventions"). Off by default.
+	GenAIConventions bool `mapstructure:"genai_conventions"`
+
 	// prevent unkeyed literal initialization
 	_ struct{}
 }

@@ -20,6 +20,10 @@ var handMatchers = map[schema.AttrID]func([]byte) bool{
 	schema.AttrNemoGymTokenCaptureReason:         isLooseDotted,
 	schema.AttrNemoGymTokenCaptureDigest:         isLooseDotted,
 	schema.AttrNemoGymTokenCaptureCache:          isLooseDotted,
+
+	schema.AttrGenAiOperationName: isLowerIdent,  // [a-z][a-z0-9_]*
+	schema.AttrGenAiProviderName:  isLimitName,   // [a-z][a-z0-9_.-]*
+	schema.AttrErrorType:          isLooseDotted, // [A-Za-z_][A-Za-z0-9_.]*
 }
 
 func isLower(c byte) bool { return c >= 'a' && c <= 'z' }

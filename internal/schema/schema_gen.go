@@ -29,6 +29,8 @@ var (
 	BucketsLensMs         = []float64{100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 120000, 300000, 600000, 1.2e+06, 1.8e+06, 3.6e+06}
 	BucketsTokenCaptureMs = []float64{0.01, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 300000}
 	BucketsGenaiTokens    = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1.048576e+06, 4.194304e+06, 1.6777216e+07, 6.7108864e+07}
+	BucketsModelCallS     = []float64{0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800}
+	BucketsModelTtftS     = []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300}
 )
 
 // FailureKinds is NeMo Gym's failure-kind registry.
@@ -82,6 +84,10 @@ const (
 	AttrNemoGymTokenCaptureReason
 	AttrNemoGymTokenCaptureDigest
 	AttrNemoGymTokenCaptureCache
+	AttrGenAiOperationName
+	AttrGenAiProviderName
+	AttrErrorType
+	AttrGenAiRequestModel
 	NumAttributes
 )
 
@@ -130,6 +136,10 @@ var Attributes = [NumAttributes]Attribute{
 	AttrNemoGymTokenCaptureReason:                {Key: "nemo.gym.token_capture.reason", Type: AttrString, Rule: RuleIdentifier, Description: "Why a token capture had its outcome.", Fallback: "other", Pattern: "[A-Za-z_][A-Za-z0-9_.]*", MaxBytes: 128},
 	AttrNemoGymTokenCaptureDigest:                {Key: "nemo.gym.token_capture.digest", Type: AttrString, Rule: RuleIdentifier, Description: "The digest algorithm.", Fallback: "other", Pattern: "[A-Za-z_][A-Za-z0-9_.]*", MaxBytes: 128},
 	AttrNemoGymTokenCaptureCache:                 {Key: "nemo.gym.token_capture.cache", Type: AttrString, Rule: RuleIdentifier, Description: "The token-capture cache.", Fallback: "other", Pattern: "[A-Za-z_][A-Za-z0-9_.]*", MaxBytes: 128},
+	AttrGenAiOperationName:                       {Key: "gen_ai.operation.name", Type: AttrString, Rule: RuleIdentifier, Description: "The GenAI operation (GenAI conventions); chat for every Gym model call.", Fallback: "_OTHER", Pattern: "[a-z][a-z0-9_]*", MaxBytes: 64},
+	AttrGenAiProviderName:                        {Key: "gen_ai.provider.name", Type: AttrString, Rule: RuleIdentifier, Description: "The GenAI provider flavour (GenAI conventions); from Gym's dialect: openai for chat and responses, anthropic for messages, _OTHER for unknown.", Fallback: "_OTHER", Pattern: "[a-z][a-z0-9_.-]*", MaxBytes: 64},
+	AttrErrorType:                                {Key: "error.type", Type: AttrString, Rule: RuleIdentifier, Description: "The class of error a failed operation ended with; for Gym's model calls, the failed call's outcome.", Fallback: "_OTHER", Pattern: "[A-Za-z_][A-Za-z0-9_.]*", MaxBytes: 128},
+	AttrGenAiRequestModel:                        {Key: "gen_ai.request.model", Type: AttrString, Rule: RuleString, Description: "The model a request was made to (never on Gym's model calls, which name no model).", MaxBytes: 256},
 }
 
 // Instrument IDs.
@@ -203,6 +213,9 @@ const (
 	GymRolloutTokens
 	GymRolloutFinishTotal
 	GymRolloutToolCalls
+	GenAiClientOperationDuration
+	GenAiClientTokenUsage
+	GenAiClientOperationTimeToFirstChunk
 	NumInstruments
 )
 
@@ -767,6 +780,50 @@ var Instruments = [NumInstruments]Instrument{
 		Row: "the response.output items whose type is function_call; once per row whose response.output is a list",
 		Attrs: []InstrumentAttr{
 			{ID: AttrNemoGymRolloutDispatchName},
+		},
+	},
+	GenAiClientOperationDuration: {
+		Name: "gen_ai.client.operation.duration", Description: "GenAI operation duration: gym.model_call.duration_ms in seconds.", Group: "GenAI conventions (derived from model calls)",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "s", Source: "derived", Snapshot: false,
+		Buckets: "MODEL_CALL_S", Bounds: BucketsModelCallS,
+		Note: "Derived from gym.model_call.duration_ms point for point: boundaries, sum, min, max and exemplars divided by 1000, counts unchanged. A point without nemo.gym.model_call.outcome (never from Gym) has none.",
+		Attrs: []InstrumentAttr{
+			{ID: AttrGenAiOperationName},
+			{ID: AttrGenAiProviderName},
+			{ID: AttrErrorType, Optional: true, When: "the call failed: its nemo.gym.model_call.outcome, when not ok"},
+			{ID: AttrGenAiRequestModel, Optional: true, When: "the sender names it (never derived)"},
+			{ID: AttrGenAiResponseModel, Optional: true, When: "the sender names it (never derived)"},
+			{ID: AttrNemoGymServerName, Optional: true, When: "the model-call point has it"},
+			{ID: AttrNemoGymModelCallDialect, Optional: true, When: "the model-call point has it"},
+		},
+	},
+	GenAiClientTokenUsage: {
+		Name: "gen_ai.client.token.usage", Description: "Number of input and output tokens used: gym.model_call.tokens of types input and output.", Group: "GenAI conventions (derived from model calls)",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "{token}", Source: "derived", Snapshot: false,
+		Buckets: "MODEL_TOKENS", Bounds: BucketsModelTokens,
+		Note: "Derived from gym.model_call.tokens point for point, values unchanged; reasoning tokens are part of output in the conventions (and in what providers report as output), so the reasoning points and the overflow series (which mixes the types) are not derived.",
+		Attrs: []InstrumentAttr{
+			{ID: AttrGenAiOperationName},
+			{ID: AttrGenAiProviderName},
+			{ID: AttrGenAiTokenType},
+			{ID: AttrGenAiRequestModel, Optional: true, When: "the sender names it (never derived)"},
+			{ID: AttrGenAiResponseModel, Optional: true, When: "the sender names it (never derived)"},
+			{ID: AttrNemoGymServerName, Optional: true, When: "the model-call point has it"},
+			{ID: AttrNemoGymModelCallDialect, Optional: true, When: "the model-call point has it"},
+		},
+	},
+	GenAiClientOperationTimeToFirstChunk: {
+		Name: "gen_ai.client.operation.time_to_first_chunk", Description: "Time to receive the first chunk of a streamed call: gym.model_call.ttft_ms in seconds.", Group: "GenAI conventions (derived from model calls)",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "s", Source: "derived", Snapshot: false,
+		Buckets: "MODEL_TTFT_S", Bounds: BucketsModelTtftS,
+		Note: "Derived from gym.model_call.ttft_ms (streamed calls only) point for point: boundaries, sum, min, max and exemplars divided by 1000, counts unchanged.",
+		Attrs: []InstrumentAttr{
+			{ID: AttrGenAiOperationName},
+			{ID: AttrGenAiProviderName},
+			{ID: AttrGenAiRequestModel, Optional: true, When: "the sender names it (never derived)"},
+			{ID: AttrGenAiResponseModel, Optional: true, When: "the sender names it (never derived)"},
+			{ID: AttrNemoGymServerName, Optional: true, When: "the model-call point has it"},
+			{ID: AttrNemoGymModelCallDialect, Optional: true, When: "the model-call point has it"},
 		},
 	},
 }

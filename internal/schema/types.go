@@ -108,7 +108,7 @@ type Instrument struct {
 	Bounds      []float64 // explicit bucket boundaries (histograms)
 	Attrs       []InstrumentAttr
 	Events      []string // the events-v1 events that feed it
-	Source      string   // "events", "process" (read by the collector), "run_files" or "otlp" (OTLP only)
+	Source      string   // "events", "process" (read by the collector), "run_files", "otlp" (OTLP only) or "derived" (gymattrs' genai_conventions)
 	Row         string   // the run-file field that feeds it (source run_files, or also an events one)
 	AcceptKinds []Kind   // the kinds an OTLP sender may use, kept as sent (nil: Kind only)
 	Snapshot    bool     // fed by a snapshot total the process keeps itself

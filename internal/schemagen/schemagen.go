@@ -285,9 +285,9 @@ func (s *Schema) checkInstrument(in *Instrument) error {
 	switch in.Source {
 	case "":
 		in.Source = "events"
-	case "events", "process", "run_files", "otlp":
+	case "events", "process", "run_files", "otlp", "derived":
 	default:
-		return fmt.Errorf("instrument %s: source %q is not events, process, run_files or otlp", in.Name, in.Source)
+		return fmt.Errorf("instrument %s: source %q is not events, process, run_files, otlp or derived", in.Name, in.Source)
 	}
 	if (in.Source == "events") != (len(in.Events) > 0) {
 		return fmt.Errorf("instrument %s: events are required exactly for source events", in.Name)
@@ -512,6 +512,8 @@ func (s *Schema) Markdown() []byte {
 			fed = "the collector (process stats)"
 		case "otlp":
 			fed = "OTLP only"
+		case "derived":
+			fed = "gymattrs `genai_conventions`, from Gym's model calls; or OTLP"
 		case "run_files":
 			fed = "run files: " + in.Row
 		default:

@@ -36,6 +36,7 @@ func TestDefaultConfig(t *testing.T) {
 	assert.Empty(t, cfg.IgnoredHealthChecks)
 	assert.Equal(t, "bound", cfg.UnknownMetrics, "nothing unbounded by default")
 	assert.Equal(t, 10*time.Minute, cfg.SeriesIdleTimeout)
+	assert.False(t, cfg.GenAIConventions, "the GenAI conventions are opt in")
 }
 
 // unknown_metrics: pass stays available, an explicit choice.
@@ -57,6 +58,7 @@ func TestCustomConfig(t *testing.T) {
 	assert.Equal(t, []string{"agent_turn_hollow"}, cfg.IgnoredHealthChecks)
 	assert.Equal(t, "drop", cfg.UnknownMetrics)
 	assert.Equal(t, 30*time.Minute, cfg.SeriesIdleTimeout)
+	assert.True(t, cfg.GenAIConventions)
 }
 
 // Each bad configuration is refused with a message that names the key.
@@ -67,6 +69,7 @@ func TestInvalidConfig(t *testing.T) {
 		"bad_ignored": "ignored_health_checks[1]",
 		"bad_unknown": "unknown_metrics",
 		"bad_idle":    "series_idle_timeout",
+		"bad_genai":   "genai_conventions",
 		"unknown_key": "cardinality_limt",
 	} {
 		t.Run(name, func(t *testing.T) {

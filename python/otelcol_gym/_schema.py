@@ -109,6 +109,8 @@ BUCKETS_MODEL_TOKENS: tuple[float, ...] = (16, 64, 256, 1024, 4096, 16384, 32768
 BUCKETS_LENS_MS: tuple[float, ...] = (100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 120000, 300000, 600000, 1200000, 1800000, 3600000)
 BUCKETS_TOKEN_CAPTURE_MS: tuple[float, ...] = (0.01, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 300000)
 BUCKETS_GENAI_TOKENS: tuple[float, ...] = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)
+BUCKETS_MODEL_CALL_S: tuple[float, ...] = (0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800)
+BUCKETS_MODEL_TTFT_S: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
 
 # NeMo Gym's failure-kind registry.
 FAILURE_KINDS: tuple[str, ...] = ("transport_unreachable", "transport_peer_drop", "transport_timeout", "transport_local_resource", "agent_run_error", "agent_request_failed", "agent_timeout", "agent_command_not_allowed", "environment_server_failed", "protocol_violation", "judge_failed", "judge_unparseable", "verifier_error", "provider_unavailable", "provider_quota_exhausted", "provider_oom_killed", "session_lost", "session_expired", "session_release_failed", "cancelled", "kill_shaped", "shutdown", "persistence_failed", "cohort_incomplete")
@@ -204,6 +206,14 @@ ATTR_NEMO_GYM_TOKEN_CAPTURE_REASON = Attribute("nemo.gym.token_capture.reason", 
 ATTR_NEMO_GYM_TOKEN_CAPTURE_DIGEST = Attribute("nemo.gym.token_capture.digest", "string", "identifier", fallback="other", pattern="[A-Za-z_][A-Za-z0-9_.]*", max_bytes=128)
 # The token-capture cache.
 ATTR_NEMO_GYM_TOKEN_CAPTURE_CACHE = Attribute("nemo.gym.token_capture.cache", "string", "identifier", fallback="other", pattern="[A-Za-z_][A-Za-z0-9_.]*", max_bytes=128)
+# The GenAI operation (GenAI conventions); chat for every Gym model call.
+ATTR_GEN_AI_OPERATION_NAME = Attribute("gen_ai.operation.name", "string", "identifier", fallback="_OTHER", pattern="[a-z][a-z0-9_]*", max_bytes=64)
+# The GenAI provider flavour (GenAI conventions); from Gym's dialect: openai for chat and responses, anthropic for messages, _OTHER for unknown.
+ATTR_GEN_AI_PROVIDER_NAME = Attribute("gen_ai.provider.name", "string", "identifier", fallback="_OTHER", pattern="[a-z][a-z0-9_.-]*", max_bytes=64)
+# The class of error a failed operation ended with; for Gym's model calls, the failed call's outcome.
+ATTR_ERROR_TYPE = Attribute("error.type", "string", "identifier", fallback="_OTHER", pattern="[A-Za-z_][A-Za-z0-9_.]*", max_bytes=128)
+# The model a request was made to (never on Gym's model calls, which name no model).
+ATTR_GEN_AI_REQUEST_MODEL = Attribute("gen_ai.request.model", "string", "string", max_bytes=256)
 
 # Instruments, in the schema's order, each after its description.
 
@@ -1062,6 +1072,62 @@ GYM_ROLLOUT_TOOL_CALLS = Instrument(
         InstrumentAttribute(ATTR_NEMO_GYM_ROLLOUT_DISPATCH_NAME.key),
     ),
 )
+# GenAI operation duration: gym.model_call.duration_ms in seconds. Derived from gym.model_call.duration_ms point for point: boundaries, sum, min, max and exemplars divided by 1000, counts unchanged. A point without nemo.gym.model_call.outcome (never from Gym) has none.
+GEN_AI_CLIENT_OPERATION_DURATION = Instrument(
+    name="gen_ai.client.operation.duration",
+    kind="histogram",
+    unit="s",
+    value_type="double",
+    source="derived",
+    buckets="MODEL_CALL_S",
+    bounds=BUCKETS_MODEL_CALL_S,
+    attributes=(
+        InstrumentAttribute(ATTR_GEN_AI_OPERATION_NAME.key),
+        InstrumentAttribute(ATTR_GEN_AI_PROVIDER_NAME.key),
+        InstrumentAttribute(ATTR_ERROR_TYPE.key, optional=True),
+        InstrumentAttribute(ATTR_GEN_AI_REQUEST_MODEL.key, optional=True),
+        InstrumentAttribute(ATTR_GEN_AI_RESPONSE_MODEL.key, optional=True),
+        InstrumentAttribute(ATTR_NEMO_GYM_SERVER_NAME.key, optional=True),
+        InstrumentAttribute(ATTR_NEMO_GYM_MODEL_CALL_DIALECT.key, optional=True),
+    ),
+)
+# Number of input and output tokens used: gym.model_call.tokens of types input and output. Derived from gym.model_call.tokens point for point, values unchanged; reasoning tokens are part of output in the conventions (and in what providers report as output), so the reasoning points and the overflow series (which mixes the types) are not derived.
+GEN_AI_CLIENT_TOKEN_USAGE = Instrument(
+    name="gen_ai.client.token.usage",
+    kind="histogram",
+    unit="{token}",
+    value_type="double",
+    source="derived",
+    buckets="MODEL_TOKENS",
+    bounds=BUCKETS_MODEL_TOKENS,
+    attributes=(
+        InstrumentAttribute(ATTR_GEN_AI_OPERATION_NAME.key),
+        InstrumentAttribute(ATTR_GEN_AI_PROVIDER_NAME.key),
+        InstrumentAttribute(ATTR_GEN_AI_TOKEN_TYPE.key),
+        InstrumentAttribute(ATTR_GEN_AI_REQUEST_MODEL.key, optional=True),
+        InstrumentAttribute(ATTR_GEN_AI_RESPONSE_MODEL.key, optional=True),
+        InstrumentAttribute(ATTR_NEMO_GYM_SERVER_NAME.key, optional=True),
+        InstrumentAttribute(ATTR_NEMO_GYM_MODEL_CALL_DIALECT.key, optional=True),
+    ),
+)
+# Time to receive the first chunk of a streamed call: gym.model_call.ttft_ms in seconds. Derived from gym.model_call.ttft_ms (streamed calls only) point for point: boundaries, sum, min, max and exemplars divided by 1000, counts unchanged.
+GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK = Instrument(
+    name="gen_ai.client.operation.time_to_first_chunk",
+    kind="histogram",
+    unit="s",
+    value_type="double",
+    source="derived",
+    buckets="MODEL_TTFT_S",
+    bounds=BUCKETS_MODEL_TTFT_S,
+    attributes=(
+        InstrumentAttribute(ATTR_GEN_AI_OPERATION_NAME.key),
+        InstrumentAttribute(ATTR_GEN_AI_PROVIDER_NAME.key),
+        InstrumentAttribute(ATTR_GEN_AI_REQUEST_MODEL.key, optional=True),
+        InstrumentAttribute(ATTR_GEN_AI_RESPONSE_MODEL.key, optional=True),
+        InstrumentAttribute(ATTR_NEMO_GYM_SERVER_NAME.key, optional=True),
+        InstrumentAttribute(ATTR_NEMO_GYM_MODEL_CALL_DIALECT.key, optional=True),
+    ),
+)
 
 # Every attribute by its key, in the schema's order.
 ATTRIBUTES: dict[str, Attribute] = {
@@ -1108,6 +1174,10 @@ ATTRIBUTES: dict[str, Attribute] = {
     ATTR_NEMO_GYM_TOKEN_CAPTURE_REASON.key: ATTR_NEMO_GYM_TOKEN_CAPTURE_REASON,
     ATTR_NEMO_GYM_TOKEN_CAPTURE_DIGEST.key: ATTR_NEMO_GYM_TOKEN_CAPTURE_DIGEST,
     ATTR_NEMO_GYM_TOKEN_CAPTURE_CACHE.key: ATTR_NEMO_GYM_TOKEN_CAPTURE_CACHE,
+    ATTR_GEN_AI_OPERATION_NAME.key: ATTR_GEN_AI_OPERATION_NAME,
+    ATTR_GEN_AI_PROVIDER_NAME.key: ATTR_GEN_AI_PROVIDER_NAME,
+    ATTR_ERROR_TYPE.key: ATTR_ERROR_TYPE,
+    ATTR_GEN_AI_REQUEST_MODEL.key: ATTR_GEN_AI_REQUEST_MODEL,
 }
 
 # Every instrument by its name, in the schema's order.
@@ -1181,4 +1251,7 @@ INSTRUMENTS: dict[str, Instrument] = {
     GYM_ROLLOUT_TOKENS.name: GYM_ROLLOUT_TOKENS,
     GYM_ROLLOUT_FINISH_TOTAL.name: GYM_ROLLOUT_FINISH_TOTAL,
     GYM_ROLLOUT_TOOL_CALLS.name: GYM_ROLLOUT_TOOL_CALLS,
+    GEN_AI_CLIENT_OPERATION_DURATION.name: GEN_AI_CLIENT_OPERATION_DURATION,
+    GEN_AI_CLIENT_TOKEN_USAGE.name: GEN_AI_CLIENT_TOKEN_USAGE,
+    GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK.name: GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK,
 }

@@ -22,6 +22,13 @@ MODULES = (gm, ob, concurrency, memory, tcm, lens, run_files)
 ALIASES = {frozenset({"otelcol_gym.gym_metrics.SERVER_NAME_ATTRIBUTE", "otelcol_gym.gym_metrics.MODEL_CALL_SERVER_NAME_ATTRIBUTE"})}
 
 
+# The instruments the emitter never sends: the collector derives them (gymattrs'
+# genai_conventions), and the attributes only they carry.
+EMITTED = {k: i for k, i in _schema.INSTRUMENTS.items() if i.source != "derived"}
+DERIVED_ONLY = {a.key for i in _schema.INSTRUMENTS.values() if i.source == "derived" for a in i.attributes} - {a.key for i in EMITTED.values() for a in i.attributes}
+EMITTED_ATTRIBUTES = sorted(set(_schema.ATTRIBUTES) - DERIVED_ONLY)
+
+
 def constants(suffix: str) -> dict[str, str]:
     """The constants of every module whose name ends with suffix, by name."""
     out = {}
@@ -35,11 +42,12 @@ def constants(suffix: str) -> dict[str, str]:
 class TestGymConstants(unittest.TestCase):
     def test_every_instrument_has_its_constant(self) -> None:
         got = constants("_INSTRUMENT")
-        self.assertEqual(sorted(got.values()), sorted(_schema.INSTRUMENTS), "one *_INSTRUMENT constant per instrument of the schema")
+        self.assertEqual(sorted(got.values()), sorted(EMITTED), "one *_INSTRUMENT constant per instrument of the schema the emitter sends")
+        self.assertEqual(len(EMITTED), len(_schema.INSTRUMENTS) - 3, "the three GenAI instruments are the collector's")
 
     def test_every_attribute_has_its_constant(self) -> None:
         got = constants("_ATTRIBUTE")
-        self.assertEqual(sorted(set(got.values())), sorted(_schema.ATTRIBUTES), "an *_ATTRIBUTE constant per attribute of the schema, and no other")
+        self.assertEqual(sorted(set(got.values())), EMITTED_ATTRIBUTES, "an *_ATTRIBUTE constant per attribute the emitter sends, and no other")
         by_value: dict[str, set[str]] = {}
         for k, v in got.items():
             by_value.setdefault(v, set()).add(k)
@@ -69,7 +77,7 @@ class TestGymConstants(unittest.TestCase):
                 with self.subTest(inst.name):
                     self.assertEqual(got, inst.bounds)
                     covered.add(inst.name)
-        histograms = {i.name for i in _schema.INSTRUMENTS.values() if i.kind == "histogram"}
+        histograms = {i.name for i in EMITTED.values() if i.kind == "histogram"}
         self.assertEqual(len(histograms), 23, "every histogram of the schema is in the table above")
         self.assertEqual(covered, histograms, "every histogram of the schema is in the table above")
 
