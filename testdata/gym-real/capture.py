@@ -41,8 +41,8 @@ The processes (server name, the Gym code each runs):
                   512-attribute-set cap, so later points carry `other`; the observable
                   outcome/digest/cache instruments), that lineage's sandbox and connection-pool
                   recorders (queue_outcome) with gym.sandbox.start/exec spans.
-  code_judge      gym_metrics @0cb5555: the connection-pool recorders with attempt_outcome, and
-                  its sandbox recorders.
+  code_judge      gym_metrics @0cb5555: the connection-pool recorders with attempt_outcome, with
+                  the values connection_pool.py @e40867e gives them, and its sandbox recorders.
   obs_agent       the observability branch: gym_metrics (concurrency gauges and queue wait,
                   rollout outcome success/failure, sandbox without buckets, gym.model.*, HTTP
                   timeout/retry, agent turns, tool calls, CPU/memory/GPU gauges),
@@ -577,14 +577,20 @@ def model(role, server, _timeline) -> None:
 def code_judge(role, server, _timeline) -> None:
     gm = _load("gym_metrics_0cb5555", "pool/gym_metrics.py")
     _use_gym_metrics(gm)
+    # What connection_pool.py @e40867e records (its ConnectionQueueContext): every request attempt,
+    # queued or not; queue_constraint none (never queued), total, per_host, mixed or unknown;
+    # attempt_outcome ok, cancelled, timeout or error.
     pool = {"policy_model": 2}
     gm.register_http_connection_pool_connect_counter(lambda: dict(pool))
+    gm.record_http_connection_pool_queue_duration(0.0, queue_constraint="none", attempt_outcome="ok", server_name="policy_model")
     gm.record_http_connection_pool_queue_duration(2.5, queue_constraint="per_host", attempt_outcome="ok", server_name="policy_model")
     gm.record_sandbox_active(1, provider="local_docker")
     gm.record_sandbox_startup(800.0, provider="local_docker")
     _flush()
     pool["policy_model"] = 5
-    gm.record_http_connection_pool_queue_duration(31000.0, queue_constraint="total", attempt_outcome="abandoned", server_name="policy_model")
+    gm.record_http_connection_pool_queue_duration(0.0, queue_constraint="none", attempt_outcome="ok", server_name="policy_model")
+    gm.record_http_connection_pool_queue_duration(31000.0, queue_constraint="mixed", attempt_outcome="timeout", server_name="policy_model")
+    gm.record_http_connection_pool_queue_duration(4.0, queue_constraint="total", attempt_outcome="cancelled", server_name="external")
     gm.record_sandbox_exec_duration(150.0, provider="local_docker")
     gm.record_sandbox_active(-1, provider="local_docker")
 
