@@ -376,6 +376,8 @@ func startGymRunWith(t *testing.T, setup gymRunSetup) *gymRun {
 		require.NoError(t, err)
 		require.NoError(t, f.Close())
 		run.extra.rows += len(dashNewerRows[k-1])
+		// Gym's own OTLP-only instruments (dashboards_gymreal_test.go).
+		postOTLP(t, fmt.Sprintf("http://127.0.0.1:%d", ports.OTLPHTTP), dashRealOTLP(k))
 	}
 	third := len(bodies) / 3
 	post(bodies[:third])
@@ -508,8 +510,9 @@ func TestDashboardsAndRulesOnRealData(t *testing.T) {
 	require.NoError(t, err)
 	// What promtool may still say is about Gym's own spelling, which no translation changes:
 	// an abbreviated unit (gym.event_loop.lag_ms), gym.gc.count's _count, gym.host.memory.total's
-	// _total. A doubled unit ("use base unit") or a counter without _total must not be there.
-	ownSpelling := []string{"metric names should not contain abbreviated units",
+	// _total, a percentage (gym.process.cpu.percent, as Gym sends it). Another base unit or a
+	// counter without _total must not be there.
+	ownSpelling := []string{"metric names should not contain abbreviated units", `use base unit "ratio" instead of "percent"`,
 		`non-histogram and non-summary metrics should not have "_count" suffix`,
 		`non-counter metrics should not have "_total" suffix`}
 	series := schemaSeries(loadSchemaInstruments(t))
@@ -607,6 +610,12 @@ func TestDashboardsAndRulesOnRealData(t *testing.T) {
 	want(panelQuery("gym-rollouts", "Verification success rate"), map[string]float64{
 		fmt.Sprintf(`{instance=%q,job=%q}`, dashNewerInstance, dashNewerJob): 2.0 / 3.0,
 	})
+
+	// Gym's own OTLP-only instruments against what dashboards_gymreal_test.go fed.
+	want(panelQuery("gym-processes", "GPU utilisation by server and GPU"), dashRealGPUUtil)
+	want(`sum by (nemo_gym_http_retry_reason) (gym_http_retry_total)`, dashRealRetries)
+	want(`sum by (nemo_gym_tool_name) (gym_tool_call_duration_ms_count)`, dashRealToolRuns)
+	want(`sum by (nemo_gym_agent_name, nemo_gym_benchmark_name) (gym_agent_turn_count_sum)`, dashRealTurns)
 
 	// The collector's counters (the Collector dashboard's panels are their rates).
 	want(`sum(otelcol_receiver_gym_lines_accepted)`, map[string]float64{`{}`: float64(run.implies.lines + run.extra.accepted)})

@@ -163,6 +163,10 @@ MC_TOKENS = "gym_model_call_tokens"
 # Concurrency limits (MeteredSemaphore), one series per component, limit and server.
 LIMIT_BY = "nemo_gym_concurrency_component, nemo_gym_concurrency_limit_name, nemo_gym_server_name"
 LIMIT_LEGEND = "{{nemo_gym_concurrency_component}}/{{nemo_gym_concurrency_limit_name}} {{nemo_gym_server_name}}"
+# Gym's own GPU samples (nvidia-smi), one series per process and GPU: a server is its job
+# (service.name), a GPU its index on that host and its UUID everywhere.
+GPU_BY = "job, nemo_gym_gpu_index"
+GPU_LEGEND = "{{job}} GPU {{nemo_gym_gpu_index}}"
 
 
 def share(num_sel, all_sel, metric, by, rate=True):
@@ -306,7 +310,7 @@ DASHBOARDS = [
     {
         "uid": "gym-connection-pool",
         "title": "Gym / Connection pool",
-        "description": "Outbound HTTP connection pools of Gym processes: queue waits, abandoned acquisitions, connects.",
+        "description": "Outbound HTTP of Gym processes: connection pools (queue waits, abandoned acquisitions, connects), retries and timeouts.",
         "panels": [
             timeseries("Queue wait p99 by destination and constraint", quantiles(
                 QUEUE + "_bucket", ["nemo_gym_http_destination_server_name", "nemo_gym_http_connection_pool_queue_constraint"], PROC, (0.99,),
@@ -334,12 +338,20 @@ DASHBOARDS = [
                 q(f"sum by (nemo_gym_http_destination_server_name, nemo_gym_http_connection_pool_connect_outcome) (rate({CONNECT}_count{{{PROC}}}[{RI}]))",
                   "{{nemo_gym_http_destination_server_name}} {{nemo_gym_http_connection_pool_connect_outcome}}")], unit="ops", stack=True,
                 description="Reused connections record nothing: a run that opens connections throughout is losing them."),
+            timeseries("HTTP retries by reason", [
+                q(f"sum by (nemo_gym_http_retry_reason) (rate(gym_http_retry_total{{{PROC}}}[{RI}]))",
+                  "{{nemo_gym_http_retry_reason}}")], unit="ops", stack=True,
+                description="Outbound requests retried (Gym's older HTTP client, by OTLP only): server_disconnected, client_os_error, timeout, other."),
+            timeseries("HTTP timeouts by destination kind", [
+                q(f"sum by (job, nemo_gym_http_internal) (rate(gym_http_timeout_total{{{PROC}}}[{RI}]))",
+                  "{{job}} internal={{nemo_gym_http_internal}}")], unit="ops", stack=True,
+                description="Outbound calls that timed out; internal=true: the call went to another Gym server."),
         ],
     },
     {
         "uid": "gym-processes",
         "title": "Gym / Processes",
-        "description": "CPU, memory, threads and open descriptors of Gym processes (OpenTelemetry process conventions).",
+        "description": "CPU, memory, threads and open descriptors of Gym processes (OpenTelemetry process conventions); Gym's own CPU, process-tree memory and GPU samples.",
         "panels": [
             timeseries("CPU by mode", [
                 q(f"sum by (job, instance, cpu_mode) (rate(process_cpu_time{{{PROC}}}[{RI}]))",
@@ -351,6 +363,59 @@ DASHBOARDS = [
                 q(f"sum by (job, instance) (process_thread_count{{{PROC}}})", "{{job}} {{instance}}")]),
             timeseries("Open file descriptors", [
                 q(f"sum by (job, instance) (process_open_file_descriptor_count{{{PROC}}})", "{{job}} {{instance}}")]),
+            timeseries("CPU by server: process and process tree", [
+                q(f"max by (job) (gym_process_cpu_percent{{{PROC}}})", "process {{job}}"),
+                q(f"max by (job) (gym_process_tree_cpu_percent{{{PROC}}})", "tree {{job}}")], unit="percent",
+                description="Gym's own samples at span ends (by OTLP only), in percent of one logical core: above 100 on several cores. The tree adds every process the server spawned."),
+            timeseries("Process-tree memory by server", [
+                q(f"max by (job) (gym_process_tree_memory_used_mib{{{PROC}}})", "{{job}}")], unit="mbytes",
+                description="Resident memory of the server and every process it spawned, in MiB, sampled at span ends."),
+            timeseries("GPU utilisation by server and GPU", [
+                q(f"max by ({GPU_BY}) (gym_process_gpu_utilization_percent{{{PROC}}})", GPU_LEGEND)], unit="percent",
+                description="Compute (SM) utilisation from nvidia-smi, every GPU the server's process sees (CUDA_VISIBLE_DEVICES)."),
+            timeseries("GPU utilisation by GPU", [
+                q(f"max by (host_name, nemo_gym_gpu_uuid) (gym_process_gpu_utilization_percent{{{PROC}}})",
+                  "{{host_name}} {{nemo_gym_gpu_uuid}}")], unit="percent",
+                description="One line per physical GPU (its UUID), however many processes see it."),
+            timeseries("GPU memory used by server and GPU", [
+                q(f"max by ({GPU_BY}) (gym_process_gpu_memory_used_mib{{{PROC}}})", "used " + GPU_LEGEND),
+                q(f"max by ({GPU_BY}) (gym_process_gpu_memory_total_mib{{{PROC}}})", "total " + GPU_LEGEND)], unit="mbytes",
+                description="In MiB, as nvidia-smi reports them."),
+            timeseries("GPU memory in use (share of total)", [
+                q(f"max by ({GPU_BY}) (gym_process_gpu_memory_used_mib{{{PROC}}}) / max by ({GPU_BY}) (gym_process_gpu_memory_total_mib{{{PROC}}})",
+                  GPU_LEGEND)], unit="percentunit"),
+        ],
+    },
+    {
+        "uid": "gym-agents",
+        "title": "Gym / Agent turns and tool calls",
+        "description": "Turns of the rollouts by agent and benchmark, their duration; tool calls of the resources servers: rate, duration, CPU and memory.",
+        "panels": [
+            timeseries("Turns per rollout by agent (p50, p99)", quantiles("gym_agent_turn_count_bucket", ["nemo_gym_agent_name"], PROC,
+                                                                          legend="{{nemo_gym_agent_name}}"),
+                description="From the SDK's default buckets (0, 5, 10, 25, ...): coarse."),
+            timeseries("Turns per rollout by agent and benchmark (mean)", [
+                q(f"sum by (nemo_gym_agent_name, nemo_gym_benchmark_name) (rate(gym_agent_turn_count_sum{{{PROC}}}[{RI}]))"
+                  f" / sum by (nemo_gym_agent_name, nemo_gym_benchmark_name) (rate(gym_agent_turn_count_count{{{PROC}}}[{RI}]))",
+                  "{{nemo_gym_agent_name}} {{nemo_gym_benchmark_name}}")]),
+            timeseries("Turn duration by agent (p50, p99)", quantiles("gym_agent_turn_duration_ms_bucket", ["nemo_gym_agent_name"], PROC,
+                                                                      legend="{{nemo_gym_agent_name}}"), unit="ms",
+                description="The gap between a rollout's consecutive trajectory turns, recorded when the rollout completes."),
+            timeseries("Tool calls by tool", [
+                q(f"sum by (nemo_gym_tool_name) (rate(gym_tool_call_duration_ms_count{{{PROC}}}[{RI}]))",
+                  "{{nemo_gym_tool_name}}")], unit="ops", stack=True,
+                description="other: a path of a resources server that is no tool name."),
+            timeseries("Tool-call duration by tool (p50, p99)", quantiles("gym_tool_call_duration_ms_bucket", ["nemo_gym_tool_name"], PROC,
+                                                                          legend="{{nemo_gym_tool_name}}"), unit="ms"),
+            timeseries("Process-tree CPU at tool-call end by tool (mean)", [
+                q(f"sum by (nemo_gym_tool_name) (rate(gym_tool_call_cpu_percent_sum{{{PROC}}}[{RI}]))"
+                  f" / sum by (nemo_gym_tool_name) (rate(gym_tool_call_cpu_percent_count{{{PROC}}}[{RI}]))",
+                  "{{nemo_gym_tool_name}}")], unit="percent",
+                description="How busy the server's process tree was when each call ended (percent of one core), not the call's own CPU."),
+            timeseries("Process-tree memory at tool-call end by tool (mean)", [
+                q(f"sum by (nemo_gym_tool_name) (rate(gym_tool_call_memory_used_mib_sum{{{PROC}}}[{RI}]))"
+                  f" / sum by (nemo_gym_tool_name) (rate(gym_tool_call_memory_used_mib_count{{{PROC}}}[{RI}]))",
+                  "{{nemo_gym_tool_name}}")], unit="mbytes"),
         ],
     },
     {

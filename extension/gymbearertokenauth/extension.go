@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gym-telemetry/otelcol-gym/extension/gymbearertokenauth/internal/metadata"
-	"github.com/gym-telemetry/otelcol-gym/internal/follow"
+	"github.com/gym-telemetry/otelcol-gym/internal/ratelog"
 )
 
 // countedAuth is contrib's authenticator, each refusal of its server side counted and logged.
@@ -21,7 +21,7 @@ type countedAuth struct {
 	now       func() time.Time
 
 	mu   sync.Mutex
-	logs follow.LogLimiter
+	logs ratelog.Limiter
 }
 
 func (a *countedAuth) Start(ctx context.Context, host component.Host) error {

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/gym-telemetry/otelcol-gym/extension/gymbearertokenauth/internal/metadata"
-	"github.com/gym-telemetry/otelcol-gym/internal/follow"
+	"github.com/gym-telemetry/otelcol-gym/internal/ratelog"
 )
 
 // contrib is the extension this one wraps: its configuration, validation, token file watch and
@@ -49,7 +49,7 @@ func create(ctx context.Context, set extension.Settings, cfg component.Config) (
 	}
 	return &countedAuth{
 		inner: a, logger: set.Logger, telemetry: tb, now: time.Now,
-		logs: follow.LogLimiter{Burst: 5, Every: time.Minute},
+		logs: ratelog.Limiter{Burst: 5, Every: time.Minute},
 	}, nil
 }
 

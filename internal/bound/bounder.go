@@ -210,6 +210,9 @@ func (p *Bounder) Process(ctx context.Context, md pmetric.Metrics) (pmetric.Metr
 					continue
 				}
 				b.verdicts = append(b.verdicts, metricCollected)
+				if in := schema.Get(id); m.Unit() != in.Unit {
+					m.SetUnit(in.Unit) // a unit Gym's own code states: exported as the schema's
+				}
 				p.boundsDiffer(id, m)
 				p.collect(&metricCtx{id: id, is: p.resourceOf(&cur, now).inst(id), scope: p.scopeOf(&cur)}, m, now)
 			}
@@ -243,15 +246,15 @@ func (p *Bounder) dropIfUnknown(m pmetric.Metric) bool {
 	return true
 }
 
-// processed reports whether m is a schema metric with a kind the schema accepts for it, its
-// unit (and a temporality, for sums and histograms): the metrics whose points are bounded.
+// processed reports whether m is a schema metric with a kind and a unit the schema accepts for
+// it (and a temporality, for sums and histograms): the metrics whose points are bounded.
 func processed(m pmetric.Metric) (schema.InstrumentID, bool) {
 	id, ok := schema.Lookup(m.Name())
 	if !ok {
 		return 0, false
 	}
 	in := schema.Get(id)
-	if m.Unit() != in.Unit {
+	if !in.AcceptsUnit(m.Unit()) {
 		return 0, false
 	}
 	// The kind as sent: an instrument may accept more than its own (the "now" values of a

@@ -285,7 +285,7 @@ func TestUnknownMetrics(t *testing.T) {
 			counter(completed, "1", pt{a: sc("math"), t: 1, i: 1}).
 			gauge("system.cpu.utilization", "1", pt{a: attrs{"cpu": "0", "free": "text"}, t: 1, f: 0.5, double: true}).
 			resource(gymResource("b")).
-			gauge("http.server.active_requests", "{request}", pt{a: attrs{"url.full": "/x?y"}, t: 1, i: 3}).md
+			gauge("http.server.request.body.size", "By", pt{a: attrs{"url.full": "/x?y"}, t: 1, i: 3}).md
 	}
 	t.Run("pass", func(t *testing.T) {
 		tp := newTestProcessor(t, func(cfg *Config) { cfg.UnknownMetrics = UnknownMetricsPass })

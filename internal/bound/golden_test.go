@@ -157,7 +157,7 @@ func sdkBatch(k int) pmetric.Metrics {
 		).
 		histogram("gym.driver.output_write_bytes", "bytes", cumulative, // a unit other than the schema's By
 										hist(attrs{"file": "/tmp/out-1.jsonl"}, 1, t, []float64{1000, 10000}, 5000, 5000, 5000, 0, 1)).
-		histogram("http.server.request.duration", "s", cumulative, // another library's metric
+		histogram("http.server.request.duration", "s", cumulative, // the HTTP instrumentation's: both attributes declared
 			hist(attrs{"http.route": "/v1/responses", "http.request.method": "POST"}, 1, t, []float64{0.1, 1}, 0.5, 0.5, 0.5, 0, 1))
 
 	// An agent whose SDK exports delta temporality.

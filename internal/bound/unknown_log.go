@@ -11,8 +11,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
-	"github.com/gym-telemetry/otelcol-gym/internal/follow"
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
+	"github.com/gym-telemetry/otelcol-gym/internal/ratelog"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
@@ -52,7 +52,7 @@ type nameTable struct {
 	idx     map[string]int32
 	entries []nameEntry // [0] is otherName
 	touched []int32     // entries counted in this batch
-	logs    follow.LogLimiter
+	logs    ratelog.Limiter
 }
 
 type nameEntry struct {
@@ -74,7 +74,7 @@ func (t *nameTable) index(name string) int32 {
 	if t.idx == nil {
 		t.idx = map[string]int32{}
 		t.entries = append(t.entries, nameEntry{set: instrumentSet(otherName)})
-		t.logs = follow.LogLimiter{Burst: 10, Every: 10 * time.Second}
+		t.logs = ratelog.Limiter{Burst: 10, Every: 10 * time.Second}
 	}
 	if len(t.idx) >= maxCountedNames {
 		return 0

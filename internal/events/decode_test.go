@@ -509,6 +509,9 @@ func TestDecodeRejected(t *testing.T) {
 		// enumerations
 		{"bad outcome", `{"event":"rollout.completed","outcome":"x","dispatch_name":"m"}`, ReasonInvalidValue, `field "outcome": "x" is not one of scored, failed, omitted`},
 		{"outcome case", `{"event":"rollout.completed","outcome":"Scored","dispatch_name":"m"}`, ReasonInvalidValue, `field "outcome": "Scored" is not one of scored, failed, omitted`},
+		// An older Gym's success is an OTLP sender's spelling (read as scored by gymattrs): an
+		// events-v1 line names the documented values.
+		{"older spelling", `{"event":"rollout.completed","outcome":"success","dispatch_name":"m"}`, ReasonInvalidValue, `field "outcome": "success" is not one of scored, failed, omitted`},
 		{"missing outcome", `{"event":"rollout.completed","dispatch_name":"m"}`, ReasonMissingField, `missing required field "outcome"`},
 		{"outcome number", `{"event":"rollout.completed","outcome":1,"dispatch_name":"m"}`, ReasonWrongType, `field "outcome": want one of scored, failed, omitted, got 1`},
 		{"health omitted outcome", `{"event":"rollout.health","verdict":"healthy","outcome":"omitted"}`, ReasonInvalidValue, `field "outcome": "omitted" is not one of scored, failed`},

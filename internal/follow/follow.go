@@ -245,48 +245,6 @@ func (p *Poller) Stop() bool {
 	return true
 }
 
-// LogLimiter lets Burst log lines through, then none until Every has passed since the first
-// of them; it counts those it held back.
-type LogLimiter struct {
-	Burst      int
-	Every      time.Duration
-	used       int
-	last       time.Time
-	suppressed int64
-}
-
-// Allow reports whether a log line may be written at now.
-func (l *LogLimiter) Allow(now time.Time) bool {
-	if now.Sub(l.last) >= l.Every {
-		l.used = 0
-	}
-	if l.used < l.Burst {
-		if l.used == 0 {
-			l.last = now
-		}
-		l.used++
-		return true
-	}
-	l.suppressed++
-	return false
-}
-
-// Take is Allow, with, when the line may be written, how many were held back before it (their
-// count goes out with it).
-func (l *LogLimiter) Take(now time.Time) (ok bool, held int64) {
-	if !l.Allow(now) {
-		return false, 0
-	}
-	return true, l.TakeSuppressed()
-}
-
-// TakeSuppressed returns how many lines were held back since it was last called.
-func (l *LogLimiter) TakeSuppressed() int64 {
-	n := l.suppressed
-	l.suppressed = 0
-	return n
-}
-
 // Start says where a file just opened begins (Begin).
 type Start int
 

@@ -65,18 +65,6 @@ func TestFileReplacedAndHead(t *testing.T) {
 	assert.True(t, f.Replaced(4), "truncated")
 }
 
-func TestLogLimiter(t *testing.T) {
-	l := LogLimiter{Burst: 2, Every: time.Minute}
-	now := time.Unix(1000, 0)
-	assert.True(t, l.Allow(now))
-	assert.True(t, l.Allow(now))
-	assert.False(t, l.Allow(now.Add(time.Second)))
-	assert.False(t, l.Allow(now.Add(time.Second)))
-	assert.True(t, l.Allow(now.Add(time.Minute)))
-	assert.Equal(t, int64(2), l.TakeSuppressed())
-	assert.Zero(t, l.TakeSuppressed())
-}
-
 func TestPoller(t *testing.T) {
 	var p Poller
 	assert.False(t, p.Stop(), "never started")

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gym-telemetry/otelcol-gym/internal/ratelog"
 	"io/fs"
 	"math"
 	"os"
@@ -190,11 +191,11 @@ type Follower struct {
 	more         bool              // the last poll left a file with more than its budget to read
 	budget       int64             // what a poll reads of a file at most
 	polls        int
-	waiting      int        // files the last whole poll left waiting past MaxFiles
-	pollWaiting  int        // files of the poll under way waiting so far
-	polling      bool       // a poll is under way (a checkpoint may come in where it yields)
-	firstWaiting string     // the first of them, for the log
-	waitLog      LogLimiter // a line a minute while files wait
+	waiting      int             // files the last whole poll left waiting past MaxFiles
+	pollWaiting  int             // files of the poll under way waiting so far
+	polling      bool            // a poll is under way (a checkpoint may come in where it yields)
+	firstWaiting string          // the first of them, for the log
+	waitLog      ratelog.Limiter // a line a minute while files wait
 	// refused: the paths not followed, by path: their reason and the last poll that refused them.
 	refused map[string]refusal
 	scan    []byte
@@ -311,7 +312,7 @@ func NewFollower(newReader NewReader, opts Options, logger *zap.Logger) *Followe
 	t := &Follower{
 		opts: opts, name: opts.Name, lines: opts.Lines, newReader: newReader, logger: logger,
 		codec: opts.Codec, mu: opts.Lock, files: map[fileKey]*tailedFile{},
-		waitLog: LogLimiter{Burst: 1, Every: time.Minute}, budget: cmp.Or(opts.ReadBudget, DefaultReadBudget),
+		waitLog: ratelog.Limiter{Burst: 1, Every: time.Minute}, budget: cmp.Or(opts.ReadBudget, DefaultReadBudget),
 	}
 	if t.name == "" {
 		t.name = "files"

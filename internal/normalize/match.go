@@ -21,9 +21,13 @@ var handMatchers = map[schema.AttrID]func([]byte) bool{
 	schema.AttrNemoGymTokenCaptureDigest:         isLooseDotted,
 	schema.AttrNemoGymTokenCaptureCache:          isLooseDotted,
 
-	schema.AttrGenAiOperationName: isLowerIdent,  // [a-z][a-z0-9_]*
-	schema.AttrGenAiProviderName:  isLimitName,   // [a-z][a-z0-9_.-]*
-	schema.AttrErrorType:          isLooseDotted, // [A-Za-z_][A-Za-z0-9_.]*
+	schema.AttrGenAiOperationName:     isLowerIdent, // [a-z][a-z0-9_]*
+	schema.AttrGenAiProviderName:      isLimitName,  // [a-z][a-z0-9_.-]*
+	schema.AttrNemoGymConcurrencySite: isSiteName,   // [A-Za-z_][A-Za-z0-9_.-]*
+	schema.AttrNemoGymModelDialect:    isLowerIdent, // [a-z][a-z0-9_]*
+	schema.AttrNemoGymToolName:        isToolName,   // [A-Za-z0-9_][A-Za-z0-9_.-]*
+	schema.AttrNemoGymGpuUuid:         isGPUUUID,    // (GPU|MIG)-<8>-<4>-<4>-<4>-<12 hex>
+	schema.AttrErrorType:              isWordDotted, // [A-Za-z0-9_][A-Za-z0-9_.]*
 }
 
 func isLower(c byte) bool { return c >= 'a' && c <= 'z' }
@@ -102,4 +106,69 @@ func isLooseDotted(v []byte) bool {
 		}
 	}
 	return true
+}
+
+func isWordByte(c byte) bool { return isAlpha(c) || isDigit(c) || c == '_' }
+
+// allOf reports whether every byte of v is a word byte or one of extra.
+func allOf(v []byte, extra string) bool {
+	for _, c := range v {
+		if !isWordByte(c) && !bytesHas(extra, c) {
+			return false
+		}
+	}
+	return true
+}
+
+func bytesHas(s string, c byte) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			return true
+		}
+	}
+	return false
+}
+
+// isSiteName matches [A-Za-z_][A-Za-z0-9_.-]*.
+func isSiteName(v []byte) bool {
+	return len(v) > 0 && (isAlpha(v[0]) || v[0] == '_') && allOf(v[1:], ".-")
+}
+
+// isToolName matches [A-Za-z0-9_][A-Za-z0-9_.-]*.
+func isToolName(v []byte) bool {
+	return len(v) > 0 && isWordByte(v[0]) && allOf(v[1:], ".-")
+}
+
+// isWordDotted matches [A-Za-z0-9_][A-Za-z0-9_.]*.
+func isWordDotted(v []byte) bool {
+	return len(v) > 0 && isWordByte(v[0]) && allOf(v[1:], ".")
+}
+
+// gpuUUIDGroups are the lengths of the hex groups of a GPU UUID, as nvidia-smi writes it.
+var gpuUUIDGroups = [...]int{8, 4, 4, 4, 12}
+
+// isGPUUUID matches (GPU|MIG)-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}.
+func isGPUUUID(v []byte) bool {
+	if len(v) < 4 || v[3] != '-' || string(v[:3]) != "GPU" && string(v[:3]) != "MIG" {
+		return false
+	}
+	v = v[4:]
+	for g, n := range gpuUUIDGroups {
+		if g > 0 {
+			if len(v) == 0 || v[0] != '-' {
+				return false
+			}
+			v = v[1:]
+		}
+		if len(v) < n {
+			return false
+		}
+		for _, c := range v[:n] {
+			if !isDigit(c) && !(c >= 'a' && c <= 'f') && !(c >= 'A' && c <= 'F') {
+				return false
+			}
+		}
+		v = v[n:]
+	}
+	return len(v) == 0
 }

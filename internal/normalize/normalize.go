@@ -27,7 +27,14 @@ type attrRule struct {
 	max      int      // byte cap of a string value (MaxBytes, else the default cap)
 	fallback []byte   // the value that replaces one that breaks the rule (nil: none)
 	values   [][]byte // the enumerated values
+	aliases  []alias  // values an older sender writes, each read as one of values
 	match    func([]byte) bool
+}
+
+// alias is a value an older sender writes (from) and the schema's value it is read as (to, a
+// slice built once at init).
+type alias struct {
+	from, to []byte
 }
 
 var (
@@ -64,6 +71,9 @@ func init() {
 		}
 		for _, v := range a.Values {
 			r.values = append(r.values, bytesOf(v))
+		}
+		for _, al := range a.Aliases {
+			r.aliases = append(r.aliases, alias{from: bytesOf(al.From), to: bytesOf(al.To)})
 		}
 		if a.Pattern != "" {
 			r.match = handMatchers[id]
@@ -213,7 +223,22 @@ func fallbackEnum(r *attrRule, v []byte) []byte {
 	if oneOf(r.values, v) {
 		return v
 	}
+	if to := aliasOf(r, v); to != nil {
+		return to
+	}
 	return r.fallback
+}
+
+// aliasOf returns the value v is read as when v is one of the attribute's aliases (a value an
+// older Gym writes, metadata.yaml's aliases), else nil. The one place aliases apply: both the
+// receiver's aggregator and the gymattrs engine bound enumerated values here.
+func aliasOf(r *attrRule, v []byte) []byte {
+	for i := range r.aliases {
+		if string(r.aliases[i].from) == string(v) {
+			return r.aliases[i].to
+		}
+	}
+	return nil
 }
 
 func oneOf(values [][]byte, v []byte) bool {

@@ -55,6 +55,11 @@ var handPicked = []string{
 	strings.Repeat("a", 64), strings.Repeat("a", 65), strings.Repeat("a", 128), strings.Repeat("a", 129),
 	"a:" + strings.Repeat("b", 126), "a:" + strings.Repeat("b", 127),
 	"A." + strings.Repeat("b", 126), "A." + strings.Repeat("b", 127),
+	"0.1", "9lives", "_.-", "a-", "-a", "a/b", "rollout_driver", "model.policy-model",
+	"GPU-3f1c2a9b-0d4e-4c7a-9b1e-5a6f7c8d9e0f", "MIG-3F1C2A9B-0D4E-4C7A-9B1E-5A6F7C8D9E0F",
+	"GPU-3f1c2a9b-0d4e-4c7a-9b1e-5a6f7c8d9e0f0", "GPU-3f1c2a9b-0d4e-4c7a-9b1e-5a6f7c8d9e0g",
+	"GPU-3f1c2a9b0d4e-4c7a-9b1e-5a6f7c8d9e0f", "GPU-", "GPU", "GPX-3f1c2a9b-0d4e-4c7a-9b1e-5a6f7c8d9e0f",
+	"MIG-GPU-3f1c2a9b-0d4e-4c7a-9b1e-5a6f7c8d9e0f", "GPU--3f1c2a9b-0d4e-4c7a-9b1e-5a6f7c8d9e0",
 }
 
 // bounded is the whole rule of a pattern attribute: the pattern in full within MaxBytes.

@@ -154,8 +154,9 @@ func (r *Registry) IgnoredHealthCheck(raw []byte) bool {
 //   - RuleFailureKind, RuleIdentifier, RuleFallbackEnum: the value or the attribute's
 //     Fallback, as FailureKind, FailureClass/FailureType and ServerType; empty gives nil.
 //   - RuleHealthCheck, RuleRoute: as HealthCheck and Route.
-//   - RuleEnum, and the derived RuleRewardRange and RulePhase: one of Values stays; anything
-//     else is rejected.
+//   - RuleEnum, and the derived RuleRewardRange and RulePhase: one of Values stays; an alias
+//     (a value an older Gym writes) becomes the value it names; anything else is rejected.
+//     RuleFallbackEnum reads aliases the same way before its fallback.
 //   - RuleStatusCode, RuleIntEnum, RuleBool: the attribute is not a string, so a string value
 //     is rejected (use Int, StatusCode or GCGeneration on int values).
 //
@@ -212,6 +213,9 @@ func (r *Registry) byRule(a *attrRule, v []byte) (out []byte, ok bool) {
 	case schema.RuleEnum, schema.RuleRewardRange, schema.RulePhase:
 		if oneOf(a.values, v) {
 			return v, true
+		}
+		if to := aliasOf(a, v); to != nil {
+			return to, true
 		}
 	}
 	return nil, false

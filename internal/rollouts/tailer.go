@@ -21,6 +21,7 @@ import (
 	"github.com/gym-telemetry/otelcol-gym/internal/follow"
 	"github.com/gym-telemetry/otelcol-gym/internal/gymjson"
 	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
+	"github.com/gym-telemetry/otelcol-gym/internal/ratelog"
 )
 
 // TailerOptions configure the rollout files source.
@@ -77,16 +78,16 @@ type Tailer struct {
 	owner      map[string]string
 	storedRuns map[string]storedRun // from the store, each entry consumed as its run is made
 	polls      int
-	waiting    int               // runs of this poll waiting past MaxRuns
-	firstWait  string            // the first of them, for the log
-	waitLog    follow.LogLimiter // a line a minute while runs wait
-	targets    []string          // a poll's, reused
+	waiting    int             // runs of this poll waiting past MaxRuns
+	firstWait  string          // the first of them, for the log
+	waitLog    ratelog.Limiter // a line a minute while runs wait
+	targets    []string        // a poll's, reused
 
 	rd    *RowDecoder
 	row   Row
 	evs   [MaxRowEvents]events.Event
 	stats ingest.Stats
-	logs  follow.LogLimiter
+	logs  ratelog.Limiter
 
 	// mu: a poll, a checkpoint and shutdown exclude each other. A poll lets a waiting
 	// checkpoint in between two rows (the follower's yield), so a checkpoint never waits for a
@@ -141,11 +142,11 @@ type storedRun struct {
 func NewTailer(agg *aggregate.Aggregator, opts TailerOptions, record func(*ingest.Stats), logger *zap.Logger) *Tailer {
 	t := &Tailer{
 		opts: opts, agg: agg, record: record, logger: logger, now: time.Now,
-		waitLog: follow.LogLimiter{Burst: 1, Every: time.Minute},
+		waitLog: ratelog.Limiter{Burst: 1, Every: time.Minute},
 		runs:    map[string]*run{}, owner: map[string]string{},
 		rd:    NewRowDecoder(0),
 		stats: ingest.NewStats(),
-		logs:  follow.LogLimiter{Burst: 10, Every: 10 * time.Second},
+		logs:  ratelog.Limiter{Burst: 10, Every: 10 * time.Second},
 	}
 	t.Follower = follow.NewFollower(t.newReader, follow.Options{
 		Name:             "rollouts",

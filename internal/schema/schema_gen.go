@@ -31,6 +31,8 @@ var (
 	BucketsGenaiTokens    = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1.048576e+06, 4.194304e+06, 1.6777216e+07, 6.7108864e+07}
 	BucketsModelCallS     = []float64{0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800}
 	BucketsModelTtftS     = []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300}
+	BucketsSdkDefault     = []float64{0, 5, 10, 25, 50, 75, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000}
+	BucketsHttpDurationS  = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
 )
 
 // FailureKinds is NeMo Gym's failure-kind registry.
@@ -76,6 +78,23 @@ const (
 	AttrGenAiResponseModel
 	AttrMemoryType
 	AttrProcessPid
+	AttrNemoGymConcurrencySite
+	AttrNemoGymModelDialect
+	AttrNemoGymHttpInternal
+	AttrNemoGymHttpRetryReason
+	AttrNemoGymAgentName
+	AttrNemoGymBenchmarkName
+	AttrNemoGymToolName
+	AttrNemoGymGpuIndex
+	AttrNemoGymGpuUuid
+	AttrHttpRequestMethod
+	AttrUrlScheme
+	AttrNetworkProtocolVersion
+	AttrErrorType
+	AttrHttpMethod
+	AttrHttpStatusCode
+	AttrHttpScheme
+	AttrHttpFlavor
 	AttrNemoGymTokenCaptureSizeClass
 	AttrNemoGymTokenCaptureError
 	AttrNemoGymTokenCaptureOperation
@@ -86,14 +105,13 @@ const (
 	AttrNemoGymTokenCaptureCache
 	AttrGenAiOperationName
 	AttrGenAiProviderName
-	AttrErrorType
 	AttrGenAiRequestModel
 	NumAttributes
 )
 
 // Attributes are the attribute keys of the schema, indexed by AttrID.
 var Attributes = [NumAttributes]Attribute{
-	AttrNemoGymRolloutOutcome:                    {Key: "nemo.gym.rollout.outcome", Type: AttrString, Rule: RuleEnum, Description: "How a rollout ended.", Values: []string{"scored", "failed", "omitted"}},
+	AttrNemoGymRolloutOutcome:                    {Key: "nemo.gym.rollout.outcome", Type: AttrString, Rule: RuleEnum, Description: "How a rollout ended.", Values: []string{"scored", "failed", "omitted"}, Aliases: []Alias{{From: "failure", To: "failed"}, {From: "success", To: "scored"}}},
 	AttrNemoGymRolloutDispatchName:               {Key: "nemo.gym.rollout.dispatch.name", Type: AttrString, Rule: RuleString, Description: "The dispatch (task family) the rollout belongs to.", MaxBytes: 256},
 	AttrNemoGymFailureClass:                      {Key: "nemo.gym.failure_class", Type: AttrString, Rule: RuleIdentifier, Description: "The class of a failure.", Fallback: "other", Pattern: "[a-z][a-z0-9_]*", MaxBytes: 64},
 	AttrNemoGymFailureKind:                       {Key: "nemo.gym.failure_kind", Type: AttrString, Rule: RuleFailureKind, Description: "A registered failure kind, or a namespaced one.", Fallback: "unregistered", Pattern: "[a-z][a-z0-9_]*:[a-z][a-z0-9_]*", MaxBytes: 128},
@@ -128,8 +146,25 @@ var Attributes = [NumAttributes]Attribute{
 	AttrGenAiResponseModel:                       {Key: "gen_ai.response.model", Type: AttrString, Rule: RuleString, Description: "The model that produced the response.", MaxBytes: 256},
 	AttrMemoryType:                               {Key: "memory.type", Type: AttrString, Rule: RuleEnum, Description: "The memory measured: resident set (rss) or proportional set (pss) size.", Values: []string{"rss", "pss"}},
 	AttrProcessPid:                               {Key: "process.pid", Type: AttrInt, Rule: RuleIntRange, Description: "The root process id of a server's process tree (a data-point attribute here).", Min: 0, Max: 2147483647},
-	AttrNemoGymTokenCaptureSizeClass:             {Key: "nemo.gym.token_capture.size_class", Type: AttrString, Rule: RuleEnum, Description: "The size class of the captured tokens.", Values: []string{"lt_4k", "lt_32k", "lt_128k", "ge_128k"}},
-	AttrNemoGymTokenCaptureError:                 {Key: "nemo.gym.token_capture.error", Type: AttrString, Rule: RuleEnum, Description: "How an operation that did not complete ended.", Values: []string{"error", "cancelled"}},
+	AttrNemoGymConcurrencySite:                   {Key: "nemo.gym.concurrency.site", Type: AttrString, Rule: RuleIdentifier, Description: "The concurrency-limiting semaphore (rollout_driver, model.<server>, resources.<server>, agent.<server>, sandbox.<provider>).", Fallback: "other", Pattern: "[A-Za-z_][A-Za-z0-9_.-]*", MaxBytes: 128},
+	AttrNemoGymModelDialect:                      {Key: "nemo.gym.model.dialect", Type: AttrString, Rule: RuleIdentifier, Description: "The model-server route's dialect (chat_completions, responses, messages).", Fallback: "other", Pattern: "[a-z][a-z0-9_]*", MaxBytes: 64},
+	AttrNemoGymHttpInternal:                      {Key: "nemo.gym.http.internal", Type: AttrBool, Rule: RuleBool, Description: "Whether the call that timed out went to another Gym server."},
+	AttrNemoGymHttpRetryReason:                   {Key: "nemo.gym.http.retry_reason", Type: AttrString, Rule: RuleFallbackEnum, Description: "Why an outbound HTTP request was retried.", Values: []string{"server_disconnected", "client_os_error", "timeout", "other"}, Fallback: "other"},
+	AttrNemoGymAgentName:                         {Key: "nemo.gym.agent.name", Type: AttrString, Rule: RuleString, Description: "The agent server of the rollout (empty when Gym has none).", MaxBytes: 256},
+	AttrNemoGymBenchmarkName:                     {Key: "nemo.gym.benchmark.name", Type: AttrString, Rule: RuleString, Description: "The benchmark of the rollout (empty when Gym has none).", MaxBytes: 256},
+	AttrNemoGymToolName:                          {Key: "nemo.gym.tool.name", Type: AttrString, Rule: RuleIdentifier, Description: "The tool: a resources server's tool route without its slash (a path that is not a tool name is other).", Fallback: "other", Pattern: "[A-Za-z0-9_][A-Za-z0-9_.-]*", MaxBytes: 128},
+	AttrNemoGymGpuIndex:                          {Key: "nemo.gym.gpu.index", Type: AttrInt, Rule: RuleIntRange, Description: "The GPU's index as nvidia-smi gives it (it may change when the driver enumerates again).", Min: 0, Max: 1023},
+	AttrNemoGymGpuUuid:                           {Key: "nemo.gym.gpu.uuid", Type: AttrString, Rule: RuleIdentifier, Description: "The GPU's UUID as nvidia-smi gives it (stable).", Fallback: "other", Pattern: "(GPU|MIG)-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", MaxBytes: 64},
+	AttrHttpRequestMethod:                        {Key: "http.request.method", Type: AttrString, Rule: RuleFallbackEnum, Description: "The HTTP request method.", Values: []string{"CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT", "TRACE", "_OTHER"}, Fallback: "_OTHER"},
+	AttrUrlScheme:                                {Key: "url.scheme", Type: AttrString, Rule: RuleFallbackEnum, Description: "The URL scheme.", Values: []string{"http", "https"}, Fallback: "other"},
+	AttrNetworkProtocolVersion:                   {Key: "network.protocol.version", Type: AttrString, Rule: RuleFallbackEnum, Description: "The HTTP version.", Values: []string{"1.0", "1.1", "2", "2.0", "3"}, Fallback: "other"},
+	AttrErrorType:                                {Key: "error.type", Type: AttrString, Rule: RuleIdentifier, Description: "Why an operation failed: an exception class name, a status code, or for Gym's model calls (genai_conventions) the failed call's outcome.", Fallback: "_OTHER", Pattern: "[A-Za-z0-9_][A-Za-z0-9_.]*", MaxBytes: 128},
+	AttrHttpMethod:                               {Key: "http.method", Type: AttrString, Rule: RuleFallbackEnum, Description: "The HTTP request method (old conventions).", Values: []string{"CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT", "TRACE", "_OTHER"}, Fallback: "_OTHER"},
+	AttrHttpStatusCode:                           {Key: "http.status_code", Type: AttrInt, Rule: RuleStatusCode, Description: "The HTTP response status code (old conventions).", Min: 100, Max: 599},
+	AttrHttpScheme:                               {Key: "http.scheme", Type: AttrString, Rule: RuleFallbackEnum, Description: "The URL scheme (old conventions).", Values: []string{"http", "https"}, Fallback: "other"},
+	AttrHttpFlavor:                               {Key: "http.flavor", Type: AttrString, Rule: RuleFallbackEnum, Description: "The HTTP version (old conventions).", Values: []string{"1.0", "1.1", "2", "2.0", "3"}, Fallback: "other"},
+	AttrNemoGymTokenCaptureSizeClass:             {Key: "nemo.gym.token_capture.size_class", Type: AttrString, Rule: RuleEnum, Description: "The size class of the captured tokens; other past Gym's own cap of 512 attribute sets per instrument.", Values: []string{"lt_4k", "lt_32k", "lt_128k", "ge_128k", "other"}},
+	AttrNemoGymTokenCaptureError:                 {Key: "nemo.gym.token_capture.error", Type: AttrString, Rule: RuleEnum, Description: "How an operation that did not complete ended; other past Gym's own cap of 512 attribute sets per instrument.", Values: []string{"error", "cancelled", "other"}},
 	AttrNemoGymTokenCaptureOperation:             {Key: "nemo.gym.token_capture.operation", Type: AttrString, Rule: RuleIdentifier, Description: "The token-capture operation.", Fallback: "other", Pattern: "[A-Za-z_][A-Za-z0-9_.]*", MaxBytes: 128},
 	AttrNemoGymTokenCaptureImplementation:        {Key: "nemo.gym.token_capture.implementation", Type: AttrString, Rule: RuleIdentifier, Description: "The implementation that ran the operation.", Fallback: "other", Pattern: "[A-Za-z_][A-Za-z0-9_.]*", MaxBytes: 128},
 	AttrNemoGymTokenCaptureOutcome:               {Key: "nemo.gym.token_capture.outcome", Type: AttrString, Rule: RuleIdentifier, Description: "The outcome of a token capture.", Fallback: "other", Pattern: "[A-Za-z_][A-Za-z0-9_.]*", MaxBytes: 128},
@@ -138,7 +173,6 @@ var Attributes = [NumAttributes]Attribute{
 	AttrNemoGymTokenCaptureCache:                 {Key: "nemo.gym.token_capture.cache", Type: AttrString, Rule: RuleIdentifier, Description: "The token-capture cache.", Fallback: "other", Pattern: "[A-Za-z_][A-Za-z0-9_.]*", MaxBytes: 128},
 	AttrGenAiOperationName:                       {Key: "gen_ai.operation.name", Type: AttrString, Rule: RuleIdentifier, Description: "The GenAI operation (GenAI conventions); chat for every Gym model call.", Fallback: "_OTHER", Pattern: "[a-z][a-z0-9_]*", MaxBytes: 64},
 	AttrGenAiProviderName:                        {Key: "gen_ai.provider.name", Type: AttrString, Rule: RuleIdentifier, Description: "The GenAI provider flavour (GenAI conventions); from Gym's dialect: openai for chat and responses, anthropic for messages, _OTHER for unknown.", Fallback: "_OTHER", Pattern: "[a-z][a-z0-9_.-]*", MaxBytes: 64},
-	AttrErrorType:                                {Key: "error.type", Type: AttrString, Rule: RuleIdentifier, Description: "The class of error a failed operation ended with; for Gym's model calls, the failed call's outcome.", Fallback: "_OTHER", Pattern: "[A-Za-z_][A-Za-z0-9_.]*", MaxBytes: 128},
 	AttrGenAiRequestModel:                        {Key: "gen_ai.request.model", Type: AttrString, Rule: RuleString, Description: "The model a request was made to (never on Gym's model calls, which name no model).", MaxBytes: 256},
 }
 
@@ -152,10 +186,13 @@ const (
 	GymSandboxStartupDurationMs
 	GymSandboxExecDurationMs
 	GymSandboxCreateRetryTotal
+	GymServerStartupDurationMs
 	GymServerStartupStageDurationMs
 	GymHttpConnectionPoolQueueDurationMs
 	GymHttpConnectionPoolConnectDurationMs
 	GymHttpConnectionPoolConnectTotal
+	GymHttpTimeoutTotal
+	GymHttpRetryTotal
 	GymEventLoopLagMs
 	GymEventLoopTasks
 	GymGcPauseDurationMs
@@ -168,6 +205,11 @@ const (
 	GymServerResponsesTotal
 	GymServerRequestsCancelledTotal
 	GymHttpClientRequestsInFlight
+	HttpServerRequestDuration
+	HttpServerDuration
+	HttpServerActiveRequests
+	HttpClientRequestDuration
+	HttpClientDuration
 	GymDriverRolloutsOfferedTotal
 	GymDriverRolloutsResident
 	GymDriverRolloutsActive
@@ -179,6 +221,11 @@ const (
 	GymDriverRolloutOutputItems
 	GymDriverRolloutTurns
 	GymDriverRolloutToolCalls
+	GymAgentTurnCount
+	GymAgentTurnDurationMs
+	GymToolCallDurationMs
+	GymToolCallCpuPercent
+	GymToolCallMemoryUsedMib
 	ProcessCpuTime
 	ProcessMemoryUsage
 	ProcessThreadCount
@@ -189,10 +236,13 @@ const (
 	GymConcurrencyQueueDepth
 	GymConcurrencyAdmissionTimeoutsTotal
 	GymConcurrencyAdmissionCancelledTotal
+	GymConcurrencyQueueWaitDurationMs
 	GymModelCallDurationMs
 	GymModelCallTtftMs
 	GymModelCallTokens
 	GymModelCallFinishTotal
+	GymModelRouteCallDurationMs
+	GymModelTimeToFirstByteMs
 	GymServerMemoryUsage
 	GymServerMemorySampledPeak
 	GymServerProcesses
@@ -200,10 +250,19 @@ const (
 	GymHostMemoryAvailable
 	GymHostMemoryTotal
 	GymHostMemorySampledPeak
+	GymProcessCpuPercent
+	GymProcessTreeCpuPercent
+	GymProcessTreeMemoryUsedMib
+	GymHostMemoryUsedMib
+	GymHostMemoryTotalMib
+	GymProcessGpuUtilizationPercent
+	GymProcessGpuMemoryUsedMib
+	GymProcessGpuMemoryTotalMib
 	GymRolloutDurationMs
 	GymVerifyDurationMs
 	GymVerifySuccessRate
 	GymServersActive
+	GymServerRequestDurationMs
 	GymTokenCaptureOperationDurationMs
 	GymTokenCaptureOperationTokensTotal
 	GymTokenCaptureOutcomeTotal
@@ -296,6 +355,16 @@ var Instruments = [NumInstruments]Instrument{
 			{ID: AttrNemoGymSandboxProvider},
 		},
 	},
+	GymServerStartupDurationMs: {
+		Name: "gym.server.startup_duration_ms", Description: "Wall-clock time from spawning one server to its first answered health probe.", Group: "Server startup",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "ms", Source: "otlp", Snapshot: false,
+		Buckets: "STARTUP_MS", Bounds: BucketsStartupMs,
+		Note: "Recorded by Gym's supervisor only, once per server (its resolution is the health-poll interval); OTLP only.",
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymServerName},
+			{ID: AttrNemoGymServerType, Optional: true, When: "the value is non-empty"},
+		},
+	},
 	GymServerStartupStageDurationMs: {
 		Name: "gym.server.startup_stage_duration_ms", Description: "Duration of one server startup stage.", Group: "Server startup",
 		Kind: KindHistogram, ValueType: ValueDouble, Unit: "ms", Source: "events", Snapshot: false,
@@ -335,6 +404,20 @@ var Instruments = [NumInstruments]Instrument{
 		Events: []string{"http.pool.connects"},
 		Attrs: []InstrumentAttr{
 			{ID: AttrNemoGymHttpDestinationServerName},
+		},
+	},
+	GymHttpTimeoutTotal: {
+		Name: "gym.http.timeout_total", Description: "Outbound HTTP calls that timed out.", Group: "HTTP client timeouts and retries",
+		Kind: KindCounter, ValueType: ValueInt, Unit: "1", Source: "otlp", Snapshot: false,
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymHttpInternal},
+		},
+	},
+	GymHttpRetryTotal: {
+		Name: "gym.http.retry_total", Description: "Outbound HTTP request retries, by reason.", Group: "HTTP client timeouts and retries",
+		Kind: KindCounter, ValueType: ValueInt, Unit: "1", Source: "otlp", Snapshot: false,
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymHttpRetryReason},
 		},
 	},
 	GymEventLoopLagMs: {
@@ -427,6 +510,64 @@ var Instruments = [NumInstruments]Instrument{
 		Kind: KindUpDown, ValueType: ValueInt, Unit: "{request}", Source: "events", Snapshot: true,
 		Events: []string{"server.requests"},
 	},
+	HttpServerRequestDuration: {
+		Name: "http.server.request.duration", Description: "Duration of one HTTP request a Gym server handled (new conventions).", Group: "HTTP instrumentation",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "s", Source: "otlp", Snapshot: false,
+		Buckets: "HTTP_DURATION_S", Bounds: BucketsHttpDurationS,
+		Attrs: []InstrumentAttr{
+			{ID: AttrHttpRequestMethod, Optional: true, When: "the value is non-empty"},
+			{ID: AttrHttpResponseStatusCode, Optional: true, When: "a response was sent"},
+			{ID: AttrHttpRoute, Optional: true, When: "a route matched"},
+			{ID: AttrUrlScheme, Optional: true, When: "the value is non-empty"},
+			{ID: AttrNetworkProtocolVersion, Optional: true, When: "the value is non-empty"},
+			{ID: AttrErrorType, Optional: true, When: "the request failed"},
+		},
+	},
+	HttpServerDuration: {
+		Name: "http.server.duration", Description: "Duration of one HTTP request a Gym server handled (old conventions).", Group: "HTTP instrumentation",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "ms", Source: "otlp", Snapshot: false,
+		Buckets: "SDK_DEFAULT", Bounds: BucketsSdkDefault,
+		Attrs: []InstrumentAttr{
+			{ID: AttrHttpMethod, Optional: true, When: "the value is non-empty"},
+			{ID: AttrHttpStatusCode, Optional: true, When: "a response was sent"},
+			{ID: AttrHttpScheme, Optional: true, When: "the value is non-empty"},
+			{ID: AttrHttpFlavor, Optional: true, When: "the value is non-empty"},
+		},
+	},
+	HttpServerActiveRequests: {
+		Name: "http.server.active_requests", Description: "HTTP requests a Gym server is handling now.", Group: "HTTP instrumentation",
+		Kind: KindUpDown, ValueType: ValueInt, Unit: "{request}", Source: "otlp", Snapshot: false,
+		Units: []string{"requests"},
+		Attrs: []InstrumentAttr{
+			{ID: AttrHttpRequestMethod, Optional: true, When: "new conventions"},
+			{ID: AttrUrlScheme, Optional: true, When: "new conventions"},
+			{ID: AttrHttpMethod, Optional: true, When: "old conventions"},
+			{ID: AttrHttpScheme, Optional: true, When: "old conventions"},
+			{ID: AttrHttpFlavor, Optional: true, When: "old conventions"},
+		},
+	},
+	HttpClientRequestDuration: {
+		Name: "http.client.request.duration", Description: "Duration of one outbound HTTP request of a Gym process (new conventions).", Group: "HTTP instrumentation",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "s", Source: "otlp", Snapshot: false,
+		Buckets: "HTTP_DURATION_S", Bounds: BucketsHttpDurationS,
+		Attrs: []InstrumentAttr{
+			{ID: AttrHttpRequestMethod, Optional: true, When: "the value is non-empty"},
+			{ID: AttrHttpResponseStatusCode, Optional: true, When: "a response came"},
+			{ID: AttrNetworkProtocolVersion, Optional: true, When: "the value is non-empty"},
+			{ID: AttrErrorType, Optional: true, When: "the request failed"},
+		},
+	},
+	HttpClientDuration: {
+		Name: "http.client.duration", Description: "Duration of one outbound HTTP request of a Gym process (old conventions).", Group: "HTTP instrumentation",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "ms", Source: "otlp", Snapshot: false,
+		Buckets: "SDK_DEFAULT", Bounds: BucketsSdkDefault,
+		Attrs: []InstrumentAttr{
+			{ID: AttrHttpMethod, Optional: true, When: "the value is non-empty"},
+			{ID: AttrHttpStatusCode, Optional: true, When: "a response came"},
+			{ID: AttrHttpScheme, Optional: true, When: "the value is non-empty"},
+			{ID: AttrHttpFlavor, Optional: true, When: "the value is non-empty"},
+		},
+	},
 	GymDriverRolloutsOfferedTotal: {
 		Name: "gym.driver.rollouts.offered_total", Description: "Rollouts offered to the driver.", Group: "Rollout driver",
 		Kind: KindCounter, ValueType: ValueInt, Unit: "{rollout}", Source: "events", Snapshot: true,
@@ -493,6 +634,48 @@ var Instruments = [NumInstruments]Instrument{
 		Buckets: "ROLLOUT_COUNT", Bounds: BucketsRolloutCount,
 		Events: []string{"rollout.size"},
 	},
+	GymAgentTurnCount: {
+		Name: "gym.agent.turn_count", Description: "Agent turns of one completed rollout.", Group: "Agent turns and tool calls",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "1", Source: "otlp", Snapshot: false,
+		Buckets: "SDK_DEFAULT", Bounds: BucketsSdkDefault,
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymAgentName},
+			{ID: AttrNemoGymBenchmarkName},
+		},
+	},
+	GymAgentTurnDurationMs: {
+		Name: "gym.agent.turn_duration_ms", Description: "Wall-clock time of one agent turn, from the rollout's trajectory turn timestamps.", Group: "Agent turns and tool calls",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "ms", Source: "otlp", Snapshot: false,
+		Buckets: "SDK_DEFAULT", Bounds: BucketsSdkDefault,
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymAgentName},
+		},
+	},
+	GymToolCallDurationMs: {
+		Name: "gym.tool.call_duration_ms", Description: "Wall-clock time of one resources-server tool call.", Group: "Agent turns and tool calls",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "ms", Source: "otlp", Snapshot: false,
+		Buckets: "SDK_DEFAULT", Bounds: BucketsSdkDefault,
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymToolName},
+			{ID: AttrNemoGymServerName},
+		},
+	},
+	GymToolCallCpuPercent: {
+		Name: "gym.tool.call_cpu_percent", Description: "CPU of the server's process tree when one tool call ended (percent of one core).", Group: "Agent turns and tool calls",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "%", Source: "otlp", Snapshot: false,
+		Buckets: "SDK_DEFAULT", Bounds: BucketsSdkDefault,
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymToolName},
+		},
+	},
+	GymToolCallMemoryUsedMib: {
+		Name: "gym.tool.call_memory_used_mib", Description: "Resident memory of the server's process tree when one tool call ended.", Group: "Agent turns and tool calls",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "MiB", Source: "otlp", Snapshot: false,
+		Buckets: "SDK_DEFAULT", Bounds: BucketsSdkDefault,
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymToolName},
+		},
+	},
 	ProcessCpuTime: {
 		Name: "process.cpu.time", Description: "Total CPU seconds broken down by mode.", Group: "Host process stats",
 		Kind: KindCounter, ValueType: ValueDouble, Unit: "s", Source: "process", Snapshot: false,
@@ -516,44 +699,52 @@ var Instruments = [NumInstruments]Instrument{
 		Name: "gym.concurrency.limit", Description: "The size of a concurrency limit (a MeteredSemaphore), summed over the limits with the same attributes.", Group: "Concurrency limits",
 		Kind: KindGauge, ValueType: ValueInt, Unit: "{slot}", Source: "events", Snapshot: true,
 		Events:      []string{"concurrency.limits"},
+		Units:       []string{"1"},
 		AcceptKinds: []Kind{KindGauge, KindUpDown},
 		Attrs: []InstrumentAttr{
 			{ID: AttrNemoGymConcurrencyComponent},
 			{ID: AttrNemoGymConcurrencyLimitName},
 			{ID: AttrNemoGymServerName, Optional: true, When: "the limit belongs to a server"},
+			{ID: AttrNemoGymConcurrencySite, Optional: true, When: "sent by Gym's older TimedSemaphore code, instead of component and limit name"},
 		},
 	},
 	GymConcurrencyActive: {
 		Name: "gym.concurrency.active", Description: "Slots of a concurrency limit held now.", Group: "Concurrency limits",
 		Kind: KindGauge, ValueType: ValueInt, Unit: "{slot}", Source: "events", Snapshot: true,
 		Events:      []string{"concurrency.limits"},
+		Units:       []string{"1"},
 		AcceptKinds: []Kind{KindGauge, KindUpDown},
 		Attrs: []InstrumentAttr{
 			{ID: AttrNemoGymConcurrencyComponent},
 			{ID: AttrNemoGymConcurrencyLimitName},
 			{ID: AttrNemoGymServerName, Optional: true, When: "the limit belongs to a server"},
+			{ID: AttrNemoGymConcurrencySite, Optional: true, When: "sent by Gym's older TimedSemaphore code, instead of component and limit name"},
 		},
 	},
 	GymConcurrencyAvailable: {
 		Name: "gym.concurrency.available", Description: "Slots of a concurrency limit free now (limit - active).", Group: "Concurrency limits",
 		Kind: KindGauge, ValueType: ValueInt, Unit: "{slot}", Source: "events", Snapshot: true,
 		Events:      []string{"concurrency.limits"},
+		Units:       []string{"1"},
 		AcceptKinds: []Kind{KindGauge, KindUpDown},
 		Attrs: []InstrumentAttr{
 			{ID: AttrNemoGymConcurrencyComponent},
 			{ID: AttrNemoGymConcurrencyLimitName},
 			{ID: AttrNemoGymServerName, Optional: true, When: "the limit belongs to a server"},
+			{ID: AttrNemoGymConcurrencySite, Optional: true, When: "sent by Gym's older TimedSemaphore code, instead of component and limit name"},
 		},
 	},
 	GymConcurrencyQueueDepth: {
 		Name: "gym.concurrency.queue_depth", Description: "Callers waiting for a slot of a concurrency limit now.", Group: "Concurrency limits",
 		Kind: KindGauge, ValueType: ValueInt, Unit: "{waiter}", Source: "events", Snapshot: true,
 		Events:      []string{"concurrency.limits"},
+		Units:       []string{"1"},
 		AcceptKinds: []Kind{KindGauge, KindUpDown},
 		Attrs: []InstrumentAttr{
 			{ID: AttrNemoGymConcurrencyComponent},
 			{ID: AttrNemoGymConcurrencyLimitName},
 			{ID: AttrNemoGymServerName, Optional: true, When: "the limit belongs to a server"},
+			{ID: AttrNemoGymConcurrencySite, Optional: true, When: "sent by Gym's older TimedSemaphore code, instead of component and limit name"},
 		},
 	},
 	GymConcurrencyAdmissionTimeoutsTotal: {
@@ -575,6 +766,15 @@ var Instruments = [NumInstruments]Instrument{
 			{ID: AttrNemoGymConcurrencyComponent},
 			{ID: AttrNemoGymConcurrencyLimitName},
 			{ID: AttrNemoGymServerName, Optional: true, When: "the limit belongs to a server"},
+			{ID: AttrNemoGymConcurrencySite, Optional: true, When: "sent by Gym's older TimedSemaphore code, instead of component and limit name"},
+		},
+	},
+	GymConcurrencyQueueWaitDurationMs: {
+		Name: "gym.concurrency.queue_wait_duration_ms", Description: "Time one acquisition waited for a slot of a concurrency-limiting semaphore (Gym's older TimedSemaphore).", Group: "Concurrency limits",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "ms", Source: "otlp", Snapshot: false,
+		Buckets: "SDK_DEFAULT", Bounds: BucketsSdkDefault,
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymConcurrencySite},
 		},
 	},
 	GymModelCallDurationMs: {
@@ -621,6 +821,25 @@ var Instruments = [NumInstruments]Instrument{
 			{ID: AttrNemoGymServerName},
 			{ID: AttrNemoGymModelCallDialect},
 			{ID: AttrNemoGymModelCallFinishReason},
+		},
+	},
+	GymModelRouteCallDurationMs: {
+		Name: "gym.model.call_duration_ms", Description: "Wall-clock time of one model-server route call, by dialect (Gym's older observability code).", Group: "Model calls",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "ms", Source: "otlp", Snapshot: false,
+		Buckets: "SDK_DEFAULT", Bounds: BucketsSdkDefault,
+		Note: "For a streamed response, until the handler returned.",
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymModelDialect},
+			{ID: AttrNemoGymServerName},
+		},
+	},
+	GymModelTimeToFirstByteMs: {
+		Name: "gym.model.time_to_first_byte_ms", Description: "Time to the first response byte of one model-server call (Gym's older observability code).", Group: "Model calls",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "ms", Source: "otlp", Snapshot: false,
+		Buckets: "SDK_DEFAULT", Bounds: BucketsSdkDefault,
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymModelDialect},
+			{ID: AttrNemoGymServerName},
 		},
 	},
 	GymServerMemoryUsage: {
@@ -675,6 +894,51 @@ var Instruments = [NumInstruments]Instrument{
 		Kind: KindGauge, ValueType: ValueInt, Unit: "By", Source: "events", Snapshot: false,
 		Events: []string{"memory.sample"},
 	},
+	GymProcessCpuPercent: {
+		Name: "gym.process.cpu.percent", Description: "CPU of this process (percent of one logical core; above 100 on several cores), sampled when a span ends.", Group: "CPU, GPU and memory samples",
+		Kind: KindGauge, ValueType: ValueDouble, Unit: "%", Source: "otlp", Snapshot: false,
+	},
+	GymProcessTreeCpuPercent: {
+		Name: "gym.process_tree.cpu.percent", Description: "CPU of this process and every process it spawned (percent of one logical core), sampled when a span ends.", Group: "CPU, GPU and memory samples",
+		Kind: KindGauge, ValueType: ValueDouble, Unit: "%", Source: "otlp", Snapshot: false,
+	},
+	GymProcessTreeMemoryUsedMib: {
+		Name: "gym.process_tree.memory_used_mib", Description: "Resident memory of this process and every process it spawned, sampled when a span ends.", Group: "CPU, GPU and memory samples",
+		Kind: KindGauge, ValueType: ValueDouble, Unit: "MiB", Source: "otlp", Snapshot: false,
+	},
+	GymHostMemoryUsedMib: {
+		Name: "gym.host.memory_used_mib", Description: "Memory in use on the host, sampled when a span ends.", Group: "CPU, GPU and memory samples",
+		Kind: KindGauge, ValueType: ValueDouble, Unit: "MiB", Source: "otlp", Snapshot: false,
+	},
+	GymHostMemoryTotalMib: {
+		Name: "gym.host.memory_total_mib", Description: "Memory of the host.", Group: "CPU, GPU and memory samples",
+		Kind: KindGauge, ValueType: ValueDouble, Unit: "MiB", Source: "otlp", Snapshot: false,
+	},
+	GymProcessGpuUtilizationPercent: {
+		Name: "gym.process.gpu.utilization_percent", Description: "Compute (SM) utilisation of one GPU the process sees, from nvidia-smi.", Group: "CPU, GPU and memory samples",
+		Kind: KindGauge, ValueType: ValueDouble, Unit: "%", Source: "otlp", Snapshot: false,
+		Note: "Sampled by a background thread (every 10 s by default), filtered by the process's CUDA_VISIBLE_DEVICES.",
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymGpuIndex},
+			{ID: AttrNemoGymGpuUuid},
+		},
+	},
+	GymProcessGpuMemoryUsedMib: {
+		Name: "gym.process.gpu.memory_used_mib", Description: "Memory in use on one GPU the process sees, from nvidia-smi.", Group: "CPU, GPU and memory samples",
+		Kind: KindGauge, ValueType: ValueDouble, Unit: "MiB", Source: "otlp", Snapshot: false,
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymGpuIndex},
+			{ID: AttrNemoGymGpuUuid},
+		},
+	},
+	GymProcessGpuMemoryTotalMib: {
+		Name: "gym.process.gpu.memory_total_mib", Description: "Memory of one GPU the process sees, from nvidia-smi.", Group: "CPU, GPU and memory samples",
+		Kind: KindGauge, ValueType: ValueDouble, Unit: "MiB", Source: "otlp", Snapshot: false,
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymGpuIndex},
+			{ID: AttrNemoGymGpuUuid},
+		},
+	},
 	GymRolloutDurationMs: {
 		Name: "gym.rollout.duration_ms", Description: "Wall-clock time of one rollout, failed rollouts included.", Group: "nemo-lens",
 		Kind: KindHistogram, ValueType: ValueDouble, Unit: "ms", Source: "events", Snapshot: false,
@@ -692,11 +956,18 @@ var Instruments = [NumInstruments]Instrument{
 		Name: "gym.verify.success_rate", Description: "Verifications completed over all verifications since the process's first.", Group: "nemo-lens",
 		Kind: KindGauge, ValueType: ValueDouble, Unit: "1", Source: "events", Snapshot: false,
 		Events: []string{"verify"},
+		Units:  []string{""},
 	},
 	GymServersActive: {
 		Name: "gym.servers.active", Description: "Gym servers active (written by the orchestrator only).", Group: "nemo-lens",
 		Kind: KindGauge, ValueType: ValueInt, Unit: "{server}", Source: "events", Snapshot: false,
 		Events: []string{"servers.active"},
+		Units:  []string{""},
+	},
+	GymServerRequestDurationMs: {
+		Name: "gym.server.request_duration_ms", Description: "Time of one server request (declared by nemo-lens; Gym's code does not record it).", Group: "nemo-lens",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "ms", Source: "otlp", Snapshot: false,
+		Buckets: "SDK_DEFAULT", Bounds: BucketsSdkDefault,
 	},
 	GymTokenCaptureOperationDurationMs: {
 		Name: "gym.token_capture.operation.duration_ms", Description: "Time of one token-capture operation.", Group: "Training-token capture",

@@ -29,7 +29,7 @@ func TestGeneratedFilesAreFresh(t *testing.T) {
 }
 
 func TestSchemaShape(t *testing.T) {
-	require.Len(t, schema.Instruments, 72, "the schema lists 72 instruments")
+	require.Len(t, schema.Instruments, 97, "the schema lists 97 instruments")
 	names := map[string]bool{}
 	for i := range schema.Instruments {
 		in := &schema.Instruments[i]
@@ -44,11 +44,11 @@ func TestSchemaShape(t *testing.T) {
 		} else {
 			assert.Empty(t, in.Bounds, in.Name)
 		}
-		// Sums and gauges of counts are int64; only process.cpu.time and the verify success
-		// rate are doubles.
+		// Sums and gauges of counts are int64; only process.cpu.time, the verify success
+		// rate and Gym's samples in % and MiB are doubles.
 		if in.Kind != schema.KindHistogram {
 			want := schema.ValueInt
-			if in.Name == "process.cpu.time" || in.Name == "gym.verify.success_rate" {
+			if in.Name == "process.cpu.time" || in.Name == "gym.verify.success_rate" || in.Unit == "%" || in.Unit == "MiB" {
 				want = schema.ValueDouble
 			}
 			assert.Equal(t, want, in.ValueType, in.Name)
@@ -74,6 +74,30 @@ func TestSchemaShape(t *testing.T) {
 	assert.False(t, schema.Get(active).Accepts(schema.KindGauge), "gym.sandbox.active is an updown only")
 	capture, _ := schema.Lookup("gym.token_capture.operation.duration_ms")
 	assert.Equal(t, 300000.0, schema.Get(capture).Bounds[len(schema.Get(capture).Bounds)-1])
+	// Units Gym's own code states, accepted besides the schema's.
+	rate, _ := schema.Lookup("gym.verify.success_rate")
+	assert.True(t, schema.Get(rate).AcceptsUnit("1"))
+	assert.True(t, schema.Get(rate).AcceptsUnit(""))
+	assert.False(t, schema.Get(rate).AcceptsUnit("%"))
+	assert.True(t, schema.Get(queue).AcceptsUnit("1"))
+	assert.True(t, schema.Get(queue).AcceptsUnit("{waiter}"))
+	assert.False(t, schema.Get(queue).AcceptsUnit(""))
+	assert.False(t, schema.Get(active).AcceptsUnit(""), "no other unit unless listed")
+	outcome := schema.Attr(schema.AttrNemoGymRolloutOutcome)
+	assert.Equal(t, []schema.Alias{{From: "failure", To: "failed"}, {From: "success", To: "scored"}}, outcome.Aliases)
+	gpu, _ := schema.Lookup("gym.process.gpu.utilization_percent")
+	assert.Equal(t, "%", schema.Get(gpu).Unit)
+	assert.Equal(t, schema.ValueDouble, schema.Get(gpu).ValueType)
+	assert.Equal(t, "otlp", schema.Get(gpu).Source)
+	for _, name := range []string{"gym.tool.call_duration_ms", "gym.concurrency.queue_wait_duration_ms", "http.server.duration"} {
+		id, ok := schema.Lookup(name)
+		require.True(t, ok, name)
+		assert.Equal(t, []float64{0, 5, 10, 25, 50, 75, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000}, schema.Get(id).Bounds, name)
+	}
+	httpS, _ := schema.Lookup("http.server.request.duration")
+	assert.Equal(t, "s", schema.Get(httpS).Unit)
+	assert.Equal(t, []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}, schema.Get(httpS).Bounds)
+	assert.Equal(t, "gym.model.call_duration_ms", schema.Get(schema.GymModelRouteCallDurationMs).Name)
 	assert.Len(t, schema.FailureKinds, 24)
 	assert.Len(t, schema.HealthChecks, 12)
 }

@@ -79,6 +79,13 @@ type Attribute struct {
 	Pattern     string   // the documented pattern (RuleFailureKind, RuleIdentifier)
 	MaxBytes    int      // cap for string values (0: none)
 	Min, Max    int64    // RuleStatusCode, RuleIntRange
+	Aliases     []Alias  // values an older sender writes, read as one of Values (sorted by From)
+}
+
+// Alias is a value an older sender writes for an enumerated attribute (From), and the value of
+// the attribute's own it is read as (To). internal/normalize applies it.
+type Alias struct {
+	From, To string
 }
 
 // InstrumentID indexes Instruments.
@@ -104,6 +111,7 @@ type Instrument struct {
 	Kind        Kind
 	ValueType   ValueType
 	Unit        string
+	Units       []string  // the other units an OTLP sender may state, exported as Unit
 	Buckets     string    // name of the bucket boundary set (histograms)
 	Bounds      []float64 // explicit bucket boundaries (histograms)
 	Attrs       []InstrumentAttr
@@ -123,6 +131,20 @@ func (in *Instrument) Accepts(k Kind) bool {
 	}
 	for _, a := range in.AcceptKinds {
 		if a == k {
+			return true
+		}
+	}
+	return false
+}
+
+// AcceptsUnit reports whether a metric stating unit u from OTLP is this instrument's: its own
+// Unit, or one of Units (what Gym's own code states). Its points are exported with Unit.
+func (in *Instrument) AcceptsUnit(u string) bool {
+	if u == in.Unit {
+		return true
+	}
+	for _, a := range in.Units {
+		if a == u {
 			return true
 		}
 	}

@@ -176,7 +176,7 @@ func (s *Schema) Python() ([]byte, error) {
 	p("\n# Instruments, in the schema's order, each after its description.\n\n")
 	var instIdents []string
 	for _, in := range s.Instruments {
-		id := ident(PyName(in.Name), "instrument "+in.Name)
+		id := ident(PyName(in.Ident()), "instrument "+in.Name)
 		instIdents = append(instIdents, id)
 		desc := in.Description
 		if in.Note != "" {

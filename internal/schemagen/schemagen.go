@@ -53,6 +53,18 @@ type Attribute struct {
 	Min         int64    `yaml:"min"`
 	Max         int64    `yaml:"max"`
 	Description string   `yaml:"description"`
+	// Aliases: value an older sender writes -> the value it is read as (enum, fallback_enum).
+	Aliases map[string]string `yaml:"aliases"`
+}
+
+// AliasPairs returns the attribute's aliases sorted by the value an older sender writes.
+func (a *Attribute) AliasPairs() [][2]string {
+	out := make([][2]string, 0, len(a.Aliases))
+	for from, to := range a.Aliases {
+		out = append(out, [2]string{from, to})
+	}
+	slices.SortFunc(out, func(x, y [2]string) int { return strings.Compare(x[0], y[0]) })
+	return out
 }
 
 // InstrumentAttr is an attribute reference of an instrument.
@@ -80,6 +92,7 @@ type Instrument struct {
 	Description string           `yaml:"description"`
 	Kind        string           `yaml:"kind"`
 	Unit        string           `yaml:"unit"`
+	Units       []string         `yaml:"units"`
 	ValueType   string           `yaml:"value_type"`
 	Buckets     string           `yaml:"buckets"`
 	Events      []string         `yaml:"events"`
@@ -87,6 +100,7 @@ type Instrument struct {
 	Source      string           `yaml:"source"`
 	Row         string           `yaml:"row"`
 	AcceptKinds []string         `yaml:"accept_kinds"`
+	CodeName    string           `yaml:"code_name"`
 	Note        string           `yaml:"note"`
 	Attributes  []InstrumentAttr `yaml:"attributes"`
 	Bounds      []float64        `yaml:"-"`
@@ -95,6 +109,16 @@ type Instrument struct {
 type bucketSet struct {
 	Name   string
 	Bounds []float64
+}
+
+// Ident is the dotted name the generated identifiers are made from: the name, or code_name for
+// an instrument whose name would give another's identifiers (gym.model.call_duration_ms and
+// gym.model_call.duration_ms).
+func (in *Instrument) Ident() string {
+	if in.CodeName != "" {
+		return in.CodeName
+	}
+	return in.Name
 }
 
 // Schema is metadata.yaml, validated, in document order.
@@ -154,6 +178,9 @@ func Parse(data []byte) (*Schema, error) {
 			return fmt.Errorf("attribute %s: defined twice", k)
 		}
 		if err := checkAttr(&a); err != nil {
+			return err
+		}
+		if err := checkAliases(&a); err != nil {
 			return err
 		}
 		s.attrIndex[k] = len(s.Attrs)
@@ -265,15 +292,39 @@ func checkAttr(a *Attribute) error {
 	return nil
 }
 
+// checkAliases holds aliases to values of the attribute's own, never one of them.
+func checkAliases(a *Attribute) error {
+	if len(a.Aliases) == 0 {
+		return nil
+	}
+	if a.Rule != "enum" && a.Rule != "fallback_enum" {
+		return fmt.Errorf("attribute %s: aliases are for enum and fallback_enum, not %s", a.Key, a.Rule)
+	}
+	for _, p := range a.AliasPairs() {
+		if slices.Contains(a.Values, p[0]) {
+			return fmt.Errorf("attribute %s: alias %q is one of its values", a.Key, p[0])
+		}
+		if !slices.Contains(a.Values, p[1]) {
+			return fmt.Errorf("attribute %s: alias %q reads as %q, not one of its values", a.Key, p[0], p[1])
+		}
+	}
+	return nil
+}
+
 func (s *Schema) checkInstrument(in *Instrument) error {
-	if !nameRe.MatchString(in.Name) {
-		return fmt.Errorf("instrument %s: name must match %s", in.Name, nameRe)
+	if !nameRe.MatchString(in.Name) || in.CodeName != "" && !nameRe.MatchString(in.CodeName) {
+		return fmt.Errorf("instrument %s: name and code_name must match %s", in.Name, nameRe)
 	}
 	if _, ok := kinds[in.Kind]; !ok {
 		return fmt.Errorf("instrument %s: kind %q is not counter, updown, gauge or histogram", in.Name, in.Kind)
 	}
 	if in.Description == "" || in.Unit == "" || in.Group == "" {
 		return fmt.Errorf("instrument %s: description, unit and group are required", in.Name)
+	}
+	for i, u := range in.Units {
+		if u == in.Unit || slices.Contains(in.Units[:i], u) {
+			return fmt.Errorf("instrument %s: units: %q listed twice (or its own unit)", in.Name, u)
+		}
 	}
 	switch in.ValueType {
 	case "":
@@ -392,20 +443,27 @@ func (s *Schema) Go() ([]byte, error) {
 		if a.Rule == "status_code" || a.Rule == "int_range" {
 			p(", Min: %d, Max: %d", a.Min, a.Max)
 		}
+		if len(a.Aliases) > 0 {
+			p(", Aliases: []Alias{")
+			for _, al := range a.AliasPairs() {
+				p("{From: %q, To: %q}, ", al[0], al[1])
+			}
+			p("}")
+		}
 		p("},\n")
 	}
 	p("}\n\n// Instrument IDs.\nconst (\n")
 	for i, in := range s.Instruments {
 		if i == 0 {
-			p("\t%s InstrumentID = iota\n", GoName(in.Name))
+			p("\t%s InstrumentID = iota\n", GoName(in.Ident()))
 		} else {
-			p("\t%s\n", GoName(in.Name))
+			p("\t%s\n", GoName(in.Ident()))
 		}
 	}
 	p("\tNumInstruments\n)\n\n// Instruments are the instruments of the schema, indexed by InstrumentID.\nvar Instruments = [NumInstruments]Instrument{\n")
 	for _, in := range s.Instruments {
 		p("\t%s: {\n\t\tName: %q, Description: %q, Group: %q,\n\t\tKind: %s, ValueType: Value%s, Unit: %q, Source: %q, Snapshot: %t,\n",
-			GoName(in.Name), in.Name, in.Description, in.Group, kinds[in.Kind], GoName(in.ValueType), in.Unit, in.Source, in.Snapshot)
+			GoName(in.Ident()), in.Name, in.Description, in.Group, kinds[in.Kind], GoName(in.ValueType), in.Unit, in.Source, in.Snapshot)
 		if in.Kind == "histogram" {
 			p("\t\tBuckets: %q, Bounds: Buckets%s,\n", in.Buckets, GoName(strings.ToLower(in.Buckets)))
 		}
@@ -414,6 +472,9 @@ func (s *Schema) Go() ([]byte, error) {
 		}
 		if in.Row != "" {
 			p("\t\tRow: %q,\n", in.Row)
+		}
+		if in.Units != nil {
+			p("\t\tUnits: []string{%s},\n", quoted(in.Units))
 		}
 		if len(in.AcceptKinds) > 0 {
 			var ks []string
@@ -467,117 +528,4 @@ func quoted(ss []string) string {
 		out[i] = strconv.Quote(s)
 	}
 	return strings.Join(out, ", ")
-}
-
-var kindWords = map[string]string{
-	"counter":   "Sum, monotonic, cumulative",
-	"updown":    "Sum, non-monotonic, cumulative",
-	"gauge":     "Gauge",
-	"histogram": "Histogram, explicit buckets, cumulative",
-}
-
-// Markdown renders docs/metrics.md.
-func (s *Schema) Markdown() []byte {
-	var b bytes.Buffer
-	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	p("<!-- Generated by cmd/schemagen from metadata.yaml (make generate). DO NOT EDIT. -->\n\n")
-	p("# Metrics\n\nEvery metric otelcol-gym emits, from the schema in [`metadata.yaml`](../metadata.yaml).\n")
-	p("Sums and gauges of counts carry int64 points; `process.cpu.time` and every histogram's sum, min and max are doubles.\n")
-	p("Every instrument keeps at most `cardinality_limit` series per resource (default %d), the overflow series\n", s.Limits.DefaultCardinalityLimit)
-	p("`%s=true` included.\n\n", s.OverflowAttribute)
-	group := ""
-	for _, in := range s.Instruments {
-		if in.Group != group {
-			if group != "" {
-				p("\n")
-			}
-			group = in.Group
-			p("## %s\n\n", group)
-			p("| name | kind | unit | value | buckets | attributes | fed by |\n|---|---|---|---|---|---|---|\n")
-		}
-		var attrs []string
-		for _, a := range in.Attributes {
-			t := "`" + a.Key + "`"
-			if a.Values != nil {
-				t += " (" + strings.Join(a.Values, ", ") + ")"
-			}
-			if a.Optional {
-				t += " when " + a.When
-			}
-			attrs = append(attrs, t)
-		}
-		var fed string
-		switch in.Source {
-		case "process":
-			fed = "the collector (process stats)"
-		case "otlp":
-			fed = "OTLP only"
-		case "derived":
-			fed = "gymattrs `genai_conventions`, from Gym's model calls; or OTLP"
-		case "run_files":
-			fed = "run files: " + in.Row
-		default:
-			fed = "`" + strings.Join(in.Events, "`, `") + "`"
-			if in.Snapshot {
-				fed += " (snapshot)"
-			}
-			if in.Row != "" {
-				fed += "; run files: `" + in.Row + "`"
-			}
-		}
-		if len(in.AcceptKinds) > 1 {
-			fed += "; by OTLP also as " + strings.Join(in.AcceptKinds[1:], ", ") + ", kept as sent"
-		}
-		p("| `%s` | %s (%s) | `%s` | %s | %s | %s | %s |\n", in.Name, in.Kind, kindWords[in.Kind], in.Unit, in.ValueType,
-			in.Buckets, strings.Join(attrs, "<br>"), fed)
-	}
-	p("\n## Descriptions\n\n")
-	for _, in := range s.Instruments {
-		desc := in.Description
-		if in.Note != "" {
-			desc += " " + in.Note
-		}
-		p("- `%s`: %s\n", in.Name, desc)
-	}
-	p("\n## Bucket boundaries\n\n| name | boundaries |\n|---|---|\n")
-	for _, bs := range s.Buckets {
-		p("| %s | %s |\n", bs.Name, floats(bs.Bounds))
-	}
-	p("\n## Attributes\n\n| key | type | rule | allowed values |\n|---|---|---|---|\n")
-	for _, a := range s.Attrs {
-		p("| `%s` | %s | %s | %s |\n", a.Key, a.Type, a.Rule, allowed(&a))
-	}
-	p("\nRegistered failure kinds: %s.\n\n", "`"+strings.Join(s.Registries.FailureKinds, "`, `")+"`")
-	p("Registered health checks: %s.\n", "`"+strings.Join(s.Registries.HealthChecks, "`, `")+"`")
-	return b.Bytes()
-}
-
-func allowed(a *Attribute) string {
-	var parts []string
-	switch a.Rule {
-	case "enum":
-		parts = append(parts, strings.Join(a.Values, ", ")+"; anything else rejects the line")
-	case "fallback_enum":
-		parts = append(parts, strings.Join(a.Values, ", ")+"; else `"+a.Fallback+"`")
-	case "reward_range", "phase":
-		parts = append(parts, strings.Join(a.Values, ", ")+" (derived)")
-	case "int_enum":
-		parts = append(parts, ints(a.IntValues)+"; anything else rejects the line")
-	case "status_code", "int_range":
-		parts = append(parts, fmt.Sprintf("%d..%d; anything else rejects the line", a.Min, a.Max))
-	case "failure_kind":
-		parts = append(parts, fmt.Sprintf("a registered kind, or `%s` within %d bytes; else `%s`", a.Pattern, a.MaxBytes, a.Fallback))
-	case "identifier":
-		parts = append(parts, fmt.Sprintf("`%s` within %d bytes; else `%s`", a.Pattern, a.MaxBytes, a.Fallback))
-	case "health_check":
-		parts = append(parts, "a registered check id; else `"+a.Fallback+"`")
-	case "route":
-		parts = append(parts, fmt.Sprintf("a template (starts with `/`, no `?`, at most %d bytes); else `%s`", a.MaxBytes, a.Fallback))
-	case "bool":
-		parts = append(parts, "true, false")
-	case "string":
-		parts = append(parts, fmt.Sprintf("non-empty, cut at %d bytes on a rune boundary", a.MaxBytes))
-	}
-	parts[0] = strings.ReplaceAll(parts[0], "|", "\\|")
-	return parts[0] + ". " + a.Description
 }

@@ -14,7 +14,7 @@ func TestParseRealSchema(t *testing.T) {
 	require.NoError(t, err)
 	s, err := Parse(data)
 	require.NoError(t, err)
-	assert.Len(t, s.Instruments, 72)
+	assert.Len(t, s.Instruments, 97)
 	assert.Equal(t, "GymHttpConnectionPoolConnectTotal", GoName("gym.http.connection_pool.connect_total"))
 }
 
@@ -37,6 +37,12 @@ func TestParseRejects(t *testing.T) {
 		{"unknown source", "    source: otlp\n    note: Sent by OTLP only", "    source: grpc\n    note: Sent by OTLP only", `source "grpc"`},
 		{"int_range without max", "    rule: int_range\n    min: 0\n    max: 2147483647", "    rule: int_range\n    min: 0", "needs type int, min and max"},
 		{"enum without values", "    rule: enum\n    values: [healthy, unhealthy, unobserved]", "    rule: enum", "needs values"},
+		{"alias to a foreign value", "aliases: {success: scored, failure: failed}", "aliases: {success: won, failure: failed}", `alias "success" reads as "won"`},
+		{"alias of an own value", "aliases: {success: scored, failure: failed}", "aliases: {omitted: scored, failure: failed}", `alias "omitted" is one of its values`},
+		{"alias on a free string", "    rule: string\n    max_bytes: 256\n    description: The sandbox provider.", "    rule: string\n    max_bytes: 256\n    aliases: {a: b}\n    description: The sandbox provider.", "aliases are for enum and fallback_enum"},
+		{"unit listed twice", "    units: [requests]", "    units: [requests, requests]", `units: "requests" listed twice`},
+		{"own unit listed", "    units: [requests]", "    units: [\"{request}\"]", `units: "{request}" listed twice (or its own unit)`},
+		{"code_name not a name", "code_name: gym.model.route_call_duration_ms", "code_name: Gym-Model", "name and code_name must match"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/gym-telemetry/otelcol-gym/internal/follow"
 	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
+	"github.com/gym-telemetry/otelcol-gym/internal/ratelog"
 )
 
 // refusalLog names where refused input came from (a file's path, a sender's address), which
@@ -19,7 +19,7 @@ type refusalLog struct {
 	name   string // the transport, first word of each line
 
 	mu    sync.Mutex
-	limit follow.LogLimiter
+	limit ratelog.Limiter
 }
 
 func newRefusalLog(logger *zap.Logger, name string) *refusalLog {
@@ -28,7 +28,7 @@ func newRefusalLog(logger *zap.Logger, name string) *refusalLog {
 
 // newRefusalLogEvery is a refusalLog of burst lines per period.
 func newRefusalLogEvery(logger *zap.Logger, name string, burst int, period time.Duration) *refusalLog {
-	return &refusalLog{logger: logger, name: name, limit: follow.LogLimiter{Burst: burst, Every: period}}
+	return &refusalLog{logger: logger, name: name, limit: ratelog.Limiter{Burst: burst, Every: period}}
 }
 
 // rejected logs the lines rejected in one read or body (nothing when none was), by reason,

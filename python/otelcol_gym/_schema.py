@@ -111,6 +111,8 @@ BUCKETS_TOKEN_CAPTURE_MS: tuple[float, ...] = (0.01, 0.1, 0.25, 0.5, 1, 2, 4, 8,
 BUCKETS_GENAI_TOKENS: tuple[float, ...] = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)
 BUCKETS_MODEL_CALL_S: tuple[float, ...] = (0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800)
 BUCKETS_MODEL_TTFT_S: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
+BUCKETS_SDK_DEFAULT: tuple[float, ...] = (0, 5, 10, 25, 50, 75, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000)
+BUCKETS_HTTP_DURATION_S: tuple[float, ...] = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10)
 
 # NeMo Gym's failure-kind registry.
 FAILURE_KINDS: tuple[str, ...] = ("transport_unreachable", "transport_peer_drop", "transport_timeout", "transport_local_resource", "agent_run_error", "agent_request_failed", "agent_timeout", "agent_command_not_allowed", "environment_server_failed", "protocol_violation", "judge_failed", "judge_unparseable", "verifier_error", "provider_unavailable", "provider_quota_exhausted", "provider_oom_killed", "session_lost", "session_expired", "session_release_failed", "cancelled", "kill_shaped", "shutdown", "persistence_failed", "cohort_incomplete")
@@ -190,10 +192,44 @@ ATTR_GEN_AI_RESPONSE_MODEL = Attribute("gen_ai.response.model", "string", "strin
 ATTR_MEMORY_TYPE = Attribute("memory.type", "string", "enum", values=("rss", "pss"))
 # The root process id of a server's process tree (a data-point attribute here).
 ATTR_PROCESS_PID = Attribute("process.pid", "int", "int_range")
-# The size class of the captured tokens.
-ATTR_NEMO_GYM_TOKEN_CAPTURE_SIZE_CLASS = Attribute("nemo.gym.token_capture.size_class", "string", "enum", values=("lt_4k", "lt_32k", "lt_128k", "ge_128k"))
-# How an operation that did not complete ended.
-ATTR_NEMO_GYM_TOKEN_CAPTURE_ERROR = Attribute("nemo.gym.token_capture.error", "string", "enum", values=("error", "cancelled"))
+# The concurrency-limiting semaphore (rollout_driver, model.<server>, resources.<server>, agent.<server>, sandbox.<provider>).
+ATTR_NEMO_GYM_CONCURRENCY_SITE = Attribute("nemo.gym.concurrency.site", "string", "identifier", fallback="other", pattern="[A-Za-z_][A-Za-z0-9_.-]*", max_bytes=128)
+# The model-server route's dialect (chat_completions, responses, messages).
+ATTR_NEMO_GYM_MODEL_DIALECT = Attribute("nemo.gym.model.dialect", "string", "identifier", fallback="other", pattern="[a-z][a-z0-9_]*", max_bytes=64)
+# Whether the call that timed out went to another Gym server.
+ATTR_NEMO_GYM_HTTP_INTERNAL = Attribute("nemo.gym.http.internal", "bool", "bool")
+# Why an outbound HTTP request was retried.
+ATTR_NEMO_GYM_HTTP_RETRY_REASON = Attribute("nemo.gym.http.retry_reason", "string", "fallback_enum", values=("server_disconnected", "client_os_error", "timeout", "other"), fallback="other")
+# The agent server of the rollout (empty when Gym has none).
+ATTR_NEMO_GYM_AGENT_NAME = Attribute("nemo.gym.agent.name", "string", "string", max_bytes=256)
+# The benchmark of the rollout (empty when Gym has none).
+ATTR_NEMO_GYM_BENCHMARK_NAME = Attribute("nemo.gym.benchmark.name", "string", "string", max_bytes=256)
+# The tool: a resources server's tool route without its slash (a path that is not a tool name is other).
+ATTR_NEMO_GYM_TOOL_NAME = Attribute("nemo.gym.tool.name", "string", "identifier", fallback="other", pattern="[A-Za-z0-9_][A-Za-z0-9_.-]*", max_bytes=128)
+# The GPU's index as nvidia-smi gives it (it may change when the driver enumerates again).
+ATTR_NEMO_GYM_GPU_INDEX = Attribute("nemo.gym.gpu.index", "int", "int_range")
+# The GPU's UUID as nvidia-smi gives it (stable).
+ATTR_NEMO_GYM_GPU_UUID = Attribute("nemo.gym.gpu.uuid", "string", "identifier", fallback="other", pattern="(GPU|MIG)-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", max_bytes=64)
+# The HTTP request method.
+ATTR_HTTP_REQUEST_METHOD = Attribute("http.request.method", "string", "fallback_enum", values=("CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT", "TRACE", "_OTHER"), fallback="_OTHER")
+# The URL scheme.
+ATTR_URL_SCHEME = Attribute("url.scheme", "string", "fallback_enum", values=("http", "https"), fallback="other")
+# The HTTP version.
+ATTR_NETWORK_PROTOCOL_VERSION = Attribute("network.protocol.version", "string", "fallback_enum", values=("1.0", "1.1", "2", "2.0", "3"), fallback="other")
+# Why an operation failed: an exception class name, a status code, or for Gym's model calls (genai_conventions) the failed call's outcome.
+ATTR_ERROR_TYPE = Attribute("error.type", "string", "identifier", fallback="_OTHER", pattern="[A-Za-z0-9_][A-Za-z0-9_.]*", max_bytes=128)
+# The HTTP request method (old conventions).
+ATTR_HTTP_METHOD = Attribute("http.method", "string", "fallback_enum", values=("CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT", "TRACE", "_OTHER"), fallback="_OTHER")
+# The HTTP response status code (old conventions).
+ATTR_HTTP_STATUS_CODE = Attribute("http.status_code", "int", "status_code", min=100, max=599)
+# The URL scheme (old conventions).
+ATTR_HTTP_SCHEME = Attribute("http.scheme", "string", "fallback_enum", values=("http", "https"), fallback="other")
+# The HTTP version (old conventions).
+ATTR_HTTP_FLAVOR = Attribute("http.flavor", "string", "fallback_enum", values=("1.0", "1.1", "2", "2.0", "3"), fallback="other")
+# The size class of the captured tokens; other past Gym's own cap of 512 attribute sets per instrument.
+ATTR_NEMO_GYM_TOKEN_CAPTURE_SIZE_CLASS = Attribute("nemo.gym.token_capture.size_class", "string", "enum", values=("lt_4k", "lt_32k", "lt_128k", "ge_128k", "other"))
+# How an operation that did not complete ended; other past Gym's own cap of 512 attribute sets per instrument.
+ATTR_NEMO_GYM_TOKEN_CAPTURE_ERROR = Attribute("nemo.gym.token_capture.error", "string", "enum", values=("error", "cancelled", "other"))
 # The token-capture operation.
 ATTR_NEMO_GYM_TOKEN_CAPTURE_OPERATION = Attribute("nemo.gym.token_capture.operation", "string", "identifier", fallback="other", pattern="[A-Za-z_][A-Za-z0-9_.]*", max_bytes=128)
 # The implementation that ran the operation.
@@ -210,8 +246,6 @@ ATTR_NEMO_GYM_TOKEN_CAPTURE_CACHE = Attribute("nemo.gym.token_capture.cache", "s
 ATTR_GEN_AI_OPERATION_NAME = Attribute("gen_ai.operation.name", "string", "identifier", fallback="_OTHER", pattern="[a-z][a-z0-9_]*", max_bytes=64)
 # The GenAI provider flavour (GenAI conventions); from Gym's dialect: openai for chat and responses, anthropic for messages, _OTHER for unknown.
 ATTR_GEN_AI_PROVIDER_NAME = Attribute("gen_ai.provider.name", "string", "identifier", fallback="_OTHER", pattern="[a-z][a-z0-9_.-]*", max_bytes=64)
-# The class of error a failed operation ended with; for Gym's model calls, the failed call's outcome.
-ATTR_ERROR_TYPE = Attribute("error.type", "string", "identifier", fallback="_OTHER", pattern="[A-Za-z_][A-Za-z0-9_.]*", max_bytes=128)
 # The model a request was made to (never on Gym's model calls, which name no model).
 ATTR_GEN_AI_REQUEST_MODEL = Attribute("gen_ai.request.model", "string", "string", max_bytes=256)
 
@@ -325,6 +359,20 @@ GYM_SANDBOX_CREATE_RETRY_TOTAL = Instrument(
         InstrumentAttribute(ATTR_NEMO_GYM_SANDBOX_PROVIDER.key),
     ),
 )
+# Wall-clock time from spawning one server to its first answered health probe. Recorded by Gym's supervisor only, once per server (its resolution is the health-poll interval); OTLP only.
+GYM_SERVER_STARTUP_DURATION_MS = Instrument(
+    name="gym.server.startup_duration_ms",
+    kind="histogram",
+    unit="ms",
+    value_type="double",
+    source="otlp",
+    buckets="STARTUP_MS",
+    bounds=BUCKETS_STARTUP_MS,
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_SERVER_NAME.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_SERVER_TYPE.key, optional=True),
+    ),
+)
 # Duration of one server startup stage.
 GYM_SERVER_STARTUP_STAGE_DURATION_MS = Instrument(
     name="gym.server.startup_stage_duration_ms",
@@ -384,6 +432,28 @@ GYM_HTTP_CONNECTION_POOL_CONNECT_TOTAL = Instrument(
     events=("http.pool.connects",),
     attributes=(
         InstrumentAttribute(ATTR_NEMO_GYM_HTTP_DESTINATION_SERVER_NAME.key),
+    ),
+)
+# Outbound HTTP calls that timed out.
+GYM_HTTP_TIMEOUT_TOTAL = Instrument(
+    name="gym.http.timeout_total",
+    kind="counter",
+    unit="1",
+    value_type="int",
+    source="otlp",
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_HTTP_INTERNAL.key),
+    ),
+)
+# Outbound HTTP request retries, by reason.
+GYM_HTTP_RETRY_TOTAL = Instrument(
+    name="gym.http.retry_total",
+    kind="counter",
+    unit="1",
+    value_type="int",
+    source="otlp",
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_HTTP_RETRY_REASON.key),
     ),
 )
 # How late a sleeping coroutine wakes up.
@@ -535,6 +605,87 @@ GYM_HTTP_CLIENT_REQUESTS_IN_FLIGHT = Instrument(
     snapshot=True,
     events=("server.requests",),
 )
+# Duration of one HTTP request a Gym server handled (new conventions).
+HTTP_SERVER_REQUEST_DURATION = Instrument(
+    name="http.server.request.duration",
+    kind="histogram",
+    unit="s",
+    value_type="double",
+    source="otlp",
+    buckets="HTTP_DURATION_S",
+    bounds=BUCKETS_HTTP_DURATION_S,
+    attributes=(
+        InstrumentAttribute(ATTR_HTTP_REQUEST_METHOD.key, optional=True),
+        InstrumentAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE.key, optional=True),
+        InstrumentAttribute(ATTR_HTTP_ROUTE.key, optional=True),
+        InstrumentAttribute(ATTR_URL_SCHEME.key, optional=True),
+        InstrumentAttribute(ATTR_NETWORK_PROTOCOL_VERSION.key, optional=True),
+        InstrumentAttribute(ATTR_ERROR_TYPE.key, optional=True),
+    ),
+)
+# Duration of one HTTP request a Gym server handled (old conventions).
+HTTP_SERVER_DURATION = Instrument(
+    name="http.server.duration",
+    kind="histogram",
+    unit="ms",
+    value_type="double",
+    source="otlp",
+    buckets="SDK_DEFAULT",
+    bounds=BUCKETS_SDK_DEFAULT,
+    attributes=(
+        InstrumentAttribute(ATTR_HTTP_METHOD.key, optional=True),
+        InstrumentAttribute(ATTR_HTTP_STATUS_CODE.key, optional=True),
+        InstrumentAttribute(ATTR_HTTP_SCHEME.key, optional=True),
+        InstrumentAttribute(ATTR_HTTP_FLAVOR.key, optional=True),
+    ),
+)
+# HTTP requests a Gym server is handling now.
+HTTP_SERVER_ACTIVE_REQUESTS = Instrument(
+    name="http.server.active_requests",
+    kind="updown",
+    unit="{request}",
+    value_type="int",
+    source="otlp",
+    attributes=(
+        InstrumentAttribute(ATTR_HTTP_REQUEST_METHOD.key, optional=True),
+        InstrumentAttribute(ATTR_URL_SCHEME.key, optional=True),
+        InstrumentAttribute(ATTR_HTTP_METHOD.key, optional=True),
+        InstrumentAttribute(ATTR_HTTP_SCHEME.key, optional=True),
+        InstrumentAttribute(ATTR_HTTP_FLAVOR.key, optional=True),
+    ),
+)
+# Duration of one outbound HTTP request of a Gym process (new conventions).
+HTTP_CLIENT_REQUEST_DURATION = Instrument(
+    name="http.client.request.duration",
+    kind="histogram",
+    unit="s",
+    value_type="double",
+    source="otlp",
+    buckets="HTTP_DURATION_S",
+    bounds=BUCKETS_HTTP_DURATION_S,
+    attributes=(
+        InstrumentAttribute(ATTR_HTTP_REQUEST_METHOD.key, optional=True),
+        InstrumentAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE.key, optional=True),
+        InstrumentAttribute(ATTR_NETWORK_PROTOCOL_VERSION.key, optional=True),
+        InstrumentAttribute(ATTR_ERROR_TYPE.key, optional=True),
+    ),
+)
+# Duration of one outbound HTTP request of a Gym process (old conventions).
+HTTP_CLIENT_DURATION = Instrument(
+    name="http.client.duration",
+    kind="histogram",
+    unit="ms",
+    value_type="double",
+    source="otlp",
+    buckets="SDK_DEFAULT",
+    bounds=BUCKETS_SDK_DEFAULT,
+    attributes=(
+        InstrumentAttribute(ATTR_HTTP_METHOD.key, optional=True),
+        InstrumentAttribute(ATTR_HTTP_STATUS_CODE.key, optional=True),
+        InstrumentAttribute(ATTR_HTTP_SCHEME.key, optional=True),
+        InstrumentAttribute(ATTR_HTTP_FLAVOR.key, optional=True),
+    ),
+)
 # Rollouts offered to the driver. Exported only for a resource that has offered at least one rollout.
 GYM_DRIVER_ROLLOUTS_OFFERED_TOTAL = Instrument(
     name="gym.driver.rollouts.offered_total",
@@ -653,6 +804,73 @@ GYM_DRIVER_ROLLOUT_TOOL_CALLS = Instrument(
     bounds=BUCKETS_ROLLOUT_COUNT,
     events=("rollout.size",),
 )
+# Agent turns of one completed rollout.
+GYM_AGENT_TURN_COUNT = Instrument(
+    name="gym.agent.turn_count",
+    kind="histogram",
+    unit="1",
+    value_type="double",
+    source="otlp",
+    buckets="SDK_DEFAULT",
+    bounds=BUCKETS_SDK_DEFAULT,
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_AGENT_NAME.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_BENCHMARK_NAME.key),
+    ),
+)
+# Wall-clock time of one agent turn, from the rollout's trajectory turn timestamps.
+GYM_AGENT_TURN_DURATION_MS = Instrument(
+    name="gym.agent.turn_duration_ms",
+    kind="histogram",
+    unit="ms",
+    value_type="double",
+    source="otlp",
+    buckets="SDK_DEFAULT",
+    bounds=BUCKETS_SDK_DEFAULT,
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_AGENT_NAME.key),
+    ),
+)
+# Wall-clock time of one resources-server tool call.
+GYM_TOOL_CALL_DURATION_MS = Instrument(
+    name="gym.tool.call_duration_ms",
+    kind="histogram",
+    unit="ms",
+    value_type="double",
+    source="otlp",
+    buckets="SDK_DEFAULT",
+    bounds=BUCKETS_SDK_DEFAULT,
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_TOOL_NAME.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_SERVER_NAME.key),
+    ),
+)
+# CPU of the server's process tree when one tool call ended (percent of one core).
+GYM_TOOL_CALL_CPU_PERCENT = Instrument(
+    name="gym.tool.call_cpu_percent",
+    kind="histogram",
+    unit="%",
+    value_type="double",
+    source="otlp",
+    buckets="SDK_DEFAULT",
+    bounds=BUCKETS_SDK_DEFAULT,
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_TOOL_NAME.key),
+    ),
+)
+# Resident memory of the server's process tree when one tool call ended.
+GYM_TOOL_CALL_MEMORY_USED_MIB = Instrument(
+    name="gym.tool.call_memory_used_mib",
+    kind="histogram",
+    unit="MiB",
+    value_type="double",
+    source="otlp",
+    buckets="SDK_DEFAULT",
+    bounds=BUCKETS_SDK_DEFAULT,
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_TOOL_NAME.key),
+    ),
+)
 # Total CPU seconds broken down by mode.
 PROCESS_CPU_TIME = Instrument(
     name="process.cpu.time",
@@ -701,6 +919,7 @@ GYM_CONCURRENCY_LIMIT = Instrument(
         InstrumentAttribute(ATTR_NEMO_GYM_CONCURRENCY_COMPONENT.key),
         InstrumentAttribute(ATTR_NEMO_GYM_CONCURRENCY_LIMIT_NAME.key),
         InstrumentAttribute(ATTR_NEMO_GYM_SERVER_NAME.key, optional=True),
+        InstrumentAttribute(ATTR_NEMO_GYM_CONCURRENCY_SITE.key, optional=True),
     ),
 )
 # Slots of a concurrency limit held now.
@@ -716,6 +935,7 @@ GYM_CONCURRENCY_ACTIVE = Instrument(
         InstrumentAttribute(ATTR_NEMO_GYM_CONCURRENCY_COMPONENT.key),
         InstrumentAttribute(ATTR_NEMO_GYM_CONCURRENCY_LIMIT_NAME.key),
         InstrumentAttribute(ATTR_NEMO_GYM_SERVER_NAME.key, optional=True),
+        InstrumentAttribute(ATTR_NEMO_GYM_CONCURRENCY_SITE.key, optional=True),
     ),
 )
 # Slots of a concurrency limit free now (limit - active).
@@ -731,6 +951,7 @@ GYM_CONCURRENCY_AVAILABLE = Instrument(
         InstrumentAttribute(ATTR_NEMO_GYM_CONCURRENCY_COMPONENT.key),
         InstrumentAttribute(ATTR_NEMO_GYM_CONCURRENCY_LIMIT_NAME.key),
         InstrumentAttribute(ATTR_NEMO_GYM_SERVER_NAME.key, optional=True),
+        InstrumentAttribute(ATTR_NEMO_GYM_CONCURRENCY_SITE.key, optional=True),
     ),
 )
 # Callers waiting for a slot of a concurrency limit now.
@@ -746,6 +967,7 @@ GYM_CONCURRENCY_QUEUE_DEPTH = Instrument(
         InstrumentAttribute(ATTR_NEMO_GYM_CONCURRENCY_COMPONENT.key),
         InstrumentAttribute(ATTR_NEMO_GYM_CONCURRENCY_LIMIT_NAME.key),
         InstrumentAttribute(ATTR_NEMO_GYM_SERVER_NAME.key, optional=True),
+        InstrumentAttribute(ATTR_NEMO_GYM_CONCURRENCY_SITE.key, optional=True),
     ),
 )
 # Waits for a slot that timed out. Only for a limit that has an admission timeout.
@@ -776,6 +998,20 @@ GYM_CONCURRENCY_ADMISSION_CANCELLED_TOTAL = Instrument(
         InstrumentAttribute(ATTR_NEMO_GYM_CONCURRENCY_COMPONENT.key),
         InstrumentAttribute(ATTR_NEMO_GYM_CONCURRENCY_LIMIT_NAME.key),
         InstrumentAttribute(ATTR_NEMO_GYM_SERVER_NAME.key, optional=True),
+        InstrumentAttribute(ATTR_NEMO_GYM_CONCURRENCY_SITE.key, optional=True),
+    ),
+)
+# Time one acquisition waited for a slot of a concurrency-limiting semaphore (Gym's older TimedSemaphore).
+GYM_CONCURRENCY_QUEUE_WAIT_DURATION_MS = Instrument(
+    name="gym.concurrency.queue_wait_duration_ms",
+    kind="histogram",
+    unit="ms",
+    value_type="double",
+    source="otlp",
+    buckets="SDK_DEFAULT",
+    bounds=BUCKETS_SDK_DEFAULT,
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_CONCURRENCY_SITE.key),
     ),
 )
 # Latency of one captured model call, failures included. Recorded when the latency is known. The server name is unknown when the call does not name its model server.
@@ -837,6 +1073,34 @@ GYM_MODEL_CALL_FINISH_TOTAL = Instrument(
         InstrumentAttribute(ATTR_NEMO_GYM_SERVER_NAME.key),
         InstrumentAttribute(ATTR_NEMO_GYM_MODEL_CALL_DIALECT.key),
         InstrumentAttribute(ATTR_NEMO_GYM_MODEL_CALL_FINISH_REASON.key),
+    ),
+)
+# Wall-clock time of one model-server route call, by dialect (Gym's older observability code). For a streamed response, until the handler returned.
+GYM_MODEL_ROUTE_CALL_DURATION_MS = Instrument(
+    name="gym.model.call_duration_ms",
+    kind="histogram",
+    unit="ms",
+    value_type="double",
+    source="otlp",
+    buckets="SDK_DEFAULT",
+    bounds=BUCKETS_SDK_DEFAULT,
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_MODEL_DIALECT.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_SERVER_NAME.key),
+    ),
+)
+# Time to the first response byte of one model-server call (Gym's older observability code).
+GYM_MODEL_TIME_TO_FIRST_BYTE_MS = Instrument(
+    name="gym.model.time_to_first_byte_ms",
+    kind="histogram",
+    unit="ms",
+    value_type="double",
+    source="otlp",
+    buckets="SDK_DEFAULT",
+    bounds=BUCKETS_SDK_DEFAULT,
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_MODEL_DIALECT.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_SERVER_NAME.key),
     ),
 )
 # Memory of a server's process tree, by type (latest sample).
@@ -919,6 +1183,82 @@ GYM_HOST_MEMORY_SAMPLED_PEAK = Instrument(
     source="events",
     events=("memory.sample",),
 )
+# CPU of this process (percent of one logical core; above 100 on several cores), sampled when a span ends.
+GYM_PROCESS_CPU_PERCENT = Instrument(
+    name="gym.process.cpu.percent",
+    kind="gauge",
+    unit="%",
+    value_type="double",
+    source="otlp",
+)
+# CPU of this process and every process it spawned (percent of one logical core), sampled when a span ends.
+GYM_PROCESS_TREE_CPU_PERCENT = Instrument(
+    name="gym.process_tree.cpu.percent",
+    kind="gauge",
+    unit="%",
+    value_type="double",
+    source="otlp",
+)
+# Resident memory of this process and every process it spawned, sampled when a span ends.
+GYM_PROCESS_TREE_MEMORY_USED_MIB = Instrument(
+    name="gym.process_tree.memory_used_mib",
+    kind="gauge",
+    unit="MiB",
+    value_type="double",
+    source="otlp",
+)
+# Memory in use on the host, sampled when a span ends.
+GYM_HOST_MEMORY_USED_MIB = Instrument(
+    name="gym.host.memory_used_mib",
+    kind="gauge",
+    unit="MiB",
+    value_type="double",
+    source="otlp",
+)
+# Memory of the host.
+GYM_HOST_MEMORY_TOTAL_MIB = Instrument(
+    name="gym.host.memory_total_mib",
+    kind="gauge",
+    unit="MiB",
+    value_type="double",
+    source="otlp",
+)
+# Compute (SM) utilisation of one GPU the process sees, from nvidia-smi. Sampled by a background thread (every 10 s by default), filtered by the process's CUDA_VISIBLE_DEVICES.
+GYM_PROCESS_GPU_UTILIZATION_PERCENT = Instrument(
+    name="gym.process.gpu.utilization_percent",
+    kind="gauge",
+    unit="%",
+    value_type="double",
+    source="otlp",
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_GPU_INDEX.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_GPU_UUID.key),
+    ),
+)
+# Memory in use on one GPU the process sees, from nvidia-smi.
+GYM_PROCESS_GPU_MEMORY_USED_MIB = Instrument(
+    name="gym.process.gpu.memory_used_mib",
+    kind="gauge",
+    unit="MiB",
+    value_type="double",
+    source="otlp",
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_GPU_INDEX.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_GPU_UUID.key),
+    ),
+)
+# Memory of one GPU the process sees, from nvidia-smi.
+GYM_PROCESS_GPU_MEMORY_TOTAL_MIB = Instrument(
+    name="gym.process.gpu.memory_total_mib",
+    kind="gauge",
+    unit="MiB",
+    value_type="double",
+    source="otlp",
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_GPU_INDEX.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_GPU_UUID.key),
+    ),
+)
 # Wall-clock time of one rollout, failed rollouts included.
 GYM_ROLLOUT_DURATION_MS = Instrument(
     name="gym.rollout.duration_ms",
@@ -958,6 +1298,16 @@ GYM_SERVERS_ACTIVE = Instrument(
     value_type="int",
     source="events",
     events=("servers.active",),
+)
+# Time of one server request (declared by nemo-lens; Gym's code does not record it).
+GYM_SERVER_REQUEST_DURATION_MS = Instrument(
+    name="gym.server.request_duration_ms",
+    kind="histogram",
+    unit="ms",
+    value_type="double",
+    source="otlp",
+    buckets="SDK_DEFAULT",
+    bounds=BUCKETS_SDK_DEFAULT,
 )
 # Time of one token-capture operation. Sent by OTLP only (Gym caps each synchronous instrument at 512 attribute sets itself, with values other).
 GYM_TOKEN_CAPTURE_OPERATION_DURATION_MS = Instrument(
@@ -1166,6 +1516,23 @@ ATTRIBUTES: dict[str, Attribute] = {
     ATTR_GEN_AI_RESPONSE_MODEL.key: ATTR_GEN_AI_RESPONSE_MODEL,
     ATTR_MEMORY_TYPE.key: ATTR_MEMORY_TYPE,
     ATTR_PROCESS_PID.key: ATTR_PROCESS_PID,
+    ATTR_NEMO_GYM_CONCURRENCY_SITE.key: ATTR_NEMO_GYM_CONCURRENCY_SITE,
+    ATTR_NEMO_GYM_MODEL_DIALECT.key: ATTR_NEMO_GYM_MODEL_DIALECT,
+    ATTR_NEMO_GYM_HTTP_INTERNAL.key: ATTR_NEMO_GYM_HTTP_INTERNAL,
+    ATTR_NEMO_GYM_HTTP_RETRY_REASON.key: ATTR_NEMO_GYM_HTTP_RETRY_REASON,
+    ATTR_NEMO_GYM_AGENT_NAME.key: ATTR_NEMO_GYM_AGENT_NAME,
+    ATTR_NEMO_GYM_BENCHMARK_NAME.key: ATTR_NEMO_GYM_BENCHMARK_NAME,
+    ATTR_NEMO_GYM_TOOL_NAME.key: ATTR_NEMO_GYM_TOOL_NAME,
+    ATTR_NEMO_GYM_GPU_INDEX.key: ATTR_NEMO_GYM_GPU_INDEX,
+    ATTR_NEMO_GYM_GPU_UUID.key: ATTR_NEMO_GYM_GPU_UUID,
+    ATTR_HTTP_REQUEST_METHOD.key: ATTR_HTTP_REQUEST_METHOD,
+    ATTR_URL_SCHEME.key: ATTR_URL_SCHEME,
+    ATTR_NETWORK_PROTOCOL_VERSION.key: ATTR_NETWORK_PROTOCOL_VERSION,
+    ATTR_ERROR_TYPE.key: ATTR_ERROR_TYPE,
+    ATTR_HTTP_METHOD.key: ATTR_HTTP_METHOD,
+    ATTR_HTTP_STATUS_CODE.key: ATTR_HTTP_STATUS_CODE,
+    ATTR_HTTP_SCHEME.key: ATTR_HTTP_SCHEME,
+    ATTR_HTTP_FLAVOR.key: ATTR_HTTP_FLAVOR,
     ATTR_NEMO_GYM_TOKEN_CAPTURE_SIZE_CLASS.key: ATTR_NEMO_GYM_TOKEN_CAPTURE_SIZE_CLASS,
     ATTR_NEMO_GYM_TOKEN_CAPTURE_ERROR.key: ATTR_NEMO_GYM_TOKEN_CAPTURE_ERROR,
     ATTR_NEMO_GYM_TOKEN_CAPTURE_OPERATION.key: ATTR_NEMO_GYM_TOKEN_CAPTURE_OPERATION,
@@ -1176,7 +1543,6 @@ ATTRIBUTES: dict[str, Attribute] = {
     ATTR_NEMO_GYM_TOKEN_CAPTURE_CACHE.key: ATTR_NEMO_GYM_TOKEN_CAPTURE_CACHE,
     ATTR_GEN_AI_OPERATION_NAME.key: ATTR_GEN_AI_OPERATION_NAME,
     ATTR_GEN_AI_PROVIDER_NAME.key: ATTR_GEN_AI_PROVIDER_NAME,
-    ATTR_ERROR_TYPE.key: ATTR_ERROR_TYPE,
     ATTR_GEN_AI_REQUEST_MODEL.key: ATTR_GEN_AI_REQUEST_MODEL,
 }
 
@@ -1190,10 +1556,13 @@ INSTRUMENTS: dict[str, Instrument] = {
     GYM_SANDBOX_STARTUP_DURATION_MS.name: GYM_SANDBOX_STARTUP_DURATION_MS,
     GYM_SANDBOX_EXEC_DURATION_MS.name: GYM_SANDBOX_EXEC_DURATION_MS,
     GYM_SANDBOX_CREATE_RETRY_TOTAL.name: GYM_SANDBOX_CREATE_RETRY_TOTAL,
+    GYM_SERVER_STARTUP_DURATION_MS.name: GYM_SERVER_STARTUP_DURATION_MS,
     GYM_SERVER_STARTUP_STAGE_DURATION_MS.name: GYM_SERVER_STARTUP_STAGE_DURATION_MS,
     GYM_HTTP_CONNECTION_POOL_QUEUE_DURATION_MS.name: GYM_HTTP_CONNECTION_POOL_QUEUE_DURATION_MS,
     GYM_HTTP_CONNECTION_POOL_CONNECT_DURATION_MS.name: GYM_HTTP_CONNECTION_POOL_CONNECT_DURATION_MS,
     GYM_HTTP_CONNECTION_POOL_CONNECT_TOTAL.name: GYM_HTTP_CONNECTION_POOL_CONNECT_TOTAL,
+    GYM_HTTP_TIMEOUT_TOTAL.name: GYM_HTTP_TIMEOUT_TOTAL,
+    GYM_HTTP_RETRY_TOTAL.name: GYM_HTTP_RETRY_TOTAL,
     GYM_EVENT_LOOP_LAG_MS.name: GYM_EVENT_LOOP_LAG_MS,
     GYM_EVENT_LOOP_TASKS.name: GYM_EVENT_LOOP_TASKS,
     GYM_GC_PAUSE_DURATION_MS.name: GYM_GC_PAUSE_DURATION_MS,
@@ -1206,6 +1575,11 @@ INSTRUMENTS: dict[str, Instrument] = {
     GYM_SERVER_RESPONSES_TOTAL.name: GYM_SERVER_RESPONSES_TOTAL,
     GYM_SERVER_REQUESTS_CANCELLED_TOTAL.name: GYM_SERVER_REQUESTS_CANCELLED_TOTAL,
     GYM_HTTP_CLIENT_REQUESTS_IN_FLIGHT.name: GYM_HTTP_CLIENT_REQUESTS_IN_FLIGHT,
+    HTTP_SERVER_REQUEST_DURATION.name: HTTP_SERVER_REQUEST_DURATION,
+    HTTP_SERVER_DURATION.name: HTTP_SERVER_DURATION,
+    HTTP_SERVER_ACTIVE_REQUESTS.name: HTTP_SERVER_ACTIVE_REQUESTS,
+    HTTP_CLIENT_REQUEST_DURATION.name: HTTP_CLIENT_REQUEST_DURATION,
+    HTTP_CLIENT_DURATION.name: HTTP_CLIENT_DURATION,
     GYM_DRIVER_ROLLOUTS_OFFERED_TOTAL.name: GYM_DRIVER_ROLLOUTS_OFFERED_TOTAL,
     GYM_DRIVER_ROLLOUTS_RESIDENT.name: GYM_DRIVER_ROLLOUTS_RESIDENT,
     GYM_DRIVER_ROLLOUTS_ACTIVE.name: GYM_DRIVER_ROLLOUTS_ACTIVE,
@@ -1217,6 +1591,11 @@ INSTRUMENTS: dict[str, Instrument] = {
     GYM_DRIVER_ROLLOUT_OUTPUT_ITEMS.name: GYM_DRIVER_ROLLOUT_OUTPUT_ITEMS,
     GYM_DRIVER_ROLLOUT_TURNS.name: GYM_DRIVER_ROLLOUT_TURNS,
     GYM_DRIVER_ROLLOUT_TOOL_CALLS.name: GYM_DRIVER_ROLLOUT_TOOL_CALLS,
+    GYM_AGENT_TURN_COUNT.name: GYM_AGENT_TURN_COUNT,
+    GYM_AGENT_TURN_DURATION_MS.name: GYM_AGENT_TURN_DURATION_MS,
+    GYM_TOOL_CALL_DURATION_MS.name: GYM_TOOL_CALL_DURATION_MS,
+    GYM_TOOL_CALL_CPU_PERCENT.name: GYM_TOOL_CALL_CPU_PERCENT,
+    GYM_TOOL_CALL_MEMORY_USED_MIB.name: GYM_TOOL_CALL_MEMORY_USED_MIB,
     PROCESS_CPU_TIME.name: PROCESS_CPU_TIME,
     PROCESS_MEMORY_USAGE.name: PROCESS_MEMORY_USAGE,
     PROCESS_THREAD_COUNT.name: PROCESS_THREAD_COUNT,
@@ -1227,10 +1606,13 @@ INSTRUMENTS: dict[str, Instrument] = {
     GYM_CONCURRENCY_QUEUE_DEPTH.name: GYM_CONCURRENCY_QUEUE_DEPTH,
     GYM_CONCURRENCY_ADMISSION_TIMEOUTS_TOTAL.name: GYM_CONCURRENCY_ADMISSION_TIMEOUTS_TOTAL,
     GYM_CONCURRENCY_ADMISSION_CANCELLED_TOTAL.name: GYM_CONCURRENCY_ADMISSION_CANCELLED_TOTAL,
+    GYM_CONCURRENCY_QUEUE_WAIT_DURATION_MS.name: GYM_CONCURRENCY_QUEUE_WAIT_DURATION_MS,
     GYM_MODEL_CALL_DURATION_MS.name: GYM_MODEL_CALL_DURATION_MS,
     GYM_MODEL_CALL_TTFT_MS.name: GYM_MODEL_CALL_TTFT_MS,
     GYM_MODEL_CALL_TOKENS.name: GYM_MODEL_CALL_TOKENS,
     GYM_MODEL_CALL_FINISH_TOTAL.name: GYM_MODEL_CALL_FINISH_TOTAL,
+    GYM_MODEL_ROUTE_CALL_DURATION_MS.name: GYM_MODEL_ROUTE_CALL_DURATION_MS,
+    GYM_MODEL_TIME_TO_FIRST_BYTE_MS.name: GYM_MODEL_TIME_TO_FIRST_BYTE_MS,
     GYM_SERVER_MEMORY_USAGE.name: GYM_SERVER_MEMORY_USAGE,
     GYM_SERVER_MEMORY_SAMPLED_PEAK.name: GYM_SERVER_MEMORY_SAMPLED_PEAK,
     GYM_SERVER_PROCESSES.name: GYM_SERVER_PROCESSES,
@@ -1238,10 +1620,19 @@ INSTRUMENTS: dict[str, Instrument] = {
     GYM_HOST_MEMORY_AVAILABLE.name: GYM_HOST_MEMORY_AVAILABLE,
     GYM_HOST_MEMORY_TOTAL.name: GYM_HOST_MEMORY_TOTAL,
     GYM_HOST_MEMORY_SAMPLED_PEAK.name: GYM_HOST_MEMORY_SAMPLED_PEAK,
+    GYM_PROCESS_CPU_PERCENT.name: GYM_PROCESS_CPU_PERCENT,
+    GYM_PROCESS_TREE_CPU_PERCENT.name: GYM_PROCESS_TREE_CPU_PERCENT,
+    GYM_PROCESS_TREE_MEMORY_USED_MIB.name: GYM_PROCESS_TREE_MEMORY_USED_MIB,
+    GYM_HOST_MEMORY_USED_MIB.name: GYM_HOST_MEMORY_USED_MIB,
+    GYM_HOST_MEMORY_TOTAL_MIB.name: GYM_HOST_MEMORY_TOTAL_MIB,
+    GYM_PROCESS_GPU_UTILIZATION_PERCENT.name: GYM_PROCESS_GPU_UTILIZATION_PERCENT,
+    GYM_PROCESS_GPU_MEMORY_USED_MIB.name: GYM_PROCESS_GPU_MEMORY_USED_MIB,
+    GYM_PROCESS_GPU_MEMORY_TOTAL_MIB.name: GYM_PROCESS_GPU_MEMORY_TOTAL_MIB,
     GYM_ROLLOUT_DURATION_MS.name: GYM_ROLLOUT_DURATION_MS,
     GYM_VERIFY_DURATION_MS.name: GYM_VERIFY_DURATION_MS,
     GYM_VERIFY_SUCCESS_RATE.name: GYM_VERIFY_SUCCESS_RATE,
     GYM_SERVERS_ACTIVE.name: GYM_SERVERS_ACTIVE,
+    GYM_SERVER_REQUEST_DURATION_MS.name: GYM_SERVER_REQUEST_DURATION_MS,
     GYM_TOKEN_CAPTURE_OPERATION_DURATION_MS.name: GYM_TOKEN_CAPTURE_OPERATION_DURATION_MS,
     GYM_TOKEN_CAPTURE_OPERATION_TOKENS_TOTAL.name: GYM_TOKEN_CAPTURE_OPERATION_TOKENS_TOTAL,
     GYM_TOKEN_CAPTURE_OUTCOME_TOTAL.name: GYM_TOKEN_CAPTURE_OUTCOME_TOTAL,

@@ -32,14 +32,15 @@ CACHE_ATTRIBUTE = _schema.ATTR_NEMO_GYM_TOKEN_CAPTURE_CACHE.key
 OPERATION_DURATION_BOUNDARIES_MS: tuple[float, ...] = _schema.BUCKETS_TOKEN_CAPTURE_MS
 
 # Gym's token-count classes of the duration histogram: (exclusive upper bound, label), then the
-# largest class. The labels are the schema's values of nemo.gym.token_capture.size_class.
-_LT_4K, _LT_32K, _LT_128K, _GE_128K = _schema.ATTR_NEMO_GYM_TOKEN_CAPTURE_SIZE_CLASS.values
+# largest class, then Gym's overflow value. The labels are the schema's values of
+# nemo.gym.token_capture.size_class.
+_LT_4K, _LT_32K, _LT_128K, _GE_128K, _OVERFLOW = _schema.ATTR_NEMO_GYM_TOKEN_CAPTURE_SIZE_CLASS.values
 SIZE_CLASSES: tuple[tuple[int, str], ...] = ((4_096, _LT_4K), (32_768, _LT_32K), (131_072, _LT_128K))
 LARGEST_SIZE_CLASS = _GE_128K
 
 # Gym's own cap of distinct attribute sets per synchronous instrument, and the value past it.
 MAX_ATTRIBUTE_SETS = 512
-OVERFLOW_LABEL = "other"
+OVERFLOW_LABEL = _OVERFLOW
 
 
 def size_class(tokens: int) -> str:

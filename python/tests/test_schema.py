@@ -9,14 +9,15 @@ import logging
 import os
 import unittest
 
-from otelcol_gym import _lines, _schema, _settings, concurrency, lens, memory, run_files
+from otelcol_gym import _lines, _schema, _settings, concurrency, lens, memory, otlp_only, run_files
 from otelcol_gym import gym_metrics as gm
 from otelcol_gym import observer as ob
 from otelcol_gym import token_capture_metrics as tcm
 
 # Every module that holds instrument and attribute constants: Gym's five, and the package's
-# own two for what Gym has no module for (nemo-lens' instruments, the run files').
-MODULES = (gm, ob, concurrency, memory, tcm, lens, run_files)
+# own three for what Gym has no module for (nemo-lens' instruments, the run files', the
+# instruments Gym's code records with the SDK only).
+MODULES = (gm, ob, concurrency, memory, tcm, lens, run_files, otlp_only)
 
 # Gym defines these constants twice, under two names; every other attribute has one constant.
 ALIASES = {frozenset({"otelcol_gym.gym_metrics.SERVER_NAME_ATTRIBUTE", "otelcol_gym.gym_metrics.MODEL_CALL_SERVER_NAME_ATTRIBUTE"})}
@@ -63,7 +64,7 @@ class TestGymConstants(unittest.TestCase):
             (ob.DRIVER_WRITE_BYTES_BOUNDARIES, [_schema.GYM_DRIVER_OUTPUT_WRITE_BYTES]),
             (ob.ROLLOUT_COUNT_BOUNDARIES, [_schema.GYM_DRIVER_ROLLOUT_INPUT_ITEMS, _schema.GYM_DRIVER_ROLLOUT_OUTPUT_ITEMS, _schema.GYM_DRIVER_ROLLOUT_TURNS, _schema.GYM_DRIVER_ROLLOUT_TOOL_CALLS]),
             (gm.SANDBOX_DURATION_BOUNDARIES_MS, [_schema.GYM_SANDBOX_STARTUP_DURATION_MS, _schema.GYM_SANDBOX_EXEC_DURATION_MS]),
-            (gm.SERVER_STARTUP_BOUNDARIES_MS, [_schema.GYM_SERVER_STARTUP_STAGE_DURATION_MS]),
+            (gm.SERVER_STARTUP_BOUNDARIES_MS, [_schema.GYM_SERVER_STARTUP_STAGE_DURATION_MS, _schema.GYM_SERVER_STARTUP_DURATION_MS]),
             (gm.HTTP_CONNECTION_POOL_QUEUE_DURATION_BOUNDARIES_MS, [_schema.GYM_HTTP_CONNECTION_POOL_QUEUE_DURATION_MS, _schema.GYM_HTTP_CONNECTION_POOL_CONNECT_DURATION_MS]),
             (gm.MODEL_CALL_DURATION_BOUNDARIES_MS, [_schema.GYM_MODEL_CALL_DURATION_MS]),
             (gm.MODEL_CALL_TTFT_BOUNDARIES_MS, [_schema.GYM_MODEL_CALL_TTFT_MS]),
@@ -72,17 +73,28 @@ class TestGymConstants(unittest.TestCase):
             (tcm.OPERATION_DURATION_BOUNDARIES_MS, [_schema.GYM_TOKEN_CAPTURE_OPERATION_DURATION_MS]),
             (run_files.ROLLOUT_TOKENS_BOUNDARIES, [_schema.GYM_ROLLOUT_TOKENS]),
             (run_files.ROLLOUT_TOOL_CALLS_BOUNDARIES, [_schema.GYM_ROLLOUT_TOOL_CALLS]),
+            (
+                otlp_only.SDK_DEFAULT_BOUNDARIES,
+                [
+                    _schema.GYM_CONCURRENCY_QUEUE_WAIT_DURATION_MS, _schema.GYM_MODEL_ROUTE_CALL_DURATION_MS, _schema.GYM_MODEL_TIME_TO_FIRST_BYTE_MS,
+                    _schema.GYM_AGENT_TURN_COUNT, _schema.GYM_AGENT_TURN_DURATION_MS, _schema.GYM_TOOL_CALL_DURATION_MS, _schema.GYM_TOOL_CALL_CPU_PERCENT,
+                    _schema.GYM_TOOL_CALL_MEMORY_USED_MIB, _schema.GYM_SERVER_REQUEST_DURATION_MS, _schema.HTTP_SERVER_DURATION, _schema.HTTP_CLIENT_DURATION,
+                ],
+            ),
+            (otlp_only.HTTP_DURATION_BOUNDARIES_S, [_schema.HTTP_SERVER_REQUEST_DURATION, _schema.HTTP_CLIENT_REQUEST_DURATION]),
         ]:
             for inst in instruments:
                 with self.subTest(inst.name):
                     self.assertEqual(got, inst.bounds)
                     covered.add(inst.name)
         histograms = {i.name for i in EMITTED.values() if i.kind == "histogram"}
-        self.assertEqual(len(histograms), 23, "every histogram of the schema is in the table above")
+        self.assertEqual(len(histograms), 37, "every histogram of the schema is in the table above")
         self.assertEqual(covered, histograms, "every histogram of the schema is in the table above")
 
     def test_token_capture_size_classes(self) -> None:
-        self.assertEqual(tuple(label for _, label in tcm.SIZE_CLASSES) + (tcm.LARGEST_SIZE_CLASS,), _schema.ATTR_NEMO_GYM_TOKEN_CAPTURE_SIZE_CLASS.values)
+        self.assertEqual(tuple(label for _, label in tcm.SIZE_CLASSES) + (tcm.LARGEST_SIZE_CLASS, tcm.OVERFLOW_LABEL), _schema.ATTR_NEMO_GYM_TOKEN_CAPTURE_SIZE_CLASS.values)
+        self.assertEqual(tcm.OVERFLOW_LABEL, "other", "Gym's own value past its cap, kept by the schema")
+        self.assertIn(tcm.OVERFLOW_LABEL, _schema.ATTR_NEMO_GYM_TOKEN_CAPTURE_ERROR.values)
         self.assertEqual([tcm.size_class(n) for n in (0, 4095, 4096, 32767, 32768, 131071, 131072)], ["lt_4k", "lt_4k", "lt_32k", "lt_32k", "lt_128k", "lt_128k", "ge_128k"])
 
     def test_unregistered_failure_kind(self) -> None:
