@@ -39,6 +39,7 @@ type Bounder struct {
 	bd  *attrBounder
 	gen uint64
 	b   batch
+	ids instances // instance_per_process (instance.go)
 }
 
 // New returns a Bounder for cfg, which has passed Validate (New reads it and keeps no
@@ -57,6 +58,7 @@ func New(cfg *Config, tel Telemetry) (*Bounder, error) {
 		dropUnknown: cfg.UnknownMetrics == UnknownMetricsDrop,
 		st:          newState(cfg.CardinalityLimit, cfg.SeriesIdleTimeout),
 		bd:          newAttrBounder(reg),
+		ids:         instances{on: cfg.InstancePerProcess},
 	}
 	p.b.entries = map[entryKey]*entry{}
 	for r := dropReason(1); r < numDropReasons; r++ {
@@ -182,6 +184,7 @@ func (p *Bounder) Process(ctx context.Context, md pmetric.Metrics) (pmetric.Metr
 	rms := md.ResourceMetrics()
 	for i := 0; i < rms.Len(); i++ {
 		rm := rms.At(i)
+		p.ids.perProcess(rm.Resource()) // before the resource's key: its attributes are final
 		var res *resourceState
 		sms := rm.ScopeMetrics()
 		for j := 0; j < sms.Len(); j++ {

@@ -41,6 +41,10 @@ type Config struct {
 	// this long is forgotten: its admission slot is freed and its cumulative state dropped.
 	SeriesIdleTimeout time.Duration `mapstructure:"series_idle_timeout"`
 
+	// InstancePerProcess: a resource with a process.pid gets a service.instance.id of its
+	// own process, <id>-pid<pid> (instance.go), so two processes never share job and instance.
+	InstancePerProcess bool `mapstructure:"instance_per_process"`
+
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
@@ -57,6 +61,8 @@ func DefaultConfig() Config {
 		CardinalityLimit:  schema.DefaultCardinalityLimit,
 		UnknownMetrics:    UnknownMetricsPass,
 		SeriesIdleTimeout: defaultSeriesIdleTimeout,
+
+		InstancePerProcess: true, // an instance id per process (instance.go)
 	}
 }
 

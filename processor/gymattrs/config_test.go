@@ -36,6 +36,7 @@ func TestDefaultConfig(t *testing.T) {
 	assert.Empty(t, cfg.IgnoredHealthChecks)
 	assert.Equal(t, "pass", cfg.UnknownMetrics)
 	assert.Equal(t, 10*time.Minute, cfg.SeriesIdleTimeout)
+	assert.True(t, cfg.InstancePerProcess, "an instance id per process")
 }
 
 func TestCustomConfig(t *testing.T) {
@@ -47,6 +48,7 @@ func TestCustomConfig(t *testing.T) {
 	assert.Equal(t, []string{"agent_turn_hollow"}, cfg.IgnoredHealthChecks)
 	assert.Equal(t, "drop", cfg.UnknownMetrics)
 	assert.Equal(t, 30*time.Minute, cfg.SeriesIdleTimeout)
+	assert.False(t, cfg.InstancePerProcess)
 }
 
 // Each bad configuration is refused with a message that names the key.
@@ -58,6 +60,7 @@ func TestInvalidConfig(t *testing.T) {
 		"bad_unknown": "unknown_metrics",
 		"bad_idle":    "series_idle_timeout",
 		"unknown_key": "cardinality_limt",
+		"bad_pid":     "instance_per_process",
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := loadConfig(t, name)
