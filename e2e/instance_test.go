@@ -22,6 +22,9 @@ import (
 // <run>-rank0-pid<pid>: without it, their series got the same labels and one overwrote the
 // other (a scrape showed one worker's total, the other's rollouts were lost).
 
+// idsAsSent is an override of the default configuration that keeps Gym's ids as sent.
+const idsAsSent = "processors:\n  gymattrs:\n    instance_per_process: false\n"
+
 // runWorkers runs two real Python processes at once, each a Gym worker posting OTLP/HTTP JSON
 // to url (testdata/gym_worker_otlp.py) with the cumulative totals given, and returns their
 // pids in the same order.
@@ -102,7 +105,7 @@ func TestInstancePerProcessScrape(t *testing.T) {
 	})
 	t.Run("off", func(t *testing.T) {
 		t.Parallel()
-		_, ports := startDefaultCollector(t, "processors:\n  gymattrs:\n    instance_per_process: false\n")
+		_, ports := startDefaultCollector(t, idsAsSent)
 		prom := startPrometheus(t, fmt.Sprintf("127.0.0.1:%d", ports.Prometheus))
 		const run = "e2e-pid-off"
 		runWorkers(t, fmt.Sprintf("http://127.0.0.1:%d/v1/metrics", ports.OTLPHTTP), run, 5, 7)
