@@ -130,7 +130,7 @@ func TestInstancePerProcessUntouched(t *testing.T) {
 }
 
 // A process's resource is the same in every batch: one resource state, one series whose
-// cumulative stream goes on (its start time kept).
+// cumulative stream goes on (its start time kept); and after a restart of the collector.
 func TestInstancePerProcessStableAcrossBatches(t *testing.T) {
 	tp := newTestProcessor(t, nil)
 	for i, v := range []int64{5, 9, 12} {
@@ -143,6 +143,12 @@ func TestInstancePerProcessStableAcrossBatches(t *testing.T) {
 	}
 	assert.Len(t, tp.st.resources, 1)
 	assert.Len(t, tp.ids.ids, 1)
+
+	// A restarted collector (a new engine, nothing remembered) gives the process the same id.
+	restarted := newTestProcessor(t, nil)
+	out := restarted.run(t, newBatch().
+		resource(worker(101)).counter(completed, "1", pt{a: sc("math"), start: 1, t: 240, i: 13}).md)
+	assert.Equal(t, []string{"r1-rank0-pid101"}, resourceIDs(out))
 }
 
 // The process stats carry process.pid per point, another process's: the resource's pid
