@@ -69,11 +69,10 @@ func (in *instances) perProcess(res pcommon.Resource) {
 		return
 	}
 	k := instanceKey{pid: pid}
-	if v, ok := attrs.Get(attrServiceInstanceID); ok && v.Type() == pcommon.ValueTypeStr {
-		k.id = v.Str()
+	if v, ok := attrs.Get(attrServiceInstanceID); ok {
+		k.id = v.AsString() // another type than a string: its text, as the exporters write it
 	} else {
-		// No id (or not a string, which the exporters would not read as one): the host
-		// and the pid name the process.
+		// No id: the host and the pid name the process.
 		k.noID = true
 		if h, ok := attrs.Get(attrHostName); ok {
 			k.host = h.AsString()
@@ -87,7 +86,7 @@ func (in *instances) perProcess(res pcommon.Resource) {
 		}
 		in.ids[k] = id
 	}
-	if k.noID || id != k.id {
+	if v, _ := attrs.Get(attrServiceInstanceID); k.noID || v.Type() != pcommon.ValueTypeStr || id != k.id {
 		attrs.PutStr(attrServiceInstanceID, id)
 	}
 }

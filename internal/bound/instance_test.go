@@ -99,6 +99,7 @@ func TestInstancePerProcessIdempotent(t *testing.T) {
 		"no id":          {noID, "node7-pid77"},
 		"no id nor host": {noHost, "pid78"},
 		"string pid":     {worker("4242"), "r1-rank0-pid4242"},
+		"int id":         {withAttr(worker(4242), attrServiceInstanceID, 7), "7-pid4242"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			agent, gateway := newTestProcessor(t, nil), newTestProcessor(t, nil)
@@ -191,4 +192,14 @@ func TestInstancePerProcessAllocsAndBound(t *testing.T) {
 		v, _ := r.Attributes().Get(attrServiceInstanceID)
 		require.Equal(t, fmt.Sprintf("r1-rank0-pid%d", pid+1), v.Str())
 	}
+}
+
+// withAttr returns a copy of a with k set to v.
+func withAttr(a attrs, k string, v any) attrs {
+	b := attrs{}
+	for kk, vv := range a {
+		b[kk] = vv
+	}
+	b[k] = v
+	return b
 }
