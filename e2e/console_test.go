@@ -194,7 +194,7 @@ func TestConsoleTelemetry(t *testing.T) {
 	appendFile(t, log, strings.Join(lines[cut:], ""))
 	waitVector(t, prom, failed, map[string]float64{`{nemo_gym_failure_kind="unregistered"}`: 3})
 	waitVector(t, prom, `sum by (job, instance) (gym_rollout_completed_total{nemo_run_id="run-7f3a"})`,
-		map[string]float64{`{instance="run-7f3a-rank0",job="nemo-gym/math_with_judge"}`: 5})
+		map[string]float64{`{instance="run-7f3a-rank0-pid4242",job="nemo-gym/math_with_judge"}`: 5}) // one instance per process (gymattrs)
 	waitVector(t, prom, `gym_event_loop_lag_ms_count{nemo_gym_event_loop="main"}`, nil)
 	got, err := promQuery(prom, `gym_event_loop_lag_ms_count{nemo_gym_event_loop="main"}`)
 	require.NoError(t, err)

@@ -243,7 +243,8 @@ func promSamples(base, selector string) (map[string][]float64, error) {
 func TestProcessRestartInOneCollectionPrometheus(t *testing.T) {
 	t.Parallel()
 	prometheusBinary(t)
-	col, ports := startDefaultCollector(t, "receivers:\n  gym:\n    collection_interval: 4s\n")
+	// Gym's ids as sent: with instance_per_process (the default) a new pid is a new instance.
+	col, ports := startDefaultCollector(t, "receivers:\n  gym:\n    collection_interval: 4s\n", idsAsSent)
 	prom := startPrometheus(t, fmt.Sprintf("127.0.0.1:%d", ports.Prometheus))
 	post := func(body string) {
 		status, ans := col.postEvents(t, body)

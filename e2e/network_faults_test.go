@@ -420,7 +420,7 @@ func (a *faultAgent) waitExact(t *testing.T, prom, what string, sdkPeriodic bool
 	}
 	got := waitTotalsWithin(t, prom, a.name+": "+what, a.procs, tick, a.settle)
 	for _, g := range a.procs {
-		assert.Zero(t, got[g.instance].resets, "%s: %s: counter resets", what, g.instance)
+		assert.Zero(t, got[g.promInstance()].resets, "%s: %s: counter resets", what, g.instance)
 	}
 	return time.Since(start)
 }

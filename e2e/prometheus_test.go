@@ -254,10 +254,11 @@ func TestPrometheus(t *testing.T) {
 			},
 		},
 		{
+			// One instance per process: Gym's id and the resource's process.pid (gymattrs).
 			`sum by (instance) (gym_event_loop_lag_ms_count)`,
 			map[string]float64{
-				`{instance="e2e-prom-driver-0"}`:   6,
-				`{instance="e2e-prom-code_gen-0"}`: 2,
+				`{instance="e2e-prom-driver-0-pid4242"}`:   6,
+				`{instance="e2e-prom-code_gen-0-pid4243"}`: 2,
 			},
 		},
 	}

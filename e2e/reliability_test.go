@@ -370,7 +370,8 @@ func TestGymRestartOTLP(t *testing.T) {
 func TestGymRestartPrometheus(t *testing.T) {
 	t.Parallel()
 	prometheusBinary(t)
-	col, ports := startDefaultCollector(t)
+	// Gym's ids as sent: with instance_per_process (the default) a new pid is a new instance.
+	col, ports := startDefaultCollector(t, idsAsSent)
 	prom := startPrometheus(t, fmt.Sprintf("127.0.0.1:%d", ports.Prometheus))
 	post := func(body string) {
 		status, ans := col.postEvents(t, body)

@@ -395,7 +395,7 @@ func (s *soak) eventFile(stop <-chan struct{}, i int) {
 		s.fileSent.Add(int64(n))
 		return true
 	}
-	held := fmt.Sprintf(`gym_rollout_completed_total{instance=%q}`, g.instance)
+	held := fmt.Sprintf(`gym_rollout_completed_total{instance=%q}`, g.promInstance())
 	var rotated []string
 	rotateAt := time.Now().Add(time.Duration(10+13*i) * time.Second)
 	for k := 0; ; {

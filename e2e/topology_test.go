@@ -206,6 +206,15 @@ func (g *gymProcess) runID() string {
 	return g.run
 }
 
+// promInstance is the process's instance in Prometheus: gymattrs' instance_per_process (on in
+// the agents) adds the pid its resource line names.
+func (g *gymProcess) promInstance() string {
+	if g.pid > 0 {
+		return fmt.Sprintf("%s-pid%d", g.instance, g.pid)
+	}
+	return g.instance
+}
+
 func (g *gymProcess) resourceLine() string {
 	pid := ""
 	if g.pid > 0 {
@@ -391,8 +400,8 @@ func waitTotalsWithin(t *testing.T, prom, what string, procs []*gymProcess, tick
 		}
 		mismatch = mismatch[:0]
 		for _, g := range procs {
-			if got[g.instance].total != float64(g.sent) {
-				mismatch = append(mismatch, fmt.Sprintf("%s: %v, sent %d", g.instance, got[g.instance].total, g.sent))
+			if got[g.promInstance()].total != float64(g.sent) {
+				mismatch = append(mismatch, fmt.Sprintf("%s: %v, sent %d", g.promInstance(), got[g.promInstance()].total, g.sent))
 			}
 		}
 		if len(got) != len(procs) {
@@ -532,7 +541,7 @@ func TestTopology(t *testing.T) {
 	}
 	got := waitTotals(t, prom, "after the outage and agent 1's restart", procs)
 	for _, g := range procs {
-		assert.Zero(t, got[g.instance].resets, "%s: counter resets", g.instance)
+		assert.Zero(t, got[g.promInstance()].resets, "%s: counter resets", g.instance)
 	}
 	// And each agent named its node (resource/node), a label of every series.
 	nodes, err := promQuery(prom, `count by (host_name) (gym_rollout_completed_total{nemo_run_id="e2e-topology"})`)

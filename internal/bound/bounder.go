@@ -44,6 +44,7 @@ type Bounder struct {
 	bd  *attrBounder
 	gen uint64
 	b   batch
+	ids instances // instance_per_process (instance.go)
 }
 
 // New returns a Bounder for cfg, which has passed Validate (New reads it and keeps no
@@ -67,6 +68,7 @@ func New(cfg *Config, tel Telemetry) (*Bounder, error) {
 		st:          newState(cfg.CardinalityLimit, cfg.SeriesIdleTimeout),
 		bd:          newAttrBounder(reg),
 		unk:         newUnknowns(cfg),
+		ids:         instances{on: cfg.InstancePerProcess},
 	}
 	p.unk.bounds.init()
 	p.b.entries = map[entryKey]*entry{}
@@ -195,6 +197,7 @@ func (p *Bounder) Process(ctx context.Context, md pmetric.Metrics) (pmetric.Metr
 	rms := md.ResourceMetrics()
 	for i := 0; i < rms.Len(); i++ {
 		cur := cursor{rm: rms.At(i)}
+		p.ids.perProcess(cur.rm.Resource()) // before the resource's key: its attributes are final
 		sms := cur.rm.ScopeMetrics()
 		for j := 0; j < sms.Len(); j++ {
 			cur.sm, cur.scope = sms.At(j), 0

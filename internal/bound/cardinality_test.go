@@ -284,7 +284,7 @@ func TestUnknownMetrics(t *testing.T) {
 			resource(gymResource("a")).
 			counter(completed, "1", pt{a: sc("math"), t: 1, i: 1}).
 			gauge("system.cpu.utilization", "1", pt{a: attrs{"cpu": "0", "free": "text"}, t: 1, f: 0.5, double: true}).
-			resource(gymResource("b")).
+			resource(gymResource("b-pid4242")). // its id already names its process: kept
 			gauge("http.server.request.body.size", "By", pt{a: attrs{"url.full": "/x?y"}, t: 1, i: 3}).md
 	}
 	t.Run("pass", func(t *testing.T) {

@@ -48,6 +48,10 @@ type Config struct {
 	// (genai.go; docs/gym.md, "GenAI conventions"). Off by default.
 	GenAIConventions bool `mapstructure:"genai_conventions"`
 
+	// InstancePerProcess: a resource with a process.pid gets a service.instance.id of its
+	// own process, <id>-pid<pid> (instance.go), so two processes never share job and instance.
+	InstancePerProcess bool `mapstructure:"instance_per_process"`
+
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
@@ -64,6 +68,8 @@ func DefaultConfig() Config {
 		CardinalityLimit:  schema.DefaultCardinalityLimit,
 		UnknownMetrics:    UnknownMetricsBound,
 		SeriesIdleTimeout: defaultSeriesIdleTimeout,
+
+		InstancePerProcess: true, // an instance id per process (instance.go)
 	}
 }
 

@@ -344,7 +344,7 @@ func TestMergeNoRecordedValue(t *testing.T) {
 // Points merged away leave carriers in place; the batch keeps its shape otherwise.
 func TestMergeKeepsUntouchedBatchesIntact(t *testing.T) {
 	tp := newTestProcessor(t, nil)
-	in := newBatch().resource(gymResource("a")).
+	in := newBatch().resource(gymResource("a-pid4242")).
 		counter(completed, "1", pt{a: attrs{outcome: "scored", dispatch: "math"}, start: 1, t: 60, i: 5}).
 		gauge("system.cpu.utilization", "1", pt{a: attrs{"cpu": "0"}, t: 60, f: 0.5, double: true}).md
 	want := pmetric.NewMetrics()

@@ -49,13 +49,13 @@ func TestStateFullDropsNewCumulativeStreams(t *testing.T) {
 func TestStateFoldedKeysBound(t *testing.T) {
 	lowerBounds(t, 1, 1<<16, 1<<20)
 	tp := newTestProcessor(t, limit(2))
-	out := tp.run(t, newBatch().resource(gymResource("a")).gauge("gym.event_loop.tasks", "{task}",
+	out := tp.run(t, newBatch().resource(gymResource("a-pid4242")).gauge("gym.event_loop.tasks", "{task}",
 		pt{a: attrs{"nemo.gym.event_loop": "main"}, t: 1, i: 1},
 		pt{a: attrs{"nemo.gym.event_loop": "w1"}, t: 1, i: 2},
 		pt{a: attrs{"nemo.gym.event_loop": "w2"}, t: 2, i: 3},
 	).md)
 	assert.EqualValues(t, 3, byAttrs(points(out, "gym.event_loop.tasks"))[overflowKey].Int)
-	r := tp.st.resources[string(tp.resourceKey(resourceMap(gymResource("a"))))]
+	r := tp.st.resources[string(tp.resourceKey(resourceMap(gymResource("a-pid4242"))))]
 	require.NotNil(t, r)
 	assert.EqualValues(t, 1+1+1, tp.counter(t, "state_entries"), "main, the overflow series, one folded key")
 }

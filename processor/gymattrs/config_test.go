@@ -37,6 +37,7 @@ func TestDefaultConfig(t *testing.T) {
 	assert.Equal(t, "bound", cfg.UnknownMetrics, "nothing unbounded by default")
 	assert.Equal(t, 10*time.Minute, cfg.SeriesIdleTimeout)
 	assert.False(t, cfg.GenAIConventions, "the GenAI conventions are opt in")
+	assert.True(t, cfg.InstancePerProcess, "an instance id per process")
 }
 
 // unknown_metrics: pass stays available, an explicit choice.
@@ -59,6 +60,7 @@ func TestCustomConfig(t *testing.T) {
 	assert.Equal(t, "drop", cfg.UnknownMetrics)
 	assert.Equal(t, 30*time.Minute, cfg.SeriesIdleTimeout)
 	assert.True(t, cfg.GenAIConventions)
+	assert.False(t, cfg.InstancePerProcess)
 }
 
 // Each bad configuration is refused with a message that names the key.
@@ -71,6 +73,7 @@ func TestInvalidConfig(t *testing.T) {
 		"bad_idle":    "series_idle_timeout",
 		"bad_genai":   "genai_conventions",
 		"unknown_key": "cardinality_limt",
+		"bad_pid":     "instance_per_process",
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := loadConfig(t, name)
