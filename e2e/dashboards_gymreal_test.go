@@ -8,6 +8,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
 // The instruments NeMo Gym's own code records with the OpenTelemetry SDK only, fed to the
@@ -26,9 +28,6 @@ const dashRealGPU0, dashRealGPU1 = "GPU-3f1c2a9b-0d4e-4c7a-9b1e-5a6f7c8d9e0f", "
 // dashRealStart is the start of every cumulative stream of the feed: one per process, as the
 // SDK keeps it.
 var dashRealStart = pcommon.NewTimestampFromTime(time.Now().Add(-time.Minute))
-
-// sdkDefaultBounds are the SDK's default histogram boundaries, which Gym's older instruments keep.
-var sdkDefaultBounds = []float64{0, 5, 10, 25, 50, 75, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000}
 
 // dashRealOTLP is the export of stage k (1..3): cumulative totals and gauges grow with k.
 func dashRealOTLP(k int) pmetric.Metrics {
@@ -86,11 +85,11 @@ func dashRealOTLP(k int) pmetric.Metrics {
 		dp.SetStartTimestamp(dashRealStart)
 		dp.SetTimestamp(now)
 		_ = dp.Attributes().FromRaw(attrs)
-		dp.ExplicitBounds().FromRaw(sdkDefaultBounds)
-		buckets := make([]uint64, len(sdkDefaultBounds)+1)
+		dp.ExplicitBounds().FromRaw(schema.BucketsSdkDefault)
+		buckets := make([]uint64, len(schema.BucketsSdkDefault)+1)
 		var sum float64
 		for _, o := range obs {
-			buckets[sort.SearchFloat64s(sdkDefaultBounds, o)] += uint64(n) // (bound[i-1], bound[i]]
+			buckets[sort.SearchFloat64s(schema.BucketsSdkDefault, o)] += uint64(n) // (bound[i-1], bound[i]]
 			sum += o * float64(n)
 		}
 		dp.BucketCounts().FromRaw(buckets)

@@ -105,7 +105,6 @@ var gymattrsCounters = []string{
 // one the instrument declares. The table of all instruments is logged; the test fails for each
 // one the schema does not bound exactly.
 func TestGymRealSchema(t *testing.T) {
-	skipIfGymRealPending(t)
 	t.Parallel()
 	metrics := gymRealMetrics(loadGymReal(t))
 	sink := newCtlSink(t)

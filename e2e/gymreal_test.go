@@ -30,17 +30,6 @@ import (
 // requests Gym's modules sent with the real OpenTelemetry Python SDK (testdata/gym-real/README.md
 // says what ran), replayed in order of capture to the default configuration's otlp receiver.
 
-// gymRealPendingEnv skips TestGymReal* while the schema does not yet bound every instrument
-// Gym's code creates (the test states the full contract; the lead runs it after merging).
-const gymRealPendingEnv = "GYM_REAL_PENDING"
-
-func skipIfGymRealPending(t *testing.T) {
-	t.Helper()
-	if os.Getenv(gymRealPendingEnv) == "1" {
-		t.Skip(gymRealPendingEnv + "=1: the schema does not yet bound every instrument of NeMo Gym's own code")
-	}
-}
-
 // gymRealBody is one captured OTLP/HTTP request: its body as sent (the SDK's gzip) and decoded.
 type gymRealBody struct {
 	name    string // NNN-<process>-<signal>.pb.gz
@@ -203,7 +192,6 @@ service:
 // failure read as scored and failed; token capture's `other` points (Gym's own overflow past
 // 512 attribute sets) are kept. TestGymRealSchema checks each instrument's schema rule.
 func TestGymReal(t *testing.T) {
-	skipIfGymRealPending(t)
 	t.Parallel()
 	bodies := loadGymReal(t)
 	sink := newCtlSink(t)

@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
 // Instruments the schema does not know, through the real binary with gymattrs' defaults
@@ -25,9 +27,6 @@ const (
 	unknownInstrument = "gym.agent.tool_calls_total" // not in the schema
 	unknownWorkers    = 2600
 )
-
-// sdkDefaultBounds are the OpenTelemetry SDKs' default explicit buckets (ending at 10 s).
-var sdkDefaultBounds = []float64{0, 5, 10, 25, 50, 75, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000}
 
 // unknownBatch is export round of a process whose SDK has an unknown counter over
 // unknownWorkers attribute sets (each with a long free-text note) and nemo-lens'
@@ -63,9 +62,9 @@ func unknownBatch(round int, start, now pcommon.Timestamp) pmetric.Metrics {
 	dp := hist.DataPoints().AppendEmpty()
 	dp.SetStartTimestamp(start)
 	dp.SetTimestamp(now)
-	dp.ExplicitBounds().FromRaw(sdkDefaultBounds)
-	counts := make([]uint64, len(sdkDefaultBounds)+1)
-	counts[len(sdkDefaultBounds)] = uint64(round) // past 10 s: +Inf
+	dp.ExplicitBounds().FromRaw(schema.BucketsSdkDefault)
+	counts := make([]uint64, len(schema.BucketsSdkDefault)+1)
+	counts[len(schema.BucketsSdkDefault)] = uint64(round) // past 10 s: +Inf
 	dp.BucketCounts().FromRaw(counts)
 	dp.SetCount(uint64(round))
 	dp.SetSum(30000 * float64(round))
@@ -128,7 +127,7 @@ func TestGymattrsUnknownInstrumentBounded(t *testing.T) {
 			}
 		}
 		if assert.Len(t, durations, 1, "round %d", round) {
-			assert.Equal(t, sdkDefaultBounds, durations[0].ExplicitBounds().AsRaw(), "kept as sent: a collector cannot re-bucket")
+			assert.Equal(t, schema.BucketsSdkDefault, durations[0].ExplicitBounds().AsRaw(), "kept as sent: a collector cannot re-bucket")
 			assert.Equal(t, uint64(round), durations[0].Count())
 		}
 	}

@@ -518,6 +518,8 @@ func TestDecodeRejected(t *testing.T) {
 		{"bad verdict", `{"event":"rollout.health","verdict":"sick","outcome":"scored"}`, ReasonInvalidValue, `field "verdict": "sick" is not one of healthy, unhealthy, unobserved`},
 		{"missing verdict", `{"event":"rollout.health","outcome":"scored"}`, ReasonMissingField, `missing required field "verdict"`},
 		{"bad queue_constraint", `{"event":"http.pool.queue","queue_constraint":"all","queue_outcome":"ok","server_name":"s","duration_ms":1}`, ReasonInvalidValue, `field "queue_constraint": "all" is not one of total, per_host, unknown`},
+		// none is what Gym's older code writes by OTLP (an otlp_value): no events-v1 value.
+		{"otlp-only queue_constraint", `{"event":"http.pool.queue","queue_constraint":"none","queue_outcome":"ok","server_name":"s","duration_ms":1}`, ReasonInvalidValue, `field "queue_constraint": "none" is not one of total, per_host, unknown`},
 		{"bad queue_outcome", `{"event":"http.pool.queue","queue_constraint":"total","queue_outcome":"failed","server_name":"s","duration_ms":1}`, ReasonInvalidValue, `field "queue_outcome": "failed" is not one of ok, abandoned`},
 		{"bad connect outcome", `{"event":"http.pool.connect","outcome":"scored","server_name":"s","duration_ms":1}`, ReasonInvalidValue, `field "outcome": "scored" is not one of ok, failed`},
 		{"bad generation", `{"event":"gc.pause","generation":3,"duration_ms":1}`, ReasonInvalidValue, `field "generation": 3 is not one of 0, 1, 2`},

@@ -72,6 +72,10 @@ func init() {
 		for _, v := range a.Values {
 			r.values = append(r.values, bytesOf(v))
 		}
+		// After Values: the rules that read values by position (reward range, phase) have none.
+		for _, v := range a.OTLPValues {
+			r.values = append(r.values, bytesOf(v))
+		}
 		for _, al := range a.Aliases {
 			r.aliases = append(r.aliases, alias{from: bytesOf(al.From), to: bytesOf(al.To)})
 		}

@@ -166,6 +166,11 @@ func TestString(t *testing.T) {
 		{schema.AttrNemoGymHealthVerdict, "sick", nilOut, false},
 		{schema.AttrNemoGymHttpConnectionPoolQueueConstraint, "per_host", "per_host", true},
 		{schema.AttrNemoGymHttpConnectionPoolQueueConstraint, "other", nilOut, false},
+		// Gym's older connection-pool code, by OTLP: its otlp_values are kept
+		{schema.AttrNemoGymHttpConnectionPoolQueueConstraint, "none", "none", true},
+		{schema.AttrNemoGymHttpConnectionPoolQueueConstraint, "mixed", "mixed", true},
+		{schema.AttrNemoGymHttpConnectionPoolAttemptOutcome, "timeout", "timeout", true},
+		{schema.AttrNemoGymHttpConnectionPoolAttemptOutcome, "abandoned", "other", true},
 		{schema.AttrNemoGymHttpConnectionPoolQueueOutcome, "abandoned", "abandoned", true},
 		{schema.AttrNemoGymHttpConnectionPoolConnectOutcome, "failed", "failed", true},
 		{schema.AttrNemoGymHttpConnectionPoolConnectOutcome, "abandoned", nilOut, false},

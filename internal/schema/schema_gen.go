@@ -59,6 +59,7 @@ const (
 	AttrNemoGymServerWorker
 	AttrNemoGymHttpConnectionPoolQueueConstraint
 	AttrNemoGymHttpConnectionPoolQueueOutcome
+	AttrNemoGymHttpConnectionPoolAttemptOutcome
 	AttrNemoGymHttpConnectionPoolConnectOutcome
 	AttrNemoGymHttpDestinationServerName
 	AttrNemoGymEventLoop
@@ -125,8 +126,9 @@ var Attributes = [NumAttributes]Attribute{
 	AttrNemoGymServerName:                        {Key: "nemo.gym.server.name", Type: AttrString, Rule: RuleString, Description: "The name of the server that starts.", MaxBytes: 256},
 	AttrNemoGymServerType:                        {Key: "nemo.gym.server.type", Type: AttrString, Rule: RuleFallbackEnum, Description: "The type of the server that starts.", Values: []string{"resources_servers", "responses_api_agents", "responses_api_models", "environment_servers", "orchestrator"}, Fallback: "other"},
 	AttrNemoGymServerWorker:                      {Key: "nemo.gym.server.worker", Type: AttrBool, Rule: RuleBool, Description: "Whether the stage ran in a worker process."},
-	AttrNemoGymHttpConnectionPoolQueueConstraint: {Key: "nemo.gym.http.connection_pool.queue_constraint", Type: AttrString, Rule: RuleEnum, Description: "The pool limit a request queued behind.", Values: []string{"total", "per_host", "unknown"}},
+	AttrNemoGymHttpConnectionPoolQueueConstraint: {Key: "nemo.gym.http.connection_pool.queue_constraint", Type: AttrString, Rule: RuleEnum, Description: "The pool limit a request queued behind; from Gym's older connection-pool code (by OTLP), which records every attempt, also none (it never queued) and mixed (both limits).", Values: []string{"total", "per_host", "unknown"}, OTLPValues: []string{"none", "mixed"}},
 	AttrNemoGymHttpConnectionPoolQueueOutcome:    {Key: "nemo.gym.http.connection_pool.queue_outcome", Type: AttrString, Rule: RuleEnum, Description: "Whether the queued request got a connection.", Values: []string{"ok", "abandoned"}},
+	AttrNemoGymHttpConnectionPoolAttemptOutcome:  {Key: "nemo.gym.http.connection_pool.attempt_outcome", Type: AttrString, Rule: RuleFallbackEnum, Description: "How a request attempt ended, as Gym's older connection-pool code names it (in place of queue_outcome).", Values: []string{"ok", "cancelled", "timeout", "error"}, Fallback: "other"},
 	AttrNemoGymHttpConnectionPoolConnectOutcome:  {Key: "nemo.gym.http.connection_pool.connect_outcome", Type: AttrString, Rule: RuleEnum, Description: "Whether the connection attempt succeeded.", Values: []string{"ok", "failed"}},
 	AttrNemoGymHttpDestinationServerName:         {Key: "nemo.gym.http.destination.server.name", Type: AttrString, Rule: RuleString, Description: "The Gym server the connection goes to.", MaxBytes: 256},
 	AttrNemoGymEventLoop:                         {Key: "nemo.gym.event_loop", Type: AttrString, Rule: RuleString, Description: "The event loop measured.", MaxBytes: 256},
@@ -386,6 +388,7 @@ var Instruments = [NumInstruments]Instrument{
 			{ID: AttrNemoGymHttpConnectionPoolQueueConstraint},
 			{ID: AttrNemoGymHttpConnectionPoolQueueOutcome},
 			{ID: AttrNemoGymHttpDestinationServerName},
+			{ID: AttrNemoGymHttpConnectionPoolAttemptOutcome, Optional: true, When: "Gym's older connection-pool code sends it (OTLP)"},
 		},
 	},
 	GymHttpConnectionPoolConnectDurationMs: {

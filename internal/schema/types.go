@@ -80,6 +80,7 @@ type Attribute struct {
 	MaxBytes    int      // cap for string values (0: none)
 	Min, Max    int64    // RuleStatusCode, RuleIntRange
 	Aliases     []Alias  // values an older sender writes, read as one of Values (sorted by From)
+	OTLPValues  []string // values only Gym's own code writes, by OTLP: kept, but no events-v1 value
 }
 
 // Alias is a value an older sender writes for an enumerated attribute (From), and the value of

@@ -123,6 +123,9 @@ func allowed(a *Attribute) string {
 	case "string":
 		parts = append(parts, fmt.Sprintf("non-empty, cut at %d bytes on a rune boundary", a.MaxBytes))
 	}
+	if len(a.OTLPValues) > 0 {
+		parts[0] += "; also, by OTLP only (Gym's own code; never in an events-v1 line): " + strings.Join(a.OTLPValues, ", ")
+	}
 	if len(a.Aliases) > 0 {
 		var al []string
 		for _, p := range a.AliasPairs() {

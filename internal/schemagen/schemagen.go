@@ -55,6 +55,9 @@ type Attribute struct {
 	Description string   `yaml:"description"`
 	// Aliases: value an older sender writes -> the value it is read as (enum, fallback_enum).
 	Aliases map[string]string `yaml:"aliases"`
+	// OTLPValues: values only Gym's own code writes, by OTLP (enum, fallback_enum): kept by
+	// gymattrs, never part of events-v1 (whose lines name only Values).
+	OTLPValues []string `yaml:"otlp_values"`
 }
 
 // AliasPairs returns the attribute's aliases sorted by the value an older sender writes.
@@ -183,6 +186,9 @@ func Parse(data []byte) (*Schema, error) {
 		if err := checkAliases(&a); err != nil {
 			return err
 		}
+		if err := checkOTLPValues(&a); err != nil {
+			return err
+		}
 		s.attrIndex[k] = len(s.Attrs)
 		s.Attrs = append(s.Attrs, a)
 		return nil
@@ -306,6 +312,23 @@ func checkAliases(a *Attribute) error {
 		}
 		if !slices.Contains(a.Values, p[1]) {
 			return fmt.Errorf("attribute %s: alias %q reads as %q, not one of its values", a.Key, p[0], p[1])
+		}
+	}
+	return nil
+}
+
+// checkOTLPValues holds OTLP-only values to enumerations, apart from the attribute's values and
+// aliases.
+func checkOTLPValues(a *Attribute) error {
+	if len(a.OTLPValues) == 0 {
+		return nil
+	}
+	if a.Rule != "enum" && a.Rule != "fallback_enum" {
+		return fmt.Errorf("attribute %s: otlp_values are for enum and fallback_enum, not %s", a.Key, a.Rule)
+	}
+	for _, v := range a.OTLPValues {
+		if _, alias := a.Aliases[v]; alias || slices.Contains(a.Values, v) {
+			return fmt.Errorf("attribute %s: otlp_values %q is one of its values or aliases", a.Key, v)
 		}
 	}
 	return nil
@@ -442,6 +465,9 @@ func (s *Schema) Go() ([]byte, error) {
 		}
 		if a.Rule == "status_code" || a.Rule == "int_range" {
 			p(", Min: %d, Max: %d", a.Min, a.Max)
+		}
+		if a.OTLPValues != nil {
+			p(", OTLPValues: []string{%s}", quoted(a.OTLPValues))
 		}
 		if len(a.Aliases) > 0 {
 			p(", Aliases: []Alias{")

@@ -150,10 +150,12 @@ ATTR_NEMO_GYM_SERVER_NAME = Attribute("nemo.gym.server.name", "string", "string"
 ATTR_NEMO_GYM_SERVER_TYPE = Attribute("nemo.gym.server.type", "string", "fallback_enum", values=("resources_servers", "responses_api_agents", "responses_api_models", "environment_servers", "orchestrator"), fallback="other")
 # Whether the stage ran in a worker process.
 ATTR_NEMO_GYM_SERVER_WORKER = Attribute("nemo.gym.server.worker", "bool", "bool")
-# The pool limit a request queued behind.
+# The pool limit a request queued behind; from Gym's older connection-pool code (by OTLP), which records every attempt, also none (it never queued) and mixed (both limits).
 ATTR_NEMO_GYM_HTTP_CONNECTION_POOL_QUEUE_CONSTRAINT = Attribute("nemo.gym.http.connection_pool.queue_constraint", "string", "enum", values=("total", "per_host", "unknown"))
 # Whether the queued request got a connection.
 ATTR_NEMO_GYM_HTTP_CONNECTION_POOL_QUEUE_OUTCOME = Attribute("nemo.gym.http.connection_pool.queue_outcome", "string", "enum", values=("ok", "abandoned"))
+# How a request attempt ended, as Gym's older connection-pool code names it (in place of queue_outcome).
+ATTR_NEMO_GYM_HTTP_CONNECTION_POOL_ATTEMPT_OUTCOME = Attribute("nemo.gym.http.connection_pool.attempt_outcome", "string", "fallback_enum", values=("ok", "cancelled", "timeout", "error"), fallback="other")
 # Whether the connection attempt succeeded.
 ATTR_NEMO_GYM_HTTP_CONNECTION_POOL_CONNECT_OUTCOME = Attribute("nemo.gym.http.connection_pool.connect_outcome", "string", "enum", values=("ok", "failed"))
 # The Gym server the connection goes to.
@@ -404,6 +406,7 @@ GYM_HTTP_CONNECTION_POOL_QUEUE_DURATION_MS = Instrument(
         InstrumentAttribute(ATTR_NEMO_GYM_HTTP_CONNECTION_POOL_QUEUE_CONSTRAINT.key),
         InstrumentAttribute(ATTR_NEMO_GYM_HTTP_CONNECTION_POOL_QUEUE_OUTCOME.key),
         InstrumentAttribute(ATTR_NEMO_GYM_HTTP_DESTINATION_SERVER_NAME.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_HTTP_CONNECTION_POOL_ATTEMPT_OUTCOME.key, optional=True),
     ),
 )
 # Time to open one pooled connection.
@@ -1497,6 +1500,7 @@ ATTRIBUTES: dict[str, Attribute] = {
     ATTR_NEMO_GYM_SERVER_WORKER.key: ATTR_NEMO_GYM_SERVER_WORKER,
     ATTR_NEMO_GYM_HTTP_CONNECTION_POOL_QUEUE_CONSTRAINT.key: ATTR_NEMO_GYM_HTTP_CONNECTION_POOL_QUEUE_CONSTRAINT,
     ATTR_NEMO_GYM_HTTP_CONNECTION_POOL_QUEUE_OUTCOME.key: ATTR_NEMO_GYM_HTTP_CONNECTION_POOL_QUEUE_OUTCOME,
+    ATTR_NEMO_GYM_HTTP_CONNECTION_POOL_ATTEMPT_OUTCOME.key: ATTR_NEMO_GYM_HTTP_CONNECTION_POOL_ATTEMPT_OUTCOME,
     ATTR_NEMO_GYM_HTTP_CONNECTION_POOL_CONNECT_OUTCOME.key: ATTR_NEMO_GYM_HTTP_CONNECTION_POOL_CONNECT_OUTCOME,
     ATTR_NEMO_GYM_HTTP_DESTINATION_SERVER_NAME.key: ATTR_NEMO_GYM_HTTP_DESTINATION_SERVER_NAME,
     ATTR_NEMO_GYM_EVENT_LOOP.key: ATTR_NEMO_GYM_EVENT_LOOP,
