@@ -377,7 +377,8 @@ func TestKubernetesAgentToken(t *testing.T) {
 // and every task the headers that carry it. A real Python emitter with the task's environment
 // delivers; so does an OTLP request with OTEL_EXPORTER_OTLP_HEADERS as Gym's SDK reads them, and
 // gRPC with the token; without it (or with the step token) the gym HTTP and OTLP/HTTP receivers
-// answer 401 and the gRPC one Unauthenticated. The step ends with nothing lost.
+// answer 401 and the gRPC one Unauthenticated. The step's summary counts those four refusals,
+// and the step exits 75 for them, although everything the agent took was delivered.
 func TestSlurmBearerToken(t *testing.T) {
 	t.Parallel()
 	python := pythonOrSkip(t)
@@ -442,8 +443,11 @@ func TestSlurmBearerToken(t *testing.T) {
 	require.NoError(t, exportGRPC(grpcAddr, viaGRPC.otlpMetrics(4), token), "gRPC with the token")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "go-on"), nil, 0o600))
 
-	require.Equal(t, 0, exitCode(t, task), task.logTail(8000))
-	assert.Equal(t, "nothing lost", summaryOf(t, task).verdict)
+	require.Equal(t, 75, exitCode(t, task), task.logTail(8000))
+	s := summaryOf(t, task)
+	assert.Equal(t, 4, s.auth, "OTLP/HTTP and events without the token, events with the step token, gRPC without: %+v", s)
+	assert.Zero(t, s.ref+s.failed+s.unqueued+s.left+s.gymRefused+s.rejected, "%+v", s)
+	assert.Equal(t, "LOST: 4 requests refused by authentication (sent without the step's token)", s.verdict)
 	assert.Equal(t, 6.0, latestCompleted(sink.exports(), service("nemo-gym/slurm-emitter")), "the emitter's rollouts")
 	assert.Equal(t, 5.0, latestCompleted(sink.exports(), attrIs("service.instance.id", "slurm-sdk")), "OTLP/HTTP with the SDK's headers")
 	assert.Equal(t, 7.0, latestCompleted(sink.exports(), attrIs("service.instance.id", "slurm-grpc")), "gRPC with the token (a cumulative 7)")

@@ -27,8 +27,11 @@ import (
 // given and sends argv[1] rollouts to the agent's endpoint (with the headers of
 // OTELCOL_GYM_HEADERS, as Gym's emitter does), under a run and an instance named
 // after its job and rank, as Gym's emitter would; it exits with $TASK_EXIT (default 0).
-// Arguments after the count are Gym's (the launcher may read --output).
-const slurmJobTask = `import json, os, sys, urllib.parse, urllib.request
+// Arguments after the count are Gym's (the launcher may read --output). The task of rank
+// $TASK_NO_TOKEN_RANK sends without the header, three times, each answered 401 (a sender that
+// drops what is refused, as Gym's emitter does); the task of rank $TASK_BAD_LINE_RANK adds one
+// line that is not JSON, which the receiver rejects.
+const slurmJobTask = `import json, os, sys, urllib.error, urllib.parse, urllib.request
 job, rank = os.environ["SLURM_JOB_ID"], os.environ["SLURM_LOCALID"]
 env = {k: os.environ.get(k) for k in ("OTELCOL_GYM_ENDPOINT", "OTELCOL_GYM_ENABLED")}
 with open(os.path.join(os.environ["TASK_OUT"], "env.%s.%s" % (job, rank)), "w") as f:
@@ -38,12 +41,24 @@ if n > 0:
     lines = [json.dumps({"event": "resource", "attributes": {"service.name": "nemo-gym/slurm",
              "service.instance.id": "job-%s-task-%s" % (job, rank), "nemo.run.id": "e2e-slurm-" + job}})]
     lines += [json.dumps({"event": "rollout.completed", "outcome": "omitted", "dispatch_name": "math"})] * n
+    if rank == os.environ.get("TASK_BAD_LINE_RANK"):
+        lines.append("not json")
     headers = {"Content-Type": "application/x-ndjson"}
     headers.update(urllib.parse.unquote(h).split("=", 1) for h in os.environ["OTELCOL_GYM_HEADERS"].split(","))
-    req = urllib.request.Request(env["OTELCOL_GYM_ENDPOINT"] + "/v1/events",
-        data=("\n".join(lines) + "\n").encode(), headers=headers)
-    ans = json.load(urllib.request.urlopen(req, timeout=10))
-    assert ans["accepted"] == n + 1, ans
+    posts = 1
+    if rank == os.environ.get("TASK_NO_TOKEN_RANK"):
+        del headers["authorization"]
+        posts = 3
+    for _ in range(posts):
+        req = urllib.request.Request(env["OTELCOL_GYM_ENDPOINT"] + "/v1/events",
+            data=("\n".join(lines) + "\n").encode(), headers=headers)
+        try:
+            ans = json.load(urllib.request.urlopen(req, timeout=10))
+        except urllib.error.HTTPError as e:
+            assert e.code == 401 and "authorization" not in headers, e
+            continue
+        assert "authorization" in headers, ans
+        assert ans["accepted"] == n + 1, ans
 sys.exit(int(os.environ.get("TASK_EXIT", "0")))
 `
 
@@ -104,13 +119,15 @@ func exitCode(t *testing.T, p *process) int {
 }
 
 // summaryRe is the launcher's end-of-step summary line.
-var summaryRe = regexp.MustCompile(`otelcol-gym-slurm: summary \(([^)]*)\): (\d+) points received, (\d+) sent, (\d+) failed to send, (\d+) not queued, (\d+) requests left in the queue, (\d+) refused by receivers, (\d+) event lines rejected: (.*)`)
+var summaryRe = regexp.MustCompile(`otelcol-gym-slurm: summary \(([^)]*)\): (\d+) points received, (\d+) sent, (\d+) failed to send, (\d+) not queued, (\d+) requests left in the queue, (\d+) points refused by receivers, (\d+) requests refused by authentication, (\d+) requests or connections refused by the gym receiver, (\d+) event lines rejected, (\d+) run-file rows rejected: (.*)`)
 
 // stepSummary is what the summary of a task's output says.
 type stepSummary struct {
 	where                                       string
 	received, sent, failed, unqueued, left, ref int
-	verdict                                     string
+	// Requests refused by the authenticator and by the gym receiver, lines and rows rejected.
+	auth, gymRefused, rejected, rowsRejected int
+	verdict                                  string
 }
 
 func summaryOf(t *testing.T, p *process) stepSummary {
@@ -120,7 +137,8 @@ func summaryOf(t *testing.T, p *process) stepSummary {
 	require.Len(t, all, 1, "one summary in the output of %s:\n%s", p.name, out)
 	m := all[0]
 	n := func(i int) int { v, _ := strconv.Atoi(m[i]); return v }
-	return stepSummary{where: m[1], received: n(2), sent: n(3), failed: n(4), unqueued: n(5), left: n(6), ref: n(7), verdict: m[9]}
+	return stepSummary{where: m[1], received: n(2), sent: n(3), failed: n(4), unqueued: n(5), left: n(6), ref: n(7),
+		auth: n(8), gymRefused: n(9), rejected: n(10), rowsRejected: n(11), verdict: m[12]}
 }
 
 // taskEndpoint is the OTELCOL_GYM_ENDPOINT a task was given ("" for none).
@@ -257,6 +275,46 @@ func TestSlurmLossIsLoud(t *testing.T) {
 		assert.Contains(t, string(out), strings.SplitN(bad, "=", 2)[0]+"=", bad)
 		assert.NoFileExists(t, filepath.Join(dir, "env.5299.0"), "%s: the job did not run", bad)
 	}
+}
+
+// TestSlurmRefusalsAreLoud: data that the step's agent refused is lost as surely as data it
+// failed to send. A task that posts without the step's bearer token (each request answered
+// 401) and a task with a line the receiver rejects make the step's summary count them and end
+// in LOST, and the step exit 75, although every point the agent took was delivered; a task
+// with the token and nothing rejected, beside them, is delivered whole.
+func TestSlurmRefusalsAreLoud(t *testing.T) {
+	t.Parallel()
+	python := pythonOrSkip(t)
+	sink := newCtlSink(t)
+	dir := t.TempDir()
+	script := writeSlurmTask(t, dir)
+	const job = 5801
+	tasks := startSlurmTasks(t, "refused", slurmStepEnv(job, dir,
+		"OTELCOL_GYM_EXPORT_TO=otlp", "OTELCOL_GYM_EXPORT_OTLP_ENDPOINT="+sink.URL(),
+		"TASK_NO_TOKEN_RANK=1", "TASK_BAD_LINE_RANK=2"), python, script, []int{5, 4, 6})
+	// The other tasks' own work succeeded: their exit status is their command's.
+	for _, p := range tasks[1:] {
+		require.Equal(t, 0, exitCode(t, p), "%s:\n%s", p.name, p.logTail(8000))
+	}
+	first := tasks[0]
+	require.Equal(t, 75, exitCode(t, first), first.logTail(8000))
+	out := first.logTail(1 << 16)
+	assert.Contains(t, out, "exiting 75")
+	s := summaryOf(t, first)
+	assert.Equal(t, 3, s.auth, "the three requests without the token: %+v", s)
+	assert.Equal(t, 1, s.rejected, "the line that is not JSON: %+v", s)
+	assert.Zero(t, s.gymRefused, "%+v", s)
+	assert.Zero(t, s.rowsRejected, "%+v", s)
+	assert.Zero(t, s.ref+s.failed+s.unqueued+s.left, "what the agent took, it delivered: %+v", s)
+	assert.Positive(t, s.sent)
+	assert.Equal(t, "LOST: 3 requests refused by authentication (sent without the step's token),1 event lines rejected", s.verdict)
+	// The end of the agent's log follows, with the refusals' peer.
+	assert.Contains(t, out, "bearertokenauth: a request was refused")
+	assert.Equal(t, 5.0, latestCompleted(sink.exports(), attrIs("service.instance.id", fmt.Sprintf("job-%d-task-0", job))))
+	assert.Equal(t, 6.0, latestCompleted(sink.exports(), attrIs("service.instance.id", fmt.Sprintf("job-%d-task-2", job))))
+	assert.Equal(t, -1.0, latestCompleted(sink.exports(), attrIs("service.instance.id", fmt.Sprintf("job-%d-task-1", job))),
+		"nothing of the task without the token")
+	assert.Empty(t, sink.errors())
 }
 
 // TestSlurmDirectRemoteWrite: OTELCOL_GYM_EXPORT_TO=remote_write, no gateway: each step's
