@@ -16,6 +16,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -34,6 +37,9 @@ type manifests struct {
 	deployments map[string]*appsv1.Deployment
 	services    map[string]*corev1.Service
 	autoscalers map[string]*autoscalingv2.HorizontalPodAutoscaler
+	pdbs        map[string]*policyv1.PodDisruptionBudget
+	policies    map[string]*networkingv1.NetworkPolicy
+	priorities  map[string]*schedulingv1.PriorityClass // cluster-scoped
 	// The prometheus-operator kinds of the kube-prometheus-stack overlay.
 	podMonitors     map[string]*monitoringv1.PodMonitor
 	prometheusRules map[string]*monitoringv1.PrometheusRule
@@ -73,6 +79,8 @@ func decode(t *testing.T, rendered []byte) *manifests {
 		deployments: map[string]*appsv1.Deployment{}, services: map[string]*corev1.Service{},
 		autoscalers: map[string]*autoscalingv2.HorizontalPodAutoscaler{}, renderedYAML: rendered,
 		podMonitors: map[string]*monitoringv1.PodMonitor{}, prometheusRules: map[string]*monitoringv1.PrometheusRule{},
+		pdbs: map[string]*policyv1.PodDisruptionBudget{}, policies: map[string]*networkingv1.NetworkPolicy{},
+		priorities: map[string]*schedulingv1.PriorityClass{},
 	}
 	for i, doc := range bytes.Split(rendered, []byte("\n---\n")) {
 		var tm metav1.TypeMeta
@@ -114,6 +122,18 @@ func decode(t *testing.T, rendered []byte) *manifests {
 			o := &autoscalingv2.HorizontalPodAutoscaler{}
 			strict(o)
 			m.autoscalers[o.Name], meta = o, &o.ObjectMeta
+		case "policy/v1/PodDisruptionBudget":
+			o := &policyv1.PodDisruptionBudget{}
+			strict(o)
+			m.pdbs[o.Name], meta = o, &o.ObjectMeta
+		case "networking.k8s.io/v1/NetworkPolicy":
+			o := &networkingv1.NetworkPolicy{}
+			strict(o)
+			m.policies[o.Name], meta = o, &o.ObjectMeta
+		case "scheduling.k8s.io/v1/PriorityClass":
+			o := &schedulingv1.PriorityClass{}
+			strict(o)
+			m.priorities[o.Name] = o
 		case "monitoring.coreos.com/v1/PodMonitor":
 			o := &monitoringv1.PodMonitor{}
 			strict(o)
