@@ -158,6 +158,6 @@ func TestHelmNetworkPoliciesAndScheduling(t *testing.T) {
 	if len(policies) != 2 {
 		t.Errorf("%d NetworkPolicies, want one per release", len(policies))
 	}
-	checkNetworkPolicies(t, policies, ns, podEndpoint("the Helm agent", ns, agentPod), podEndpoint("the Helm gateway", ns, gatewayPod),
+	checkNetworkPolicies(t, policies, podEndpoint("the Helm agent", ns, agentPod), podEndpoint("the Helm gateway", ns, gatewayPod),
 		envOf(agentPod.Spec.Containers[0]), envOf(gatewayPod.Spec.Containers[0]))
 }

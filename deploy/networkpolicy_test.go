@@ -102,31 +102,31 @@ func policyTypes(p *networkingv1.NetworkPolicy) []networkingv1.PolicyType {
 // allowed evaluates NetworkPolicies as the network plugin does: a connection from src to dst's
 // port passes when src's egress (if a policy of src's namespace isolates it) and dst's ingress
 // (likewise) each have a rule that admits it.
-func allowed(t *testing.T, policies map[string]*networkingv1.NetworkPolicy, ns string, src, dst endpoint, port int32, proto corev1.Protocol) bool {
+func allowed(t *testing.T, policies map[string]*networkingv1.NetworkPolicy, src, dst endpoint, port int32, proto corev1.Protocol) bool {
 	t.Helper()
 	egressOK, ingressOK := true, true
 	for _, p := range policies {
 		types := policyTypes(p)
-		if src.ns == ns && slices.Contains(types, networkingv1.PolicyTypeEgress) && selectorMatches(t, &p.Spec.PodSelector, src.labels) {
+		if src.ns == p.Namespace && slices.Contains(types, networkingv1.PolicyTypeEgress) && selectorMatches(t, &p.Spec.PodSelector, src.labels) {
 			egressOK = false // isolated: some policy's rule must admit it
 		}
-		if dst.ns == ns && slices.Contains(types, networkingv1.PolicyTypeIngress) && selectorMatches(t, &p.Spec.PodSelector, dst.labels) {
+		if dst.ns == p.Namespace && slices.Contains(types, networkingv1.PolicyTypeIngress) && selectorMatches(t, &p.Spec.PodSelector, dst.labels) {
 			ingressOK = false
 		}
 	}
 	for _, p := range policies {
 		types := policyTypes(p)
-		if src.ns == ns && slices.Contains(types, networkingv1.PolicyTypeEgress) && selectorMatches(t, &p.Spec.PodSelector, src.labels) {
+		if src.ns == p.Namespace && slices.Contains(types, networkingv1.PolicyTypeEgress) && selectorMatches(t, &p.Spec.PodSelector, src.labels) {
 			for _, r := range p.Spec.Egress {
-				if (len(r.To) == 0 || slices.ContainsFunc(r.To, func(pe networkingv1.NetworkPolicyPeer) bool { return peerMatches(t, pe, ns, dst) })) &&
+				if (len(r.To) == 0 || slices.ContainsFunc(r.To, func(pe networkingv1.NetworkPolicyPeer) bool { return peerMatches(t, pe, p.Namespace, dst) })) &&
 					portMatches(r.Ports, dst, port, proto) {
 					egressOK = true
 				}
 			}
 		}
-		if dst.ns == ns && slices.Contains(types, networkingv1.PolicyTypeIngress) && selectorMatches(t, &p.Spec.PodSelector, dst.labels) {
+		if dst.ns == p.Namespace && slices.Contains(types, networkingv1.PolicyTypeIngress) && selectorMatches(t, &p.Spec.PodSelector, dst.labels) {
 			for _, r := range p.Spec.Ingress {
-				if (len(r.From) == 0 || slices.ContainsFunc(r.From, func(pe networkingv1.NetworkPolicyPeer) bool { return peerMatches(t, pe, ns, src) })) &&
+				if (len(r.From) == 0 || slices.ContainsFunc(r.From, func(pe networkingv1.NetworkPolicyPeer) bool { return peerMatches(t, pe, p.Namespace, src) })) &&
 					portMatches(r.Ports, dst, port, proto) {
 					ingressOK = true
 				}
@@ -176,14 +176,14 @@ func hostPort(t *testing.T, target string) (string, int32) {
 	return host, int32(n)
 }
 
-// checkNetworkPolicies: the policies of namespace ns isolate the agent and the gateway both
+// checkNetworkPolicies: the policies isolate the agent and the gateway both
 // ways, and let through exactly what carries data: the example Gym pod to the agent's
 // receivers (the ports with a hostPort), and not a pod without its label; the agents to the
 // gateway's port of OTELCOL_GYM_GATEWAY_ENDPOINT, and no other pod; Prometheus (namespace
 // monitoring, as kube-prometheus-stack labels it) to both telemetry ports and not to the
 // receivers; DNS from both; the gateway to the backend of OTELCOL_GYM_REMOTE_WRITE_URL; and
 // nothing else out of the agent.
-func checkNetworkPolicies(t *testing.T, policies map[string]*networkingv1.NetworkPolicy, ns string, agent, gateway endpoint, agentEnv, gatewayEnv map[string]string) {
+func checkNetworkPolicies(t *testing.T, policies map[string]*networkingv1.NetworkPolicy, agent, gateway endpoint, agentEnv, gatewayEnv map[string]string) {
 	t.Helper()
 	for _, e := range []endpoint{agent, gateway} {
 		types := map[networkingv1.PolicyType]bool{}
@@ -240,7 +240,7 @@ func checkNetworkPolicies(t *testing.T, policies map[string]*networkingv1.Networ
 		flow{agent, backend, backendPort, corev1.ProtocolTCP, false},
 	)
 	for _, f := range flows {
-		if got := allowed(t, policies, ns, f.src, f.dst, f.port, f.proto); got != f.want {
+		if got := allowed(t, policies, f.src, f.dst, f.port, f.proto); got != f.want {
 			t.Errorf("NetworkPolicies: %s -> %s port %d/%s: allowed %v, want %v", f.src.name, f.dst.name, f.port, f.proto, got, f.want)
 		}
 	}
@@ -257,7 +257,7 @@ func TestKustomizeNetworkPolicies(t *testing.T) {
 			if agent == nil || gateway == nil {
 				t.Fatal("no agent DaemonSet or gateway Deployment")
 			}
-			checkNetworkPolicies(t, m.policies, agent.Namespace,
+			checkNetworkPolicies(t, m.policies,
 				podEndpoint("the agent", agent.Namespace, agent.Spec.Template), podEndpoint("the gateway", gateway.Namespace, gateway.Spec.Template),
 				envOf(agent.Spec.Template.Spec.Containers[0]), envOf(gateway.Spec.Template.Spec.Containers[0]))
 		})
