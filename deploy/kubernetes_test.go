@@ -159,9 +159,11 @@ func decode(t *testing.T, rendered []byte) *manifests {
 func TestKustomizeBase(t *testing.T) {
 	m := decode(t, render(t))
 
-	want := map[string]int{"Namespace": 1, "DaemonSet": 1, "Deployment": 1, "Service": 2, "HorizontalPodAutoscaler": 1, "ConfigMap": 2}
+	want := map[string]int{"Namespace": 1, "DaemonSet": 1, "Deployment": 1, "Service": 2, "HorizontalPodAutoscaler": 1, "ConfigMap": 2,
+		"PodDisruptionBudget": 1, "NetworkPolicy": 2, "PriorityClass": 1}
 	got := map[string]int{"Namespace": len(m.namespaces), "DaemonSet": len(m.daemonSets), "Deployment": len(m.deployments),
-		"Service": len(m.services), "HorizontalPodAutoscaler": len(m.autoscalers), "ConfigMap": len(m.configMaps)}
+		"Service": len(m.services), "HorizontalPodAutoscaler": len(m.autoscalers), "ConfigMap": len(m.configMaps),
+		"PodDisruptionBudget": len(m.pdbs), "NetworkPolicy": len(m.policies), "PriorityClass": len(m.priorities)}
 	for k, n := range want {
 		if got[k] != n {
 			t.Errorf("%d %s objects, want %d", got[k], k, n)
