@@ -198,17 +198,7 @@ func TestGymPodToken(t *testing.T) {
 	}
 
 	// The Helm chart's agent: the same token, from the same Secret.
-	chart := decode(t, helmTemplate(t, "otelcol-gym-agent", "otelcol-gym", "kubernetes/values-agent.yaml"))
-	config, err := os.ReadFile("agent.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	overlay, err := os.ReadFile("kubernetes/config/agent-kubernetes.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	chart.configMaps["otelcol-gym-agent"] = &corev1.ConfigMap{Data: map[string]string{"relay": string(config)}}
-	chart.configMaps["otelcol-gym-agent-kubernetes"] = &corev1.ConfigMap{Data: map[string]string{"agent-kubernetes.yaml": string(overlay)}}
+	chart := decode(t, helmTemplate(t, "otelcol-gym-agent", "otelcol-gym", agentValues...))
 	for n, ds := range chart.daemonSets {
 		if got := checkAgentToken(t, chart, "Helm DaemonSet "+n, ds.Spec.Template.Spec); got != want {
 			t.Errorf("Helm DaemonSet %s: the token comes from %+v, the base's from %+v", n, got, want)

@@ -3,3 +3,4 @@
 package deploy
 
 //go:generate go run ./cmd/kpsgen
+//go:generate go run ./cmd/helmgen
