@@ -43,7 +43,7 @@ func TestLicenseAndNotice(t *testing.T) {
 		"deploy/testdata/charts/opentelemetry-collector/", "deploy/testdata/compose-spec/compose-spec.json",
 		"testdata/gym-examples/example_rollouts.tar.gz",
 	} {
-		assert.Contains(t, notice, want)
+		assert.True(t, strings.Contains(notice, want), "NOTICE does not name %q", want)
 	}
 
 	info, err := buildinfo.ReadFile(collectorBin)
@@ -68,7 +68,7 @@ func TestLicenseAndNotice(t *testing.T) {
 		for _, e := range entries {
 			if name := strings.ToUpper(e.Name()); name == "NOTICE" || strings.HasPrefix(name, "NOTICE.") {
 				withNotice++
-				assert.Contains(t, notice, "\n== "+dep.Path+" ==\n", "NOTICE lacks the NOTICE of %s (%s)", dep.Path, filepath.Join(dir, e.Name()))
+				assert.True(t, strings.Contains(notice, "\n== "+dep.Path+" ==\n"), "NOTICE lacks the NOTICE of %s (%s)", dep.Path, filepath.Join(dir, e.Name()))
 			}
 		}
 	}
