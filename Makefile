@@ -13,7 +13,7 @@
 #   make reliability  crashes and restarts of the real binary, and the cost of durability
 #   make bench-memory  the default pipeline's memory per resource, per series, after churn, under gzip bombs
 #   make lint      golangci-lint (v2.15.0, from tools/go.mod)
-#   make image     the container image (Dockerfile, FROM scratch) with buildah or podman
+#   make image     the container image (Dockerfile, FROM scratch: binary, default configuration, CA roots, OCI labels, SBOM) with buildah or podman
 #   make stack     the local stack (deploy/compose: collector, Prometheus, Grafana) up, the sample fed in
 #   make dist      reproducible release archives (linux/amd64, linux/arm64), SHA256SUMS, SBOMs in _build/dist/
 #   make clean     remove _build/
@@ -165,30 +165,41 @@ test-deploy: $(BIN)
 	cd deploy && OTELCOL_GYM_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 ./...
 
 # The container image: the binary ocb builds (static: ocb compiles with CGO_ENABLED=0; the
-# image check verifies it), alone in the build context, built FROM scratch by buildah or podman.
+# image check verifies it), its default configuration, LICENSE, NOTICE and its SBOM, in a build
+# context of their own (tools/image-context.sh), built FROM scratch by buildah or podman with
+# the OCI labels (version, commit, licence) and SOURCE_DATE_EPOCH as its time.
 # One version for everything released: ocb's dist.version in builder-config.yaml names the
 # binary's version, the archives, the image tag, and the image the manifests and Helm values
 # run (the deploy tests check they agree).
 VERSION    := $(shell sed -n 's/^  version: *//p' builder-config.yaml)
 IMAGE_REPO ?= ghcr.io/gym-telemetry/otelcol-gym
 IMAGE      ?= $(IMAGE_REPO):$(VERSION)
-IMAGE_BIN  := $(BUILD)/image/otelcol-gym
-$(IMAGE_BIN): $(BIN)
-	@mkdir -p $(@D)
-	cp $(BIN) $@
+IMAGE_CTX  := $(BUILD)/image
+# Read once per make run: the context, the labels and the image's time agree.
+IMAGE_EPOCH    := $(or $(SOURCE_DATE_EPOCH),$(shell git log -1 --format=%ct 2>/dev/null),0)
+IMAGE_REVISION := $(or $(shell git rev-parse HEAD 2>/dev/null),unknown)
+IMAGE_ARGS  = --timestamp $(IMAGE_EPOCH) --build-arg VERSION=$(VERSION) \
+	--build-arg REVISION=$(IMAGE_REVISION) \
+	--build-arg CREATED=$$(date -u -d @$(IMAGE_EPOCH) +%Y-%m-%dT%H:%M:%SZ) \
+	-t $(IMAGE) -f Dockerfile $(IMAGE_CTX)
 
-image: $(IMAGE_BIN)
-	@if command -v buildah >/dev/null 2>&1; then set -x; buildah build --layers=false -t $(IMAGE) -f Dockerfile $(BUILD)/image; \
-	elif command -v podman >/dev/null 2>&1; then set -x; podman build -t $(IMAGE) -f Dockerfile $(BUILD)/image; \
+image: $(BIN)
+	SOURCE_DATE_EPOCH=$(IMAGE_EPOCH) VERSION=$(VERSION) GO=$(GO) bash tools/image-context.sh $(BIN) $(IMAGE_CTX)
+	@if command -v buildah >/dev/null 2>&1; then set -x; buildah build --layers=false $(IMAGE_ARGS); \
+	elif command -v podman >/dev/null 2>&1; then set -x; podman build $(IMAGE_ARGS); \
 	else echo "make image: needs buildah or podman (apt-get install buildah)"; exit 1; fi
 
-# Checks the image: its config (user, entry point), its root holds the one static binary, and
-# that binary, run from the mounted root, lists its components and validates deploy/; then it
-# runs the image as a container (buildah run with runc) and reads what the collector in it
-# serves. Skipped where buildah is missing.
+# Checks the image: its config (user, entry point, default configuration, labels), its root
+# (the one static binary, the configuration, LICENSE, NOTICE, SBOM, no shell, no CA bundle),
+# the roots the binary embeds, and the binary itself, run from the mounted root: it lists its
+# components and validates deploy/; then it runs the image as a container (buildah run with
+# runc): the default configuration as the image's user, the collector serving what it is sent,
+# and its TLS verification against a private root and the embedded public ones.
+# Skipped where buildah is missing.
 test-image:
 	@if ! command -v buildah >/dev/null 2>&1; then echo "test-image: skipped (no buildah)"; exit 0; fi; \
-	$(MAKE) --no-print-directory image && bash deploy/image-check.sh $(IMAGE)
+	$(MAKE) --no-print-directory image && \
+	SOURCE_DATE_EPOCH=$(IMAGE_EPOCH) VERSION=$(VERSION) bash deploy/image-check.sh $(IMAGE)
 
 # The local stack of deploy/compose (docker compose, else podman compose): the collector on its
 # default configuration, Prometheus with the rules, Grafana with the dashboards at

@@ -110,13 +110,18 @@ def _metadata() -> dict[str, bytes]:
         "Version: %s\n"
         "Summary: Gym's telemetry recorders (gym_metrics, observer) as events-v1 lines to otelcol-gym\n"
         "License: Apache-2.0\n"
+        "License-File: LICENSE\n"
         "Requires-Python: >=3.10\n"
+        "Classifier: License :: OSI Approved :: Apache Software License\n"
         "Classifier: Programming Language :: Python :: 3\n"
         "Classifier: Typing :: Typed\n"
         "Description-Content-Type: text/markdown\n\n%s" % (DIST, version(), readme)
     )
+    with open(os.path.join(ROOT, "LICENSE"), "rb") as f:
+        license_text = f.read()
     return {
         "METADATA": meta.encode("utf-8"),
+        "LICENSE": license_text,
         "WHEEL": b"Wheel-Version: 1.0\nGenerator: otelcol_gym_build\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
         "top_level.txt": b"otelcol_gym\n",
     }

@@ -35,6 +35,16 @@ class TestInstall(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         return r.stdout.split()
 
+    def assert_licence(self, py: str, cwd: str) -> None:
+        """The installed distribution says Apache-2.0 and carries the repository's LICENSE."""
+        code = "import importlib.metadata as m; d = m.distribution(%r); print(d.metadata['License']); print('License :: OSI Approved :: Apache Software License' in d.metadata.get_all('Classifier')); print(d.read_text('LICENSE'), end='')" % DIST
+        r = subprocess.run([py, "-c", code], capture_output=True, text=True, cwd=cwd, env={"PATH": os.environ.get("PATH", ""), "OTELCOL_GYM_ENABLED": "false"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        licence, classifier, text = r.stdout.split("\n", 2)
+        self.assertEqual((licence, classifier), ("Apache-2.0", "True"))
+        with open(os.path.join(os.path.dirname(PKG), "LICENSE"), encoding="utf-8") as f:
+            self.assertEqual(text, f.read(), "the wheel's LICENSE is the repository's")
+
     def test_pip_install_into_a_fresh_venv(self) -> None:
         if importlib.util.find_spec("ensurepip") is None:
             self.skipTest("venv without ensurepip (Debian: apt-get install python3-venv)")
@@ -55,6 +65,7 @@ class TestInstall(unittest.TestCase):
             self.assertEqual(self.installed_versions(py, d), [otelcol_gym.__version__] * 2, "the installed distribution's version is __version__")
             r = subprocess.run([py, "-m", "pip", "show", DIST], capture_output=True, text=True)
             self.assertIn("Version: %s\n" % otelcol_gym.__version__, r.stdout)
+            self.assert_licence(py, d)
             # Without setuptools (a virtualenv of Python 3.12 or later has none): the backend
             # writes the wheel with the standard library.
             r = subprocess.run([py, "-m", "pip", "uninstall", "-q", "-y", DIST, "setuptools"], capture_output=True, text=True)
@@ -64,6 +75,7 @@ class TestInstall(unittest.TestCase):
             r = subprocess.run([py, "-c", "import otelcol_gym.observer"], capture_output=True, text=True, cwd=d, env={"OTELCOL_GYM_ENABLED": "false"})
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertEqual(self.installed_versions(py, d), [otelcol_gym.__version__] * 2, "the standard library's wheel has __version__ too")
+            self.assert_licence(py, d)
 
 
 class TestOneVersion(unittest.TestCase):
