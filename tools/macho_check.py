@@ -4,9 +4,9 @@
     python3 tools/macho_check.py BINARY amd64|arm64
 
 A 64-bit Mach-O executable for the architecture, position independent, that loads only
-libraries every macOS has (/usr/lib, /System/Library: Go without cgo calls libSystem, libresolv,
-CoreFoundation and Security, nothing else). An arm64 binary must carry a valid code signature: macOS on
-Apple silicon kills an unsigned one at exec. Go's linker signs it ad hoc; the check recomputes
+libraries every macOS has (/usr/lib, /System/Library: Go without cgo calls libSystem,
+libresolv, CoreFoundation and Security, nothing else). An arm64 binary must carry a valid code
+signature: macOS on Apple silicon kills an unsigned one at exec. Go's linker signs it ad hoc; the check recomputes
 every page hash of the signature's CodeDirectory, so a binary changed after linking (stripped,
 patched) fails here rather than on a user's Mac.
 """
@@ -48,7 +48,7 @@ def check_signature(data, off, size):
             fail(f"code directory flags {flags:#x}: not an ad hoc signature")
         page = 1 << page_log
         if n_code != (code_limit + page - 1) // page or code_limit != off:
-            fail(f"code directory covers {n_code} pages up to {code_limit}, the signature is at {off}")
+            fail(f"code directory: {n_code} pages up to {code_limit}, signature at {off}")
         for p in range(n_code):
             want = blob[boff + hash_off + 32 * p : boff + hash_off + 32 * (p + 1)]
             got = hashlib.sha256(data[p * page : min((p + 1) * page, code_limit)]).digest()
@@ -88,7 +88,8 @@ def main():
         if signature is None:
             fail("no code signature: macOS on Apple silicon refuses to run it")
         check_signature(data, *signature)
-    print(f"macho_check: darwin/{arch} ok: {', '.join(dylibs)}" + (", signed ad hoc" if signature else ""))
+    signed = ", signed ad hoc" if signature else ""
+    print(f"macho_check: darwin/{arch} ok: {', '.join(dylibs)}{signed}")
 
 
 if __name__ == "__main__":
