@@ -6,9 +6,9 @@
 A 64-bit Mach-O executable for the architecture, position independent, that loads only
 libraries every macOS has (/usr/lib, /System/Library: Go without cgo calls libSystem,
 libresolv, CoreFoundation and Security, nothing else). An arm64 binary must carry a valid code
-signature: macOS on Apple silicon kills an unsigned one at exec. Go's linker signs it ad hoc; the check recomputes
-every page hash of the signature's CodeDirectory, so a binary changed after linking (stripped,
-patched) fails here rather than on a user's Mac.
+signature: macOS on Apple silicon kills an unsigned one at exec. Go's linker signs it ad hoc;
+the check recomputes every page hash of the signature's CodeDirectory, so a binary changed after
+linking (stripped, patched) fails here rather than on a user's Mac.
 """
 import hashlib
 import struct
