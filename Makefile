@@ -15,7 +15,7 @@
 #   make lint      golangci-lint (v2.15.0, from tools/go.mod)
 #   make image     the container image (Dockerfile, FROM scratch: binary, default configuration, CA roots, OCI labels, SBOM) with buildah or podman
 #   make stack     the local stack (deploy/compose: collector, Prometheus, Grafana) up, the sample fed in
-#   make dist      reproducible release archives (linux/amd64, linux/arm64), SHA256SUMS, SBOMs in _build/dist/
+#   make dist      reproducible release archives (linux and darwin, amd64 and arm64), SHA256SUMS, SBOMs in _build/dist/
 #   make clean     remove _build/
 
 GO       ?= go
@@ -217,15 +217,17 @@ stack: $(GYMEVENTS)
 stack-down:
 	$(COMPOSE) -f deploy/compose/compose.yaml down
 
-# Release archives (tools/dist.sh): otelcol-gym for linux/amd64 and linux/arm64 built with
-# -trimpath, no build id and SOURCE_DATE_EPOCH (the last commit's time) for every date, with the
-# default configuration and the `gym eval submit` drop-in; SHA256SUMS; a CycloneDX SBOM each.
+# Release archives (tools/dist.sh): otelcol-gym for linux/amd64, linux/arm64, darwin/amd64 and
+# darwin/arm64 built with -trimpath, no build id and SOURCE_DATE_EPOCH (the last commit's time)
+# for every date, with the default configuration and the `gym eval submit` drop-in; SHA256SUMS;
+# a CycloneDX SBOM each.
 DIST ?= $(BUILD)/dist
 dist:
 	VERSION=$(VERSION) GO=$(GO) bash tools/dist.sh $(DIST)
 
 # The archives are reproducible: two builds in a row give the same bytes (SHA256SUMS equal);
-# the release workflow (.github/workflows/release.yml) passes actionlint.
+# the release workflow (.github/workflows/release.yml) passes actionlint (v1.7.12, a module of its
+# own: tools/actionlint/go.mod).
 # SOURCE_DATE_EPOCH is read once, so that a commit between the two builds changes neither.
 test-dist:
 	epoch=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct)}; \
@@ -233,7 +235,7 @@ test-dist:
 	SOURCE_DATE_EPOCH=$$epoch VERSION=$(VERSION) GO=$(GO) bash tools/dist.sh $(BUILD)/dist-check-2
 	cmp $(BUILD)/dist-check-1/SHA256SUMS $(BUILD)/dist-check-2/SHA256SUMS
 	bash tools/dist-check.sh $(BUILD)/dist-check-1 $(VERSION)
-	$(GO) run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12 .github/workflows/*.yml
+	$(GO) tool -modfile=$(CURDIR)/tools/actionlint/go.mod actionlint .github/workflows/*.yml
 
 # make run's distribution has every component of the whole one but the deploy-only ones, and
 # runs make run's configuration (tools/run-dist-check.sh).

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# make dist: reproducible release archives of otelcol-gym for linux/amd64 and linux/arm64, their
-# SHA-256 sums and a CycloneDX SBOM per archive, in _build/dist/.
+# make dist: reproducible release archives of otelcol-gym for linux/amd64, linux/arm64,
+# darwin/amd64 and darwin/arm64, their SHA-256 sums and a CycloneDX SBOM per archive, in
+# _build/dist/.
 #
-#   tools/dist.sh [OUT_DIR]     (make dist; VERSION and SOURCE_DATE_EPOCH from the environment)
+#   tools/dist.sh [OUT_DIR]     (make dist; VERSION, SOURCE_DATE_EPOCH and PLATFORMS from the
+#                                environment; PLATFORMS="linux/amd64 darwin/arm64" builds those only)
 #
 # Reproducible: the same commit, Go release and module versions give the same bytes. The binary
 # is built with CGO_ENABLED=0, -trimpath (no build paths), -buildvcs=false and an empty build id;
@@ -34,11 +36,18 @@ trap 'rm -rf "$stage"' EXIT
 # (`go tool` would build it for the target).
 (cd tools && $go build -o "$stage/cyclonedx-gomod" github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod)
 
-for arch in amd64 arm64; do
-	name=otelcol-gym_${version}_linux_${arch}
+# Every component builds without cgo for darwin too (Go's darwin port calls libSystem without
+# cgo), so the macOS binaries come from the same cross build as the Linux ones.
+platforms=${PLATFORMS:-linux/amd64 linux/arm64 darwin/amd64 darwin/arm64}
+for platform in $platforms; do
+	os=${platform%/*}
+	arch=${platform#*/}
+	case $platform in linux/amd64 | linux/arm64 | darwin/amd64 | darwin/arm64) ;;
+	*) echo "dist: unknown platform $platform" >&2; exit 1 ;; esac
+	name=otelcol-gym_${version}_${os}_${arch}
 	dir=$stage/$name
 	mkdir -p "$dir"
-	(cd _build && CGO_ENABLED=0 GOOS=linux GOARCH=$arch \
+	(cd _build && CGO_ENABLED=0 GOOS=$os GOARCH=$arch \
 		$go build -trimpath -buildvcs=false -tags="$tags" -ldflags='-s -w -buildid=' -o "$dir/otelcol-gym" .)
 	# What a user runs beside the binary: the default configuration, and the drop-in for the
 	# collector `gym eval submit` starts (docs/gym.md), side by side as otelcol-gym-submit expects.
@@ -52,7 +61,7 @@ for arch in amd64 arm64; do
 		--mtime="@$SOURCE_DATE_EPOCH" -C "$stage" -cf - "$name" | gzip -9 -n >"$out/$name.tar.gz"
 	# The SBOM of the binary: the modules linked into it (with the same tags), with their
 	# versions and hashes.
-	(cd _build && CGO_ENABLED=0 GOOS=linux GOARCH=$arch GOFLAGS="${GOFLAGS:-} -tags=$tags" "$stage/cyclonedx-gomod" app -json -noserial \
+	(cd _build && CGO_ENABLED=0 GOOS=$os GOARCH=$arch GOFLAGS="${GOFLAGS:-} -tags=$tags" "$stage/cyclonedx-gomod" app -json -noserial \
 		-licenses -std -output "$out/$name.sbom.cdx.json" . 2>"$stage/sbom.log") ||
 		{ cat "$stage/sbom.log" >&2; exit 1; }
 	python3 tools/sbom_normalize.py "$out/$name.sbom.cdx.json" "$SOURCE_DATE_EPOCH"
