@@ -11,7 +11,7 @@
 # Then the amd64 .deb is installed with dpkg in a clean Debian root (debootstrap minbase with
 # systemd; built once and cached under _build/pkgtest/, DEBIAN_MIRROR and DEBIAN_SUITE choose
 # it): the system user, the files, the conffiles dpkg registered, the state directory, the unit
-# enabled and verified by systemd-analyze in the root. The unit's ExecStart, with its
+# enabled, verified and its hardening scored by systemd-analyze in the root. The unit's ExecStart, with its
 # EnvironmentFile, runs in that root as the unit's User, in network and pid namespaces of its own
 # (the default configuration's fixed loopback ports collide with nothing): its health check
 # must answer, its checkpoint land in the state directory, and SIGHUP (ExecReload) must leave it
@@ -176,6 +176,9 @@ $want"
 [ -L "$root/etc/systemd/system/multi-user.target.wants/otelcol-gym.service" ] || fail "no multi-user.target.wants link"
 in_root systemd-analyze verify --man=no /usr/lib/systemd/system/otelcol-gym.service ||
 	fail "systemd-analyze verify found problems in the unit"
+# The hardening, scored by systemd (0 best, 10 worst): the unit scores 1.8; a lost option fails.
+in_root systemd-analyze security --offline=yes --threshold=20 otelcol-gym.service >"$work/security" ||
+	{ cat "$work/security" >&2; fail "the unit's exposure is above 2.0 (systemd-analyze security)"; }
 
 # The unit's command line, as systemd runs it: EnvironmentFile's variables, $VAR split on
 # whitespace, as User:Group, in the root.
