@@ -9,13 +9,14 @@
 # fields, files, conffiles and maintainer scripts.
 #
 # Then the amd64 .deb is installed with dpkg in a clean Debian root (debootstrap minbase with
-# systemd; built once and cached under _build/pkgtest/, DEBIAN_MIRROR and DEBIAN_SUITE choose
+# systemd and procps; built once and cached under _build/pkgtest/, DEBIAN_MIRROR and DEBIAN_SUITE choose
 # it): the system user, the files, the conffiles dpkg registered, the state directory, the unit
-# enabled, verified and its hardening scored by systemd-analyze in the root. The unit's ExecStart, with its
-# EnvironmentFile, runs in that root as the unit's User, in network and pid namespaces of its own
-# (the default configuration's fixed loopback ports collide with nothing): its health check
-# must answer, its checkpoint land in the state directory, and SIGHUP (ExecReload) must leave it
-# serving; SIGTERM must end it cleanly. Last, dpkg --purge must remove it all but the user.
+# enabled, verified and its hardening scored by systemd-analyze in the root. The unit's
+# ExecStart, with its EnvironmentFile, runs in that root as the unit's User, in network and pid
+# namespaces of its own (the default configuration's fixed loopback ports collide with nothing):
+# its health check must answer, its checkpoint land in the state directory, and SIGHUP
+# (ExecReload) must leave it serving; SIGTERM must end it cleanly. Last, dpkg --purge must remove
+# it all but the user.
 # Needs root (debootstrap, chroot, unshare); GYMEVENTS names the gymevents binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -90,10 +91,11 @@ $want"
 	# --- deb ---
 	deb=$dist/$name.deb
 	[ -f "$deb" ] || fail "$deb missing"
-	got=$(dpkg-deb -f "$deb" Package Version Architecture)
+	got=$(dpkg-deb -f "$deb" Package Version Architecture Depends)
 	want="Package: otelcol-gym
 Version: $version-1
-Architecture: $arch"
+Architecture: $arch
+Depends: procps"
 	[ "$got" = "$want" ] || fail "$deb control: $got"
 	got=$(dpkg-deb -c "$deb" | awk '$6 !~ /\/$/ {print $1, $2, $6}' | sed 's| \./| /|')
 	want="-rw-r--r-- root/root /etc/otelcol-gym/config.yaml
@@ -127,13 +129,16 @@ if [ "$(id -u)" != 0 ]; then
 	[ "${CI:-}" != true ] || fail "the install test needs root (debootstrap, chroot, unshare)"
 	echo "packages-check: install test skipped (needs root: debootstrap, chroot, unshare)"; exit 0
 fi
-cache=_build/pkgtest/$suite-minbase-systemd
+# systemd: the postinst enables the unit with systemctl, systemd-analyze checks it; procps: the
+# package's one dependency (/bin/kill of ExecReload), which dpkg -i does not fetch.
+include=systemd,procps
+cache=_build/pkgtest/$suite-minbase-${include//,/-}
 if [ ! -f "$cache.tar" ]; then
-	echo "packages-check: debootstrap $suite (minbase, systemd) from $mirror, once, into $cache.tar"
+	echo "packages-check: debootstrap $suite (minbase, $include) from $mirror, once, into $cache.tar"
 	rm -rf "$cache.tmp"
 	mkdir -p _build/pkgtest
 	start=$(date +%s)
-	debootstrap --variant=minbase --include=systemd "$suite" "$cache.tmp" "$mirror" >"$cache.log" 2>&1 ||
+	debootstrap --variant=minbase --include="$include" "$suite" "$cache.tmp" "$mirror" >"$cache.log" 2>&1 ||
 		{ tail -20 "$cache.log" >&2; fail "debootstrap failed ($cache.log)"; }
 	rm -rf "$cache.tmp"/var/cache/apt/archives/*.deb
 	tar -C "$cache.tmp" -cf "$cache.tar.part" . && mv "$cache.tar.part" "$cache.tar"
@@ -192,7 +197,8 @@ echo "packages-check: ExecStart: ${args[*]}; environment: ${envs[*]}"
 log=$work/collector.log
 # Network and pid namespaces of its own (only its loopback), its own /proc in the root.
 unshare --net --pid --mount --fork --kill-child=KILL sh -c '
-	ip link set lo up && mount -t proc proc "$0/proc" && exec chroot --userspec="$1" "$0" "$@"
+	root=$0 user=$1; shift
+	ip link set lo up && mount -t proc proc "$root/proc" && exec chroot --userspec="$user" "$root" "$@"
 ' "$root" "$uid:$gid" env -i PATH=/usr/sbin:/usr/bin "${envs[@]}" "${args[@]}" >"$log" 2>&1 &
 runner=$!
 health=http://127.0.0.1:13133/
