@@ -202,7 +202,9 @@ unshare --net --pid --mount --fork --kill-child=KILL sh -c '
 ' "$root" "$uid:$gid" env -i PATH=/usr/sbin:/usr/bin "${envs[@]}" "${args[@]}" >"$log" 2>&1 &
 runner=$!
 health=http://127.0.0.1:13133/
-nsenter -t "$runner" -n "$gymevents" wait "$health" --timeout 60s --pid "$runner" ||
+# The wait ends as soon as the health check answers or the collector exits; the bound is for a
+# hung start only (a loaded CI machine takes tens of seconds to start it).
+nsenter -t "$runner" -n "$gymevents" wait "$health" --timeout 300s --pid "$runner" ||
 	{ cat "$log" >&2; fail "the health check of the installed collector did not answer"; }
 pid=$(pgrep -P "$runner") || fail "no collector process"
 [ "$(awk '$1 == "Uid:" {print $2}' "/proc/$pid/status")" = "$uid" ] || fail "the collector does not run as otelcol-gym"
@@ -211,7 +213,7 @@ pid=$(pgrep -P "$runner") || fail "no collector process"
 # ExecReload: SIGHUP reloads the configuration; the collector keeps serving.
 kill -HUP "$pid"
 sleep 1
-nsenter -t "$runner" -n "$gymevents" wait "$health" --timeout 60s --pid "$runner" ||
+nsenter -t "$runner" -n "$gymevents" wait "$health" --timeout 300s --pid "$runner" ||
 	{ cat "$log" >&2; fail "no health check after SIGHUP"; }
 kill -0 "$pid" 2>/dev/null || fail "SIGHUP ended the collector"
 kill -TERM "$pid"
