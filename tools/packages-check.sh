@@ -196,6 +196,7 @@ mapfile -t args < <(set -a; . "$root$env_file"; eval "printf '%s\n' $exec_start"
 echo "packages-check: ExecStart: ${args[*]}; environment: ${envs[*]}"
 log=$work/collector.log
 # Network and pid namespaces of its own (only its loopback), its own /proc in the root.
+pid=
 unshare --net --pid --mount --fork --kill-child=KILL sh -c '
 	root=$0 user=$1; shift
 	ip link set lo up && mount -t proc proc "$root/proc" && exec chroot --userspec="$user" "$root" "$@"
@@ -204,16 +205,24 @@ runner=$!
 health=http://127.0.0.1:13133/
 # The wait ends as soon as the health check answers or the collector exits; the bound is for a
 # hung start only (a loaded CI machine takes tens of seconds to start it).
-nsenter -t "$runner" -n "$gymevents" wait "$health" --timeout 300s --pid "$runner" ||
+# unshare's child exists once the namespaces do: before, nsenter would enter the host's network
+# (and might find another collector on its loopback).
+for _ in $(seq 3000); do
+	pid=$(pgrep -P "$runner") && break
+	kill -0 "$runner" 2>/dev/null || { cat "$log" >&2; fail "unshare exited"; }
+	sleep 0.1
+done
+[ -n "$pid" ] || fail "no collector process"
+[ "$(readlink "/proc/$pid/ns/net")" != "$(readlink /proc/self/ns/net)" ] || fail "the collector is in the host's network"
+nsenter -t "$pid" -n "$gymevents" wait "$health" --timeout 300s --pid "$pid" ||
 	{ cat "$log" >&2; fail "the health check of the installed collector did not answer"; }
-pid=$(pgrep -P "$runner") || fail "no collector process"
 [ "$(awk '$1 == "Uid:" {print $2}' "/proc/$pid/status")" = "$uid" ] || fail "the collector does not run as otelcol-gym"
 [ -n "$(find "$root/var/lib/otelcol-gym" -mindepth 1 -user "$uid" -print -quit)" ] ||
 	{ cat "$log" >&2; fail "nothing written to /var/lib/otelcol-gym"; }
 # ExecReload: SIGHUP reloads the configuration; the collector keeps serving.
 kill -HUP "$pid"
 sleep 1
-nsenter -t "$runner" -n "$gymevents" wait "$health" --timeout 300s --pid "$runner" ||
+nsenter -t "$pid" -n "$gymevents" wait "$health" --timeout 300s --pid "$pid" ||
 	{ cat "$log" >&2; fail "no health check after SIGHUP"; }
 kill -0 "$pid" 2>/dev/null || fail "SIGHUP ended the collector"
 kill -TERM "$pid"
