@@ -215,10 +215,10 @@ DIST ?= $(BUILD)/dist
 dist:
 	VERSION=$(VERSION) GO=$(GO) bash tools/dist.sh $(DIST)
 
-# The .deb and .rpm of linux/amd64 and linux/arm64 (tools/packages.sh, nfpm from tools/go.mod,
-# deploy/packages/): the binaries of the archives of `make dist`, the default configuration as
-# the conffile /etc/otelcol-gym/config.yaml, a systemd unit; written beside the archives and
-# added to SHA256SUMS.
+# The .deb and .rpm of linux/amd64 and linux/arm64 (tools/packages.sh; nfpm from
+# tools/nfpm/go.mod; deploy/packages/): the binaries of the archives of `make dist`, the default
+# configuration as the conffile /etc/otelcol-gym/config.yaml, a systemd unit; written beside
+# the archives and added to SHA256SUMS.
 packages: dist
 	VERSION=$(VERSION) GO=$(GO) bash tools/packages.sh $(DIST)
 

@@ -16,7 +16,8 @@ version=${VERSION:-$(sed -n 's/^  version: *//p' builder-config.yaml)}
 [ -n "$version" ] || { echo "packages: no version (builder-config.yaml dist.version)" >&2; exit 1; }
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}
 go=${GO:-go}
-nfpm="$go tool -modfile=$PWD/tools/go.mod nfpm"
+# nfpm has a module of its own (tools/nfpm/go.mod says why).
+nfpm="$go tool -modfile=$PWD/tools/nfpm/go.mod nfpm"
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
