@@ -16,6 +16,7 @@
 #   make image     the container image (Dockerfile, FROM scratch: binary, default configuration, CA roots, OCI labels, SBOM) with buildah or podman
 #   make stack     the local stack (deploy/compose: collector, Prometheus, Grafana) up, the sample fed in
 #   make dist      reproducible release archives (linux and darwin, amd64 and arm64), SHA256SUMS, SBOMs in _build/dist/
+#   make packages  make dist, then reproducible .deb and .rpm (systemd unit) beside the archives
 #   make clean     remove _build/
 
 GO       ?= go
@@ -64,6 +65,7 @@ RATE        ?= 100000
 .PHONY: all build run test test-go test-python test-prometheus bench-python bench bench-peer bench-otlp-peer soak reliability lint generate clean gymevents
 .PHONY: bench-memory bench-compare bench-gateway soak-load
 .PHONY: test-deploy image test-image dist test-dist test-run-dist stack stack-down
+.PHONY: packages test-packages
 
 all: build
 
@@ -225,16 +227,32 @@ DIST ?= $(BUILD)/dist
 dist:
 	VERSION=$(VERSION) GO=$(GO) bash tools/dist.sh $(DIST)
 
-# The archives are reproducible: two builds in a row give the same bytes (SHA256SUMS equal);
-# the release workflow (.github/workflows/release.yml) passes actionlint (v1.7.12, a module of its
-# own: tools/actionlint/go.mod).
+# The .deb and .rpm of linux/amd64 and linux/arm64 (tools/packages.sh; nfpm from
+# tools/nfpm/go.mod; deploy/packages/): the binaries of the archives of `make dist`, the default
+# configuration as the conffile /etc/otelcol-gym/config.yaml, a systemd unit; written beside
+# the archives and added to SHA256SUMS.
+packages: dist
+	VERSION=$(VERSION) GO=$(GO) bash tools/packages.sh $(DIST)
+
+# The packages of $(DIST) checked (tools/packages-check.sh): the rpm's and deb's metadata,
+# files, conffiles and scripts; the .deb installed in a clean Debian root (debootstrap, cached
+# in _build/pkgtest/), its unit's command line run there. `make test-dist` runs the same check.
+test-packages: packages $(GYMEVENTS)
+	GYMEVENTS=$(GYMEVENTS) bash tools/packages-check.sh $(DIST) $(VERSION)
+
+# The archives and packages are reproducible: two builds in a row give the same bytes
+# (SHA256SUMS equal); the release workflow (.github/workflows/release.yml) passes actionlint
+# (v1.7.12, a module of its own: tools/actionlint/go.mod).
 # SOURCE_DATE_EPOCH is read once, so that a commit between the two builds changes neither.
-test-dist:
+test-dist: $(GYMEVENTS)
 	epoch=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct)}; \
 	SOURCE_DATE_EPOCH=$$epoch VERSION=$(VERSION) GO=$(GO) bash tools/dist.sh $(BUILD)/dist-check-1 && \
-	SOURCE_DATE_EPOCH=$$epoch VERSION=$(VERSION) GO=$(GO) bash tools/dist.sh $(BUILD)/dist-check-2
+	SOURCE_DATE_EPOCH=$$epoch VERSION=$(VERSION) GO=$(GO) bash tools/packages.sh $(BUILD)/dist-check-1 && \
+	SOURCE_DATE_EPOCH=$$epoch VERSION=$(VERSION) GO=$(GO) bash tools/dist.sh $(BUILD)/dist-check-2 && \
+	SOURCE_DATE_EPOCH=$$epoch VERSION=$(VERSION) GO=$(GO) bash tools/packages.sh $(BUILD)/dist-check-2
 	cmp $(BUILD)/dist-check-1/SHA256SUMS $(BUILD)/dist-check-2/SHA256SUMS
 	bash tools/dist-check.sh $(BUILD)/dist-check-1 $(VERSION)
+	GYMEVENTS=$(GYMEVENTS) bash tools/packages-check.sh $(BUILD)/dist-check-1 $(VERSION)
 	$(GO) tool -modfile=$(CURDIR)/tools/actionlint/go.mod actionlint .github/workflows/*.yml
 
 # make run's distribution has every component of the whole one but the deploy-only ones, and
