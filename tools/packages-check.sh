@@ -23,7 +23,17 @@ cd "$(dirname "$0")/.."
 dist=$(realpath "$1")
 version=$2
 gymevents=$(realpath "${GYMEVENTS:-_build/gymevents}")
-mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# The Debian mirror this machine's apt uses (its deb822 sources, else sources.list), unless
+# DEBIAN_MIRROR names one.
+apt_mirror() {
+	local f
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[ -f "$f" ] && sed -n 's/^URIs:[[:space:]]*\([^[:space:]]*\).*/\1/p' "$f" | grep -m1 -v security && return 0
+	done
+	sed -n 's/^deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\?\([^[:space:]]*\).*/\2/p' /etc/apt/sources.list 2>/dev/null | grep -m1 -v security
+}
+mirror=${DEBIAN_MIRROR:-$(apt_mirror || true)}
+[ -n "$mirror" ] || { echo "packages-check: no Debian mirror in /etc/apt: set DEBIAN_MIRROR" >&2; exit 1; }
 suite=${DEBIAN_SUITE:-bookworm}
 fail() { echo "packages-check: $*" >&2; exit 1; }
 
