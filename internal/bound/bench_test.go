@@ -33,44 +33,13 @@ func benchBatch(k int) pmetric.Metrics {
 // BenchmarkProcessBatch reports data points per second through the processor in steady
 // state (every series already known), the batch copy excluded.
 func BenchmarkProcessBatch(b *testing.B) {
-	tp := newTestProcessor(b, nil)
-	batches := []pmetric.Metrics{benchBatch(1), benchBatch(2)}
-	perBatch := batches[0].DataPointCount()
-	warm := pmetric.NewMetrics()
-	batches[0].CopyTo(warm)
-	tp.run(b, warm)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		b.StopTimer()
-		md := pmetric.NewMetrics()
-		batches[i%2].CopyTo(md)
-		b.StartTimer()
-		if _, err := tp.Process(context.Background(), md); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(perBatch)*float64(b.N)/b.Elapsed().Seconds(), "points/s")
+	benchProcess(b, newTestProcessor(b, nil), benchBatch, true)
 }
 
 // BenchmarkProcessSDKBatch is the small mixed batch of the golden test (40 points, three
 // resources, every rule).
 func BenchmarkProcessSDKBatch(b *testing.B) {
-	tp := newTestProcessor(b, goldenConfig)
-	batches := []pmetric.Metrics{sdkBatch(1), sdkBatch(2)}
-	perBatch := batches[0].DataPointCount()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		b.StopTimer()
-		md := pmetric.NewMetrics()
-		batches[i%2].CopyTo(md)
-		b.StartTimer()
-		if _, err := tp.Process(context.Background(), md); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(perBatch)*float64(b.N)/b.Elapsed().Seconds(), "points/s")
+	benchProcess(b, newTestProcessor(b, goldenConfig), sdkBatch, false)
 }
 
 // unknownBatch is export k of instruments the schema does not know (bounded by the generic
@@ -99,12 +68,20 @@ var longNote = strings.Repeat("queue drained at step; ", 20) // 460 bytes
 // BenchmarkProcessUnknownBatch is BenchmarkProcessBatch for instruments outside the schema
 // (unknown_metrics: bound, the default).
 func BenchmarkProcessUnknownBatch(b *testing.B) {
-	tp := newTestProcessor(b, nil)
-	batches := []pmetric.Metrics{unknownBatch(1), unknownBatch(2)}
+	benchProcess(b, newTestProcessor(b, nil), unknownBatch, true)
+}
+
+// benchProcess reports data points per second through tp, exports 1 and 2 of batch in turn
+// (the batch copy excluded); warm first processes export 1 once, so that every series is
+// known (steady state).
+func benchProcess(b *testing.B, tp *testProcessor, batch func(int) pmetric.Metrics, warm bool) {
+	batches := []pmetric.Metrics{batch(1), batch(2)}
 	perBatch := batches[0].DataPointCount()
-	warm := pmetric.NewMetrics()
-	batches[0].CopyTo(warm)
-	tp.run(b, warm)
+	if warm {
+		md := pmetric.NewMetrics()
+		batches[0].CopyTo(md)
+		tp.run(b, md)
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {

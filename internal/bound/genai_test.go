@@ -376,18 +376,7 @@ func BenchmarkProcessGenAI(b *testing.B) {
 	}
 	for _, on := range []bool{false, true} {
 		b.Run(fmt.Sprintf("genai_conventions=%t", on), func(b *testing.B) {
-			tp := newTestProcessor(b, func(c *Config) { c.GenAIConventions = on })
-			batches := []pmetric.Metrics{batch(1), batch(2)}
-			perBatch := batches[0].DataPointCount()
-			b.ReportAllocs()
-			for i := 0; b.Loop(); i++ {
-				b.StopTimer()
-				md := pmetric.NewMetrics()
-				batches[i%2].CopyTo(md)
-				b.StartTimer()
-				tp.run(b, md)
-			}
-			b.ReportMetric(float64(perBatch)*float64(b.N)/b.Elapsed().Seconds(), "points/s")
+			benchProcess(b, newTestProcessor(b, func(c *Config) { c.GenAIConventions = on }), batch, false)
 		})
 	}
 }
