@@ -145,16 +145,7 @@ func histPoints(t *testing.T, md pmetric.Metrics, service, name string) map[stri
 func TestGenAIConventionsOTLP(t *testing.T) {
 	t.Parallel()
 	sink := newCtlSink(t)
-	var otlpURL string
-	col, _ := startCollector(t, func(p collectorPorts) []string {
-		port := freePort(t)
-		otlpURL = fmt.Sprintf("http://127.0.0.1:%d", port)
-		return []string{
-			render(t, gymattrsConfig, tmplData{P: p, Sink: sink.URL(), X: map[string]any{"otlp": port}}),
-			genaiOn,
-			"yaml:processors::gymattrs::cardinality_limit: 4",
-		}
-	})
+	col, _, otlpURL := startOTLP(t, gymattrsConfig, sink, nil, genaiOn, "yaml:processors::gymattrs::cardinality_limit: 4")
 
 	const (
 		svc        = "nemo-gym/policy-model"

@@ -31,7 +31,7 @@ receivers:
   otlp:
     protocols:
       http:
-        endpoint: 127.0.0.1:{{index .X "otlp"}}
+        endpoint: 127.0.0.1:{{.P.OTLPHTTP}}
 processors:
   gymattrs: {}   # the defaults: cardinality_limit 2000
 ` + sinkExporterAndService + `
@@ -41,6 +41,17 @@ processors:
       processors: [gymattrs]
       exporters: [otlp_http]
 `
+
+// startOTLP starts otelcol-gym on tmpl, whose otlp receiver listens on {{.P.OTLPHTTP}} and
+// whose exporter is sink (x fills its template's X), then the configurations more; it returns
+// the collector, its ports and the otlp receiver's URL.
+func startOTLP(t *testing.T, tmpl string, sink *ctlSink, x map[string]any, more ...string) (*collector, collectorPorts, string) {
+	t.Helper()
+	col, ports := startCollector(t, func(p collectorPorts) []string {
+		return append([]string{render(t, tmpl, tmplData{P: p, Sink: sink.URL(), X: x})}, more...)
+	})
+	return col, ports, fmt.Sprintf("http://127.0.0.1:%d", ports.OTLPHTTP)
+}
 
 const (
 	dispatchNames = 3000
@@ -180,12 +191,7 @@ func postOTLP(t *testing.T, url string, md pmetric.Metrics) {
 func TestGymattrsOTLP(t *testing.T) {
 	t.Parallel()
 	sink := newCtlSink(t)
-	var otlpURL string
-	col, ports := startCollector(t, func(p collectorPorts) []string {
-		port := freePort(t)
-		otlpURL = fmt.Sprintf("http://127.0.0.1:%d", port)
-		return []string{render(t, gymattrsConfig, tmplData{P: p, Sink: sink.URL(), X: map[string]any{"otlp": port}})}
-	})
+	col, ports, otlpURL := startOTLP(t, gymattrsConfig, sink, nil)
 
 	start := pcommon.NewTimestampFromTime(time.Now().Add(-time.Minute))
 	for round := 1; round <= 2; round++ {

@@ -108,12 +108,7 @@ func TestGymRealSchema(t *testing.T) {
 	t.Parallel()
 	metrics := gymRealMetrics(loadGymReal(t))
 	sink := newCtlSink(t)
-	var otlpURL string
-	_, ports := startCollector(t, func(p collectorPorts) []string {
-		port := freePort(t)
-		otlpURL = fmt.Sprintf("http://127.0.0.1:%d", port)
-		return []string{render(t, gymattrsConfig, tmplData{P: p, Sink: sink.URL(), X: map[string]any{"otlp": port}})}
-	})
+	_, ports, otlpURL := startOTLP(t, gymattrsConfig, sink, nil)
 	counts := func() []float64 {
 		text, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Telemetry))
 		require.NoError(t, err)

@@ -31,7 +31,7 @@ receivers:
   otlp:
     protocols:
       http:
-        endpoint: 127.0.0.1:{{index .X "otlp"}}
+        endpoint: 127.0.0.1:{{.P.OTLPHTTP}}
 processors:
   gymattrs:
     cardinality_limit: {{index .X "limit"}}
@@ -241,12 +241,7 @@ func gymTodayBatch(start, now pcommon.Timestamp) pmetric.Metrics {
 func TestGymattrsOTLPGymToday(t *testing.T) {
 	t.Parallel()
 	sink := newCtlSink(t)
-	var otlpURL string
-	col, ports := startCollector(t, func(p collectorPorts) []string {
-		port := freePort(t)
-		otlpURL = fmt.Sprintf("http://127.0.0.1:%d", port)
-		return []string{render(t, gymTodayConfig, tmplData{P: p, Sink: sink.URL(), X: map[string]any{"otlp": port, "limit": gymTodayLimit}})}
-	})
+	col, ports, otlpURL := startOTLP(t, gymTodayConfig, sink, map[string]any{"limit": gymTodayLimit})
 	start := pcommon.NewTimestampFromTime(time.Now().Add(-time.Minute))
 	now := pcommon.NewTimestampFromTime(time.Now())
 	postOTLP(t, otlpURL, gymTodayBatch(start, now))

@@ -76,12 +76,7 @@ func unknownValue(w, round int) int64 { return int64(w%5+1) * int64(round) }
 func TestGymattrsUnknownInstrumentBounded(t *testing.T) {
 	t.Parallel()
 	sink := newCtlSink(t)
-	var otlpURL string
-	col, ports := startCollector(t, func(p collectorPorts) []string {
-		port := freePort(t)
-		otlpURL = fmt.Sprintf("http://127.0.0.1:%d", port)
-		return []string{render(t, gymattrsConfig, tmplData{P: p, Sink: sink.URL(), X: map[string]any{"otlp": port}})}
-	})
+	col, ports, otlpURL := startOTLP(t, gymattrsConfig, sink, nil)
 
 	start := pcommon.NewTimestampFromTime(time.Now().Add(-time.Minute))
 	for round := 1; round <= 2; round++ {
