@@ -204,7 +204,7 @@ func (a *Aggregator) resources() []*Resource {
 
 // series finds or admits the series of the key in k, or the overflow series when the
 // instrument is at its cardinality limit.
-func (r *Resource) series(a *Aggregator, st *Stream, k *keyBuilder) *series {
+func (r *Resource) series(a *Aggregator, st *Sink, k *keyBuilder) *series {
 	in := r.insts[k.id]
 	if in == nil {
 		in = newInstrument(k.id)
@@ -238,8 +238,8 @@ func (r *Resource) series(a *Aggregator, st *Stream, k *keyBuilder) *series {
 
 // overflow returns the overflow series of an instrument at its cardinality limit (never
 // remembered as a recent series: each measurement folded into it is counted).
-func (r *Resource) overflow(a *Aggregator, st *Stream, k *keyBuilder, in *instrument) *series {
-	st.Stats.Overflowed++
+func (r *Resource) overflow(a *Aggregator, st *Sink, k *keyBuilder, in *instrument) *series {
+	st.stats.Overflowed++
 	if in.overflow == nil {
 		in.overflow = newSeries(k.in, nil, a.stamp())
 		in.overflow.overflow = true
@@ -250,7 +250,7 @@ func (r *Resource) overflow(a *Aggregator, st *Stream, k *keyBuilder, in *instru
 // Snapshot bookkeeping: the entries of one snapshot line that normalise to one series are
 // summed; at the end of the line each touched series takes the sum as its latest value.
 
-func (r *Resource) snapshot(a *Aggregator, st *Stream, k *keyBuilder, v int64) {
+func (r *Resource) snapshot(a *Aggregator, st *Sink, k *keyBuilder, v int64) {
 	s := r.series(a, st, k)
 	if s.overflow {
 		r.foldSnapshot(st, k, s, v)
@@ -259,7 +259,7 @@ func (r *Resource) snapshot(a *Aggregator, st *Stream, k *keyBuilder, v int64) {
 	r.stage(st, s, v)
 }
 
-func (r *Resource) stage(st *Stream, s *series, v int64) {
+func (r *Resource) stage(st *Sink, s *series, v int64) {
 	if s.seq != r.seq {
 		s.seq = r.seq
 		s.pending = v
@@ -271,7 +271,7 @@ func (r *Resource) stage(st *Stream, s *series, v int64) {
 
 // foldSnapshot keeps the overflow series of a snapshot total at the sum of the latest values
 // of the series folded into it.
-func (r *Resource) foldSnapshot(st *Stream, k *keyBuilder, ov *series, v int64) {
+func (r *Resource) foldSnapshot(st *Sink, k *keyBuilder, ov *series, v int64) {
 	in := r.insts[k.id]
 	if in.folded == nil {
 		in.folded = map[uint64]foldedSnapshot{}
@@ -309,7 +309,7 @@ type touchedSeries struct {
 
 // commitSnapshots ends a snapshot line: each touched series takes its new value; a total that
 // went down means the process restarted, and the series starts again.
-func (r *Resource) commitSnapshots(a *Aggregator, st *Stream) {
+func (r *Resource) commitSnapshots(a *Aggregator, st *Sink) {
 	for _, t := range st.touched {
 		s := t.s
 		if t.kind == schema.KindCounter && s.hasVal && s.pending < s.val {
@@ -323,7 +323,7 @@ func (r *Resource) commitSnapshots(a *Aggregator, st *Stream) {
 
 // rewarded counts the reward of a scored rollout.completed or of a rollout.reward: +1 in its
 // range, nothing for NaN (unscored).
-func (r *Resource) rewarded(a *Aggregator, st *Stream, ev *events.Event) {
+func (r *Resource) rewarded(a *Aggregator, st *Sink, ev *events.Event) {
 	if rng, scored := normalize.RewardRange(ev.Reward); scored {
 		k := &st.kb
 		k.begin(schema.GymRolloutRewardedTotal).str(rng).str(ev.DispatchName).bool(ev.Masked)
@@ -332,7 +332,7 @@ func (r *Resource) rewarded(a *Aggregator, st *Stream, ev *events.Event) {
 }
 
 // apply records one decoded event. The caller holds r.mu.
-func (r *Resource) apply(a *Aggregator, st *Stream, ev *events.Event) {
+func (r *Resource) apply(a *Aggregator, st *Sink, ev *events.Event) {
 	k := &st.kb
 	r.touched = true
 	switch ev.Type {
@@ -473,7 +473,7 @@ var responseTokenTypes = func() (out [events.NumResponseTokenTypes][]byte) {
 
 // rolloutResponse records what a run file's row says of its response: its finish, one
 // sample per token type given, and its function calls when the output is a list.
-func (r *Resource) rolloutResponse(a *Aggregator, st *Stream, ev *events.Event) {
+func (r *Resource) rolloutResponse(a *Aggregator, st *Sink, ev *events.Event) {
 	k := &st.kb
 	r.series(a, st, k.begin(schema.GymRolloutFinishTotal).str(ev.FinishReason).str(ev.Model).str(ev.DispatchName)).val++
 	for t := range events.NumResponseTokenTypes {
@@ -488,7 +488,7 @@ func (r *Resource) rolloutResponse(a *Aggregator, st *Stream, ev *events.Event) 
 
 // limit records one entry of a concurrency.limits snapshot: entries whose attributes
 // normalise alike are summed (snapshot), available is limit - active.
-func (r *Resource) limit(a *Aggregator, st *Stream, l *events.ConcurrencyLimit) {
+func (r *Resource) limit(a *Aggregator, st *Sink, l *events.ConcurrencyLimit) {
 	k := &st.kb
 	attrs := func(id schema.InstrumentID) *keyBuilder {
 		return k.begin(id).str(l.Component).str(l.LimitName).str(l.ServerName)
@@ -520,7 +520,7 @@ var (
 // modelCall records one model_call by Gym's rules: the duration when known, TTFT when
 // streamed, and for a call that succeeded one token sample per type reported and its finish
 // reason (a failed call records neither).
-func (r *Resource) modelCall(a *Aggregator, st *Stream, ev *events.Event) {
+func (r *Resource) modelCall(a *Aggregator, st *Sink, ev *events.Event) {
 	k := &st.kb
 	server := ev.ServerName
 	if len(server) == 0 {
@@ -546,7 +546,7 @@ func (r *Resource) modelCall(a *Aggregator, st *Stream, ev *events.Event) {
 }
 
 // serverMemory records the latest sample of one server's process tree.
-func (r *Resource) serverMemory(a *Aggregator, st *Stream, m *events.ServerMemory) {
+func (r *Resource) serverMemory(a *Aggregator, st *Sink, m *events.ServerMemory) {
 	k := &st.kb
 	mem := func(id schema.InstrumentID, typ []byte, v int64) {
 		r.gauge(a, st, k.begin(id).str(m.ServerName).str(m.ServerType).int(m.PID).str(typ), v)
@@ -575,16 +575,16 @@ func (r *Resource) verified(s *series, completed bool) {
 // scoredOutcome is the outcome under which failure fields are not attributes and rewards count.
 var scoredOutcome = schema.Attr(schema.AttrNemoGymRolloutOutcome).Values[0]
 
-func (r *Resource) histogram(a *Aggregator, st *Stream, k *keyBuilder, v float64) {
+func (r *Resource) histogram(a *Aggregator, st *Sink, k *keyBuilder, v float64) {
 	r.series(a, st, k).record(k.id, v)
 }
 
-func (r *Resource) gauge(a *Aggregator, st *Stream, k *keyBuilder, v int64) {
+func (r *Resource) gauge(a *Aggregator, st *Sink, k *keyBuilder, v int64) {
 	s := r.series(a, st, k)
 	s.val, s.hasVal = v, true
 }
 
-func (r *Resource) sizeSample(a *Aggregator, st *Stream, present bool, id schema.InstrumentID, v int64) {
+func (r *Resource) sizeSample(a *Aggregator, st *Sink, present bool, id schema.InstrumentID, v int64) {
 	if present {
 		r.histogram(a, st, st.kb.begin(id), float64(v))
 	}
@@ -592,7 +592,7 @@ func (r *Resource) sizeSample(a *Aggregator, st *Stream, present bool, id schema
 
 // flagged counts each distinct check a rollout.health line flags, after normalisation;
 // ignored checks are matched on the raw id.
-func (r *Resource) flagged(a *Aggregator, st *Stream, ev *events.Event) {
+func (r *Resource) flagged(a *Aggregator, st *Sink, ev *events.Event) {
 	distinct := st.checks[:0]
 outer:
 	for _, raw := range ev.Flagged {

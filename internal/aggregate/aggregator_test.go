@@ -13,6 +13,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/clock"
+	"github.com/gym-telemetry/otelcol-gym/internal/events"
+	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
@@ -38,12 +40,12 @@ func newTestAggregator(t *testing.T, limit int) (*Aggregator, *testClock) {
 }
 
 // feed sends the lines through one stream and fails on any rejection.
-func feed(t *testing.T, st *Stream, lines ...string) {
+func feed(t *testing.T, st liner, lines ...string) {
 	t.Helper()
 	for _, l := range lines {
 		out, err := st.Line([]byte(l))
 		require.NoError(t, err, l)
-		require.NotEqual(t, Rejected, out, l)
+		require.NotEqual(t, ingest.Rejected, out, l)
 	}
 }
 
@@ -107,7 +109,7 @@ var httpDefault = map[string]any{"gym.source": "http"}
 
 func TestSnapshotRestartStartsSeriesAgain(t *testing.T) {
 	a, c := newTestAggregator(t, 2000)
-	st := a.NewStream(1<<16, DefaultResource("http", ""))
+	st := newLines(a, 1<<16, events.DefaultResource("http", ""))
 	feed(t, st, `{"event":"gc.stats","collections":[10,2,1],"collected":[100,20,1],"uncollectable":[0,0,0],"count":[5,1,0]}`)
 	t0 := c.ts()
 	c.advance(time.Minute)
@@ -133,7 +135,7 @@ func TestSnapshotRestartStartsSeriesAgain(t *testing.T) {
 
 func TestSnapshotEntriesThatNormaliseAlikeAreSummed(t *testing.T) {
 	a, _ := newTestAggregator(t, 2000)
-	st := a.NewStream(1<<16, DefaultResource("http", ""))
+	st := newLines(a, 1<<16, events.DefaultResource("http", ""))
 	feed(t, st,
 		`{"event":"server.requests","in_flight":1,"unhandled_exceptions":0,"responses":{"200":5,"0200":3},"cancelled":[{"route":"bad","response_started":false,"count":1},{"route":"worse?","response_started":false,"count":2}]}`,
 		// A key absent from a later snapshot keeps its last value.
@@ -154,7 +156,7 @@ func TestSnapshotEntriesThatNormaliseAlikeAreSummed(t *testing.T) {
 
 func TestDriverCountsOnlyWhileOffered(t *testing.T) {
 	a, _ := newTestAggregator(t, 2000)
-	st := a.NewStream(1<<16, DefaultResource("http", ""))
+	st := newLines(a, 1<<16, events.DefaultResource("http", ""))
 	feed(t, st, `{"event":"driver.counts","offered":0,"resident":0,"active":0}`)
 	assert.Equal(t, 0, a.Collect(Scope{}).MetricCount(), "a server that offers nothing exports nothing")
 	feed(t, st, `{"event":"driver.counts","offered":3,"resident":2,"active":1}`,
@@ -168,7 +170,7 @@ func TestDriverCountsOnlyWhileOffered(t *testing.T) {
 // a scored rollout.completed carrying it would, into the same series; NaN counts nothing.
 func TestRolloutRewardCountsAsAScoredReward(t *testing.T) {
 	a, _ := newTestAggregator(t, 2000)
-	st := a.NewStream(1<<16, DefaultResource("http", ""))
+	st := newLines(a, 1<<16, events.DefaultResource("http", ""))
 	feed(t, st,
 		`{"event":"rollout.completed","outcome":"scored","dispatch_name":"math"}`,
 		`{"event":"rollout.reward","reward":0.5,"dispatch_name":"math"}`,
@@ -202,7 +204,7 @@ func TestRolloutRewardCountsAsAScoredReward(t *testing.T) {
 func TestCardinalityLimitOverflow(t *testing.T) {
 	const limit = 4
 	a, _ := newTestAggregator(t, limit)
-	st := a.NewStream(1<<16, DefaultResource("http", ""))
+	st := newLines(a, 1<<16, events.DefaultResource("http", ""))
 	var total int64
 	for i := range 10 {
 		for range i + 1 {
@@ -222,7 +224,7 @@ func TestCardinalityLimitOverflow(t *testing.T) {
 	sum += p[limit-1].val
 	assert.Equal(t, total, sum, "no count is lost")
 	assert.Equal(t, int64(1+2+3), sum-p[limit-1].val, "the first limit-1 attribute sets keep their series")
-	assert.Equal(t, total-6, st.Stats.Overflowed)
+	assert.Equal(t, total-6, st.Flush().Overflowed)
 
 	// An admitted series stays admitted.
 	feed(t, st, `{"event":"rollout.completed","outcome":"omitted","dispatch_name":"da"}`)
@@ -232,7 +234,7 @@ func TestCardinalityLimitOverflow(t *testing.T) {
 
 func TestOverflowOfSnapshotsAndGauges(t *testing.T) {
 	a, _ := newTestAggregator(t, 2)
-	st := a.NewStream(1<<16, DefaultResource("http", ""))
+	st := newLines(a, 1<<16, events.DefaultResource("http", ""))
 	feed(t, st,
 		`{"event":"http.pool.connects","counts":{"a":5,"b":7,"c":11}}`,
 		`{"event":"http.pool.connects","counts":{"b":8}}`,
@@ -252,7 +254,7 @@ func TestOverflowOfSnapshotsAndGauges(t *testing.T) {
 
 func TestResourceExpiresAfterOneMoreExport(t *testing.T) {
 	a, c := newTestAggregator(t, 2000)
-	st := a.NewStream(1<<16, DefaultResource("http", ""))
+	st := newLines(a, 1<<16, events.DefaultResource("http", ""))
 	feed(t, st, `{"event":"resource","attributes":{"service.name":"a"}}`, `{"event":"sandbox.active","provider":"p","delta":2}`)
 	res := map[string]any{"service.name": "a"}
 	require.Len(t, points(a.Collect(Scope{}), res, "gym.sandbox.active"), 1)
@@ -272,11 +274,11 @@ func TestResourceExpiresAfterOneMoreExport(t *testing.T) {
 
 func TestRejectedResourceLineFallsBackToDefault(t *testing.T) {
 	a, _ := newTestAggregator(t, 2000)
-	st := a.NewStream(1<<16, DefaultResource("tcp", ""))
+	st := newLines(a, 1<<16, events.DefaultResource("tcp", ""))
 	feed(t, st, `{"event":"resource","attributes":{"service.name":"a"}}`)
 	out, err := st.Line([]byte(`{"event":"resource","attributes":{"service.name":null}}`))
 	require.Error(t, err)
-	require.Equal(t, Rejected, out)
+	require.Equal(t, ingest.Rejected, out)
 	feed(t, st, `{"event":"sandbox.create_retry","provider":"p"}`)
 	md := a.Collect(Scope{})
 	assert.Len(t, points(md, map[string]any{"gym.source": "tcp"}, "gym.sandbox.create_retry_total"), 1)
@@ -286,7 +288,7 @@ func TestRejectedResourceLineFallsBackToDefault(t *testing.T) {
 // A rejected line changes nothing, and the lines around it are kept.
 func TestRejectedLineChangesNothing(t *testing.T) {
 	a, _ := newTestAggregator(t, 2000)
-	st := a.NewStream(1<<16, DefaultResource("http", ""))
+	st := newLines(a, 1<<16, events.DefaultResource("http", ""))
 	lines := []string{
 		`{"event":"server.requests","in_flight":1,"unhandled_exceptions":0,"responses":{"200":5}}`,
 		`{"event":"server.requests","in_flight":9,"unhandled_exceptions":9,"responses":{"200":9,"600":1}}`,
@@ -294,7 +296,7 @@ func TestRejectedLineChangesNothing(t *testing.T) {
 	}
 	var rejected int
 	for _, l := range lines {
-		if out, _ := st.Line([]byte(l)); out == Rejected {
+		if out, _ := st.Line([]byte(l)); out == ingest.Rejected {
 			rejected++
 		}
 	}
@@ -302,7 +304,7 @@ func TestRejectedLineChangesNothing(t *testing.T) {
 	md := a.Collect(Scope{})
 	assert.Equal(t, int64(6), points(md, httpDefault, "gym.server.responses_total")[0].val)
 	assert.Equal(t, int64(2), points(md, httpDefault, "gym.server.requests.in_flight")[0].val)
-	assert.Equal(t, int64(1), st.Stats.Rejected["out_of_range"]+st.Stats.Rejected["invalid_value"])
+	assert.Equal(t, int64(1), st.Flush().Rejected["out_of_range"]+st.Flush().Rejected["invalid_value"])
 }
 
 // Many streams of many processes ingest at once; every count arrives.
@@ -314,7 +316,7 @@ func TestConcurrentIngest(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st := a.NewStream(1<<16, DefaultResource("tcp", ""))
+			st := newLines(a, 1<<16, events.DefaultResource("tcp", ""))
 			res := `{"event":"resource","attributes":{"service.name":"p` + string(rune('0'+i%4)) + `"}}`
 			_, _ = st.Line([]byte(res))
 			for range perStream {
@@ -334,7 +336,7 @@ func TestConcurrentIngest(t *testing.T) {
 
 func TestExportShape(t *testing.T) {
 	a, _ := newTestAggregator(t, 2000)
-	st := a.NewStream(1<<16, DefaultResource("file", "/var/log/gym/a.events.jsonl"))
+	st := newLines(a, 1<<16, events.DefaultResource("file", "/var/log/gym/a.events.jsonl"))
 	feed(t, st, `{"event":"event_loop.lag","loop":"main","lag_ms":3.2}`)
 	md := a.Collect(Scope{Name: "s", Version: "v"})
 	require.Equal(t, 1, md.ResourceMetrics().Len())
@@ -361,7 +363,7 @@ func TestExportShape(t *testing.T) {
 // its series are not merged into the new ones.
 func TestRestartedProcessRetiresItsOldResource(t *testing.T) {
 	a, _ := newTestAggregator(t, 2000)
-	st := a.NewStream(1<<16, DefaultResource("http", ""))
+	st := newLines(a, 1<<16, events.DefaultResource("http", ""))
 	old := map[string]any{"service.name": "gym", "service.instance.id": "r1-rank0", "process.pid": int64(1002)}
 	neu := map[string]any{"service.name": "gym", "service.instance.id": "r1-rank0", "process.pid": int64(4242)}
 	other := map[string]any{"service.name": "gym", "service.instance.id": "r1-rank1", "process.pid": int64(1003)}
@@ -393,7 +395,7 @@ func TestRestartedProcessRetiresItsOldResource(t *testing.T) {
 // own, oldest first.
 func TestRestartsWithinOneCollectionLeaveInOrder(t *testing.T) {
 	a, _ := newTestAggregator(t, 2000)
-	st := a.NewStream(1<<16, DefaultResource("http", ""))
+	st := newLines(a, 1<<16, events.DefaultResource("http", ""))
 	var pids []int64
 	for pid := int64(1); pid <= 3; pid++ {
 		pids = append(pids, pid)
@@ -416,14 +418,14 @@ func TestRestartsWithinOneCollectionLeaveInOrder(t *testing.T) {
 func TestMaxResources(t *testing.T) {
 	a, c := newTestAggregator(t, 2000)
 	a.cfg.MaxResources = 3 // the default resource and two processes
-	st := a.NewStream(1<<16, DefaultResource("http", ""))
+	st := newLines(a, 1<<16, events.DefaultResource("http", ""))
 	feed(t, st, `{"event":"sandbox.create_retry","provider":"p"}`,
 		`{"event":"resource","attributes":{"service.name":"a"}}`, `{"event":"sandbox.create_retry","provider":"p"}`,
 		`{"event":"resource","attributes":{"service.name":"b"}}`, `{"event":"sandbox.create_retry","provider":"p"}`)
 	out, err := st.Line([]byte(`{"event":"resource","attributes":{"service.name":"c"}}`))
-	require.Equal(t, Rejected, out)
+	require.Equal(t, ingest.Rejected, out)
 	require.ErrorContains(t, err, "max_resources 3")
-	assert.Equal(t, int64(1), st.Stats.Rejected[ReasonTooManyResources])
+	assert.Equal(t, int64(1), st.Flush().Rejected[ReasonTooManyResources])
 	feed(t, st, `{"event":"sandbox.create_retry","provider":"p"}`,
 		`{"event":"resource","attributes":{"service.name":"a"}}`, `{"event":"sandbox.create_retry","provider":"p"}`)
 	md := a.Collect(Scope{})
@@ -444,7 +446,7 @@ func TestMaxResources(t *testing.T) {
 func TestMaxResourcesCountsTheDefaultFallback(t *testing.T) {
 	a, _ := newTestAggregator(t, 2000)
 	a.cfg.MaxResources = 3
-	st := a.NewStream(1<<16, DefaultResource("http", ""))
+	st := newLines(a, 1<<16, events.DefaultResource("http", ""))
 	for _, name := range []string{"a", "b", "c", "d"} {
 		_, _ = st.Line([]byte(`{"event":"resource","attributes":{"service.name":"` + name + `"}}`))
 		feed(t, st, `{"event":"sandbox.create_retry","provider":"p"}`)
@@ -453,15 +455,26 @@ func TestMaxResourcesCountsTheDefaultFallback(t *testing.T) {
 	md := a.Collect(Scope{})
 	assert.Equal(t, 3, md.ResourceMetrics().Len(), "a, b and the default resource")
 	assert.Equal(t, int64(2), points(md, httpDefault, "gym.sandbox.create_retry_total")[0].val, "c's and d's events")
-	assert.Equal(t, int64(2), st.Stats.Rejected[ReasonTooManyResources])
+	assert.Equal(t, int64(2), st.Flush().Rejected[ReasonTooManyResources])
 
 	// Another stream whose default exists already may use the last place.
 	a2, _ := newTestAggregator(t, 2000)
 	a2.cfg.MaxResources = 2
-	s1 := a2.NewStream(1<<16, DefaultResource("http", ""))
+	s1 := newLines(a2, 1<<16, events.DefaultResource("http", ""))
 	feed(t, s1, `{"event":"sandbox.create_retry","provider":"p"}`, `{"event":"resource","attributes":{"service.name":"a"}}`)
 	assert.Equal(t, 2, a2.Len())
-	s2 := a2.NewStream(1<<16, DefaultResource("http", ""))
+	s2 := newLines(a2, 1<<16, events.DefaultResource("http", ""))
 	out, _ := s2.Line([]byte(`{"event":"resource","attributes":{"service.name":"b"}}`))
-	assert.Equal(t, Rejected, out, "full")
+	assert.Equal(t, ingest.Rejected, out, "full")
+}
+
+// newLines is the decoder of one source's lines whose events go to a's sink, as the receiver
+// makes them.
+func newLines(a *Aggregator, maxLineBytes int, defaultAttrs []events.ResourceAttr) *events.LineDecoder {
+	return events.NewLineDecoder(maxLineBytes, a.NewSink, defaultAttrs)
+}
+
+// liner takes lines: a source's line decoder.
+type liner interface {
+	Line(line []byte) (ingest.Outcome, error)
 }

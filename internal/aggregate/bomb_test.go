@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/events"
+	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
@@ -90,23 +92,33 @@ func liveHeap() uint64 {
 }
 
 // bombFeed sends n lines built by line through st; each must be accepted.
-func bombFeed(t *testing.T, st *Stream, n int, line func(b []byte, i int) []byte) {
+func bombFeed(t *testing.T, st liner, n int, line func(b []byte, i int) []byte) {
 	t.Helper()
 	var b []byte
 	for i := range n {
 		b = line(b[:0], i)
-		if out, err := st.Line(b); out != Accepted {
+		if out, err := st.Line(b); out != ingest.Accepted {
 			t.Fatalf("line %d %q: %v %v", i, b, out, err)
 		}
 	}
 }
 
-// bombStream returns a stream whose current resource is {service.name: name}.
-func bombStream(t *testing.T, a *Aggregator, name string) (*Stream, map[string]any) {
+// bombSource is a source's line decoder with its sink, whose current resource the tests read.
+type bombSource struct {
+	*events.LineDecoder
+	sink *Sink
+}
+
+// bombStream returns a source whose current resource is {service.name: name}.
+func bombStream(t *testing.T, a *Aggregator, name string) (*bombSource, map[string]any) {
 	t.Helper()
-	st := a.NewStream(1<<20, DefaultResource("tcp", ""))
+	st := &bombSource{}
+	st.LineDecoder = events.NewLineDecoder(1<<20, func(attrs []events.ResourceAttr, stats *ingest.Stats) events.Sink {
+		st.sink = a.newSink(attrs, stats)
+		return st.sink
+	}, events.DefaultResource("tcp", ""))
 	feed(t, st, `{"event":"resource","attributes":{"service.name":"`+name+`"}}`)
-	st.Stats.Accepted = 0
+	st.Flush().Accepted = 0
 	return st, map[string]any{"service.name": name}
 }
 
@@ -165,8 +177,8 @@ func bombDispatchName(t *testing.T, n int) {
 		assert.Equal(t, int64(n), total, "every rollout counted once")
 		assert.Equal(t, int64(n-(bombLimit-1)), overflow)
 	}
-	assert.Equal(t, int64(2*(n-(bombLimit-1))), st.Stats.Overflowed)
-	assert.Equal(t, int64(n), st.Stats.Accepted)
+	assert.Equal(t, int64(2*(n-(bombLimit-1))), st.Flush().Overflowed)
+	assert.Equal(t, int64(n), st.Flush().Accepted)
 }
 
 // Providers: the four sandbox instruments, each value on one of them in turn.
@@ -254,7 +266,7 @@ func bombRoute(t *testing.T, n int) {
 		return snapshot(b, l*perLine, min((l+1)*perLine, n), count)
 	})
 	fig.log(t, n, bombLimit)
-	r := st.cur
+	r := st.sink.cur
 	require.NotNil(t, r)
 	cancelled := r.insts[schema.GymServerRequestsCancelledTotal]
 	require.NotNil(t, cancelled)
@@ -270,7 +282,7 @@ func bombRoute(t *testing.T, n int) {
 		admitted += count(i)
 	}
 	assert.Equal(t, sent-admitted, overflow)
-	assert.Equal(t, int64(n-(bombLimit-1)), st.Stats.Overflowed)
+	assert.Equal(t, int64(n-(bombLimit-1)), st.Flush().Overflowed)
 
 	// A later snapshot raises 1,000 folded routes that are remembered by one each: the
 	// overflow total rises by exactly 1,000, not by their whole values again.
@@ -316,7 +328,7 @@ func bombFailure(t *testing.T, n int, field, prefix string) {
 func bombResources(t *testing.T, n int) {
 	base := liveHeap()
 	a, c := newTestAggregator(t, bombLimit)
-	st := a.NewStream(1<<16, DefaultResource("tcp", ""))
+	st := newLines(a, 1<<16, events.DefaultResource("tcp", ""))
 	retry := []byte(`{"event":"sandbox.create_retry","provider":"docker"}`)
 	bombFeed(t, st, n, func(b []byte, i int) []byte {
 		b = append(b, `{"event":"resource","attributes":{"service.name":"nemo-gym/math","service.instance.id":"r`...)
@@ -324,7 +336,7 @@ func bombResources(t *testing.T, n int) {
 		b = append(b, `-rank0","nemo.run.id":"r1","process.pid":`...)
 		b = strconv.AppendInt(b, int64(10_000+i), 10)
 		b = append(b, `,"host.name":"node7"}}`...)
-		if out, err := st.Line(b); out != Accepted {
+		if out, err := st.Line(b); out != ingest.Accepted {
 			t.Fatalf("resource line %d: %v", i, err)
 		}
 		return append(b[:0], retry...)
@@ -387,7 +399,7 @@ func bombEveryInstrument(t *testing.T) {
 		return fmt.Appendf(b, `{"event":"server.requests","in_flight":0,"unhandled_exceptions":0,"responses":{"%d":1}}`, 100+i)
 	})
 	series := 0
-	for _, in := range st.cur.insts {
+	for _, in := range st.sink.cur.insts {
 		if in != nil {
 			series += len(in.order)
 			if in.overflow != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/clock"
+	"github.com/gym-telemetry/otelcol-gym/internal/events"
 )
 
 // TestClockSteps: the host's clock is set back an hour, then forward a day, while two
@@ -17,7 +18,7 @@ import (
 // not never after the step back.
 func TestClockSteps(t *testing.T) {
 	a, c := newTestAggregator(t, 2000) // ExpireAfter 5 min
-	st := a.NewStream(1<<16, DefaultResource("http", ""))
+	st := newLines(a, 1<<16, events.DefaultResource("http", ""))
 	resA, resB := map[string]any{"service.name": "a"}, map[string]any{"service.name": "b"}
 	var last = map[string]point{}
 	check := func(what string, res map[string]any, want int64) {
@@ -77,7 +78,7 @@ func TestClockSteps(t *testing.T) {
 // of the next life's clock: the restored series' points are not before their start times.
 func TestRestoreAfterClockStepBack(t *testing.T) {
 	a, c := newTestAggregator(t, 2000)
-	st := a.NewStream(1<<16, DefaultResource("http", ""))
+	st := newLines(a, 1<<16, events.DefaultResource("http", ""))
 	feed(t, st, `{"event":"resource","attributes":{"service.name":"a"}}`,
 		`{"event":"rollout.completed","outcome":"omitted","dispatch_name":"d"}`)
 	var state []byte

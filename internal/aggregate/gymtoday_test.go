@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/events"
 )
 
 // The events of Gym's newer releases, aggregated. The expected values are worked out by hand
@@ -22,7 +24,7 @@ func byAttrKey(ps []point, key string) map[any]point {
 
 func TestConcurrencyLimitsSnapshot(t *testing.T) {
 	a, c := newTestAggregator(t, 2000)
-	st := a.NewStream(1<<16, DefaultResource("http", ""))
+	st := newLines(a, 1<<16, events.DefaultResource("http", ""))
 	feed(t, st,
 		// Two limits of the same attributes are summed; a component that breaks its pattern is
 		// other, and folds into the same series as another bad one.
@@ -70,7 +72,7 @@ func TestConcurrencyLimitsSnapshot(t *testing.T) {
 
 func TestModelCalls(t *testing.T) {
 	a, _ := newTestAggregator(t, 2000)
-	st := a.NewStream(1<<16, DefaultResource("http", ""))
+	st := newLines(a, 1<<16, events.DefaultResource("http", ""))
 	feed(t, st,
 		`{"event":"model_call","server_name":"policy","dialect":"responses","outcome":"ok","duration_ms":1834.5,"ttft_ms":212.25,"tokens":{"input":1200,"output":350,"reasoning":120},"finish_reason":"completed"}`,
 		`{"event":"model_call","server_name":"policy","dialect":"responses","outcome":"ok","duration_ms":165.5,"tokens":{"input":0,"output":40},"finish_reason":"max_output_tokens"}`,
@@ -111,7 +113,7 @@ func TestModelCalls(t *testing.T) {
 
 func TestMemorySample(t *testing.T) {
 	a, _ := newTestAggregator(t, 2000)
-	st := a.NewStream(1<<16, DefaultResource("http", ""))
+	st := newLines(a, 1<<16, events.DefaultResource("http", ""))
 	feed(t, st,
 		`{"event":"memory.sample","servers":[{"server_name":"math","server_type":"resources_servers","pid":4243,"rss":100,"pss":90,"rss_peak":150,"pss_peak":120,"processes":3},{"server_name":"policy","server_type":"gpu","pid":4250,"rss":500,"rss_peak":500,"processes":1}],"host":{"usage":1000,"available":3000,"total":4096,"peak":1200}}`,
 		`{"event":"memory.sample","servers":[{"server_name":"math","server_type":"resources_servers","pid":4243,"rss":80,"pss":70,"rss_peak":150,"pss_peak":120,"processes":2}]}`,
@@ -143,7 +145,7 @@ func TestMemorySample(t *testing.T) {
 
 func TestLensInstruments(t *testing.T) {
 	a, c := newTestAggregator(t, 2000)
-	st := a.NewStream(1<<16, DefaultResource("http", ""))
+	st := newLines(a, 1<<16, events.DefaultResource("http", ""))
 	feed(t, st,
 		`{"event":"rollout.duration","duration_ms":41234.5}`,
 		`{"event":"rollout.duration","duration_ms":90}`,
@@ -169,7 +171,7 @@ func TestLensInstruments(t *testing.T) {
 	var state []byte
 	a.CollectWithState(Scope{}, &state)
 	b := restoredCopy(t, state, c)
-	st2 := b.NewStream(1<<16, DefaultResource("http", ""))
+	st2 := newLines(b, 1<<16, events.DefaultResource("http", ""))
 	feed(t, st2, `{"event":"verify","completed":false}`)
 	assert.Equal(t, 0.6, successRate(t, b.Collect(Scope{})), "3 completed of 5")
 }

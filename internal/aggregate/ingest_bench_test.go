@@ -6,7 +6,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/events"
 	"github.com/gym-telemetry/otelcol-gym/internal/gymgen"
+	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 )
 
@@ -25,10 +27,10 @@ func TestIngestAllocatesNothing(t *testing.T) {
 		lines = append(lines, []byte(`{"event":"rollout.reward","reward":`+r+`,"dispatch_name":"math","masked":false}`))
 	}
 	a := benchAggregator(t)
-	st := a.NewStream(1<<16, DefaultResource("http", ""))
+	st := newLines(a, 1<<16, events.DefaultResource("http", ""))
 	for _, l := range lines { // warm up: every series admitted, every buffer grown
 		out, err := st.Line(l)
-		require.NotEqual(t, Rejected, out, "%s: %v", l, err)
+		require.NotEqual(t, ingest.Rejected, out, "%s: %v", l, err)
 	}
 	i := 0
 	allocs := testing.AllocsPerRun(20000, func() {
@@ -46,7 +48,7 @@ func BenchmarkIngest(b *testing.B) {
 		bytesTotal += len(l) + 1
 	}
 	a := benchAggregator(b)
-	st := a.NewStream(1<<16, DefaultResource("http", ""))
+	st := newLines(a, 1<<16, events.DefaultResource("http", ""))
 	for _, l := range lines {
 		_, _ = st.Line(l)
 	}
@@ -65,7 +67,7 @@ func BenchmarkIngest(b *testing.B) {
 func BenchmarkIngestParallel(b *testing.B) {
 	lines := gymgen.Lines(2, 16, 2000)
 	a := benchAggregator(b)
-	st := a.NewStream(1<<16, DefaultResource("http", ""))
+	st := newLines(a, 1<<16, events.DefaultResource("http", ""))
 	for _, l := range lines {
 		_, _ = st.Line(l)
 	}
@@ -80,7 +82,7 @@ func BenchmarkIngestParallel(b *testing.B) {
 		next++
 		<-mu
 		mine := lines[p*per : (p+1)*per] // this goroutine's process, resource line first
-		st := a.NewStream(1<<16, DefaultResource("http", ""))
+		st := newLines(a, 1<<16, events.DefaultResource("http", ""))
 		i := 0
 		for pb.Next() {
 			_, _ = st.Line(mine[i])
@@ -94,7 +96,7 @@ func BenchmarkIngestParallel(b *testing.B) {
 // BenchmarkCollect: building one collection of the state of 16 processes.
 func BenchmarkCollect(b *testing.B) {
 	a := benchAggregator(b)
-	st := a.NewStream(1<<16, DefaultResource("http", ""))
+	st := newLines(a, 1<<16, events.DefaultResource("http", ""))
 	for _, l := range gymgen.Lines(3, 16, 5000) {
 		_, _ = st.Line(l)
 	}

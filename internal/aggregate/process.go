@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/events"
+	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
 	"github.com/gym-telemetry/otelcol-gym/internal/procstats"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
@@ -27,7 +28,10 @@ type processes struct {
 	mu        sync.Mutex
 	pids      map[announcedPID]*Resource
 	otherHost int64 // resource lines naming a pid on another host
-	stream    *Stream
+	sink      *Sink
+	// sinkStats is the process sink's: nothing records them (a process's series are few, its
+	// resource's limit is the events').
+	sinkStats ingest.Stats
 }
 
 // announcedPID is a pid as a resource announced it: the host's, or a container's.
@@ -155,8 +159,8 @@ func (a *Aggregator) ApplyProcesses(res *procstats.Result) {
 	p := &a.procs
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.stream == nil {
-		p.stream = a.NewStream(events.DefaultMaxLineBytes, nil)
+	if p.sink == nil {
+		p.sink = a.newSink(nil, &p.sinkStats)
 	}
 	for i := range res.Ended {
 		if r := a.processResource(&res.Ended[i]); r != nil {
@@ -181,7 +185,7 @@ func (a *Aggregator) ApplyProcesses(res *procstats.Result) {
 			}
 			r.mu.Lock()
 		}
-		r.setProcess(a, p.stream, rd)
+		r.setProcess(a, p.sink, rd)
 		r.mu.Unlock()
 	}
 }
@@ -206,7 +210,7 @@ func (a *Aggregator) processResource(rd *procstats.Reading) *Resource {
 }
 
 // setProcess records a reading; the caller holds r.mu.
-func (r *Resource) setProcess(a *Aggregator, st *Stream, rd *procstats.Reading) {
+func (r *Resource) setProcess(a *Aggregator, st *Sink, rd *procstats.Reading) {
 	r.touched = true
 	if rd.New {
 		r.procDrop = false

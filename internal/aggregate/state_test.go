@@ -9,7 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/events"
 	"github.com/gym-telemetry/otelcol-gym/internal/gymgen"
+	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 	"github.com/gym-telemetry/otelcol-gym/internal/procstats"
 )
@@ -22,7 +24,7 @@ func stateFixture(t *testing.T) (*Aggregator, *testClock) {
 	t.Helper()
 	a, c := newTestAggregator(t, 4)
 	a.cfg.TrackPIDs, a.cfg.Hostname = true, "node7"
-	st := a.NewStream(1<<16, DefaultResource("http", ""))
+	st := newLines(a, 1<<16, events.DefaultResource("http", ""))
 	for _, l := range gymgen.Lines(7, 3, 400) {
 		_, _ = st.Line(l)
 	}
@@ -77,8 +79,8 @@ func TestStateRoundTrip(t *testing.T) {
 		`{"event":"sandbox.create_retry","provider":"p9"}`,
 		`{"event":"server.requests","in_flight":1,"unhandled_exceptions":0,"responses":{"200":6,"201":6,"202":7,"203":9,"204":9,"205":11}}`,
 	}
-	feed(t, a.NewStream(1<<16, DefaultResource("http", "")), more...)
-	feed(t, b.NewStream(1<<16, DefaultResource("http", "")), more...)
+	feed(t, newLines(a, 1<<16, events.DefaultResource("http", "")), more...)
+	feed(t, newLines(b, 1<<16, events.DefaultResource("http", "")), more...)
 	c.advance(time.Second)
 	require.NoError(t, pmetrictest.CompareMetrics(a.Collect(Scope{}), b.Collect(Scope{}), pmetrictest.IgnoreResourceMetricsOrder()))
 	assert.Equal(t, a.AppendState(nil), b.AppendState(nil), "and the same state")
@@ -150,7 +152,7 @@ const benchSeries = 100_000
 func benchStateAggregator(b *testing.B) *Aggregator {
 	reg, _ := normalize.NewRegistry(nil, nil, nil)
 	a := NewAggregator(AggregatorConfig{CardinalityLimit: 2000, Registry: reg})
-	st := a.NewStream(1<<16, DefaultResource("http", ""))
+	st := newLines(a, 1<<16, events.DefaultResource("http", ""))
 	for p := range 50 {
 		if _, err := st.Line(fmt.Appendf(nil, `{"event":"resource","attributes":{"service.name":"gym","service.instance.id":"r%d","process.pid":%d}}`, p, 1000+p)); err != nil {
 			b.Fatal(err)
@@ -160,7 +162,7 @@ func benchStateAggregator(b *testing.B) *Aggregator {
 				fmt.Appendf(nil, `{"event":"event_loop.lag","loop":"loop-%d","lag_ms":%d.5}`, i, i%40),
 				fmt.Appendf(nil, `{"event":"sandbox.create_retry","provider":"provider-%d"}`, i),
 			} {
-				if out, err := st.Line(l); out != Accepted {
+				if out, err := st.Line(l); out != ingest.Accepted {
 					b.Fatalf("%s: %v", l, err)
 				}
 			}
@@ -194,7 +196,7 @@ func BenchmarkCollect100kSeries(b *testing.B) {
 // container is not stored: it is read back from the resource's attributes).
 func TestStateKeepsTheContainerOfAPid(t *testing.T) {
 	a, c := stateFixture(t)
-	feed(t, a.NewStream(1<<16, DefaultResource("http", "")),
+	feed(t, newLines(a, 1<<16, events.DefaultResource("http", "")),
 		`{"event":"resource","attributes":{"service.name":"gym-pod","process.pid":1,"host.name":"gym-pod-0","container.id":"0123456789abcdef"}}`,
 		`{"event":"sandbox.active","provider":"docker","delta":1}`,
 	)

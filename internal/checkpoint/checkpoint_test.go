@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
+	"github.com/gym-telemetry/otelcol-gym/internal/events"
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 )
 
@@ -59,7 +60,7 @@ func retries(md pmetric.Metrics) int64 {
 // it has applied: the shape of the files transport (and of any source joining the checkpoint).
 type lineSource struct {
 	mu    sync.Mutex
-	st    *aggregate.Stream
+	st    *events.LineDecoder
 	store interface {
 		Save(context.Context, []byte) error
 	}
@@ -83,7 +84,7 @@ func TestCheckpointIsConsistent(t *testing.T) {
 	store := &memStore{data: map[string][]byte{}}
 	c := New(store, agg)
 	sec := c.Section("lines")
-	src := &lineSource{st: agg.NewStream(1<<16, aggregate.DefaultResource("file", "/f")), store: sec}
+	src := &lineSource{st: events.NewLineDecoder(1<<16, agg.NewSink, events.DefaultResource("file", "/f")), store: sec}
 	sec.GuardedBy(&src.mu)
 
 	stop := make(chan struct{})
@@ -130,7 +131,7 @@ func TestSyncGroupCommit(t *testing.T) {
 	agg := newAgg(t)
 	store := &memStore{data: map[string][]byte{}}
 	c := New(store, agg)
-	st := agg.NewStream(1<<16, aggregate.DefaultResource("http", ""))
+	st := events.NewLineDecoder(1<<16, agg.NewSink, events.DefaultResource("http", ""))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	const callers = 64

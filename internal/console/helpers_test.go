@@ -14,7 +14,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
+	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -41,7 +41,7 @@ type totals struct {
 	rejected          map[string]int64
 }
 
-func (t *totals) add(st *aggregate.StreamStats) {
+func (t *totals) add(st *ingest.Stats) {
 	t.accepted += st.Accepted
 	t.skipped += st.Unknown
 	for k, v := range st.Rejected {

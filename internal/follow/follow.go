@@ -3,7 +3,7 @@
 // across renames and restarts), start_at end's seek past the last complete line, noticing a
 // file truncated or replaced in place, the store of offsets, and Follower, the poll loop of
 // every source that follows files: the events files tailer (transport.FileTailer, for the gym
-// receiver and gym_console) and the rollouts source (rollouts.Tailer), which injects what
+// receiver and gym_console) and the rollouts source (rollouts.Source), which injects what
 // differs (its targets, the identity of its files, its store's format, its lock and reader).
 // What a line or a row means is theirs. It imports nothing of the engine.
 package follow

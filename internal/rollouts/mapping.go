@@ -11,7 +11,7 @@ import (
 // The resource of a run's rows.
 const (
 	ServiceName = "nemo-gym/rollout_collection"
-	Source      = "rollout_files"
+	SourceName  = "rollout_files"
 	runIDKey    = "nemo.run.id"
 	serviceKey  = "service.name"
 	// maxResourceValueBytes: resource string values are cut at a rune boundary past it.
@@ -23,7 +23,7 @@ const (
 func Resource(mainPath, runID string) []events.ResourceAttr {
 	attrs := []events.ResourceAttr{
 		{Key: []byte(serviceKey), Kind: events.ValueString, Str: []byte(ServiceName)},
-		{Key: []byte(schema.ResourceSourceKey), Kind: events.ValueString, Str: []byte(Source)},
+		{Key: []byte(schema.ResourceSourceKey), Kind: events.ValueString, Str: []byte(SourceName)},
 		{Key: []byte(schema.ResourceFilePathKey), Kind: events.ValueString, Str: normalize.Cap([]byte(strings.ToValidUTF8(mainPath, "\uFFFD")), maxResourceValueBytes)},
 	}
 	if runID != "" {

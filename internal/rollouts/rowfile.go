@@ -98,7 +98,7 @@ func (rf *rowFile) Restore(state []byte) error {
 // rolloutCodec is the rollouts section's format (rolloutState): the follower's entries by path
 // under files, with their line counts, and the runs whose resource is fixed (those followed,
 // and the stored ones not followed yet, which stand until they are).
-type rolloutCodec struct{ t *Tailer }
+type rolloutCodec struct{ t *Source }
 
 func (c rolloutCodec) Decode(data []byte) (map[string]follow.Stored, error) {
 	var st rolloutState

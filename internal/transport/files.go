@@ -18,22 +18,22 @@ type OffsetStore = follow.OffsetStore
 type FilesOptions = follow.Options
 
 // FileTailer is the file transport: internal/follow's Follower, each file's bytes split into
-// lines by a line reader, in front of the stream newStream made for the file. Start, Poll,
+// lines by a line reader, in front of the stream newDecoder made for the file. Start, Poll,
 // Locker, Offsets and Shutdown are the follower's.
 type FileTailer struct{ *follow.Follower }
 
-// NewFileTailer returns a file tailer whose files' lines go to the streams newStream makes,
+// NewFileTailer returns a file tailer whose files' lines go to the streams newDecoder makes,
 // one per file (for the source of the file's path); Start begins polling. Its polls hold a
 // checkpoint.Gate (unless opts.Lock names another lock), which each file's reader yields
 // after every read: a checkpoint waits for at most one read of one file (a buffer of lines),
 // not for a poll over a large backlog.
-func NewFileTailer(newStream NewStream, opts FilesOptions, record Recorder, logger *zap.Logger) *FileTailer {
+func NewFileTailer(newDecoder NewDecoder, opts FilesOptions, record Recorder, logger *zap.Logger) *FileTailer {
 	if opts.Lock == nil {
 		opts.Lock = &checkpoint.Gate{}
 	}
 	refusals := newRefusalLog(logger, "files")
 	return &FileTailer{follow.NewFollower(func(f *follow.File, _ follow.Opened) follow.Reader {
-		return fileLines{newLineReader(newStream(f.Path), opts.MaxLineBytes, func(s *ingest.Stats) {
+		return fileLines{newLineReader(newDecoder(f.Path), opts.MaxLineBytes, func(s *ingest.Stats) {
 			refusals.rejected("path", f.Path, s, "")
 			if record != nil {
 				record(s)

@@ -40,7 +40,7 @@ func BenchmarkFileTailer(b *testing.B) {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 	b.ResetTimer()
 	for range b.N {
-		ft := NewFileTailer(func(string) LineStream { return &nopStream{} }, FilesOptions{
+		ft := NewFileTailer(func(string) LineDecoder { return &nopStream{} }, FilesOptions{
 			Include: []string{path}, StartAtBeginning: true, PollInterval: time.Hour, MaxLineBytes: 1 << 20, MaxFiles: 10,
 		}, func(*ingest.Stats) {}, zap.NewNop())
 		if err := ft.Start(context.Background()); err != nil {

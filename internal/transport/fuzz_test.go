@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
+	"github.com/gym-telemetry/otelcol-gym/internal/events"
 	"github.com/gym-telemetry/otelcol-gym/internal/follow/followtest"
 )
 
@@ -204,7 +205,7 @@ func FuzzHTTPHandler(f *testing.F) {
 		// same counts, by reason, and the same metrics.
 		agg2 := fuzzAggregator(t)
 		viaStream := followtest.NewCounts()
-		lr := newLineReader(agg2.NewStream(fuzzMaxLine, aggregate.DefaultResource("http", "")), fuzzMaxLine, viaStream.Record)
+		lr := newLineReader(events.NewLineDecoder(fuzzMaxLine, agg2.NewSink, events.DefaultResource("http", "")), fuzzMaxLine, viaStream.Record)
 		if err := lr.readFrom(bytes.NewReader(append(bytes.Clone(body), '\n'))); err != nil {
 			t.Fatal(err)
 		}
@@ -297,7 +298,7 @@ func fuzzReadStream(t *testing.T, max int, r io.Reader) (*followtest.Counts, str
 	t.Helper()
 	agg := fuzzAggregator(t)
 	got := followtest.NewCounts()
-	lr := newLineReader(agg.NewStream(max, aggregate.DefaultResource("tcp", "")), max, got.Record)
+	lr := newLineReader(events.NewLineDecoder(max, agg.NewSink, events.DefaultResource("tcp", "")), max, got.Record)
 	if err := lr.readFrom(r); err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,9 @@
 // Package transport moves lines: from HTTP request bodies, stream connections (TCP, Unix) and
-// followed files (FileTailer, on internal/follow) to the LineStream of each source. What a
-// line means is the decoder's, which the receiver injects (NewStream, NewBodyStream): the gym
-// events decoder (aggregate.Stream) for the gym receiver, console.Stream for gym_console. It
+// followed files (FileTailer, on internal/follow) to the LineDecoder of each source. What a
+// line means is the decoder's, which the receiver injects (NewDecoder, NewBodyDecoder): the gym
+// events decoder (events.LineDecoder) for the gym receiver, gym_console's decoder for gym_console. It
 // imports no decoder. The rollouts source, which reads rows rather than lines, is
-// internal/rollouts' Tailer.
+// internal/rollouts' Source.
 package transport
 
 import (
@@ -66,7 +66,7 @@ type HTTPHandler struct {
 	bodySlots    chan struct{} // large-body slots
 	wait         time.Duration
 	durable      func(ctx context.Context)
-	streams      sync.Pool
+	decoders     sync.Pool
 	bufs         sync.Pool
 	bigBufs      sync.Pool // buffers of MaxBodyBytes for bodies past SmallBody
 	inflight     sync.WaitGroup
@@ -107,8 +107,8 @@ const (
 )
 
 // NewHTTPHandler returns the handler of the HTTP transport: the lines of each body go to a
-// stream that newStream made (pooled, Reset before each body).
-func NewHTTPHandler(newStream NewBodyStream, opts HTTPOptions, record Recorder) *HTTPHandler {
+// stream that newDecoder made (pooled, Reset before each body).
+func NewHTTPHandler(newDecoder NewBodyDecoder, opts HTTPOptions, record Recorder) *HTTPHandler {
 	if opts.SmallBody <= 0 {
 		opts.SmallBody = DefaultSmallBody
 	}
@@ -122,14 +122,14 @@ func NewHTTPHandler(newStream NewBodyStream, opts HTTPOptions, record Recorder) 
 		durable:      opts.Durable,
 		refusals:     newRefusalLog(cmp.Or(opts.Logger, zap.NewNop()), "http"),
 	}
-	h.streams.New = func() any { return newStream(httpSource) }
+	h.decoders.New = func() any { return newDecoder(httpSource) }
 	h.bufs.New = func() any { b := make([]byte, 0, initialBodyBuf); return &b }
 	return h
 }
 
 const initialBodyBuf = 4 << 10
 
-// httpSource is the source the HTTP transport's streams are made for.
+// httpSource is the source the HTTP transport's decoders are made for.
 const httpSource = "http"
 
 // EventsContentTypes are the media types of an events body: NDJSON and its JSON-lines aliases.
@@ -201,7 +201,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer func() { <-h.slots }()
 
-	st := h.streams.Get().(BodyStream)
+	st := h.decoders.Get().(BodyDecoder)
 	st.Reset()
 	ans := Answer{Errors: []LineError{}}
 	body := *bp
@@ -228,7 +228,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.record != nil {
 		h.record(stats)
 	}
-	h.streams.Put(st)
+	h.decoders.Put(st)
 	if h.durable != nil && ans.Accepted > 0 {
 		h.durable(r.Context())
 	}

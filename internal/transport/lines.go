@@ -17,7 +17,7 @@ const ReasonPartialLine = ingest.ReasonPartialLine
 // max is rejected once and skipped up to its newline without being buffered; a partial last
 // line at the end of the stream is rejected with a reason. Its buffer grows only up to max+1.
 type lineReader struct {
-	st      LineStream
+	st      LineDecoder
 	max     int
 	buf     []byte
 	start   int   // first byte of the current partial line
@@ -32,7 +32,7 @@ type lineReader struct {
 
 const initialLineBuf = 4 << 10
 
-func newLineReader(st LineStream, max int, flush Recorder) *lineReader {
+func newLineReader(st LineDecoder, max int, flush Recorder) *lineReader {
 	return &lineReader{st: st, max: max, buf: make([]byte, min(initialLineBuf, max+1)), flushFn: flush}
 }
 

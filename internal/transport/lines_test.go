@@ -65,7 +65,7 @@ func readChunks(t *testing.T, max int, parts ...string) (map[string]int64, *foll
 	t.Helper()
 	agg := newTestAggregator(t)
 	got := followtest.NewCounts()
-	lr := newLineReader(agg.NewStream(max, aggregate.DefaultResource("tcp", "")), max, got.Record)
+	lr := newLineReader(events.NewLineDecoder(max, agg.NewSink, events.DefaultResource("tcp", "")), max, got.Record)
 	require.NoError(t, lr.readFrom(&chunks{parts: parts}))
 	lr.finish()
 	return providers(agg.Collect(aggregate.Scope{})), got
@@ -130,7 +130,7 @@ func TestLineReaderPartialLastLine(t *testing.T) {
 func TestLineReaderBoundedBuffer(t *testing.T) {
 	const max = 1024
 	agg := newTestAggregator(t)
-	lr := newLineReader(agg.NewStream(max, aggregate.DefaultResource("tcp", "")), max, nil)
+	lr := newLineReader(events.NewLineDecoder(max, agg.NewSink, events.DefaultResource("tcp", "")), max, nil)
 	require.NoError(t, lr.readFrom(strings.NewReader(strings.Repeat("z", 1<<20))))
 	assert.LessOrEqual(t, len(lr.buf), max+1)
 }
@@ -138,20 +138,20 @@ func TestLineReaderBoundedBuffer(t *testing.T) {
 // The gym events decoder injected into each transport, as the gym receiver injects it.
 
 func newEventsHTTPHandler(agg *aggregate.Aggregator, opts HTTPOptions, record Recorder) *HTTPHandler {
-	return NewHTTPHandler(func(source string) BodyStream {
-		return agg.NewStream(opts.MaxLineBytes, aggregate.DefaultResource(source, ""))
+	return NewHTTPHandler(func(source string) BodyDecoder {
+		return events.NewLineDecoder(opts.MaxLineBytes, agg.NewSink, events.DefaultResource(source, ""))
 	}, opts, record)
 }
 
 func newEventsStreamServer(agg *aggregate.Aggregator, opts StreamOptions, record Recorder, logger *zap.Logger) *StreamServer {
-	return NewStreamServer(func(network string) LineStream {
-		return agg.NewStream(opts.MaxLineBytes, aggregate.DefaultResource(network, ""))
+	return NewStreamServer(func(network string) LineDecoder {
+		return events.NewLineDecoder(opts.MaxLineBytes, agg.NewSink, events.DefaultResource(network, ""))
 	}, opts, record, logger)
 }
 
 func newEventsFileTailer(agg *aggregate.Aggregator, opts FilesOptions, record Recorder, logger *zap.Logger) *FileTailer {
-	return NewFileTailer(func(path string) LineStream {
-		st := agg.NewStream(opts.MaxLineBytes, aggregate.DefaultResource("file", path))
+	return NewFileTailer(func(path string) LineDecoder {
+		st := events.NewLineDecoder(opts.MaxLineBytes, agg.NewSink, events.DefaultResource("file", path))
 		st.KeepResourceLine()
 		return st
 	}, opts, record, logger)

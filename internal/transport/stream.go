@@ -50,7 +50,7 @@ const (
 // aggregator fills its socket instead of the collector's memory.
 type StreamServer struct {
 	opts      StreamOptions
-	newStream NewStream
+	newDecoder NewDecoder
 	record    Recorder
 	logger    *zap.Logger
 
@@ -68,9 +68,9 @@ type StreamServer struct {
 }
 
 // NewStreamServer returns a stream server whose connections' lines go to the streams
-// newStream makes, one per connection (for the source opts.Network); Start listens.
-func NewStreamServer(newStream NewStream, opts StreamOptions, record Recorder, logger *zap.Logger) *StreamServer {
-	return &StreamServer{opts: opts, newStream: newStream, record: record, logger: logger, conns: map[net.Conn]struct{}{},
+// newDecoder makes, one per connection (for the source opts.Network); Start listens.
+func NewStreamServer(newDecoder NewDecoder, opts StreamOptions, record Recorder, logger *zap.Logger) *StreamServer {
+	return &StreamServer{opts: opts, newDecoder: newDecoder, record: record, logger: logger, conns: map[net.Conn]struct{}{},
 		refusals: newRefusalLog(logger, "stream"),
 		connsLog: newRefusalLogEvery(logger, "stream", 5, time.Minute)}
 }
@@ -269,7 +269,7 @@ func (s *StreamServer) serve(c net.Conn) {
 		_ = c.Close()
 	}()
 	peer := s.peerName(c.RemoteAddr())
-	lr := newLineReader(s.newStream(s.opts.Network), s.opts.MaxLineBytes, func(st *ingest.Stats) {
+	lr := newLineReader(s.newDecoder(s.opts.Network), s.opts.MaxLineBytes, func(st *ingest.Stats) {
 		s.refusals.rejected("peer", peer, st, "")
 		if s.record != nil {
 			s.record(st)

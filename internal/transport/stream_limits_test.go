@@ -17,6 +17,7 @@ import (
 
 	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
 	"github.com/gym-telemetry/otelcol-gym/internal/follow/followtest"
+	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
 )
 
 // trickle writes one line every interval on c until a write fails; it returns the number of
@@ -137,7 +138,7 @@ func TestStreamIdleTimeout(t *testing.T) {
 	s := newEventsStreamServer(agg, StreamOptions{
 		Network: "tcp", Endpoint: "127.0.0.1:0", MaxLineBytes: 1 << 16, QuietTimeout: 100 * time.Millisecond,
 		IdleTimeout: 300 * time.Millisecond, OnIdleClosed: func() { idle.Add(1) },
-	}, func(st *aggregate.StreamStats) { mu.Lock(); got.Record(st); mu.Unlock() }, zap.NewNop())
+	}, func(st *ingest.Stats) { mu.Lock(); got.Record(st); mu.Unlock() }, zap.NewNop())
 	require.NoError(t, s.Start(context.Background()))
 	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
 

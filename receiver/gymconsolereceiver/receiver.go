@@ -108,7 +108,7 @@ func (r *consoleReceiver) Start(ctx context.Context, host component.Host) error 
 	if sc := r.cfg.Stream.Get(); sc != nil {
 		mode, _ := sc.Mode() // validated
 		network := string(sc.Transport)
-		r.stream = transport.NewStreamServer(func(network string) transport.LineStream {
+		r.stream = transport.NewStreamServer(func(network string) transport.LineDecoder {
 			return console.NewStream(network, max, r, r.warn)
 		}, transport.StreamOptions{
 			Network: network, Endpoint: sc.Endpoint, SocketMode: mode,
@@ -136,7 +136,7 @@ func (r *consoleReceiver) Start(ctx context.Context, host component.Host) error 
 			r.store = client
 			store = checkpoint.KeyStore{Client: client, Key: offsetsKey}
 		}
-		r.files = transport.NewFileTailer(func(path string) transport.LineStream {
+		r.files = transport.NewFileTailer(func(path string) transport.LineDecoder {
 			return console.NewStream(path, max, r, r.warn)
 		}, transport.FilesOptions{
 			Include: fc.Include, Exclude: fc.Exclude,

@@ -12,7 +12,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
-	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
+	"github.com/gym-telemetry/otelcol-gym/internal/events"
+	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
 	"github.com/gym-telemetry/otelcol-gym/internal/procstats"
 	"github.com/gym-telemetry/otelcol-gym/internal/procstats/procstatstest"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/metadata"
@@ -37,11 +38,11 @@ func procReceiver(t *testing.T, src *procstatstest.Source, mod func(*Config)) *g
 
 func send(t *testing.T, r *gymReceiver, lines ...string) {
 	t.Helper()
-	st := r.agg.NewStream(r.cfg.MaxLineBytes, aggregate.DefaultResource("http", ""))
+	st := events.NewLineDecoder(r.cfg.MaxLineBytes, r.agg.NewSink, events.DefaultResource("http", ""))
 	for _, l := range lines {
 		out, err := st.Line([]byte(l))
 		require.NoError(t, err)
-		require.Equal(t, aggregate.Accepted, out)
+		require.Equal(t, ingest.Accepted, out)
 	}
 }
 

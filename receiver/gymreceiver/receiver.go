@@ -21,6 +21,7 @@ import (
 
 	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
 	"github.com/gym-telemetry/otelcol-gym/internal/checkpoint"
+	"github.com/gym-telemetry/otelcol-gym/internal/events"
 	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 	"github.com/gym-telemetry/otelcol-gym/internal/procstats"
@@ -45,7 +46,7 @@ type gymReceiver struct {
 	handler    *transport.HTTPHandler
 	stream     *transport.StreamServer
 	files      *transport.FileTailer
-	rollouts   *rollouts.Tailer
+	rollouts   *rollouts.Source
 	store      storage.Client
 	ckpt       *checkpoint.Checkpointer // nil without storage
 	outage     *checkpointOutage        // reports the saves of ckpt that fail
@@ -127,7 +128,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 		if r.cfg.CheckpointBeforeAnswer && r.ckpt != nil {
 			opts.Durable = r.syncCheckpoint
 		}
-		h := transport.NewHTTPHandler(r.bodyStreams(), opts, r.recordStream)
+		h := transport.NewHTTPHandler(r.bodyDecoders(), opts, r.recordStream)
 		ln, err := hc.ToListener(ctx)
 		if err != nil {
 			return err
@@ -154,7 +155,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 	if sc := r.cfg.Stream.Get(); sc != nil {
 		mode, _ := sc.Mode() // validated
 		network := string(sc.Transport)
-		r.stream = transport.NewStreamServer(r.connStreams(), transport.StreamOptions{
+		r.stream = transport.NewStreamServer(r.connDecoders(), transport.StreamOptions{
 			Network:        network,
 			Endpoint:       sc.Endpoint,
 			SocketMode:     mode,
@@ -172,7 +173,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 		r.set.Logger.Info("gym receiver listening", zap.String("transport", network), zap.String("endpoint", r.stream.Addr().String()))
 	}
 	if fc := r.cfg.Files.Get(); fc != nil {
-		r.files = transport.NewFileTailer(r.fileStreams(), transport.FilesOptions{
+		r.files = transport.NewFileTailer(r.fileDecoders(), transport.FilesOptions{
 			Include:          fc.Include,
 			Exclude:          fc.Exclude,
 			StartAtBeginning: fc.Beginning(),
@@ -188,7 +189,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 		}
 	}
 	if rc := r.cfg.Rollouts.Get(); rc != nil {
-		r.rollouts = rollouts.NewTailer(r.agg, rollouts.TailerOptions{
+		r.rollouts = rollouts.NewSource(r.agg.NewSink, rollouts.SourceOptions{
 			Include:          rc.Include,
 			Exclude:          rc.Exclude,
 			StartAtBeginning: rc.Beginning(),
@@ -211,28 +212,29 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 	return nil
 }
 
-// The gym events decoder, injected into each transport: one aggregate.Stream per request body
-// (pooled), connection or file, on the default resource of its source.
+// The gym events decoder, injected into each transport: one events.LineDecoder per request
+// body (pooled), connection or file, on the default resource of its source, whose events go
+// to an aggregator sink.
 
-func (r *gymReceiver) bodyStreams() transport.NewBodyStream {
-	return func(source string) transport.BodyStream {
-		return r.agg.NewStream(r.cfg.MaxLineBytes, aggregate.DefaultResource(source, ""))
+func (r *gymReceiver) bodyDecoders() transport.NewBodyDecoder {
+	return func(source string) transport.BodyDecoder {
+		return events.NewLineDecoder(r.cfg.MaxLineBytes, r.agg.NewSink, events.DefaultResource(source, ""))
 	}
 }
 
-func (r *gymReceiver) connStreams() transport.NewStream {
-	return func(network string) transport.LineStream {
-		return r.agg.NewStream(r.cfg.MaxLineBytes, aggregate.DefaultResource(network, ""))
+func (r *gymReceiver) connDecoders() transport.NewDecoder {
+	return func(network string) transport.LineDecoder {
+		return events.NewLineDecoder(r.cfg.MaxLineBytes, r.agg.NewSink, events.DefaultResource(network, ""))
 	}
 }
 
-// fileStreams: a file's stream keeps its resource line, which the file's offsets keep so
+// fileDecoders: a file's decoder keeps its resource line, which the file's offsets keep so
 // that a resumed file goes on under its resource.
-func (r *gymReceiver) fileStreams() transport.NewStream {
-	return func(path string) transport.LineStream {
-		st := r.agg.NewStream(r.cfg.MaxLineBytes, aggregate.DefaultResource("file", path))
-		st.KeepResourceLine()
-		return st
+func (r *gymReceiver) fileDecoders() transport.NewDecoder {
+	return func(path string) transport.LineDecoder {
+		d := events.NewLineDecoder(r.cfg.MaxLineBytes, r.agg.NewSink, events.DefaultResource("file", path))
+		d.KeepResourceLine()
+		return d
 	}
 }
 

@@ -21,10 +21,10 @@ func newBenchAggregator(b *testing.B) *aggregate.Aggregator {
 	return aggregate.NewAggregator(aggregate.AggregatorConfig{CardinalityLimit: 2000, ExpireAfter: time.Hour, Registry: reg})
 }
 
-// BenchmarkTailer is the rollouts source's whole path over one run file: the follower's poll,
+// BenchmarkSource is the rollouts source's whole path over one run file: the follower's poll,
 // the row reader, the mapping and the aggregator, a new tailer per pass reading the file from
 // its beginning. Its cpu-MB/s is the run files' figure per core through the source.
-func BenchmarkTailer(b *testing.B) {
+func BenchmarkSource(b *testing.B) {
 	for _, s := range benchSizes[:2] {
 		b.Run(s.name, func(b *testing.B) {
 			src := benchFile(b, s.name, s.row)
@@ -42,7 +42,7 @@ func BenchmarkTailer(b *testing.B) {
 			cpu0 := cpuTime()
 			b.ResetTimer()
 			for range b.N {
-				rt := NewTailer(agg, TailerOptions{
+				rt := NewSource(agg.NewSink, SourceOptions{
 					Include: []string{filepath.Join(dir, "*.jsonl")}, StartAtBeginning: true, PollInterval: time.Hour,
 				}, nil, zap.NewNop())
 				if err := rt.Start(stdcontext.Background()); err != nil {

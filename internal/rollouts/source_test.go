@@ -34,10 +34,10 @@ func newTestAggregator(t *testing.T) *aggregate.Aggregator {
 	return aggregate.NewAggregator(aggregate.AggregatorConfig{CardinalityLimit: 2000, ExpireAfter: time.Hour, Registry: reg})
 }
 
-func rolloutTailer(t *testing.T, agg *aggregate.Aggregator, include string, beginning bool, store follow.OffsetStore, max int64) (*Tailer, *followtest.Counts) {
+func rolloutTailer(t *testing.T, agg *aggregate.Aggregator, include string, beginning bool, store follow.OffsetStore, max int64) (*Source, *followtest.Counts) {
 	t.Helper()
 	got := followtest.NewCounts()
-	rt := NewTailer(agg, TailerOptions{
+	rt := NewSource(agg.NewSink, SourceOptions{
 		Include:          []string{include},
 		StartAtBeginning: beginning,
 		PollInterval:     time.Hour, // polled by hand
@@ -242,7 +242,7 @@ func TestRolloutsRestartWithStore(t *testing.T) {
 // lockOffsets takes the tailer's Locker as the receiver's checkpoint does and returns the
 // offsets it gives the checkpoint (those in store, when it has none of its own); release lets
 // the tailer go on.
-func lockOffsets(rt *Tailer, store *followtest.MemStore) (offsets []byte, release func()) {
+func lockOffsets(rt *Source, store *followtest.MemStore) (offsets []byte, release func()) {
 	l := rt.Locker()
 	l.Lock()
 	offsets, ok := rt.Offsets()
@@ -393,7 +393,7 @@ func TestRolloutsRejectLogs(t *testing.T) {
 	followtest.AppendFile(t, out, mainRow("m", "1", "")+strings.Repeat("[]\n", 15))
 	core, logs := observer.New(zap.WarnLevel)
 	got := followtest.NewCounts()
-	rt := NewTailer(newTestAggregator(t), TailerOptions{
+	rt := NewSource(newTestAggregator(t).NewSink, SourceOptions{
 		Include: []string{filepath.Join(dir, "*.jsonl")}, StartAtBeginning: true, PollInterval: time.Hour,
 	}, got.Record, zap.New(core))
 	require.NoError(t, rt.Start(stdcontext.Background()))
@@ -412,7 +412,7 @@ func TestRolloutsRejectLogs(t *testing.T) {
 	rt.poll(stdcontext.Background())
 	entries = logs.FilterMessage("rollouts: row rejected").All()
 	require.Len(t, entries, 11)
-	assert.Equal(t, int64(5), entries[10].ContextMap()["not_logged_before"])
+	assert.Equal(t, int64(5), entries[10].ContextMap()["not_logged_since_last"])
 	assert.Equal(t, int64(17), entries[10].ContextMap()["line"])
 }
 
@@ -464,7 +464,7 @@ func (s *ckptStore) Set(_ stdcontext.Context, k string, v []byte) error {
 // ckptTailer is a rollouts tailer joined to a checkpointer as the receiver joins them: the
 // checkpoint restored, the tailer made with its section (which pulls its offsets under its
 // Locker) before it starts.
-func ckptTailer(t *testing.T, store *ckptStore, include string) (*Tailer, *checkpoint.Checkpointer, *aggregate.Aggregator, *followtest.Counts) {
+func ckptTailer(t *testing.T, store *ckptStore, include string) (*Source, *checkpoint.Checkpointer, *aggregate.Aggregator, *followtest.Counts) {
 	t.Helper()
 	agg := newTestAggregator(t)
 	c := checkpoint.New(store, agg)
@@ -472,7 +472,7 @@ func ckptTailer(t *testing.T, store *ckptStore, include string) (*Tailer, *check
 	require.NoError(t, err)
 	section := c.Section("rollouts")
 	got := followtest.NewCounts()
-	rt := NewTailer(agg, TailerOptions{
+	rt := NewSource(agg.NewSink, SourceOptions{
 		Include: []string{include}, StartAtBeginning: true, PollInterval: time.Hour, Store: section,
 	}, got.Record, zap.NewNop()) // made with its section: joined
 	return rt, c, agg, got
@@ -590,7 +590,7 @@ func TestRolloutsReportPastMaxRuns(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(b, fmt.Sprintf("m%04d.jsonl", i)), nil, 0o600))
 	}
 	core, logs := observer.New(zap.WarnLevel)
-	rt := NewTailer(newTestAggregator(t), TailerOptions{
+	rt := NewSource(newTestAggregator(t).NewSink, SourceOptions{
 		Include: []string{filepath.Join(dir, "*", "*.jsonl")}, StartAtBeginning: true, PollInterval: time.Hour,
 	}, nil, zap.New(core))
 	require.NoError(t, rt.Start(stdcontext.Background()))

@@ -12,7 +12,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
 	"github.com/gym-telemetry/otelcol-gym/internal/checkpoint"
 	"github.com/gym-telemetry/otelcol-gym/internal/events"
 	"github.com/gym-telemetry/otelcol-gym/internal/follow"
@@ -21,8 +20,8 @@ import (
 	"github.com/gym-telemetry/otelcol-gym/internal/ratelog"
 )
 
-// TailerOptions configure the rollout files source.
-type TailerOptions struct {
+// SourceOptions configure the rollout files source.
+type SourceOptions struct {
 	// Include and Exclude are globs of main output files (STEM.jsonl).
 	Include, Exclude []string
 	StartAtBeginning bool
@@ -55,7 +54,7 @@ const (
 // outputs themselves, even when no STEM.jsonl is beside them (yet).
 var gymSuffixes = []string{failuresSuffix, "_attempts.jsonl", "_materialized_inputs.jsonl", "_reward_profiling.jsonl", "_items.jsonl", "_task.jsonl"}
 
-// Tailer is the rollouts source: it follows the files of Gym rollout collections: for each main
+// Source is the rollouts source: it follows the files of Gym rollout collections: for each main
 // output the globs match, the main output, its failures sidecar and the health report beside
 // it, as they are written. Its files are followed by follow.Follower, the loop of every source
 // that follows files, with the run files' rules injected: its targets (the files of its runs,
@@ -63,13 +62,13 @@ var gymSuffixes = []string{failuresSuffix, "_attempts.jsonl", "_materialized_inp
 // decoded by RowDecoder and applied as the events of the Gym event stream, under one resource
 // per run. Rows are applied in order and the offsets advance row by row, so the offsets always
 // say exactly which rows the aggregator holds.
-type Tailer struct {
+type Source struct {
 	*follow.Follower
-	opts   TailerOptions
-	agg    *aggregate.Aggregator
-	record func(*ingest.Stats)
-	logger *zap.Logger
-	now    func() time.Time // for the log limiter
+	opts    SourceOptions
+	newSink events.NewSink
+	record  func(*ingest.Stats)
+	logger  *zap.Logger
+	now     func() time.Time // for the log limiter
 
 	runs       map[string]*run // by the run's path (log.file.path)
 	owner      map[string]string
@@ -99,14 +98,14 @@ type run struct {
 	report bool   // a report of its own: no main output, no sidecar
 	fixed  bool   // the resource is fixed (runID, stream)
 	runID  string
-	stream *aggregate.Stream
+	sink   events.Sink // nil until its first row: its resource is fixed then
 	seen   int
 }
 
 // rowFile is the follower's Reader of a run's file: the follower's File.Offset is through the
 // last complete row applied (or rejected).
 type rowFile struct {
-	t       *Tailer
+	t       *Source
 	f       *follow.File
 	run     *run
 	kind    Kind
@@ -133,12 +132,13 @@ type storedRun struct {
 	RunID string `json:"run_id,omitempty"`
 }
 
-// NewTailer returns the rollout files source, which applies the rows to agg and gives record
+// NewSource returns the rollout files source, which hands the rows' events to the sinks newSink
+// makes (one per run) and gives record
 // the counts of each poll; Start begins polling. A checkpoint section as opts.Store is joined
 // here: each checkpoint pulls the offsets of the rows applied (Offsets, under Locker).
-func NewTailer(agg *aggregate.Aggregator, opts TailerOptions, record func(*ingest.Stats), logger *zap.Logger) *Tailer {
-	t := &Tailer{
-		opts: opts, agg: agg, record: record, logger: logger, now: time.Now,
+func NewSource(newSink events.NewSink, opts SourceOptions, record func(*ingest.Stats), logger *zap.Logger) *Source {
+	t := &Source{
+		opts: opts, newSink: newSink, record: record, logger: logger, now: time.Now,
 		waitLog: ratelog.Limiter{Burst: 1, Every: time.Minute},
 		runs:    map[string]*run{}, owner: map[string]string{},
 		rd:    NewRowDecoder(0),
@@ -165,13 +165,13 @@ func NewTailer(agg *aggregate.Aggregator, opts TailerOptions, record func(*inges
 }
 
 // poll is one poll of the follower (the loop's; a test's by hand).
-func (t *Tailer) poll(ctx stdcontext.Context) { t.Poll(ctx) }
+func (t *Source) poll(ctx stdcontext.Context) { t.Poll(ctx) }
 
 // findRuns finds the runs (admitting new ones up to MaxRuns) and returns their files, run by run:
 // main output, sidecar, report. The files of a run gone (its main output deleted or no longer
 // matched) are not among them: the follower reads them to their end and lets them go, and
 // endPoll forgets the run.
-func (t *Tailer) findRuns(bool) []string {
+func (t *Source) findRuns(bool) []string {
 	t.polls++
 	t.waiting = 0
 	mains := t.matchMains()
@@ -243,7 +243,7 @@ func (t *Tailer) findRuns(bool) []string {
 
 // endPoll forgets the runs gone (their files were read to their end and let go), and the stored
 // runs gone at the first poll, and records the poll's counts.
-func (t *Tailer) endPoll(first bool) {
+func (t *Source) endPoll(first bool) {
 	for key, r := range t.runs {
 		if r.seen != t.polls {
 			delete(t.runs, key)
@@ -268,7 +268,7 @@ func (t *Tailer) endPoll(first bool) {
 // dropGone forgets the stored runs whose main output is gone at the first poll (deleted while
 // the collector was down), as the follower forgets the offsets of files gone, so that the runs
 // carried over (waiting past MaxRuns, or not matched now) cannot pile up across restarts.
-func (t *Tailer) dropGone() {
+func (t *Source) dropGone() {
 	for p := range t.storedRuns {
 		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
 			delete(t.storedRuns, p)
@@ -277,7 +277,7 @@ func (t *Tailer) dropGone() {
 }
 
 // skipRun counts a run (a main output or a report of its own) left waiting past MaxRuns.
-func (t *Tailer) skipRun(path string) {
+func (t *Source) skipRun(path string) {
 	if t.waiting == 0 {
 		t.firstWait = path
 	}
@@ -295,7 +295,7 @@ func sortedKeys(m map[string]*run) []string {
 
 // matchMains returns the main outputs the globs match: never the health report, a Gym
 // STEM_*.jsonl file, nor any S_*.jsonl beside an S.jsonl.
-func (t *Tailer) matchMains() []string {
+func (t *Source) matchMains() []string {
 	t.CheckGlobDirs(t.opts.Include)
 	return follow.Match(t.opts.Include, t.opts.Exclude, func(path string) bool {
 		if !isMainOutput(path) {
@@ -337,7 +337,7 @@ func nextUnderscore(s string, i int) int {
 
 // restoreRun takes a run's resource from the store, so that a restarted collector goes on
 // with the same series.
-func (t *Tailer) restoreRun(r *run) {
+func (t *Source) restoreRun(r *run) {
 	if sr, ok := t.storedRuns[r.path]; ok {
 		delete(t.storedRuns, r.path) // used once, as a file's offset
 		r.fixed, r.runID = true, sr.RunID
@@ -346,11 +346,11 @@ func (t *Tailer) restoreRun(r *run) {
 
 // newRun forgets the run's resource: the next row chooses it again.
 func (r *run) newRun() {
-	r.fixed, r.runID, r.stream = false, "", nil
+	r.fixed, r.runID, r.sink = false, "", nil
 }
 
 // paths returns the files of a run: main output, sidecar, report ("" where the run has none).
-func (t *Tailer) paths(r *run) [3]string {
+func (t *Source) paths(r *run) [3]string {
 	if r.report {
 		return [3]string{"", "", r.path}
 	}
@@ -367,17 +367,17 @@ func (t *Tailer) paths(r *run) [3]string {
 // newReader makes the reader of a run's file just opened. Another main output at a run's path
 // (the store's entry for the path had another head, or the run had a resource already) is a
 // new run: its resource is chosen anew.
-func (t *Tailer) newReader(f *follow.File, opened follow.Opened) follow.Reader {
+func (t *Source) newReader(f *follow.File, opened follow.Opened) follow.Reader {
 	r, kind := t.member(f.Path)
 	rf := &rowFile{t: t, f: f, run: r, kind: kind, noLines: opened.Start == follow.AtEnd} // at the end: rows are logged by offset
-	if kind == Main && (opened.Other || r.stream != nil) {
+	if kind == Main && (opened.Other || r.sink != nil) {
 		r.newRun()
 	}
 	return rf
 }
 
 // member returns the run a target path is a file of, and which file it is.
-func (t *Tailer) member(path string) (*run, Kind) {
+func (t *Source) member(path string) (*run, Kind) {
 	if r := t.runs[path]; r != nil {
 		if r.report {
 			return r, Verdicts
@@ -392,7 +392,7 @@ func (t *Tailer) member(path string) (*run, Kind) {
 }
 
 // partial counts a last row that its file was let go before its newline.
-func (t *Tailer) partial(f *rowFile) {
+func (t *Source) partial(f *rowFile) {
 	t.stats.Rejected[ingest.ReasonPartialLine]++
 	if t.logs.Allow(t.now()) {
 		t.logger.Warn("rollouts: the file was let go with a row not complete", zap.String("path", f.f.Path), zap.Int64("offset", f.f.Offset))
@@ -400,8 +400,8 @@ func (t *Tailer) partial(f *rowFile) {
 }
 
 // apply fixes the run's resource before its first row, then applies the row's events.
-func (t *Tailer) apply(r *run, f *rowFile) {
-	if r.stream == nil {
+func (t *Source) apply(r *run, f *rowFile) {
+	if r.sink == nil {
 		if !r.fixed {
 			r.runID = ""
 			if !r.report {
@@ -412,15 +412,13 @@ func (t *Tailer) apply(r *run, f *rowFile) {
 			}
 			r.fixed = true
 		}
-		r.stream = t.agg.NewStream(0, Resource(r.path, r.runID))
+		r.sink = t.newSink(Resource(r.path, r.runID), &t.stats)
 	}
 	n := t.row.Events(f.kind, &t.evs)
 	for i := range n {
-		r.stream.Apply(&t.evs[i])
+		r.sink.Apply(&t.evs[i])
 	}
 	t.stats.Accepted++
-	t.stats.Overflowed += r.stream.Stats.Overflowed
-	r.stream.Stats.Overflowed = 0
 }
 
 // manifestRunID is the run_id of STEM_manifest.json, "" when it is not there, is not a JSON
@@ -462,7 +460,7 @@ func manifestRunID(path string) string {
 	return runID
 }
 
-func (t *Tailer) reject(f *rowFile, line int64, re *RowError) {
+func (t *Source) reject(f *rowFile, line int64, re *RowError) {
 	t.stats.Rejected[re.Reason]++
 	if !t.logs.Allow(t.now()) {
 		return
@@ -474,12 +472,12 @@ func (t *Tailer) reject(f *rowFile, line int64, re *RowError) {
 		fields = append(fields, zap.Int64("offset", f.f.Offset))
 	}
 	if n := t.logs.TakeSuppressed(); n > 0 {
-		fields = append(fields, zap.Int64("not_logged_before", n))
+		fields = append(fields, zap.Int64("not_logged_since_last", n))
 	}
 	t.logger.Warn("rollouts: row rejected", fields...)
 }
 
-func (t *Tailer) flush() {
+func (t *Source) flush() {
 	if t.record != nil {
 		t.record(&t.stats)
 	}
