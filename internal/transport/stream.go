@@ -49,10 +49,10 @@ const (
 // own current resource. Reading is synchronous with aggregation, so a sender faster than the
 // aggregator fills its socket instead of the collector's memory.
 type StreamServer struct {
-	opts      StreamOptions
+	opts       StreamOptions
 	newDecoder NewDecoder
-	record    Recorder
-	logger    *zap.Logger
+	record     Recorder
+	logger     *zap.Logger
 
 	ln         net.Listener
 	sock       os.FileInfo // the Unix socket file Start made
