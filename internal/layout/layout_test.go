@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -21,7 +22,14 @@ var engine = []string{
 	"internal/events", "internal/aggregate", "internal/rollouts", "internal/console",
 	"internal/bound", "internal/transport", "internal/follow", "internal/procstats",
 	"internal/checkpoint", "internal/gymjson", "internal/ingest", "internal/normalize",
-	"internal/schema",
+	"internal/schema", "internal/clock", "internal/ratelog", "internal/storagerepair",
+}
+
+// tooling are the packages under internal/ that are not the engine: what builds it, tests it
+// or shares a component's lifecycle. With engine, they are every package under internal/.
+var tooling = []string{
+	"internal/schemagen", "internal/gymgen", "internal/sharedcomponent", "internal/layout",
+	"internal/follow/followtest", "internal/procstats/procstatstest",
 }
 
 // forbidden lists, for a package (and the packages under it), the packages (and those under
@@ -32,13 +40,18 @@ var forbidden = []struct {
 }{
 	{"internal/transport", "transports move lines: the decoder behind them is injected", []string{"internal/events", "internal/aggregate", "internal/rollouts", "internal/console"}},
 	{"internal/follow", "the follower moves lines and rows: the consumer is injected", []string{"internal/events", "internal/aggregate", "internal/rollouts", "internal/console", "internal/transport"}},
+	{"internal/aggregate", "the aggregator applies events: it decodes no line and follows no file", []string{"internal/gymjson", "internal/rollouts", "internal/console", "internal/transport", "internal/follow", "internal/checkpoint", "internal/bound"}},
+	{"internal/rollouts", "the run files hand their events to a sink: they know no aggregator", []string{"internal/aggregate", "internal/transport", "internal/console", "internal/bound"}},
 	{"internal/checkpoint", "the checkpoint owns the record; each source registers its own state", without(engine, "internal/checkpoint")},
-	{"internal/events", "the events decoder knows nothing of what applies its events", without(engine, "internal/events", "internal/gymjson", "internal/ingest", "internal/schema")},
-	{"internal/console", "the console decoders hand pdata to a sink; they know no aggregator or rules", without(engine, "internal/console", "internal/gymjson", "internal/ingest")},
-	{"internal/bound", "the bounding rules are pdata in, pdata out", without(engine, "internal/bound", "internal/normalize", "internal/schema")},
+	{"internal/events", "the events decoder knows nothing of what applies its events", without(engine, "internal/events", "internal/gymjson", "internal/ingest", "internal/schema", "internal/ratelog", "internal/clock")},
+	{"internal/console", "the console decoders hand pdata to a sink; they know no aggregator or rules", without(engine, "internal/console", "internal/gymjson", "internal/ingest", "internal/ratelog", "internal/clock")},
+	{"internal/bound", "the bounding rules are pdata in, pdata out", without(engine, "internal/bound", "internal/normalize", "internal/schema", "internal/ratelog", "internal/clock")},
 	{"internal/gymjson", "the one JSON scanner is a leaf that every decoder stands on", without(engine, "internal/gymjson")},
 	{"internal/ingest", "the vocabulary of transports and decoders is a leaf", without(engine, "internal/ingest")},
 	{"internal/schema", "the schema is the leaf everything derives from", without(engine, "internal/schema")},
+	{"internal/clock", "the clock is a leaf", without(engine, "internal/clock")},
+	{"internal/ratelog", "the one rate limit of log lines is a leaf", without(engine, "internal/ratelog")},
+	{"internal/storagerepair", "the storage repair is a leaf of the storage extension", without(engine, "internal/storagerepair")},
 }
 
 func without(list []string, drop ...string) []string {
@@ -152,9 +165,53 @@ func TestImportRulesCatch(t *testing.T) {
 		{ImportPath: "internal/gymjson", Imports: []string{module + "internal/ingest"}},
 		{ImportPath: "receiver/gymreceiver", Imports: []string{module + "receiver/gymreceiver/internal/metadata", module + "internal/aggregate"}},
 		{ImportPath: "internal/transport", TestImports: []string{module + "internal/aggregate"}},
+		{ImportPath: "internal/rollouts", Imports: []string{module + "internal/aggregate"}},
+		{ImportPath: "internal/aggregate", Imports: []string{module + "internal/gymjson"}},
 	}
 	got := violations(pkgs)
-	if len(got) != 6 {
-		t.Fatalf("want the 6 forbidden imports (a component's own and an engine's test imports are allowed), got %d:\n%s", len(got), strings.Join(got, "\n"))
+	if len(got) != 8 {
+		t.Fatalf("want the 8 forbidden imports (a component's own and an engine's test imports are allowed), got %d:\n%s", len(got), strings.Join(got, "\n"))
 	}
+}
+
+// TestEveryPackageKnown: every package under internal/ is engine (with its rules above) or
+// tooling, and docs/architecture.md names it, so that a new package cannot go unseen.
+func TestEveryPackageKnown(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := docPackages(string(doc))
+	for _, p := range packages(t) {
+		if !under(p.ImportPath, "internal") {
+			continue
+		}
+		if !slices.Contains(engine, p.ImportPath) && !slices.Contains(tooling, p.ImportPath) {
+			t.Errorf("%s is neither engine nor tooling here: add it to one list, with its rules", p.ImportPath)
+		}
+		if !named[p.ImportPath] {
+			t.Errorf("docs/architecture.md does not name %s in its layout", p.ImportPath)
+		}
+	}
+	if len(named) == 0 {
+		t.Fatal("no package found in docs/architecture.md's layout")
+	}
+}
+
+// docPackages returns the packages the layout block of docs/architecture.md names: under the
+// `internal/` line, each line indented by two spaces begins with a package's path.
+func docPackages(doc string) map[string]bool {
+	named := map[string]bool{}
+	in := false
+	for line := range strings.Lines(doc) {
+		switch {
+		case strings.HasPrefix(line, "internal/"):
+			in = true
+		case in && strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "   "):
+			named["internal/"+strings.Fields(line)[0]] = true
+		case in && strings.TrimSpace(line) != "" && !strings.HasPrefix(line, " "):
+			in = false
+		}
+	}
+	return named
 }
