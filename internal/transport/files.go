@@ -18,11 +18,11 @@ type OffsetStore = follow.OffsetStore
 type FilesOptions = follow.Options
 
 // FileTailer is the file transport: internal/follow's Follower, each file's bytes split into
-// lines by a line reader, in front of the stream newDecoder made for the file. Start, Poll,
+// lines by a line reader, in front of the decoder newDecoder made for the file. Start, Poll,
 // Locker, Offsets and Shutdown are the follower's.
 type FileTailer struct{ *follow.Follower }
 
-// NewFileTailer returns a file tailer whose files' lines go to the streams newDecoder makes,
+// NewFileTailer returns a file tailer whose files' lines go to the decoders newDecoder makes,
 // one per file (for the source of the file's path); Start begins polling. Its polls hold a
 // checkpoint.Gate (unless opts.Lock names another lock), which each file's reader yields
 // after every read: a checkpoint waits for at most one read of one file (a buffer of lines),
@@ -66,7 +66,7 @@ func (l fileLines) Finish() { l.finish() }
 
 func (l fileLines) Flush() { l.flush() }
 
-// State is the resource line the file's stream is under (nil on its default resource).
-func (l fileLines) State() []byte { return l.st.ResourceLine() }
+// State is the resource line the file's decoder is under (nil on its default resource).
+func (l fileLines) State() []byte { return l.dec.ResourceLine() }
 
-func (l fileLines) Restore(state []byte) error { return l.st.Restore(state) }
+func (l fileLines) Restore(state []byte) error { return l.dec.Restore(state) }

@@ -107,7 +107,7 @@ const (
 )
 
 // NewHTTPHandler returns the handler of the HTTP transport: the lines of each body go to a
-// stream that newDecoder made (pooled, Reset before each body).
+// decoder that newDecoder made (pooled, Reset before each body).
 func NewHTTPHandler(newDecoder NewBodyDecoder, opts HTTPOptions, record Recorder) *HTTPHandler {
 	if opts.SmallBody <= 0 {
 		opts.SmallBody = DefaultSmallBody
@@ -201,8 +201,8 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer func() { <-h.slots }()
 
-	st := h.decoders.Get().(BodyDecoder)
-	st.Reset()
+	dec := h.decoders.Get().(BodyDecoder)
+	dec.Reset()
 	ans := Answer{Errors: []LineError{}}
 	body := *bp
 	for n := 1; len(body) > 0; n++ {
@@ -212,7 +212,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} else {
 			body = nil
 		}
-		out, err := st.Line(line)
+		out, err := dec.Line(line)
 		if out == ingest.Rejected {
 			ans.Rejected++
 			if len(ans.Errors) < maxErrors {
@@ -220,7 +220,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	stats := st.Flush()
+	stats := dec.Flush()
 	ans.Accepted, ans.Unknown = stats.Accepted, stats.Unknown
 	if len(ans.Errors) > 0 {
 		h.refusals.rejected("peer", r.RemoteAddr, stats, ans.Errors[0].Error)
@@ -228,7 +228,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.record != nil {
 		h.record(stats)
 	}
-	h.decoders.Put(st)
+	h.decoders.Put(dec)
 	if h.durable != nil && ans.Accepted > 0 {
 		h.durable(r.Context())
 	}

@@ -12,12 +12,12 @@ import (
 // ReasonPartialLine counts a last line that a stream ended before its newline.
 const ReasonPartialLine = ingest.ReasonPartialLine
 
-// lineReader splits a byte stream into lines for a protocol stream. It never glues two lines
+// lineReader splits a byte stream into lines for its decoder. It never glues two lines
 // together: a line ends only at a newline, whatever the read boundaries; a line longer than
 // max is rejected once and skipped up to its newline without being buffered; a partial last
 // line at the end of the stream is rejected with a reason. Its buffer grows only up to max+1.
 type lineReader struct {
-	st      LineDecoder
+	dec     LineDecoder
 	max     int
 	buf     []byte
 	start   int   // first byte of the current partial line
@@ -32,8 +32,8 @@ type lineReader struct {
 
 const initialLineBuf = 4 << 10
 
-func newLineReader(st LineDecoder, max int, flush Recorder) *lineReader {
-	return &lineReader{st: st, max: max, buf: make([]byte, min(initialLineBuf, max+1)), flushFn: flush}
+func newLineReader(dec LineDecoder, max int, flush Recorder) *lineReader {
+	return &lineReader{dec: dec, max: max, buf: make([]byte, min(initialLineBuf, max+1)), flushFn: flush}
 }
 
 // readFrom reads r to its end (io.EOF, or an error such as a deadline) and applies every
@@ -75,11 +75,11 @@ func (lr *lineReader) scan() {
 			lr.skip = false // the newline ends the over-long line
 			continue
 		}
-		_, _ = lr.st.Line(line)
+		_, _ = lr.dec.Line(line)
 	}
 	if !lr.skip && lr.end-lr.start > lr.max {
 		// The line is already longer than allowed: reject it now and drop its bytes as they come.
-		lr.st.Reject(ingest.ReasonTooLong)
+		lr.dec.Reject(ingest.ReasonTooLong)
 		lr.skip = true
 	}
 	if lr.skip {
@@ -109,7 +109,7 @@ func (lr *lineReader) makeRoom() {
 func (lr *lineReader) finish() {
 	if lr.end > lr.start && !lr.skip {
 		if len(bytes.Trim(lr.buf[lr.start:lr.end], " \t\r")) > 0 {
-			lr.st.Reject(ReasonPartialLine)
+			lr.dec.Reject(ReasonPartialLine)
 		}
 	}
 	lr.start, lr.end, lr.skip = 0, 0, false
@@ -117,7 +117,7 @@ func (lr *lineReader) finish() {
 }
 
 func (lr *lineReader) flush() {
-	stats := lr.st.Flush()
+	stats := lr.dec.Flush()
 	if lr.flushFn != nil {
 		lr.flushFn(stats)
 	}
