@@ -32,7 +32,7 @@ type AggregatorConfig struct {
 	TrackPIDs bool
 	Hostname  string
 	// MaxResources bounds the resources held at once (0: no bound): a resource line that
-	// would create one more is rejected, and its stream goes on on its default resource.
+	// would create one more is rejected, and its source goes on on its default resource.
 	MaxResources int
 	// Clock is where time is read (nil: the host's): timestamps from its wall clock, never
 	// going back (clock.Stamps), expiry in its elapsed time, which a step of the host's clock
@@ -42,9 +42,9 @@ type AggregatorConfig struct {
 
 const numShards = 64
 
-// Aggregator holds the cumulative state of every resource. Ingest from many streams runs in
+// Aggregator holds the cumulative state of every resource. Ingest from many sources runs in
 // parallel: resources are found through sharded maps and each resource has its own lock, so
-// streams of different processes never wait on each other.
+// sources of different processes never wait on each other.
 type Aggregator struct {
 	cfg    AggregatorConfig
 	seed   maphash.Seed
@@ -115,7 +115,7 @@ func (a *Aggregator) resource(key []byte, attrs func() []ResourceAttrValue) *Res
 
 // resourceWithin is resource, but when room > 0 it creates a resource only while room more
 // fit within MaxResources (nil, false): a resource line asks room for itself and, while its
-// stream's default resource does not exist yet, for that one too, which its stream falls back
+// stream's default resource does not exist yet, for that one too, which its source falls back
 // to when the line is refused. So the refused line never takes the count past MaxResources.
 func (a *Aggregator) resourceWithin(key []byte, attrs func() []ResourceAttrValue, room int64) (*Resource, bool) {
 	sh := &a.shards[maphash.Bytes(a.seed, key)%numShards]
@@ -204,17 +204,17 @@ func (a *Aggregator) resources() []*Resource {
 
 // series finds or admits the series of the key in k, or the overflow series when the
 // instrument is at its cardinality limit.
-func (r *Resource) series(a *Aggregator, st *Sink, k *keyBuilder) *series {
+func (r *Resource) series(a *Aggregator, sk *Sink, k *keyBuilder) *series {
 	in := r.insts[k.id]
 	if in == nil {
 		in = newInstrument(k.id)
 		r.insts[k.id] = in
 	}
 	key := k.key()
-	// A stream sends few series of an instrument over and over (the same loop, provider,
+	// A source sends few series of an instrument over and over (the same loop, provider,
 	// server; the three GC generations of each gc.stats line): its recent series of the
 	// instrument are checked first, a byte compare instead of a map lookup.
-	rc := &st.recent[k.id]
+	rc := &sk.recent[k.id]
 	if rc.in != in {
 		*rc = recentSeries{in: in}
 	}
@@ -225,7 +225,7 @@ func (r *Resource) series(a *Aggregator, st *Sink, k *keyBuilder) *series {
 	s, ok := in.series[string(key)]
 	if !ok {
 		if len(in.order) >= a.cfg.CardinalityLimit-1 {
-			return r.overflow(a, st, k, in)
+			return r.overflow(a, sk, k, in)
 		}
 		s = newSeries(k.in, k.ownedAttrs(), a.stamp())
 		s.key = string(key)
@@ -238,8 +238,8 @@ func (r *Resource) series(a *Aggregator, st *Sink, k *keyBuilder) *series {
 
 // overflow returns the overflow series of an instrument at its cardinality limit (never
 // remembered as a recent series: each measurement folded into it is counted).
-func (r *Resource) overflow(a *Aggregator, st *Sink, k *keyBuilder, in *instrument) *series {
-	st.stats.Overflowed++
+func (r *Resource) overflow(a *Aggregator, sk *Sink, k *keyBuilder, in *instrument) *series {
+	sk.stats.Overflowed++
 	if in.overflow == nil {
 		in.overflow = newSeries(k.in, nil, a.stamp())
 		in.overflow.overflow = true
@@ -250,20 +250,20 @@ func (r *Resource) overflow(a *Aggregator, st *Sink, k *keyBuilder, in *instrume
 // Snapshot bookkeeping: the entries of one snapshot line that normalise to one series are
 // summed; at the end of the line each touched series takes the sum as its latest value.
 
-func (r *Resource) snapshot(a *Aggregator, st *Sink, k *keyBuilder, v int64) {
-	s := r.series(a, st, k)
+func (r *Resource) snapshot(a *Aggregator, sk *Sink, k *keyBuilder, v int64) {
+	s := r.series(a, sk, k)
 	if s.overflow {
-		r.foldSnapshot(st, k, s, v)
+		r.foldSnapshot(sk, k, s, v)
 		return
 	}
-	r.stage(st, s, v)
+	r.stage(sk, s, v)
 }
 
-func (r *Resource) stage(st *Sink, s *series, v int64) {
+func (r *Resource) stage(sk *Sink, s *series, v int64) {
 	if s.seq != r.seq {
 		s.seq = r.seq
 		s.pending = v
-		st.touched = append(st.touched, touchedSeries{s, schema.Get(st.kb.id).Kind})
+		sk.touched = append(sk.touched, touchedSeries{s, schema.Get(sk.kb.id).Kind})
 		return
 	}
 	s.pending += v
@@ -271,7 +271,7 @@ func (r *Resource) stage(st *Sink, s *series, v int64) {
 
 // foldSnapshot keeps the overflow series of a snapshot total at the sum of the latest values
 // of the series folded into it.
-func (r *Resource) foldSnapshot(st *Sink, k *keyBuilder, ov *series, v int64) {
+func (r *Resource) foldSnapshot(sk *Sink, k *keyBuilder, ov *series, v int64) {
 	in := r.insts[k.id]
 	if in.folded == nil {
 		in.folded = map[uint64]foldedSnapshot{}
@@ -282,7 +282,7 @@ func (r *Resource) foldSnapshot(st *Sink, k *keyBuilder, ov *series, v int64) {
 	if ov.seq != r.seq {
 		ov.seq = r.seq
 		ov.pending = ov.val
-		st.touched = append(st.touched, touchedSeries{ov, schema.Get(k.id).Kind})
+		sk.touched = append(sk.touched, touchedSeries{ov, schema.Get(k.id).Kind})
 	}
 	f, known := in.folded[h]
 	switch {
@@ -309,14 +309,14 @@ type touchedSeries struct {
 
 // commitSnapshots ends a snapshot line: each touched series takes its new value; a total that
 // went down means the process restarted, and the series starts again.
-func (r *Resource) commitSnapshots(a *Aggregator, st *Sink) {
-	for _, t := range st.touched {
+func (r *Resource) commitSnapshots(a *Aggregator, sk *Sink) {
+	for _, t := range sk.touched {
 		s := t.s
 		if t.kind == schema.KindCounter && s.hasVal && s.pending < s.val {
 			s.start = a.stamp()
 		}
 		s.val, s.hasVal = s.pending, true
 	}
-	clear(st.touched)
-	st.touched = st.touched[:0]
+	clear(sk.touched)
+	sk.touched = sk.touched[:0]
 }

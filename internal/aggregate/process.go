@@ -61,7 +61,7 @@ func containerOf(n int, attr func(i int) (key string, str []byte, isStr bool)) p
 
 // announce records the pid of a resource line, when it names one on this host: a pid in a
 // container (container.id or k8s.pod.uid, whatever its host.name, which is the container's),
-// or a host pid whose host.name is this host's (or absent). The caller is the stream that
+// or a host pid whose host.name is this host's (or absent). The caller is the sink that
 // applied the line.
 func (a *Aggregator) announce(r *Resource, attrs []events.ResourceAttr) {
 	if !a.cfg.TrackPIDs {
@@ -210,33 +210,33 @@ func (a *Aggregator) processResource(rd *procstats.Reading) *Resource {
 }
 
 // setProcess records a reading; the caller holds r.mu.
-func (r *Resource) setProcess(a *Aggregator, st *Sink, rd *procstats.Reading) {
+func (r *Resource) setProcess(a *Aggregator, sk *Sink, rd *procstats.Reading) {
 	r.touched = true
 	if rd.New {
 		r.procDrop = false
 		r.dropProcessSeries() // a new process under this resource: fresh series
 	}
-	k := &st.kb
+	k := &sk.kb
 	start := processStartTime(rd.CreateTime)
 	set := func(s *series, v int64, d float64) {
 		s.start = start
 		s.val, s.dval, s.hasVal = v, d, true
 	}
 	if rd.HasCPU {
-		set(r.series(a, st, k.begin(schema.ProcessCpuTime).str([]byte(cpuModes[0]))), 0, rd.CPU.User)
-		set(r.series(a, st, k.begin(schema.ProcessCpuTime).str([]byte(cpuModes[1]))), 0, rd.CPU.System)
+		set(r.series(a, sk, k.begin(schema.ProcessCpuTime).str([]byte(cpuModes[0]))), 0, rd.CPU.User)
+		set(r.series(a, sk, k.begin(schema.ProcessCpuTime).str([]byte(cpuModes[1]))), 0, rd.CPU.System)
 		if rd.CPU.HasWait {
-			set(r.series(a, st, k.begin(schema.ProcessCpuTime).str([]byte(cpuModes[2]))), 0, rd.CPU.Wait)
+			set(r.series(a, sk, k.begin(schema.ProcessCpuTime).str([]byte(cpuModes[2]))), 0, rd.CPU.Wait)
 		}
 	}
 	if rd.HasRSS {
-		set(r.series(a, st, k.begin(schema.ProcessMemoryUsage)), rd.RSS, 0)
+		set(r.series(a, sk, k.begin(schema.ProcessMemoryUsage)), rd.RSS, 0)
 	}
 	if rd.HasThreads {
-		set(r.series(a, st, k.begin(schema.ProcessThreadCount)), rd.Threads, 0)
+		set(r.series(a, sk, k.begin(schema.ProcessThreadCount)), rd.Threads, 0)
 	}
 	if rd.HasFDs {
-		set(r.series(a, st, k.begin(schema.ProcessOpenFileDescriptorCount)), rd.FDs, 0)
+		set(r.series(a, sk, k.begin(schema.ProcessOpenFileDescriptorCount)), rd.FDs, 0)
 	}
 }
 

@@ -32,7 +32,7 @@ type Sink struct {
 	recent [schema.NumInstruments]recentSeries
 }
 
-// recentSeries are series of one instrument that a stream found lately, by recentSlot of
+// recentSeries are series of one instrument that a sink found lately, by recentSlot of
 // their key. They are valid while the resource's instrument is in: a series stays in its
 // instrument for the instrument's life (a new instrument, of another resource or after the
 // process series were dropped, starts them afresh).

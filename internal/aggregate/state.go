@@ -21,7 +21,7 @@ import (
 // histogram buckets). It is a compact binary encoding (varints), versioned, and checked when
 // read: a corrupt state is an error, never a panic.
 //
-// Not kept: the per-stream caches, and how long a resource has been idle (a restored
+// Not kept: the per-sink caches, and how long a resource has been idle (a restored
 // resource's idle clock starts at the restore).
 
 const stateVersion = 1
