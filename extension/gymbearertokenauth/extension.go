@@ -2,8 +2,6 @@ package gymbearertokenauth
 
 import (
 	"context"
-	"sync"
-	"time"
 
 	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/component"
@@ -16,12 +14,8 @@ import (
 // countedAuth is contrib's authenticator, each refusal of its server side counted and logged.
 type countedAuth struct {
 	inner     authenticator
-	logger    *zap.Logger
 	telemetry *metadata.TelemetryBuilder
-	now       func() time.Time
-
-	mu   sync.Mutex
-	logs ratelog.Limiter
+	logs      *ratelog.Logger
 }
 
 func (a *countedAuth) Start(ctx context.Context, host component.Host) error {
@@ -42,16 +36,10 @@ func (a *countedAuth) Authenticate(ctx context.Context, headers map[string][]str
 		return out, nil
 	}
 	a.telemetry.BearertokenauthRefused.Add(ctx, 1)
-	a.mu.Lock()
-	ok, held := a.logs.Take(a.now())
-	a.mu.Unlock()
-	if ok {
-		peer := ""
-		if addr := client.FromContext(ctx).Addr; addr != nil {
-			peer = addr.String()
-		}
-		a.logger.Warn("bearertokenauth: a request was refused", zap.String("peer", peer), zap.Error(err),
-			zap.Int64("refusals_not_logged_since_last", held))
+	peer := ""
+	if addr := client.FromContext(ctx).Addr; addr != nil {
+		peer = addr.String()
 	}
+	a.logs.Warn("bearertokenauth: a request was refused", zap.String("peer", peer), zap.Error(err))
 	return out, err
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/gym-telemetry/otelcol-gym/extension/gymbearertokenauth/internal/metadata"
 	"github.com/gym-telemetry/otelcol-gym/extension/gymbearertokenauth/internal/metadatatest"
+	"github.com/gym-telemetry/otelcol-gym/internal/ratelog"
 )
 
 // TestRefusalsCountedAndLogged: contrib's authenticator from a token file; a request with the
@@ -49,7 +50,7 @@ func TestRefusalsCountedAndLogged(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, ext.Shutdown(context.Background())) })
 	auth := ext.(extensionauth.Server)
 	now := time.Now()
-	ext.(*countedAuth).now = func() time.Time { return now }
+	ext.(*countedAuth).logs.Now = func() time.Time { return now }
 
 	peer := client.NewContext(context.Background(), client.Info{Addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 9), Port: 4242}})
 	_, err = auth.Authenticate(peer, map[string][]string{"Authorization": {"Bearer s3cret"}})
@@ -71,7 +72,7 @@ func TestRefusalsCountedAndLogged(t *testing.T) {
 	_, _ = auth.Authenticate(peer, nil)
 	entries = logs.FilterMessage("bearertokenauth: a request was refused").All()
 	require.Len(t, entries, 6)
-	assert.EqualValues(t, 2, entries[5].ContextMap()["refusals_not_logged_since_last"])
+	assert.EqualValues(t, 2, entries[5].ContextMap()[ratelog.HeldField])
 
 	// The client side: contrib's, adding the token to a request.
 	rt, err := ext.(extensionauth.HTTPClient).RoundTripper(roundTripFunc(func(r *http.Request) (*http.Response, error) {

@@ -48,8 +48,7 @@ func create(ctx context.Context, set extension.Settings, cfg component.Config) (
 		return nil, err
 	}
 	return &countedAuth{
-		inner: a, logger: set.Logger, telemetry: tb, now: time.Now,
-		logs: ratelog.Limiter{Burst: 5, Every: time.Minute},
+		inner: a, telemetry: tb, logs: ratelog.NewLogger(set.Logger, 5, time.Minute),
 	}, nil
 }
 

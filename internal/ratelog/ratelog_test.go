@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 func TestLimiter(t *testing.T) {
@@ -30,4 +33,21 @@ func TestTakeCarriesTheHeldBackCount(t *testing.T) {
 	ok, held = l.Take(now.Add(time.Minute))
 	assert.True(t, ok)
 	assert.Equal(t, int64(1), held)
+}
+
+func TestLoggerCountsWhatItHeldBack(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
+	l := NewLogger(zap.New(core), 2, time.Minute)
+	now := time.Unix(1000, 0)
+	l.Now = func() time.Time { return now }
+	for range 5 {
+		l.Warn("bad input", zap.String("path", "/f"))
+	}
+	now = now.Add(time.Minute)
+	assert.True(t, l.Warn("bad input"))
+	require.Equal(t, 3, logs.Len())
+	got := logs.All()
+	assert.EqualValues(t, 0, got[0].ContextMap()[HeldField])
+	assert.Equal(t, "/f", got[1].ContextMap()["path"])
+	assert.EqualValues(t, 3, got[2].ContextMap()[HeldField], "the three held back are counted on the next line")
 }

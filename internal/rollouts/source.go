@@ -68,7 +68,7 @@ type Source struct {
 	newSink events.NewSink
 	record  func(*ingest.Stats)
 	logger  *zap.Logger
-	now     func() time.Time // for the log limiter
+	now     func() time.Time // for the wait log
 
 	runs       map[string]*run // by the run's path (log.file.path)
 	owner      map[string]string
@@ -83,7 +83,7 @@ type Source struct {
 	row   Row
 	evs   [MaxRowEvents]events.Event
 	stats ingest.Stats
-	logs  ratelog.Limiter
+	logs  *ratelog.Logger
 
 	// mu: a poll, a checkpoint and shutdown exclude each other. A poll lets a waiting
 	// checkpoint in between two rows (the follower's yield), so a checkpoint never waits for a
@@ -143,7 +143,7 @@ func NewSource(newSink events.NewSink, opts SourceOptions, record func(*ingest.S
 		runs:    map[string]*run{}, owner: map[string]string{},
 		rd:    NewRowDecoder(0),
 		stats: ingest.NewStats(),
-		logs:  ratelog.Limiter{Burst: 10, Every: 10 * time.Second},
+		logs:  ratelog.NewLogger(logger, 10, 10*time.Second),
 	}
 	t.Follower = follow.NewFollower(t.newReader, follow.Options{
 		Name:             "rollouts",
@@ -394,9 +394,7 @@ func (t *Source) member(path string) (*run, Kind) {
 // partial counts a last row that its file was let go before its newline.
 func (t *Source) partial(f *rowFile) {
 	t.stats.Rejected[ingest.ReasonPartialLine]++
-	if t.logs.Allow(t.now()) {
-		t.logger.Warn("rollouts: the file was let go with a row not complete", zap.String("path", f.f.Path), zap.Int64("offset", f.f.Offset))
-	}
+	t.logs.Warn("rollouts: the file was let go with a row not complete", zap.String("path", f.f.Path), zap.Int64("offset", f.f.Offset))
 }
 
 // apply fixes the run's resource before its first row, then applies the row's events.
@@ -462,19 +460,13 @@ func manifestRunID(path string) string {
 
 func (t *Source) reject(f *rowFile, line int64, re *RowError) {
 	t.stats.Rejected[re.Reason]++
-	if !t.logs.Allow(t.now()) {
-		return
-	}
 	fields := []zap.Field{zap.String("path", f.f.Path), zap.String("reason", re.Reason), zap.String("error", re.Msg)}
 	if !f.noLines {
 		fields = append(fields, zap.Int64("line", line))
 	} else {
 		fields = append(fields, zap.Int64("offset", f.f.Offset))
 	}
-	if n := t.logs.TakeSuppressed(); n > 0 {
-		fields = append(fields, zap.Int64("not_logged_since_last", n))
-	}
-	t.logger.Warn("rollouts: row rejected", fields...)
+	t.logs.Warn("rollouts: row rejected", fields...)
 }
 
 func (t *Source) flush() {

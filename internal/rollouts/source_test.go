@@ -407,7 +407,7 @@ func TestRolloutsRejectLogs(t *testing.T) {
 	assert.Equal(t, "not_object", first["reason"])
 
 	// The next period's first line says how many were not logged.
-	rt.now = func() time.Time { return time.Now().Add(time.Minute) }
+	rt.logs.Now = func() time.Time { return time.Now().Add(time.Minute) }
 	followtest.AppendFile(t, out, "[]\n")
 	rt.poll(stdcontext.Background())
 	entries = logs.FilterMessage("rollouts: row rejected").All()

@@ -2,7 +2,6 @@ package transport
 
 import (
 	"maps"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -15,11 +14,8 @@ import (
 // the counts, by reason only, cannot: at most 10 lines per 10 s for a transport, each with the
 // count of those held back. Safe for concurrent use.
 type refusalLog struct {
-	logger *zap.Logger
-	name   string // the transport, first word of each line
-
-	mu    sync.Mutex
-	limit ratelog.Limiter
+	log  *ratelog.Logger
+	name string // the transport, first word of each line
 }
 
 func newRefusalLog(logger *zap.Logger, name string) *refusalLog {
@@ -28,7 +24,7 @@ func newRefusalLog(logger *zap.Logger, name string) *refusalLog {
 
 // newRefusalLogEvery is a refusalLog of burst lines per period.
 func newRefusalLogEvery(logger *zap.Logger, name string, burst int, period time.Duration) *refusalLog {
-	return &refusalLog{logger: logger, name: name, limit: ratelog.Limiter{Burst: burst, Every: period}}
+	return &refusalLog{log: ratelog.NewLogger(logger, burst, period), name: name}
 }
 
 // rejected logs the lines rejected in one read or body (nothing when none was), by reason,
@@ -52,10 +48,5 @@ func (l *refusalLog) refused(peer string, status int, msg string) {
 
 // warn logs what, with fields, within the budget.
 func (l *refusalLog) warn(what string, fields ...zap.Field) {
-	l.mu.Lock()
-	ok, held := l.limit.Take(time.Now())
-	l.mu.Unlock()
-	if ok {
-		l.logger.Warn(l.name+": "+what, append(fields, zap.Int64("not_logged_since_last", held))...)
-	}
+	l.log.Warn(l.name+": "+what, fields...)
 }
