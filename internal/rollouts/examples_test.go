@@ -78,7 +78,7 @@ func TestGymExampleRollouts(t *testing.T) {
 	require.Greater(t, want.Tokens["input"].Sum, int64(1_000_000), "the files carry real usage")
 
 	agg := newTestAggregator(t)
-	_, got := rolloutTailer(t, agg, filepath.Join(dir, "*", "*", "data", "*.jsonl"), true, nil, 0)
+	_, got := newTestSource(t, agg, filepath.Join(dir, "*", "*", "data", "*.jsonl"), true, nil, 0)
 	md := agg.Collect(aggregate.Scope{})
 
 	assert.Equal(t, want.Rows, got.Accepted, "every row a JSON object is applied")

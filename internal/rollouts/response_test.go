@@ -163,7 +163,7 @@ func TestRolloutsResponseInstruments(t *testing.T) {
 			`{"_ng_environment_server":"math","response":{"model":"gpt-4.1","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[],"usage":{"input_tokens":300,"output_tokens":4096}},"reward":0,"ng_perf":{"total_latency_ms":90000}}`+"\n"+
 			`{"agent_ref":{"name":"swe_agent"},"response":{"status":"weird","usage":{"prompt_tokens":7,"completion_tokens":1}},"reward":0}`+"\n")
 	agg := newTestAggregator(t)
-	_, got := rolloutTailer(t, agg, filepath.Join(dir, "*.jsonl"), true, nil, 0)
+	_, got := newTestSource(t, agg, filepath.Join(dir, "*.jsonl"), true, nil, 0)
 	require.EqualValues(t, 3, got.Accepted)
 	md := agg.Collect(aggregate.Scope{})
 	require.Equal(t, 1, md.ResourceMetrics().Len(), "one run, one resource")
