@@ -2,10 +2,11 @@
 # bench/compare.sh BASE [ROUNDS]: the engine's per-core benchmarks of revision BASE and of the
 # working tree, side by side in one run (make bench-compare BASE=rev).
 #
-# Three paths, each a Go benchmark compiled once per tree: the events path (decode and
+# Four paths, each a Go benchmark compiled once per tree: the events path (decode and
 # aggregate one event: BenchmarkIngest), Gym's run files (the row decoder on 2 KiB, 200 KiB
-# and 20 MiB rows: BenchmarkRows/*/reader) and gym_console (a realistic stdout mix through
-# the classifier and decoders: BenchmarkStdoutMix). The test binaries run with GOMAXPROCS=1,
+# and 20 MiB rows: BenchmarkRows/*/reader), gym_console (a realistic stdout mix through
+# the classifier and decoders: BenchmarkStdoutMix) and gymattrs (a batch of Gym's schema
+# metrics and of Gym's SDK's OTLP through the rules: BenchmarkProcess(SDK)Batch). The test binaries run with GOMAXPROCS=1,
 # alternating base and head in every round (the order flips each round), so both see the
 # same neighbours; the median and range over ROUNDS (default 3) are printed for each figure.
 # A package is found where the tree has it (the engine moved from receiver/gymreceiver/ to
@@ -24,6 +25,7 @@ suites=(
 	"events;^BenchmarkIngest\$;internal/aggregate receiver/gymreceiver/internal/protocol"
 	"runfiles;^BenchmarkRows\$/^(2KiB|200KiB|20MiB)\$/^reader\$;internal/rollouts receiver/gymreceiver/internal/rollouts"
 	"console;^BenchmarkStdoutMix\$;internal/console receiver/gymreceiver/consolereceiver/internal/console"
+	"gymattrs;^BenchmarkProcess(SDK)?Batch\$;internal/bound"
 )
 
 pkgdir() { # tree candidates...
@@ -70,7 +72,7 @@ for line in open(path):
         if unit == "ns/op" and bench.startswith("BenchmarkIngest"):
             vals[(bench, "events/s", tree)].append(1e9 / float(v))
 # the per-core figures and the allocations; wall-clock rates say more about the neighbours
-shown = {"ns/op", "events/s", "cpu-MB/s", "MB/cpu-s", "lines/cpu-s", "B/op", "allocs/op"}
+shown = {"ns/op", "events/s", "cpu-MB/s", "MB/cpu-s", "lines/cpu-s", "points/s", "B/op", "allocs/op"}
 keys = sorted({(b, u) for b, u, _ in vals if u in shown})
 fmt = lambda xs: "%s (%s..%s)" % tuple("%.4g" % x for x in (statistics.median(xs), min(xs), max(xs)))
 print("%-44s %-12s %-30s %-30s %s" % ("benchmark", "unit", "base " + base[:12], "head", "head/base"))
