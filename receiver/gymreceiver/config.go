@@ -70,24 +70,9 @@ type HTTPConfig struct {
 // StreamConfig is the `stream:` block: a TCP or Unix-domain socket server.
 type StreamConfig = transport.StreamConfig
 
-// FilesConfig is the `files:` block: the keys every file-following source shares
-// (follow.Config: include, exclude, start_at, poll_interval) and its own.
-type FilesConfig struct {
-	follow.Config `mapstructure:",squash"`
-	// MaxFiles bounds the files followed at once.
-	MaxFiles int `mapstructure:"max_files"`
-	// Storage is the older spelling of the receiver's `storage` (kept working): the same
-	// checkpoint, aggregation state included.
-	Storage *component.ID `mapstructure:"storage"`
-}
-
-func (fc *FilesConfig) validate() error {
-	errs := []error{fc.Check("files")}
-	if fc.MaxFiles < 1 {
-		errs = append(errs, fmt.Errorf("files.max_files: must be at least 1, got %d", fc.MaxFiles))
-	}
-	return errors.Join(errs...)
-}
+// FilesConfig is the `files:` block: files of events lines (follow.FilesConfig, the block
+// gym_console has too). Its storage is the older spelling of the receiver's `storage`.
+type FilesConfig = follow.FilesConfig
 
 // RolloutsConfig is the `rollouts:` block: the main outputs of Gym rollout collections
 // (`gym eval run --output DIR/STEM.jsonl`), their failures sidecars and health reports. Its
@@ -194,7 +179,7 @@ func (cfg *Config) Validate() error {
 		}
 	}
 	if fc := cfg.Files.Get(); fc != nil {
-		if err := fc.validate(); err != nil {
+		if err := fc.Check(); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -51,8 +51,8 @@ func createDefaultConfig() component.Config {
 	return &Config{
 		HTTP:               configoptional.Default(HTTPConfig{ServerConfig: httpCfg, MaxConnections: transport.DefaultMaxConnections}),
 		Stream:             configoptional.Default(transport.DefaultStreamConfig("/tmp/otelcol-gym.sock")),
-		Files:              configoptional.Default(FilesConfig{Config: follow.Config{StartAt: follow.StartAtEnd, PollInterval: 200 * time.Millisecond}, MaxFiles: 1024}),
-		Rollouts:           configoptional.Default(RolloutsConfig{Config: follow.Config{StartAt: follow.StartAtBeginning, PollInterval: 200 * time.Millisecond}}),
+		Files:              configoptional.Default(follow.DefaultFilesConfig()),
+		Rollouts:           configoptional.Default(RolloutsConfig{Config: follow.Config{StartAt: follow.StartAtBeginning, PollInterval: follow.DefaultPollInterval}}),
 		CollectionInterval: defaultCollectionInterval,
 		ExpireAfter:        defaultExpireAfter,
 		MaxLineBytes:       defaultMaxLineBytes,
