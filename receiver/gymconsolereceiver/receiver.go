@@ -32,13 +32,6 @@ const (
 	warnPeriod = 10 * time.Second
 )
 
-// At shutdown a connection is read until it is silent for streamQuietTimeout, and for at most
-// streamDrainTimeout in all: a client that never stops writing cannot hold the shutdown.
-const (
-	streamQuietTimeout = 250 * time.Millisecond
-	streamDrainTimeout = 5 * time.Second
-)
-
 // consoleReceiver is the lifecycle: it owns the transports, and is the sink of the console
 // streams: metrics through the gymattrs rules, traces and logs to their pipelines.
 type consoleReceiver struct {
@@ -112,7 +105,7 @@ func (r *consoleReceiver) Start(ctx context.Context, host component.Host) error 
 			return console.NewStream(network, max, r, r.warn)
 		}, transport.StreamOptions{
 			Network: network, Endpoint: sc.Endpoint, SocketMode: mode,
-			MaxLineBytes: max, QuietTimeout: streamQuietTimeout, DrainTimeout: streamDrainTimeout,
+			MaxLineBytes: max, QuietTimeout: transport.StreamQuietTimeout, DrainTimeout: transport.DefaultDrainTimeout,
 			MaxConnections: sc.MaxConnections, IdleTimeout: sc.IdleTimeout,
 			OnRefused: func() {
 				r.telemetry.ReceiverGymConsoleStreamConnectionsRefused.Add(context.Background(), 1)

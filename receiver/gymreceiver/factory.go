@@ -27,9 +27,6 @@ const (
 	defaultMaxLineBytes       = 64 << 10
 	defaultHTTPReadTimeout    = 30 * time.Second
 	defaultMaxResources       = 10000
-	// A few seconds: enough for a sender to finish what it was sending, well inside the grace
-	// period an orchestrator gives before SIGKILL (Kubernetes: 30s).
-	defaultDrainTimeout = 5 * time.Second
 )
 
 // NewFactory returns the gym receiver's factory.
@@ -58,7 +55,7 @@ func createDefaultConfig() component.Config {
 		MaxLineBytes:       defaultMaxLineBytes,
 		CardinalityLimit:   schema.DefaultCardinalityLimit,
 		MaxResources:       defaultMaxResources,
-		DrainTimeout:       defaultDrainTimeout,
+		DrainTimeout:       transport.DefaultDrainTimeout,
 		Process: ProcessConfig{
 			Enabled:            true,
 			CollectionInterval: defaultCollectionInterval,
