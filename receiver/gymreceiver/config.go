@@ -12,6 +12,7 @@ import (
 	"github.com/gym-telemetry/otelcol-gym/internal/follow"
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 	"github.com/gym-telemetry/otelcol-gym/internal/procstats"
+	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 	"github.com/gym-telemetry/otelcol-gym/internal/transport"
 )
 
@@ -153,8 +154,8 @@ func (cfg *Config) Validate() error {
 	if cfg.MaxLineBytes < minMaxLineBytes || cfg.MaxLineBytes > maxMaxLineBytes {
 		errs = append(errs, fmt.Errorf("max_line_bytes: must be within %d..%d, got %d", minMaxLineBytes, maxMaxLineBytes, cfg.MaxLineBytes))
 	}
-	if cfg.CardinalityLimit < 2 {
-		errs = append(errs, fmt.Errorf("cardinality_limit: must be at least 2 (one series and the overflow series), got %d", cfg.CardinalityLimit))
+	if err := schema.CheckCardinalityLimit(cfg.CardinalityLimit); err != nil {
+		errs = append(errs, err)
 	}
 	if cfg.DrainTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("drain_timeout: must be positive, got %s", cfg.DrainTimeout))
