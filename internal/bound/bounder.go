@@ -438,7 +438,7 @@ func (p *Bounder) histogram(mc *metricCtx, dp pmetric.HistogramDataPoint, now in
 		}
 	}
 	e, fresh := b.entry(s, mc.delta)
-	if !fresh && mc.delta && !sameBounds(e.hdp.ExplicitBounds(), dp.ExplicitBounds()) {
+	if !fresh && mc.delta && !e.hdp.ExplicitBounds().Equal(dp.ExplicitBounds()) {
 		p.setAttrs(s, dp.Attributes(), dp.Exemplars())
 		b.c.unmerged++
 		return true
