@@ -65,33 +65,15 @@ func newReceiver(set receiver.Settings, cfg *Config) (*consoleReceiver, error) {
 
 // setMetrics puts the gymattrs rules (internal/bound), with this receiver's gymattrs
 // configuration, in front of the metrics pipeline: the same engine and state rules as the
-// gymattrs processor's, reporting through this receiver's telemetry.
+// gymattrs processor's, reporting their otelcol_processor_gymattrs_* metrics (declared in
+// internal/bound) through this receiver's telemetry settings.
 func (r *consoleReceiver) setMetrics(next consumer.Metrics) error {
-	b, err := bound.New(&r.cfg.Gymattrs, boundTelemetry(r.telemetry, r.set.Logger))
+	b, err := bound.New(&r.cfg.Gymattrs, r.set.TelemetrySettings)
 	if err != nil {
 		return fmt.Errorf("gymattrs: %w", err)
 	}
 	r.bounder, r.metrics = b, next
 	return nil
-}
-
-// boundTelemetry hands the rules the otelcol_processor_gymattrs_* instruments of metadata.yaml
-// and the receiver's logger.
-func boundTelemetry(tb *metadata.TelemetryBuilder, logger *zap.Logger) bound.Telemetry {
-	return bound.Telemetry{
-		AttributesRemoved: tb.ProcessorGymattrsAttributesRemoved,
-		ValuesNormalised:  tb.ProcessorGymattrsValuesNormalised,
-		PointsMerged:      tb.ProcessorGymattrsPointsMerged,
-		PointsOverflowed:  tb.ProcessorGymattrsPointsOverflowed,
-		PointsMismatched:  tb.ProcessorGymattrsPointsMismatched,
-		PointsUnmerged:    tb.ProcessorGymattrsPointsUnmerged,
-		PointsDropped:     tb.ProcessorGymattrsPointsDropped,
-		StateEntries:      tb.ProcessorGymattrsStateEntries,
-
-		UnknownPoints:         tb.ProcessorGymattrsUnknownPoints,
-		HistogramBoundsDiffer: tb.ProcessorGymattrsHistogramBoundsDiffer,
-		Logger:                logger,
-	}
 }
 
 // Start starts the sources. The shared component (factory.go) calls it once, whichever
@@ -161,6 +143,9 @@ func (r *consoleReceiver) Shutdown(ctx context.Context) error {
 	}
 	if r.store != nil {
 		err = errors.Join(err, r.store.Close(ctx))
+	}
+	if r.bounder != nil {
+		r.bounder.Shutdown()
 	}
 	r.telemetry.Shutdown()
 	return err
