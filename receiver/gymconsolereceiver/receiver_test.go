@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,7 +20,6 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/consumer/consumertest"
-	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/otel/attribute"
@@ -30,6 +28,7 @@ import (
 
 	"github.com/gym-telemetry/otelcol-gym/internal/follow"
 	"github.com/gym-telemetry/otelcol-gym/internal/sharedcomponent"
+	"github.com/gym-telemetry/otelcol-gym/internal/storagetest"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymconsolereceiver/internal/metadatatest"
 )
 
@@ -252,39 +251,6 @@ func point(t *testing.T, md pmetric.Metrics, name, key, value string) pmetric.Nu
 	return pmetric.NumberDataPoint{}
 }
 
-// memStorage is a storage extension that keeps its data in memory, across restarts.
-type memStorage struct {
-	component.StartFunc
-	component.ShutdownFunc
-	mu   sync.Mutex
-	data map[string][]byte
-}
-
-func (m *memStorage) GetClient(context.Context, component.Kind, component.ID, string) (storage.Client, error) {
-	return m, nil
-}
-
-func (m *memStorage) Get(_ context.Context, k string) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.data[k], nil
-}
-
-func (m *memStorage) Set(_ context.Context, k string, v []byte) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.data[k] = append([]byte(nil), v...)
-	return nil
-}
-
-func (m *memStorage) Delete(_ context.Context, k string) error           { return nil }
-func (m *memStorage) Batch(context.Context, ...*storage.Operation) error { return nil }
-func (m *memStorage) Close(context.Context) error                        { return nil }
-
-type hostWith map[component.ID]component.Component
-
-func (h hostWith) GetExtensions() map[component.ID]component.Component { return h }
-
 // With storage, a restarted collector resumes each file after the last line it read: no
 // record is passed on twice, none is lost.
 func TestStorageResumes(t *testing.T) {
@@ -308,7 +274,7 @@ func TestStorageResumes(t *testing.T) {
 	}
 	write(lines[:cut])
 	storeID := component.MustNewID("file_storage")
-	host := hostWith{storeID: &memStorage{data: map[string][]byte{}}}
+	host := storagetest.Host{storeID: storagetest.NewMem(nil)}
 	cfg := filesConfig(p)
 	cfg.Files.Get().Storage = &storeID
 	set := receiver.Settings{ID: component.MustNewID("gym_console"), TelemetrySettings: componenttest.NewNopTelemetrySettings()}

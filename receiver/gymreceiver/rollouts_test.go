@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/storagetest"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/metadatatest"
 )
 
@@ -143,9 +144,9 @@ func TestRolloutsStorageAcrossRestart(t *testing.T) {
 	path := filepath.Join(dir, "eval.jsonl")
 	row := `{"reward":0.5,"_ng_environment_server":"math","_ng_run_id":"r1","response":"` + strings.Repeat("a", 3000) + `"}` + "\n"
 	require.NoError(t, os.WriteFile(path, []byte(strings.Repeat(row, 4)+row[:1000]), 0o600))
-	st := &memStorage{data: map[string][]byte{}}
+	st := storagetest.NewMem(nil)
 	id := component.MustNewID("file_storage")
-	host := hostWith{ext: map[component.ID]component.Component{id: st}}
+	host := storagetest.Host{id: st}
 	newCfg := func() *Config {
 		cfg := rolloutsConfig(filepath.Join(dir, "*.jsonl"))
 		cfg.Rollouts.Get().Storage = &id
