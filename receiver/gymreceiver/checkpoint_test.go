@@ -30,6 +30,30 @@ func storageHost(st *storagetest.Mem) storagetest.Host {
 	return storagetest.Host{storageID: st}
 }
 
+// appendWhileRead appends unit to path in 40 writes a millisecond apart (the i-th repeats it
+// base+i times), in the background, as a Gym process writes while the receiver reads; written
+// waits for the last write, closes the file and returns how many units were written.
+func appendWhileRead(t *testing.T, path, unit string, base int) (written func() int) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	done := make(chan int)
+	go func() {
+		n := 0
+		for i := range 40 {
+			_, _ = f.WriteString(strings.Repeat(unit, base+i))
+			n += base + i
+			time.Sleep(time.Millisecond)
+		}
+		done <- n
+	}()
+	return func() int {
+		n := <-done
+		require.NoError(t, f.Close())
+		return n
+	}
+}
+
 // sumPoint finds the data point of a sum metric (any resource, any attributes).
 func sumPoint(md pmetric.Metrics, name string) (pmetric.NumberDataPoint, bool) {
 	for i := range md.ResourceMetrics().Len() {
@@ -119,7 +143,7 @@ func TestCrashOnFilesLosesNothingAndRepeatsNothing(t *testing.T) {
 		return cfg
 	}
 	st := storagetest.NewMem(nil)
-	written := 0
+	total := 0
 	var exportedAtCrash int64
 	for life := range 4 {
 		sink, stop := runReceiver(t, newCfg(), storageHost(st))
@@ -129,33 +153,21 @@ func TestCrashOnFilesLosesNothingAndRepeatsNothing(t *testing.T) {
 			// first (a counter that went back would read as a reset, counted twice).
 			assert.GreaterOrEqual(t, retryTotal(sink.AllMetrics()[0]), exportedAtCrash, "life %d", life)
 		}
-		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-		require.NoError(t, err)
-		done := make(chan int)
-		go func() {
-			n := 0
-			for i := range 40 {
-				_, _ = f.WriteString(strings.Repeat(line, 50+i))
-				n += 50 + i
-				time.Sleep(time.Millisecond)
-			}
-			done <- n
-		}()
+		written := appendWhileRead(t, path, line, 50)
 		time.Sleep(time.Duration(15+life*9) * time.Millisecond)
 		exportedAtCrash = 0
 		if all := sink.AllMetrics(); len(all) > 0 {
 			exportedAtCrash = retryTotal(all[len(all)-1])
 		}
 		crashed := st.CrashCopy() // kill -9 here, while lines are written, read and collected
-		written += <-done
-		require.NoError(t, f.Close())
+		total += written()
 		stop()
 		st = crashed
-		t.Logf("life %d: %d written in all, %d exported at the crash", life, written, exportedAtCrash)
+		t.Logf("life %d: %d written in all, %d exported at the crash", life, total, exportedAtCrash)
 	}
 	sink, stop := runReceiver(t, newCfg(), storageHost(st))
 	stop()
-	assert.Equal(t, int64(written), retryTotal(lastMetrics(t, sink)), "every line once over every life")
+	assert.Equal(t, int64(total), retryTotal(lastMetrics(t, sink)), "every line once over every life")
 }
 
 // Without checkpoint_before_answer, a crash loses what HTTP accepted since the last
@@ -288,32 +300,20 @@ func TestCrashOnRolloutsLosesNothingAndRepeatsNothing(t *testing.T) {
 		return cfg
 	}
 	st := storagetest.NewMem(nil)
-	written := 0
+	total := 0
 	for life := range 4 {
 		sink, stop := runReceiver(t, newCfg(), storageHost(st))
-		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-		require.NoError(t, err)
-		done := make(chan int)
-		go func() {
-			n := 0
-			for i := range 40 {
-				_, _ = f.WriteString(strings.Repeat(row, 20+i))
-				n += 20 + i
-				time.Sleep(time.Millisecond)
-			}
-			done <- n
-		}()
+		written := appendWhileRead(t, path, row, 20)
 		time.Sleep(time.Duration(15+life*9) * time.Millisecond)
 		crashed := st.CrashCopy() // kill -9 here, while rows are written, read and collected
-		written += <-done
-		require.NoError(t, f.Close())
+		total += written()
 		stop()
 		st = crashed
-		t.Logf("life %d: %d rows written in all, %d exported", life, written, len(sink.AllMetrics()))
+		t.Logf("life %d: %d rows written in all, %d exported", life, total, len(sink.AllMetrics()))
 	}
 	sink, stop := runReceiver(t, newCfg(), storageHost(st))
 	stop()
-	assert.Equal(t, int64(written), scoredTotal(lastMetrics(t, sink)), "every row once over every life")
+	assert.Equal(t, int64(total), scoredTotal(lastMetrics(t, sink)), "every row once over every life")
 }
 
 // assertReceiverAttr: the receiver's own measurements name it (receiver=gym), as the

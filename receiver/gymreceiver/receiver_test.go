@@ -23,9 +23,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/transport"
@@ -56,18 +58,26 @@ func startReceiver(t *testing.T, cfgFn func(*Config)) (string, *consumertest.Met
 	}
 	require.NoError(t, cfg.Validate())
 	sink := new(consumertest.MetricsSink)
-	r, err := NewFactory().CreateMetrics(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, sink)
+	stop := started(t, receivertest.NewNopSettings(metadata.Type), cfg, sink)
+	return "http://" + addr + transport.EventsPath, sink, stop
+}
+
+// started creates the receiver with set and cfg and starts it; stop shuts it down, once,
+// and at the latest when the test ends.
+func started(t *testing.T, set receiver.Settings, cfg *Config, next consumer.Metrics) (stop func()) {
+	t.Helper()
+	r, err := NewFactory().CreateMetrics(context.Background(), set, cfg, next)
 	require.NoError(t, err)
 	require.NoError(t, r.Start(context.Background(), componenttest.NewNopHost()))
 	stopped := false
-	stop := func() {
+	stop = func() {
 		if !stopped {
 			stopped = true
 			require.NoError(t, r.Shutdown(context.Background()))
 		}
 	}
 	t.Cleanup(stop)
-	return "http://" + addr + transport.EventsPath, sink, stop
+	return stop
 }
 
 func post(t *testing.T, url string, body []byte, header map[string]string) (int, transport.Answer, http.Header) {
