@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/golden"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/pmetrictest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -46,17 +45,7 @@ func TestRolloutsGolden(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			sink, stop := runReceiver(t, rolloutsConfig(filepath.Join("..", "..", "testdata", "rollouts", name, "*.jsonl")), componenttest.NewNopHost())
 			stop()
-			got := lastMetrics(t, sink)
-			expected := filepath.Join("..", "..", "testdata", "rollouts", name+".expected.yaml")
-			if *update {
-				require.NoError(t, golden.WriteMetrics(t, expected, got))
-				return
-			}
-			want, err := golden.ReadMetrics(expected)
-			require.NoError(t, err)
-			require.NoError(t, pmetrictest.CompareMetrics(want, got,
-				pmetrictest.IgnoreTimestamp(), pmetrictest.IgnoreStartTimestamp(), pmetrictest.IgnoreMetricDataPointsOrder(),
-				pmetrictest.IgnoreResourceMetricsOrder(), pmetrictest.IgnoreMetricsOrder()))
+			matchesGolden(t, filepath.Join("..", "..", "testdata", "rollouts", name+".expected.yaml"), lastMetrics(t, sink), pmetrictest.IgnoreMetricsOrder())
 		})
 	}
 }
