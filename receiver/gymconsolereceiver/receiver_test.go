@@ -86,6 +86,13 @@ func filesConfig(include string) *Config {
 	return cfg
 }
 
+// newTelemetry is a test telemetry, shut down when the test ends.
+func newTelemetry(t *testing.T) *componenttest.Telemetry {
+	tt := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
+	return tt
+}
+
 func copySample(t *testing.T, dir string) string {
 	b, err := os.ReadFile(sample)
 	require.NoError(t, err)
@@ -99,8 +106,7 @@ func copySample(t *testing.T, dir string) string {
 func TestSampleThroughReceiver(t *testing.T) {
 	dir := t.TempDir()
 	copySample(t, dir)
-	tt := componenttest.NewTelemetry()
-	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
+	tt := newTelemetry(t)
 	s, stop := start(t, filesConfig(filepath.Join(dir, "*.log")), metadatatest.NewSettings(tt))
 	require.Eventually(t, func() bool { return s.logs.LogRecordCount() == 2 && len(s.metrics.AllMetrics()) == 2 }, 10*time.Second, 10*time.Millisecond)
 	stop()
@@ -354,8 +360,7 @@ func TestTooLongLine(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "gym.log"), []byte(long+"\n"+ok+"\n"), 0o600))
 	cfg := filesConfig(filepath.Join(dir, "*.log"))
 	cfg.MaxLineBytes = 4096
-	tt := componenttest.NewTelemetry()
-	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
+	tt := newTelemetry(t)
 	s, stop := start(t, cfg, metadatatest.NewSettings(tt))
 	require.Eventually(t, func() bool { return s.logs.LogRecordCount() == 1 }, 10*time.Second, 10*time.Millisecond)
 	stop()
@@ -401,8 +406,7 @@ func TestRotation(t *testing.T) {
 func TestRefusedCounted(t *testing.T) {
 	dir := t.TempDir()
 	copySample(t, dir)
-	tt := componenttest.NewTelemetry()
-	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
+	tt := newTelemetry(t)
 	set := metadatatest.NewSettings(tt)
 	cfg := filesConfig(filepath.Join(dir, "*.log"))
 	f := NewFactory()
@@ -460,8 +464,7 @@ func TestTooLongLineInPrettyRecord(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "gym.log"), []byte(strings.Join(lines, "\n")+"\n"), 0o600))
 	cfg := filesConfig(filepath.Join(dir, "*.log"))
 	cfg.MaxLineBytes = 4096
-	tt := componenttest.NewTelemetry()
-	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
+	tt := newTelemetry(t)
 	s, stop := start(t, cfg, metadatatest.NewSettings(tt))
 	after := int64(len(lines) - 7) // the lines after the long one
 	require.Eventually(t, func() bool {
@@ -497,8 +500,7 @@ func counter(tt *componenttest.Telemetry, name string) int64 {
 func TestOnlyTracesPipeline(t *testing.T) {
 	dir := t.TempDir()
 	copySample(t, dir)
-	tt := componenttest.NewTelemetry()
-	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
+	tt := newTelemetry(t)
 	ctx := context.Background()
 	traces := new(consumertest.TracesSink)
 	tr, err := NewFactory().CreateTraces(ctx, metadatatest.NewSettings(tt), filesConfig(filepath.Join(dir, "*.log")), traces)
@@ -549,8 +551,7 @@ func TestFailedCreateNotRegistered(t *testing.T) {
 func TestStreamConnectionsCounted(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
 	cfg.Stream = configoptional.Some(StreamConfig{Transport: "tcp", Endpoint: "127.0.0.1:0", MaxConnections: 1, IdleTimeout: 2 * time.Second})
-	tt := componenttest.NewTelemetry()
-	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
+	tt := newTelemetry(t)
 	_, stop := start(t, cfg, metadatatest.NewSettings(tt))
 	defer stop()
 	r := registered(t, cfg)
