@@ -3,7 +3,7 @@
 #   make build     the otelcol-gym collector (ocb) in _build/, only when a source changed
 #   make run       build, start it on config/otelcol-gym.yaml, feed it testdata/sample-run.jsonl
 #   make test      every suite of TEST_SUITES: go test -race ./... (unit, golden, end-to-end), ...
-#   make generate  go generate ./... and mdatagen for every component
+#   make generate  go generate ./... and mdatagen for every component and internal/bound
 #   make bench     the Go benchmarks, the end-to-end benchmark of the real binary, the gateway's (bench-gateway), the Python emitter's (bench-python)
 #   make bench-compare BASE=rev  the engine's per-core benchmarks of rev and of the tree, side by side
 #   make bench-peer  otelcol-gym against a stock collector (ocb v0.160.0) on the same stream
@@ -343,7 +343,7 @@ lint:
 
 generate:
 	$(GO) generate ./...
-	@for m in $$(find receiver processor extension -name metadata.yaml -not -path '*/testdata/*' 2>/dev/null); do \
+	@for m in $$(find receiver processor extension internal/bound -name metadata.yaml -not -path '*/testdata/*' 2>/dev/null); do \
 		d=$$(dirname $$m); \
 		echo "mdatagen $$m"; \
 		(cd $$d && $(TOOLS) mdatagen metadata.yaml) || exit 1; \

@@ -33,11 +33,10 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
-	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/metric/noop"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/encoding/gzip"
@@ -383,13 +382,7 @@ func serverTemplates(servers, combos int) ([]pmetric.Metrics, error) {
 	if err := bcfg.Validate(); err != nil {
 		return nil, err
 	}
-	mt := noop.NewMeterProvider().Meter("bench")
-	ctr := func() metric.Int64Counter { c, _ := mt.Int64Counter("c"); return c }
-	gauge, _ := mt.Int64Gauge("g")
-	b, err := bound.New(&bcfg, bound.Telemetry{
-		AttributesRemoved: ctr(), ValuesNormalised: ctr(), PointsMerged: ctr(), PointsOverflowed: ctr(),
-		PointsMismatched: ctr(), PointsUnmerged: ctr(), PointsDropped: ctr(), StateEntries: gauge,
-	})
+	b, err := bound.New(&bcfg, componenttest.NewNopTelemetrySettings())
 	if err != nil {
 		return nil, err
 	}

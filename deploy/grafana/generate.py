@@ -9,10 +9,10 @@ attribute variables (dispatch, server, model) of the instruments the dashboard r
 test-prometheus). The end-to-end test (e2e/dashboards_test.go) runs every query of every
 written dashboard against a real Prometheus, and checks every selector against metadata.yaml.
 
-Which instrument carries which attribute is read from the repository's metadata.yaml (the
-schema's source of truth): every selector of a Gym instrument gets the matcher of each
-attribute variable whose attribute the instrument carries, so a variable filters every panel
-it can and no other. Metric names are the Prometheus exporter's translation of the Gym
+Which instrument carries which attribute is read from schema_tables.json, which make generate
+writes from the repository's metadata.yaml (the schema's source of truth): every selector of a
+Gym instrument gets the matcher of each attribute variable whose attribute the instrument
+carries, so a variable filters every panel it can and no other. Metric names are the Prometheus exporter's translation of the Gym
 schema with translation_strategy UnderscoreEscapingWithoutSuffixes (docs/gym.md): `.`
 becomes `_`, no unit or type suffix is added, a histogram has `_bucket`, `_sum`, `_count`.
 """
@@ -25,55 +25,19 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "dashboards")
-METADATA = os.path.join(HERE, "..", "..", "metadata.yaml")
+# The instrument table of metadata.yaml (kind, unit, attribute keys), written by
+# cmd/schemagen (make generate).
+TABLES = os.path.join(HERE, "schema_tables.json")
 
 
 def load_instruments(path):
-    """name -> {"kind", "unit", "attributes": [keys]}, from the instruments block of
-    metadata.yaml. The file's layout is fixed (cmd/schemagen reads it with a YAML library);
-    this reads only that block, with the standard library, and fails on what it does not
-    expect rather than guess."""
-    out, cur, in_block, in_attrs = {}, None, False, False
+    """name -> {"kind", "unit", "attributes": [keys]}, in metadata.yaml's order."""
     with open(path, encoding="utf-8") as f:
-        for n, raw in enumerate(f, 1):
-            if raw.lstrip().startswith("#") or not raw.strip():
-                continue
-            line = raw.rstrip("\n").rstrip()
-            ind = len(line) - len(line.lstrip())
-            text = line.strip()
-            if ind == 0:
-                in_block = text == "instruments:"
-                continue
-            if not in_block:
-                continue
-            if ind == 2:
-                if not text.endswith(":"):
-                    raise SystemExit(f"{path}:{n}: an instrument name, got {text!r}")
-                cur = out.setdefault(text[:-1], {"attributes": []})
-                in_attrs = False
-            elif ind == 4:
-                key, _, value = text.partition(":")
-                value = value.strip()
-                in_attrs = key == "attributes"
-                if key in ("kind", "unit"):
-                    cur[key] = value.strip('"')
-                elif in_attrs and value:
-                    if not (value.startswith("[") and value.endswith("]")):
-                        raise SystemExit(f"{path}:{n}: attributes as a flow list, got {value!r}")
-                    cur["attributes"] += [a.strip() for a in value[1:-1].split(",") if a.strip()]
-            elif ind == 6 and in_attrs:
-                if not text.startswith("- "):
-                    raise SystemExit(f"{path}:{n}: an attribute item, got {text!r}")
-                item = text[2:].strip()
-                m = re.match(r"\{\s*key:\s*([^,}\s]+)", item)
-                cur["attributes"].append(m.group(1) if m else item)
-    for name, i in out.items():
-        if "kind" not in i:
-            raise SystemExit(f"{path}: instrument {name} has no kind")
-    return out
+        rows = json.load(f)["instruments"]
+    return {r["name"]: {k: r[k] for k in ("kind", "unit", "attributes") if k in r} for r in rows}
 
 
-INSTRUMENTS = load_instruments(METADATA)
+INSTRUMENTS = load_instruments(TABLES)
 
 
 def prom_names(name, kind):
@@ -134,6 +98,18 @@ def heatmap(title, expr, unit="ms", description=""):
             "description": description}
 
 
+
+def rate_by(by, metric, legend, sel=PROC):
+    """The per-second rate of a counter (or of a histogram's _count or _sum), summed by labels."""
+    return q(f"sum by ({by}) (rate({metric}{{{sel}}}[{RI}]))", legend)
+
+
+def mean_by(by, metric, legend):
+    """A histogram's mean over the rate interval, by labels: the rate of its _sum over the
+    rate of its _count."""
+    return q(f"sum by ({by}) (rate({metric}_sum{{{PROC}}}[{RI}]))"
+             f" / sum by ({by}) (rate({metric}_count{{{PROC}}}[{RI}]))", legend)
+
 def quantiles(metric, by, sel, qs=(0.5, 0.99), legend=""):
     """histogram_quantile targets of metric (a _bucket series) by the labels of by."""
     out = []
@@ -183,8 +159,7 @@ DASHBOARDS = [
         "description": "Rollout outcomes, failures, rewards and health verdicts of NeMo Gym runs.",
         "panels": [
             timeseries("Completed rollouts by outcome", [
-                q(f"sum by (nemo_gym_rollout_outcome) (rate(gym_rollout_completed_total{{{PROC}}}[{RI}]))",
-                  "{{nemo_gym_rollout_outcome}}")], unit="ops", stack=True),
+                rate_by("nemo_gym_rollout_outcome", "gym_rollout_completed_total", "{{nemo_gym_rollout_outcome}}")], unit="ops", stack=True),
             stat("Rollouts completed since start, by outcome", [
                 q(f"sum by (nemo_gym_rollout_outcome) (gym_rollout_completed_total{{{PROC}}})",
                   "{{nemo_gym_rollout_outcome}}", instant=True)],
@@ -201,17 +176,13 @@ DASHBOARDS = [
                 q(f'sum by (nemo_gym_failure_class) (rate(gym_rollout_completed_total{{{PROC}, nemo_gym_failure_class!=""}}[{RI}]))',
                   "{{nemo_gym_failure_class}}")], unit="ops", stack=True),
             timeseries("Rewards by range and masked", [
-                q(f"sum by (nemo_gym_rollout_reward_range, nemo_gym_rollout_masked) (rate(gym_rollout_rewarded_total{{{PROC}}}[{RI}]))",
-                  "{{nemo_gym_rollout_reward_range}} masked={{nemo_gym_rollout_masked}}")], unit="ops", stack=True),
+                rate_by("nemo_gym_rollout_reward_range, nemo_gym_rollout_masked", "gym_rollout_rewarded_total", "{{nemo_gym_rollout_reward_range}} masked={{nemo_gym_rollout_masked}}")], unit="ops", stack=True),
             timeseries("Rewards by range, masked included", [
-                q(f"sum by (nemo_gym_rollout_reward_range) (rate(gym_rollout_rewarded_total{{{PROC}}}[{RI}]))",
-                  "{{nemo_gym_rollout_reward_range}}")], unit="ops", stack=True),
+                rate_by("nemo_gym_rollout_reward_range", "gym_rollout_rewarded_total", "{{nemo_gym_rollout_reward_range}}")], unit="ops", stack=True),
             timeseries("Health verdicts", [
-                q(f"sum by (nemo_gym_health_verdict, nemo_gym_rollout_outcome) (rate(gym_rollout_health_verdict_total{{{PROC}}}[{RI}]))",
-                  "{{nemo_gym_health_verdict}} ({{nemo_gym_rollout_outcome}})")], unit="ops", stack=True),
+                rate_by("nemo_gym_health_verdict, nemo_gym_rollout_outcome", "gym_rollout_health_verdict_total", "{{nemo_gym_health_verdict}} ({{nemo_gym_rollout_outcome}})")], unit="ops", stack=True),
             timeseries("Flagged health checks", [
-                q(f"sum by (nemo_gym_health_check) (rate(gym_rollout_health_flagged_total{{{PROC}}}[{RI}]))",
-                  "{{nemo_gym_health_check}}")], unit="ops", stack=True),
+                rate_by("nemo_gym_health_check", "gym_rollout_health_flagged_total", "{{nemo_gym_health_check}}")], unit="ops", stack=True),
             timeseries("Rollout duration (p50, p99)", quantiles("gym_rollout_duration_ms_bucket", [], PROC), unit="ms",
                 description="Wall-clock time of one rollout, failed ones included (events rollout.duration, or the run files' ng_perf.total_latency_ms)."),
             timeseries("Verification duration (p50, p99)", quantiles("gym_verify_duration_ms_bucket", [], PROC), unit="ms"),
@@ -234,14 +205,11 @@ DASHBOARDS = [
             timeseries("GC pause p99 by generation", quantiles(GC_PAUSE, ["nemo_gym_gc_generation"], PROC, (0.99,),
                                                                "gen {{nemo_gym_gc_generation}}"), unit="ms"),
             timeseries("GC pause time per second", [
-                q(f"sum by (nemo_gym_gc_generation) (rate(gym_gc_pause_duration_ms_sum{{{PROC}}}[{RI}]))",
-                  "gen {{nemo_gym_gc_generation}}")], unit="ms", stack=True,
+                rate_by("nemo_gym_gc_generation", "gym_gc_pause_duration_ms_sum", "gen {{nemo_gym_gc_generation}}")], unit="ms", stack=True,
                 description="Milliseconds of GC pause per second of wall time."),
             timeseries("GC collections and collected objects", [
-                q(f"sum by (nemo_gym_gc_generation) (rate(gym_gc_collections_total{{{PROC}}}[{RI}]))",
-                  "collections gen {{nemo_gym_gc_generation}}"),
-                q(f"sum by (nemo_gym_gc_generation) (rate(gym_gc_collected_total{{{PROC}}}[{RI}]))",
-                  "collected gen {{nemo_gym_gc_generation}}")], unit="ops"),
+                rate_by("nemo_gym_gc_generation", "gym_gc_collections_total", "collections gen {{nemo_gym_gc_generation}}"),
+                rate_by("nemo_gym_gc_generation", "gym_gc_collected_total", "collected gen {{nemo_gym_gc_generation}}")], unit="ops"),
             stat("GC totals: uncollectable objects, tracked objects", [
                 q(f"sum(gym_gc_uncollectable_total{{{PROC}}})", "uncollectable", instant=True),
                 q(f"sum(gym_gc_count{{{PROC}}})", "tracked (gc.get_count)", instant=True)]),
@@ -251,10 +219,9 @@ DASHBOARDS = [
                 q(f'sum by (class) (label_replace(rate(gym_server_responses_total{{{PROC}}}[{RI}]), "class", "${{1}}xx", "http_response_status_code", "([1-5]).."))',
                   "{{class}}")], unit="ops", stack=True),
             timeseries("Unhandled exceptions", [
-                q(f"sum by (job) (rate(gym_server_requests_unhandled_exceptions_total{{{PROC}}}[{RI}]))", "{{job}}")], unit="ops"),
+                rate_by("job", "gym_server_requests_unhandled_exceptions_total", "{{job}}")], unit="ops"),
             timeseries("Cancellations by route and phase", [
-                q(f"sum by (http_route, nemo_gym_request_phase) (rate(gym_server_requests_cancelled_total{{{PROC}}}[{RI}]))",
-                  "{{http_route}} {{nemo_gym_request_phase}}")], unit="ops", stack=True),
+                rate_by("http_route, nemo_gym_request_phase", "gym_server_requests_cancelled_total", "{{http_route}} {{nemo_gym_request_phase}}")], unit="ops", stack=True),
             timeseries("Outbound requests in flight", [
                 q(f"sum by (job, instance) (gym_http_client_requests_in_flight{{{PROC}}})", "{{job}} {{instance}}")]),
             timeseries("Gym servers active", [
@@ -279,8 +246,7 @@ DASHBOARDS = [
             timeseries("Sandbox exec", quantiles("gym_sandbox_exec_duration_ms_bucket", ["nemo_gym_sandbox_provider"], PROC,
                                                  legend="{{nemo_gym_sandbox_provider}}"), unit="ms"),
             timeseries("Sandbox create retries", [
-                q(f"sum by (nemo_gym_sandbox_provider) (rate(gym_sandbox_create_retry_total{{{PROC}}}[{RI}]))",
-                  "{{nemo_gym_sandbox_provider}}")], unit="ops"),
+                rate_by("nemo_gym_sandbox_provider", "gym_sandbox_create_retry_total", "{{nemo_gym_sandbox_provider}}")], unit="ops"),
         ],
     },
     {
@@ -289,7 +255,7 @@ DASHBOARDS = [
         "description": "What the rollout driver offers, holds and runs; admission, output writes, materialize and rollout sizes.",
         "panels": [
             timeseries("Rollouts offered", [
-                q(f"sum by (job) (rate(gym_driver_rollouts_offered_total{{{PROC}}}[{RI}]))", "{{job}}")], unit="ops"),
+                rate_by("job", "gym_driver_rollouts_offered_total", "{{job}}")], unit="ops"),
             timeseries("Rollouts resident and active", [
                 q(f"sum(gym_driver_rollouts_resident{{{PROC}}})", "resident"),
                 q(f"sum(gym_driver_rollouts_active{{{PROC}}})", "active")]),
@@ -322,8 +288,7 @@ DASHBOARDS = [
                   f" / sum by (nemo_gym_http_destination_server_name) (rate({QUEUE}_count{{{PROC}}}[{RI}]))",
                   "{{nemo_gym_http_destination_server_name}}")], unit="percentunit"),
             timeseries("Queued acquisitions by outcome", [
-                q(f"sum by (nemo_gym_http_connection_pool_queue_outcome) (rate({QUEUE}_count{{{PROC}}}[{RI}]))",
-                  "{{nemo_gym_http_connection_pool_queue_outcome}}")], unit="ops", stack=True),
+                rate_by("nemo_gym_http_connection_pool_queue_outcome", f"{QUEUE}_count", "{{nemo_gym_http_connection_pool_queue_outcome}}")], unit="ops", stack=True),
             timeseries("Connect time by destination", quantiles(
                 CONNECT + "_bucket", ["nemo_gym_http_destination_server_name"], PROC + ', nemo_gym_http_connection_pool_connect_outcome="ok"',
                 legend="{{nemo_gym_http_destination_server_name}}"), unit="ms"),
@@ -331,20 +296,16 @@ DASHBOARDS = [
                 q(f'sum by (nemo_gym_http_destination_server_name) (rate({CONNECT}_count{{{PROC}, nemo_gym_http_connection_pool_connect_outcome="failed"}}[{RI}]))',
                   "{{nemo_gym_http_destination_server_name}}")], unit="ops"),
             timeseries("Connection attempts by destination", [
-                q(f"sum by (nemo_gym_http_destination_server_name) (rate(gym_http_connection_pool_connect_total{{{PROC}}}[{RI}]))",
-                  "{{nemo_gym_http_destination_server_name}}")], unit="ops", stack=True,
+                rate_by("nemo_gym_http_destination_server_name", "gym_http_connection_pool_connect_total", "{{nemo_gym_http_destination_server_name}}")], unit="ops", stack=True,
                 description="connect() calls, those that later fail or are abandoned included."),
             timeseries("Connections opened (connect time recorded)", [
-                q(f"sum by (nemo_gym_http_destination_server_name, nemo_gym_http_connection_pool_connect_outcome) (rate({CONNECT}_count{{{PROC}}}[{RI}]))",
-                  "{{nemo_gym_http_destination_server_name}} {{nemo_gym_http_connection_pool_connect_outcome}}")], unit="ops", stack=True,
+                rate_by("nemo_gym_http_destination_server_name, nemo_gym_http_connection_pool_connect_outcome", f"{CONNECT}_count", "{{nemo_gym_http_destination_server_name}} {{nemo_gym_http_connection_pool_connect_outcome}}")], unit="ops", stack=True,
                 description="Reused connections record nothing: a run that opens connections throughout is losing them."),
             timeseries("HTTP retries by reason", [
-                q(f"sum by (nemo_gym_http_retry_reason) (rate(gym_http_retry_total{{{PROC}}}[{RI}]))",
-                  "{{nemo_gym_http_retry_reason}}")], unit="ops", stack=True,
+                rate_by("nemo_gym_http_retry_reason", "gym_http_retry_total", "{{nemo_gym_http_retry_reason}}")], unit="ops", stack=True,
                 description="Outbound requests retried (Gym's older HTTP client, by OTLP only): server_disconnected, client_os_error, timeout, other."),
             timeseries("HTTP timeouts by destination kind", [
-                q(f"sum by (job, nemo_gym_http_internal) (rate(gym_http_timeout_total{{{PROC}}}[{RI}]))",
-                  "{{job}} internal={{nemo_gym_http_internal}}")], unit="ops", stack=True,
+                rate_by("job, nemo_gym_http_internal", "gym_http_timeout_total", "{{job}} internal={{nemo_gym_http_internal}}")], unit="ops", stack=True,
                 description="Outbound calls that timed out; internal=true: the call went to another Gym server."),
         ],
     },
@@ -354,8 +315,7 @@ DASHBOARDS = [
         "description": "CPU, memory, threads and open descriptors of Gym processes (OpenTelemetry process conventions); Gym's own CPU, process-tree memory and GPU samples.",
         "panels": [
             timeseries("CPU by mode", [
-                q(f"sum by (job, instance, cpu_mode) (rate(process_cpu_time{{{PROC}}}[{RI}]))",
-                  "{{job}} {{instance}} {{cpu_mode}}")], unit="short", stack=True,
+                rate_by("job, instance, cpu_mode", "process_cpu_time", "{{job}} {{instance}} {{cpu_mode}}")], unit="short", stack=True,
                 description="CPU seconds per second: 1 is one core."),
             timeseries("Memory", [
                 q(f"sum by (job, instance) (process_memory_usage{{{PROC}}})", "{{job}} {{instance}}")], unit="bytes"),
@@ -395,27 +355,20 @@ DASHBOARDS = [
                                                                           legend="{{nemo_gym_agent_name}}"),
                 description="From the SDK's default buckets (0, 5, 10, 25, ...): coarse."),
             timeseries("Turns per rollout by agent and benchmark (mean)", [
-                q(f"sum by (nemo_gym_agent_name, nemo_gym_benchmark_name) (rate(gym_agent_turn_count_sum{{{PROC}}}[{RI}]))"
-                  f" / sum by (nemo_gym_agent_name, nemo_gym_benchmark_name) (rate(gym_agent_turn_count_count{{{PROC}}}[{RI}]))",
-                  "{{nemo_gym_agent_name}} {{nemo_gym_benchmark_name}}")]),
+                mean_by("nemo_gym_agent_name, nemo_gym_benchmark_name", "gym_agent_turn_count", "{{nemo_gym_agent_name}} {{nemo_gym_benchmark_name}}")]),
             timeseries("Turn duration by agent (p50, p99)", quantiles("gym_agent_turn_duration_ms_bucket", ["nemo_gym_agent_name"], PROC,
                                                                       legend="{{nemo_gym_agent_name}}"), unit="ms",
                 description="The gap between a rollout's consecutive trajectory turns, recorded when the rollout completes."),
             timeseries("Tool calls by tool", [
-                q(f"sum by (nemo_gym_tool_name) (rate(gym_tool_call_duration_ms_count{{{PROC}}}[{RI}]))",
-                  "{{nemo_gym_tool_name}}")], unit="ops", stack=True,
+                rate_by("nemo_gym_tool_name", "gym_tool_call_duration_ms_count", "{{nemo_gym_tool_name}}")], unit="ops", stack=True,
                 description="other: a path of a resources server that is no tool name."),
             timeseries("Tool-call duration by tool (p50, p99)", quantiles("gym_tool_call_duration_ms_bucket", ["nemo_gym_tool_name"], PROC,
                                                                           legend="{{nemo_gym_tool_name}}"), unit="ms"),
             timeseries("Process-tree CPU at tool-call end by tool (mean)", [
-                q(f"sum by (nemo_gym_tool_name) (rate(gym_tool_call_cpu_percent_sum{{{PROC}}}[{RI}]))"
-                  f" / sum by (nemo_gym_tool_name) (rate(gym_tool_call_cpu_percent_count{{{PROC}}}[{RI}]))",
-                  "{{nemo_gym_tool_name}}")], unit="percent",
+                mean_by("nemo_gym_tool_name", "gym_tool_call_cpu_percent", "{{nemo_gym_tool_name}}")], unit="percent",
                 description="How busy the server's process tree was when each call ended (percent of one core), not the call's own CPU."),
             timeseries("Process-tree memory at tool-call end by tool (mean)", [
-                q(f"sum by (nemo_gym_tool_name) (rate(gym_tool_call_memory_used_mib_sum{{{PROC}}}[{RI}]))"
-                  f" / sum by (nemo_gym_tool_name) (rate(gym_tool_call_memory_used_mib_count{{{PROC}}}[{RI}]))",
-                  "{{nemo_gym_tool_name}}")], unit="mbytes"),
+                mean_by("nemo_gym_tool_name", "gym_tool_call_memory_used_mib", "{{nemo_gym_tool_name}}")], unit="mbytes"),
         ],
     },
     {
@@ -431,9 +384,7 @@ DASHBOARDS = [
                 q(f"sum by (gen_ai_token_type) ({TOKENS}_sum{{{PROC}}})", "{{gen_ai_token_type}}", instant=True)],
                 description="Cumulative totals of the selected rollouts. reasoning is part of output and cached_input of input."),
             timeseries("Tokens per rollout by type, model and environment (mean)", [
-                q(f"sum by (gen_ai_token_type, gen_ai_response_model, nemo_gym_rollout_dispatch_name) (rate({TOKENS}_sum{{{PROC}}}[{RI}]))"
-                  f" / sum by (gen_ai_token_type, gen_ai_response_model, nemo_gym_rollout_dispatch_name) (rate({TOKENS}_count{{{PROC}}}[{RI}]))",
-                  "{{gen_ai_token_type}} {{gen_ai_response_model}} {{nemo_gym_rollout_dispatch_name}}")],
+                mean_by("gen_ai_token_type, gen_ai_response_model, nemo_gym_rollout_dispatch_name", TOKENS, "{{gen_ai_token_type}} {{gen_ai_response_model}} {{nemo_gym_rollout_dispatch_name}}")],
                 description="The environment is the dispatch (_ng_environment_server, else agent_ref.name)."),
             timeseries("Tokens per rollout by type (p50, p99)", quantiles(TOKENS + "_bucket", ["gen_ai_token_type"], PROC,
                                                                           legend="{{gen_ai_token_type}}"),
@@ -446,13 +397,10 @@ DASHBOARDS = [
                 q(share(PROC + ", " + TRUNCATED, PROC, FINISH, "", rate=False), "truncated", instant=True)],
                 unit="percentunit", description="Over every response of the selected rollouts so far."),
             timeseries("Rollout finish reasons", [
-                q(f"sum by (nemo_gym_rollout_finish_reason) (rate({FINISH}{{{PROC}}}[{RI}]))",
-                  "{{nemo_gym_rollout_finish_reason}}")], unit="ops", stack=True,
+                rate_by("nemo_gym_rollout_finish_reason", FINISH, "{{nemo_gym_rollout_finish_reason}}")], unit="ops", stack=True,
                 description="incomplete_details.reason, else status, else unknown."),
             timeseries("Tool calls per rollout", [
-                q(f"sum by (nemo_gym_rollout_dispatch_name) (rate(gym_rollout_tool_calls_sum{{{PROC}}}[{RI}]))"
-                  f" / sum by (nemo_gym_rollout_dispatch_name) (rate(gym_rollout_tool_calls_count{{{PROC}}}[{RI}]))",
-                  "mean {{nemo_gym_rollout_dispatch_name}}")]
+                mean_by("nemo_gym_rollout_dispatch_name", "gym_rollout_tool_calls", "mean {{nemo_gym_rollout_dispatch_name}}")]
                 + quantiles("gym_rollout_tool_calls_bucket", [], PROC, (0.5, 0.99)),
                 description="function_call items of each rollout's response.output."),
             timeseries("Model-call latency by server and dialect (p50, p99)", quantiles(
@@ -464,20 +412,15 @@ DASHBOARDS = [
                 legend="{{nemo_gym_server_name}} {{nemo_gym_model_call_dialect}}"), unit="ms",
                 description="Streamed responses only."),
             timeseries("Model calls by server and outcome", [
-                q(f"sum by (nemo_gym_server_name, nemo_gym_model_call_outcome) (rate({MODEL_CALL}_count{{{PROC}}}[{RI}]))",
-                  "{{nemo_gym_server_name}} {{nemo_gym_model_call_outcome}}")], unit="ops", stack=True,
+                rate_by("nemo_gym_server_name, nemo_gym_model_call_outcome", f"{MODEL_CALL}_count", "{{nemo_gym_server_name}} {{nemo_gym_model_call_outcome}}")], unit="ops", stack=True,
                 description="ok, or the error category of a failed call. Calls whose latency is unknown are not counted here."),
             timeseries("Model-call tokens per second by server and type", [
-                q(f"sum by (nemo_gym_server_name, nemo_gym_model_call_token_type) (rate({MC_TOKENS}_sum{{{PROC}}}[{RI}]))",
-                  "{{nemo_gym_server_name}} {{nemo_gym_model_call_token_type}}")], unit="short",
+                rate_by("nemo_gym_server_name, nemo_gym_model_call_token_type", f"{MC_TOKENS}_sum", "{{nemo_gym_server_name}} {{nemo_gym_model_call_token_type}}")], unit="short",
                 description="Successful calls only. reasoning is part of output: never add the types up."),
             timeseries("Model-call tokens per call by server and type (mean)", [
-                q(f"sum by (nemo_gym_server_name, nemo_gym_model_call_token_type) (rate({MC_TOKENS}_sum{{{PROC}}}[{RI}]))"
-                  f" / sum by (nemo_gym_server_name, nemo_gym_model_call_token_type) (rate({MC_TOKENS}_count{{{PROC}}}[{RI}]))",
-                  "{{nemo_gym_server_name}} {{nemo_gym_model_call_token_type}}")]),
+                mean_by("nemo_gym_server_name, nemo_gym_model_call_token_type", MC_TOKENS, "{{nemo_gym_server_name}} {{nemo_gym_model_call_token_type}}")]),
             timeseries("Model-call finish reasons", [
-                q(f"sum by (nemo_gym_model_call_finish_reason) (rate(gym_model_call_finish_total{{{PROC}}}[{RI}]))",
-                  "{{nemo_gym_model_call_finish_reason}}")], unit="ops", stack=True,
+                rate_by("nemo_gym_model_call_finish_reason", "gym_model_call_finish_total", "{{nemo_gym_model_call_finish_reason}}")], unit="ops", stack=True,
                 description="As the provider reported it (stop, length, tool_calls, end_turn, max_tokens, ...); failed calls record none."),
         ],
     },
@@ -530,20 +473,20 @@ DASHBOARDS = [
         "collector": True,
         "panels": [
             timeseries("Lines accepted", [
-                q(f"sum by (receiver) (rate(otelcol_receiver_gym_lines_accepted{{{COL}}}[{RI}]))", "{{receiver}}")], unit="ops"),
+                rate_by("receiver", "otelcol_receiver_gym_lines_accepted", "{{receiver}}", sel=COL)], unit="ops"),
             timeseries("Lines rejected by reason", [
-                q(f"sum by (receiver, reason) (rate(otelcol_receiver_gym_lines_rejected{{{COL}}}[{RI}]))", "{{receiver}} {{reason}}")],
+                rate_by("receiver, reason", "otelcol_receiver_gym_lines_rejected", "{{receiver}} {{reason}}", sel=COL)],
                 unit="ops", stack=True),
             timeseries("Unknown events", [
-                q(f"sum by (receiver) (rate(otelcol_receiver_gym_lines_unknown{{{COL}}}[{RI}]))", "{{receiver}}")], unit="ops"),
+                rate_by("receiver", "otelcol_receiver_gym_lines_unknown", "{{receiver}}", sel=COL)], unit="ops"),
             timeseries("Measurements and points folded into overflow series", [
-                q(f"sum by (receiver) (rate(otelcol_receiver_gym_measurements_overflowed{{{COL}}}[{RI}]))", "{{receiver}}"),
+                rate_by("receiver", "otelcol_receiver_gym_measurements_overflowed", "{{receiver}}", sel=COL),
                 q(f'sum (rate(otelcol_processor_gymattrs_points_overflowed{{job=~"$collector"}}[{RI}]))', "gymattrs")], unit="ops"),
             timeseries("Resources (Gym processes) held", [
                 q(f"sum by (receiver) (otelcol_receiver_gym_resources{{{COL}}})", "{{receiver}}")]),
             timeseries("Metric points accepted and refused", [
-                q(f"sum by (receiver, transport) (rate(otelcol_receiver_accepted_metric_points{{{COL}}}[{RI}]))", "accepted {{receiver}} {{transport}}"),
-                q(f"sum by (receiver, transport) (rate(otelcol_receiver_refused_metric_points{{{COL}}}[{RI}]))", "refused {{receiver}} {{transport}}")],
+                rate_by("receiver, transport", "otelcol_receiver_accepted_metric_points", "accepted {{receiver}} {{transport}}", sel=COL),
+                rate_by("receiver, transport", "otelcol_receiver_refused_metric_points", "refused {{receiver}} {{transport}}", sel=COL)],
                 unit="ops"),
             timeseries("gymattrs: attributes removed, values normalised", [
                 q(f'sum (rate(otelcol_processor_gymattrs_attributes_removed{{job=~"$collector"}}[{RI}]))', "attributes removed"),

@@ -9,12 +9,14 @@ import (
 	"slices"
 	"sync"
 
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/bound/internal/metadata"
 	"github.com/gym-telemetry/otelcol-gym/internal/clock"
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
@@ -32,7 +34,8 @@ import (
 //
 // With genai_conventions, the GenAI metrics are then derived from the model calls (genai.go).
 type Bounder struct {
-	tel         Telemetry
+	tel         *metadata.TelemetryBuilder // telemetry.go
+	logger      *zap.Logger
 	clock       clock.Clock // idle series expire in its elapsed time, which a step of the host's clock does not move
 	dropUnknown bool
 	genAI       bool // genai_conventions: derive the GenAI metrics after the passes (genai.go)
@@ -48,20 +51,24 @@ type Bounder struct {
 }
 
 // New returns a Bounder for cfg, which has passed Validate (New reads it and keeps no
-// reference; it fails only on rules that cannot be built), reporting its counts to tel.
-func New(cfg *Config, tel Telemetry) (*Bounder, error) {
-	if err := tel.check(); err != nil {
-		return nil, err
-	}
-	if tel.Logger == nil {
-		tel.Logger = zap.NewNop()
-	}
+// reference; it fails only on rules that cannot be built), reporting its counts to the
+// instruments it builds from set (telemetry.go) and logging to set's logger (none if nil).
+func New(cfg *Config, set component.TelemetrySettings) (*Bounder, error) {
 	reg, err := normalize.NewRegistry(cfg.FailureKinds, cfg.HealthChecks, cfg.IgnoredHealthChecks)
 	if err != nil {
 		return nil, err
 	}
+	tel, err := metadata.NewTelemetryBuilder(set)
+	if err != nil {
+		return nil, err
+	}
+	logger := set.Logger
+	if logger == nil {
+		logger = zap.NewNop()
+	}
 	p := &Bounder{
 		tel:         tel,
+		logger:      logger,
 		clock:       clock.System(),
 		dropUnknown: cfg.UnknownMetrics == UnknownMetricsDrop,
 		genAI:       cfg.GenAIConventions,
@@ -438,7 +445,7 @@ func (p *Bounder) histogram(mc *metricCtx, dp pmetric.HistogramDataPoint, now in
 		}
 	}
 	e, fresh := b.entry(s, mc.delta)
-	if !fresh && mc.delta && !sameBounds(e.hdp.ExplicitBounds(), dp.ExplicitBounds()) {
+	if !fresh && mc.delta && !e.hdp.ExplicitBounds().Equal(dp.ExplicitBounds()) {
 		p.setAttrs(s, dp.Attributes(), dp.Exemplars())
 		b.c.unmerged++
 		return true

@@ -79,8 +79,8 @@ const minIdleTimeout = time.Second
 // Validate checks the configuration; each error names the key and says why.
 func (cfg *Config) Validate() error {
 	var errs []error
-	if cfg.CardinalityLimit < 2 {
-		errs = append(errs, fmt.Errorf("cardinality_limit: must be at least 2 (one series and the overflow series), got %d", cfg.CardinalityLimit))
+	if err := schema.CheckCardinalityLimit(cfg.CardinalityLimit); err != nil {
+		errs = append(errs, err)
 	}
 	if _, err := normalize.NewRegistry(cfg.FailureKinds, cfg.HealthChecks, cfg.IgnoredHealthChecks); err != nil {
 		errs = append(errs, err)

@@ -12,7 +12,6 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/clock"
@@ -181,33 +180,6 @@ type testProcessor struct {
 	clock *clock.Fake
 }
 
-// testTelemetry makes the Bounder's instruments with the names the components' metadata.yaml
-// gives them, on tel's meter provider.
-func testTelemetry(t testing.TB, tel *componenttest.Telemetry) Telemetry {
-	t.Helper()
-	meter := tel.NewTelemetrySettings().MeterProvider.Meter("bound_test")
-	counter := func(name string) metric.Int64Counter {
-		c, err := meter.Int64Counter("otelcol_processor_gymattrs_" + name)
-		require.NoError(t, err)
-		return c
-	}
-	gauge, err := meter.Int64Gauge("otelcol_processor_gymattrs_state_entries")
-	require.NoError(t, err)
-	return Telemetry{
-		AttributesRemoved: counter("attributes_removed"),
-		ValuesNormalised:  counter("values_normalised"),
-		PointsMerged:      counter("points_merged"),
-		PointsOverflowed:  counter("points_overflowed"),
-		PointsMismatched:  counter("points_mismatched"),
-		PointsUnmerged:    counter("points_unmerged"),
-		PointsDropped:     counter("points_dropped"),
-		StateEntries:      gauge,
-
-		UnknownPoints:         counter("unknown_points"),
-		HistogramBoundsDiffer: counter("histogram_bounds_differ"),
-	}
-}
-
 func newTestProcessor(t testing.TB, edit func(*Config)) *testProcessor {
 	t.Helper()
 	cfg := DefaultConfig()
@@ -217,7 +189,7 @@ func newTestProcessor(t testing.TB, edit func(*Config)) *testProcessor {
 	require.NoError(t, cfg.Validate())
 	tel := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
-	p, err := New(&cfg, testTelemetry(t, tel))
+	p, err := New(&cfg, tel.NewTelemetrySettings())
 	require.NoError(t, err)
 	tp := &testProcessor{Bounder: p, tel: tel, clock: clock.NewFake(wallClock)}
 	p.clock = tp.clock

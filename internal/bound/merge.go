@@ -10,18 +10,6 @@ import (
 // The merge of the points of one series in a batch (docs/processor.md, "Merging"): what pass 1
 // adds up and what pass 2 writes into the carrier.
 
-func sameBounds(a, b pcommon.Float64Slice) bool {
-	if a.Len() != b.Len() {
-		return false
-	}
-	for i := 0; i < a.Len(); i++ {
-		if a.At(i) != b.At(i) {
-			return false
-		}
-	}
-	return true
-}
-
 // addNumber adds a delta Sum point: values add, the start is the earliest, the time the latest.
 func (e *entry) addNumber(dp pmetric.NumberDataPoint) {
 	if dp.ValueType() == pmetric.NumberDataPointValueTypeDouble {

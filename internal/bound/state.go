@@ -350,6 +350,8 @@ func (st *state) applyHistogram(is *instState, s *series, h uint64, dp pmetric.H
 	return applied
 }
 
+// equalBounds compares bucket bounds held as a slice (a stream's, the schema's) with a point's,
+// without copying the point's (pcommon.Float64Slice.Equal compares two points' bounds).
 func equalBounds(a []float64, b pcommon.Float64Slice) bool {
 	if len(a) != b.Len() {
 		return false

@@ -112,7 +112,7 @@ func (p *Bounder) logOther(m pmetric.Metric, known bool, a action, other bool) b
 	if !ok {
 		return false
 	}
-	log := p.tel.Logger
+	log := p.logger
 	if other {
 		log.Warn(fmt.Sprintf("gymattrs: more than %d instrument names outside the schema: the points of later names are counted under %s=%q and not logged by name", maxCountedNames, instrumentKey, otherName),
 			zap.String("instrument", m.Name()), zap.String("docs", docsUnknown), zap.Int64("not_logged_since_last", held))
@@ -202,7 +202,7 @@ func (p *Bounder) boundsDiffer(id schema.InstrumentID, m pmetric.Metric) {
 		return
 	}
 	d.logged[id] = true
-	p.tel.Logger.Warn("gymattrs: a schema histogram arrived with other bucket bounds than the schema's: kept as sent (a collector cannot re-bucket), its quantiles are only as good as its buckets; set the schema's buckets with a View on the SDK's MeterProvider",
+	p.logger.Warn("gymattrs: a schema histogram arrived with other bucket bounds than the schema's: kept as sent (a collector cannot re-bucket), its quantiles are only as good as its buckets; set the schema's buckets with a View on the SDK's MeterProvider",
 		zap.String("instrument", m.Name()), zap.Float64s("bounds", dps.At(first).ExplicitBounds().AsRaw()),
 		zap.Float64s("schema_bounds", want), zap.String("docs", docsBuckets))
 }
@@ -211,7 +211,7 @@ func (p *Bounder) boundsDiffer(id schema.InstrumentID, m pmetric.Metric) {
 func (p *Bounder) zeroOther(ctx context.Context) {
 	for id := range schema.NumInstruments {
 		if set := p.unk.bounds.sets[id]; set != nil {
-			p.tel.HistogramBoundsDiffer.Add(ctx, 0, set)
+			p.tel.ProcessorGymattrsHistogramBoundsDiffer.Add(ctx, 0, set)
 		}
 	}
 }
@@ -221,14 +221,14 @@ func (p *Bounder) recordOther(ctx context.Context) {
 	t := &p.unk.names
 	for _, i := range t.touched {
 		e := &t.entries[i]
-		p.tel.UnknownPoints.Add(ctx, e.n, e.set)
+		p.tel.ProcessorGymattrsUnknownPoints.Add(ctx, e.n, e.set)
 		e.n = 0
 	}
 	t.touched = t.touched[:0]
 	d := &p.unk.bounds
 	for id := range schema.NumInstruments {
 		if n := d.n[id]; n > 0 {
-			p.tel.HistogramBoundsDiffer.Add(ctx, n, d.sets[id])
+			p.tel.ProcessorGymattrsHistogramBoundsDiffer.Add(ctx, n, d.sets[id])
 			d.n[id] = 0
 		}
 	}

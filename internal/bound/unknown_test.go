@@ -41,7 +41,7 @@ func (tp *testProcessor) byInstrument(t testing.TB, name string) map[string]int6
 // observe makes the Bounder log to an observer.
 func (tp *testProcessor) observe() *observer.ObservedLogs {
 	core, logs := observer.New(zapcore.InfoLevel)
-	tp.Bounder.tel.Logger = zap.New(core)
+	tp.logger = zap.New(core)
 	return logs
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"time"
+
+	"go.opentelemetry.io/collector/component"
 )
 
 // Config is the block of keys that every source following files shares: the gym receiver's
@@ -26,6 +28,10 @@ const (
 	StartAtEnd       = "end"
 	StartAtBeginning = "beginning"
 )
+
+// DefaultPollInterval is every source's poll_interval by default: a line is read a fifth of a
+// second after it is written, at the cost of a stat per file per poll.
+const DefaultPollInterval = 200 * time.Millisecond
 
 // Beginning reports whether files found at start-up are read from their beginning.
 func (c *Config) Beginning() bool { return c.StartAt == StartAtBeginning }
@@ -54,6 +60,38 @@ func (c *Config) Check(block string) error {
 	}
 	if c.PollInterval <= 0 {
 		errs = append(errs, fmt.Errorf("%s.poll_interval: must be positive, got %s", block, c.PollInterval))
+	}
+	return errors.Join(errs...)
+}
+
+// FilesConfig is the `files:` block of a source that follows files of lines (the gym
+// receiver's, gym_console's): the shared keys (Config: include, exclude, start_at,
+// poll_interval) and its own.
+type FilesConfig struct {
+	Config `mapstructure:",squash"`
+	// MaxFiles bounds the files followed at once.
+	MaxFiles int `mapstructure:"max_files"`
+	// Storage names a storage extension (file_storage) that keeps the read offsets across
+	// restarts (in the gym receiver, the older spelling of its `storage`: the same checkpoint).
+	Storage *component.ID `mapstructure:"storage"`
+}
+
+// DefaultMaxFiles bounds the files followed at once by default: a node's Gym processes each
+// write one or two.
+const DefaultMaxFiles = 1024
+
+// DefaultFilesConfig is the block's defaults: new files from their end, every 200ms, at most
+// DefaultMaxFiles.
+func DefaultFilesConfig() FilesConfig {
+	return FilesConfig{Config: Config{StartAt: StartAtEnd, PollInterval: DefaultPollInterval}, MaxFiles: DefaultMaxFiles}
+}
+
+// Check is Config.Check with the block's own keys, under the key `files`. (Not Validate: see
+// Config.Check.)
+func (fc *FilesConfig) Check() error {
+	errs := []error{fc.Config.Check("files")}
+	if fc.MaxFiles < 1 {
+		errs = append(errs, fmt.Errorf("files.max_files: must be at least 1, got %d", fc.MaxFiles))
 	}
 	return errors.Join(errs...)
 }

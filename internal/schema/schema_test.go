@@ -101,3 +101,10 @@ func TestSchemaShape(t *testing.T) {
 	assert.Len(t, schema.FailureKinds, 24)
 	assert.Len(t, schema.HealthChecks, 12)
 }
+
+// The least limit keeps one series besides the overflow series; the message names the key.
+func TestCheckCardinalityLimit(t *testing.T) {
+	require.NoError(t, schema.CheckCardinalityLimit(schema.MinCardinalityLimit))
+	assert.EqualError(t, schema.CheckCardinalityLimit(schema.MinCardinalityLimit-1),
+		"cardinality_limit: must be at least 2 (one series and the overflow series), got 1")
+}

@@ -36,6 +36,14 @@ const (
 	DefaultMaxConnections = 1024
 	// A resource idle this long expires too (expire_after); a live emitter reconnects.
 	DefaultStreamIdleTimeout = 5 * time.Minute
+	// StreamQuietTimeout: at shutdown a connection is read until it is silent this long (or
+	// the drain timeout passes): what a sender had written is applied, not cut.
+	StreamQuietTimeout = 250 * time.Millisecond
+	// DefaultDrainTimeout bounds how long Shutdown reads what senders still have in flight: a
+	// few seconds, enough to finish what was being sent, well inside the grace period an
+	// orchestrator gives before SIGKILL (Kubernetes: 30s); a sender that never stops writing
+	// cannot hold the shutdown.
+	DefaultDrainTimeout = 5 * time.Second
 )
 
 // DefaultStreamConfig is the block's defaults with the given Unix socket path.

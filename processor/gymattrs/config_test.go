@@ -1,30 +1,19 @@
 package gymattrs
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/confmap/confmaptest"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/configtest"
 	"github.com/gym-telemetry/otelcol-gym/processor/gymattrs/internal/metadata"
 )
 
+// loadConfig is the block metadata.Type/name of testdata/config.yaml over the defaults.
 func loadConfig(t *testing.T, name string) (*Config, error) {
-	t.Helper()
-	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
-	require.NoError(t, err)
-	cfg := createDefaultConfig().(*Config)
-	sub, err := cm.Sub(component.NewIDWithName(metadata.Type, name).String())
-	require.NoError(t, err)
-	if err := sub.Unmarshal(cfg); err != nil {
-		return nil, err
-	}
-	return cfg, confmap.Validate(cfg)
+	return configtest.Load(t, metadata.Type, name, createDefaultConfig().(*Config))
 }
 
 func TestDefaultConfig(t *testing.T) {

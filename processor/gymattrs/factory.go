@@ -1,6 +1,7 @@
 // Package gymattrs is the attribute-bounding processor: it bounds any metrics pipeline to the
-// Gym instrument schema with the gymattrs rules (internal/bound, the engine it wraps), and
-// reports them through its own metrics (metadata.yaml). See docs/processor.md.
+// Gym instrument schema with the gymattrs rules (internal/bound, the engine it wraps), which
+// report through the processor's telemetry settings (internal/bound's metadata.yaml). See
+// docs/processor.md.
 package gymattrs
 
 import (
@@ -30,12 +31,12 @@ func createDefaultConfig() component.Config {
 }
 
 func createMetricsProcessor(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Metrics) (processor.Metrics, error) {
-	p, err := newProcessor(set, cfg.(*Config))
+	b, err := bound.New(cfg.(*Config), set.TelemetrySettings)
 	if err != nil {
 		return nil, err
 	}
-	return processorhelper.NewMetrics(ctx, set, cfg, next, p.bounder.Process,
+	return processorhelper.NewMetrics(ctx, set, cfg, next, b.Process,
 		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}),
-		processorhelper.WithShutdown(p.shutdown),
+		processorhelper.WithShutdown(func(context.Context) error { b.Shutdown(); return nil }),
 	)
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configoptional"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/bound"
@@ -29,15 +28,9 @@ type Config struct {
 	_ struct{}
 }
 
-// FilesConfig is the `files:` block: the keys every file-following source shares
-// (follow.Config: include, exclude, start_at, poll_interval) and its own.
-type FilesConfig struct {
-	follow.Config `mapstructure:",squash"`
-	// MaxFiles bounds the files followed at once.
-	MaxFiles int `mapstructure:"max_files"`
-	// Storage names a storage extension (file_storage) that keeps read offsets across restarts.
-	Storage *component.ID `mapstructure:"storage"`
-}
+// FilesConfig is the `files:` block: Gym's log files (follow.FilesConfig, the gym receiver's
+// block too). Its storage keeps the read offsets across restarts.
+type FilesConfig = follow.FilesConfig
 
 // StreamConfig is the `stream:` block: a TCP or Unix-domain socket server, one stdout per
 // connection. The same block as the gym receiver's.
@@ -59,18 +52,10 @@ func (cfg *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("max_line_bytes: must be within %d..%d, got %d", minMaxLineBytes, maxMaxLineBytes, cfg.MaxLineBytes))
 	}
 	if fc := cfg.Files.Get(); fc != nil {
-		errs = append(errs, fc.validate())
+		errs = append(errs, fc.Check())
 	}
 	if sc := cfg.Stream.Get(); sc != nil {
 		errs = append(errs, sc.Check())
-	}
-	return errors.Join(errs...)
-}
-
-func (fc *FilesConfig) validate() error {
-	errs := []error{fc.Check("files")}
-	if fc.MaxFiles < 1 {
-		errs = append(errs, fmt.Errorf("files.max_files: must be at least 1, got %d", fc.MaxFiles))
 	}
 	return errors.Join(errs...)
 }

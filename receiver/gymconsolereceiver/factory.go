@@ -9,7 +9,6 @@ package gymconsolereceiver
 
 import (
 	"context"
-	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/configoptional"
@@ -44,7 +43,7 @@ func NewFactory() receiver.Factory {
 
 func createDefaultConfig() component.Config {
 	return &Config{
-		Files:        configoptional.Default(FilesConfig{Config: follow.Config{StartAt: follow.StartAtEnd, PollInterval: 200 * time.Millisecond}, MaxFiles: 1024}),
+		Files:        configoptional.Default(follow.DefaultFilesConfig()),
 		Stream:       configoptional.Default(transport.DefaultStreamConfig(defaultSocketPath)),
 		MaxLineBytes: defaultMaxLineBytes,
 		Gymattrs:     bound.DefaultConfig(),

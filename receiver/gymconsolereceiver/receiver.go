@@ -32,13 +32,6 @@ const (
 	warnPeriod = 10 * time.Second
 )
 
-// At shutdown a connection is read until it is silent for streamQuietTimeout, and for at most
-// streamDrainTimeout in all: a client that never stops writing cannot hold the shutdown.
-const (
-	streamQuietTimeout = 250 * time.Millisecond
-	streamDrainTimeout = 5 * time.Second
-)
-
 // consoleReceiver is the lifecycle: it owns the transports, and is the sink of the console
 // streams: metrics through the gymattrs rules, traces and logs to their pipelines.
 type consoleReceiver struct {
@@ -72,33 +65,15 @@ func newReceiver(set receiver.Settings, cfg *Config) (*consoleReceiver, error) {
 
 // setMetrics puts the gymattrs rules (internal/bound), with this receiver's gymattrs
 // configuration, in front of the metrics pipeline: the same engine and state rules as the
-// gymattrs processor's, reporting through this receiver's telemetry.
+// gymattrs processor's, reporting their otelcol_processor_gymattrs_* metrics (declared in
+// internal/bound) through this receiver's telemetry settings.
 func (r *consoleReceiver) setMetrics(next consumer.Metrics) error {
-	b, err := bound.New(&r.cfg.Gymattrs, boundTelemetry(r.telemetry, r.set.Logger))
+	b, err := bound.New(&r.cfg.Gymattrs, r.set.TelemetrySettings)
 	if err != nil {
 		return fmt.Errorf("gymattrs: %w", err)
 	}
 	r.bounder, r.metrics = b, next
 	return nil
-}
-
-// boundTelemetry hands the rules the otelcol_processor_gymattrs_* instruments of metadata.yaml
-// and the receiver's logger.
-func boundTelemetry(tb *metadata.TelemetryBuilder, logger *zap.Logger) bound.Telemetry {
-	return bound.Telemetry{
-		AttributesRemoved: tb.ProcessorGymattrsAttributesRemoved,
-		ValuesNormalised:  tb.ProcessorGymattrsValuesNormalised,
-		PointsMerged:      tb.ProcessorGymattrsPointsMerged,
-		PointsOverflowed:  tb.ProcessorGymattrsPointsOverflowed,
-		PointsMismatched:  tb.ProcessorGymattrsPointsMismatched,
-		PointsUnmerged:    tb.ProcessorGymattrsPointsUnmerged,
-		PointsDropped:     tb.ProcessorGymattrsPointsDropped,
-		StateEntries:      tb.ProcessorGymattrsStateEntries,
-
-		UnknownPoints:         tb.ProcessorGymattrsUnknownPoints,
-		HistogramBoundsDiffer: tb.ProcessorGymattrsHistogramBoundsDiffer,
-		Logger:                logger,
-	}
 }
 
 // Start starts the sources. The shared component (factory.go) calls it once, whichever
@@ -112,7 +87,7 @@ func (r *consoleReceiver) Start(ctx context.Context, host component.Host) error 
 			return console.NewStream(network, max, r, r.warn)
 		}, transport.StreamOptions{
 			Network: network, Endpoint: sc.Endpoint, SocketMode: mode,
-			MaxLineBytes: max, QuietTimeout: streamQuietTimeout, DrainTimeout: streamDrainTimeout,
+			MaxLineBytes: max, QuietTimeout: transport.StreamQuietTimeout, DrainTimeout: transport.DefaultDrainTimeout,
 			MaxConnections: sc.MaxConnections, IdleTimeout: sc.IdleTimeout,
 			OnRefused: func() {
 				r.telemetry.ReceiverGymConsoleStreamConnectionsRefused.Add(context.Background(), 1)
@@ -168,6 +143,9 @@ func (r *consoleReceiver) Shutdown(ctx context.Context) error {
 	}
 	if r.store != nil {
 		err = errors.Join(err, r.store.Close(ctx))
+	}
+	if r.bounder != nil {
+		r.bounder.Shutdown()
 	}
 	r.telemetry.Shutdown()
 	return err

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,7 +20,6 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/consumer/consumertest"
-	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/otel/attribute"
@@ -30,6 +28,7 @@ import (
 
 	"github.com/gym-telemetry/otelcol-gym/internal/follow"
 	"github.com/gym-telemetry/otelcol-gym/internal/sharedcomponent"
+	"github.com/gym-telemetry/otelcol-gym/internal/storagetest"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymconsolereceiver/internal/metadatatest"
 )
 
@@ -87,6 +86,13 @@ func filesConfig(include string) *Config {
 	return cfg
 }
 
+// newTelemetry is a test telemetry, shut down when the test ends.
+func newTelemetry(t *testing.T) *componenttest.Telemetry {
+	tt := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
+	return tt
+}
+
 func copySample(t *testing.T, dir string) string {
 	b, err := os.ReadFile(sample)
 	require.NoError(t, err)
@@ -100,8 +106,7 @@ func copySample(t *testing.T, dir string) string {
 func TestSampleThroughReceiver(t *testing.T) {
 	dir := t.TempDir()
 	copySample(t, dir)
-	tt := componenttest.NewTelemetry()
-	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
+	tt := newTelemetry(t)
 	s, stop := start(t, filesConfig(filepath.Join(dir, "*.log")), metadatatest.NewSettings(tt))
 	require.Eventually(t, func() bool { return s.logs.LogRecordCount() == 2 && len(s.metrics.AllMetrics()) == 2 }, 10*time.Second, 10*time.Millisecond)
 	stop()
@@ -140,15 +145,17 @@ func TestSampleThroughReceiver(t *testing.T) {
 		{Value: 1, Attributes: attribute.NewSet(attribute.String("reason", "invalid_json"))},
 	}, metricdatatest.IgnoreTimestamp())
 
-	// The gymattrs rules report through the receiver's own telemetry, under the processor's
-	// metric names. Per batch: failure_reason and the scored completion's exemplar attribute
+	// The gymattrs rules report through the receiver's telemetry settings, under the
+	// processor's metric names (declared once, in internal/bound). Per batch: failure_reason and the scored completion's exemplar attribute
 	// rollout.id removed, the failure kind normalised. The state after batch 2: eight series
 	// (two completions, in-flight requests, tasks, two event-loop lags, and the two non-Gym
 	// metrics) and five cumulative streams (the completions, in-flight, the lags; the gauges
 	// and the exponential histogram keep none).
-	metadatatest.AssertEqualProcessorGymattrsAttributesRemoved(t, tt, []metricdata.DataPoint[int64]{{Value: 2 * 2}}, metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars())
-	metadatatest.AssertEqualProcessorGymattrsValuesNormalised(t, tt, []metricdata.DataPoint[int64]{{Value: 2 * 1}}, metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars())
-	metadatatest.AssertEqualProcessorGymattrsStateEntries(t, tt, []metricdata.DataPoint[int64]{{Value: 8 + 5}}, metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars())
+	assert.Equal(t, int64(2*2), counter(tt, "otelcol_processor_gymattrs_attributes_removed"))
+	assert.Equal(t, int64(2*1), counter(tt, "otelcol_processor_gymattrs_values_normalised"))
+	state, err := tt.GetMetric("otelcol_processor_gymattrs_state_entries")
+	require.NoError(t, err)
+	assert.Equal(t, int64(8+5), state.Data.(metricdata.Gauge[int64]).DataPoints[0].Value)
 }
 
 // A log file that grows while it is followed: each new batch is exported once, with the
@@ -250,39 +257,6 @@ func point(t *testing.T, md pmetric.Metrics, name, key, value string) pmetric.Nu
 	return pmetric.NumberDataPoint{}
 }
 
-// memStorage is a storage extension that keeps its data in memory, across restarts.
-type memStorage struct {
-	component.StartFunc
-	component.ShutdownFunc
-	mu   sync.Mutex
-	data map[string][]byte
-}
-
-func (m *memStorage) GetClient(context.Context, component.Kind, component.ID, string) (storage.Client, error) {
-	return m, nil
-}
-
-func (m *memStorage) Get(_ context.Context, k string) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.data[k], nil
-}
-
-func (m *memStorage) Set(_ context.Context, k string, v []byte) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.data[k] = append([]byte(nil), v...)
-	return nil
-}
-
-func (m *memStorage) Delete(_ context.Context, k string) error           { return nil }
-func (m *memStorage) Batch(context.Context, ...*storage.Operation) error { return nil }
-func (m *memStorage) Close(context.Context) error                        { return nil }
-
-type hostWith map[component.ID]component.Component
-
-func (h hostWith) GetExtensions() map[component.ID]component.Component { return h }
-
 // With storage, a restarted collector resumes each file after the last line it read: no
 // record is passed on twice, none is lost.
 func TestStorageResumes(t *testing.T) {
@@ -306,7 +280,7 @@ func TestStorageResumes(t *testing.T) {
 	}
 	write(lines[:cut])
 	storeID := component.MustNewID("file_storage")
-	host := hostWith{storeID: &memStorage{data: map[string][]byte{}}}
+	host := storagetest.Host{storeID: storagetest.NewMem(nil)}
 	cfg := filesConfig(p)
 	cfg.Files.Get().Storage = &storeID
 	set := receiver.Settings{ID: component.MustNewID("gym_console"), TelemetrySettings: componenttest.NewNopTelemetrySettings()}
@@ -386,8 +360,7 @@ func TestTooLongLine(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "gym.log"), []byte(long+"\n"+ok+"\n"), 0o600))
 	cfg := filesConfig(filepath.Join(dir, "*.log"))
 	cfg.MaxLineBytes = 4096
-	tt := componenttest.NewTelemetry()
-	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
+	tt := newTelemetry(t)
 	s, stop := start(t, cfg, metadatatest.NewSettings(tt))
 	require.Eventually(t, func() bool { return s.logs.LogRecordCount() == 1 }, 10*time.Second, 10*time.Millisecond)
 	stop()
@@ -433,8 +406,7 @@ func TestRotation(t *testing.T) {
 func TestRefusedCounted(t *testing.T) {
 	dir := t.TempDir()
 	copySample(t, dir)
-	tt := componenttest.NewTelemetry()
-	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
+	tt := newTelemetry(t)
 	set := metadatatest.NewSettings(tt)
 	cfg := filesConfig(filepath.Join(dir, "*.log"))
 	f := NewFactory()
@@ -492,8 +464,7 @@ func TestTooLongLineInPrettyRecord(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "gym.log"), []byte(strings.Join(lines, "\n")+"\n"), 0o600))
 	cfg := filesConfig(filepath.Join(dir, "*.log"))
 	cfg.MaxLineBytes = 4096
-	tt := componenttest.NewTelemetry()
-	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
+	tt := newTelemetry(t)
 	s, stop := start(t, cfg, metadatatest.NewSettings(tt))
 	after := int64(len(lines) - 7) // the lines after the long one
 	require.Eventually(t, func() bool {
@@ -510,7 +481,7 @@ func TestTooLongLineInPrettyRecord(t *testing.T) {
 	assert.ErrorContains(t, err, "not found", "records_accepted=0")
 }
 
-// counter is the total of a receiver metric's points (0 before it has any).
+// counter is the total of a counter's points (0 before it has any).
 func counter(tt *componenttest.Telemetry, name string) int64 {
 	m, err := tt.GetMetric(name)
 	if err != nil {
@@ -529,8 +500,7 @@ func counter(tt *componenttest.Telemetry, name string) int64 {
 func TestOnlyTracesPipeline(t *testing.T) {
 	dir := t.TempDir()
 	copySample(t, dir)
-	tt := componenttest.NewTelemetry()
-	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
+	tt := newTelemetry(t)
 	ctx := context.Background()
 	traces := new(consumertest.TracesSink)
 	tr, err := NewFactory().CreateTraces(ctx, metadatatest.NewSettings(tt), filesConfig(filepath.Join(dir, "*.log")), traces)
@@ -581,8 +551,7 @@ func TestFailedCreateNotRegistered(t *testing.T) {
 func TestStreamConnectionsCounted(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
 	cfg.Stream = configoptional.Some(StreamConfig{Transport: "tcp", Endpoint: "127.0.0.1:0", MaxConnections: 1, IdleTimeout: 2 * time.Second})
-	tt := componenttest.NewTelemetry()
-	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
+	tt := newTelemetry(t)
 	_, stop := start(t, cfg, metadatatest.NewSettings(tt))
 	defer stop()
 	r := registered(t, cfg)

@@ -211,17 +211,7 @@ func startBadReceiver(t *testing.T, c badCase) (httpURL, streamAddr string, tt *
 	tt = componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
 	sink = new(consumertest.MetricsSink)
-	r, err := NewFactory().CreateMetrics(context.Background(), metadatatest.NewSettings(tt), cfg, sink)
-	require.NoError(t, err)
-	require.NoError(t, r.Start(context.Background(), componenttest.NewNopHost()))
-	stopped := false
-	stop = func() {
-		if !stopped {
-			stopped = true
-			require.NoError(t, r.Shutdown(context.Background()))
-		}
-	}
-	t.Cleanup(stop)
+	stop = started(t, metadatatest.NewSettings(tt), cfg, sink)
 	return "http://" + cfg.HTTP.Get().NetAddr.Endpoint + transport.EventsPath, sc.Endpoint, tt, sink, stop
 }
 

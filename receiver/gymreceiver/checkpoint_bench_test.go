@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/storagetest"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/metadata"
 )
 
@@ -25,7 +26,7 @@ func BenchmarkCheckpointBeforeAnswer(b *testing.B) {
 	for _, series := range []int{1_000, 100_000} {
 		for _, durable := range []bool{false, true} {
 			b.Run(fmt.Sprintf("series=%d/checkpoint_before_answer=%v", series, durable), func(b *testing.B) {
-				st := &memStorage{data: map[string][]byte{}}
+				st := storagetest.NewMem(nil)
 				cfg := createDefaultConfig().(*Config)
 				ln := benchAddr(b)
 				cfg.HTTP.GetOrInsertDefault().NetAddr.Endpoint = ln
@@ -56,7 +57,7 @@ func BenchmarkCheckpointBeforeAnswer(b *testing.B) {
 				for b.Loop() {
 					benchPost(b, url, body)
 				}
-				b.ReportMetric(float64(len(st.data["checkpoint"])), "checkpoint-bytes")
+				b.ReportMetric(float64(len(st.Value("checkpoint"))), "checkpoint-bytes")
 			})
 		}
 	}

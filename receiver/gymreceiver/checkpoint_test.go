@@ -20,24 +20,38 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/storagetest"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/metadatatest"
 )
 
-// crashCopy is what a kill -9 leaves in the storage at this instant: its data as it is.
-func (m *memStorage) crashCopy() *memStorage {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	c := &memStorage{data: map[string][]byte{}}
-	for k, v := range m.data {
-		c.data[k] = append([]byte(nil), v...)
-	}
-	return c
-}
-
 var storageID = component.MustNewID("file_storage")
 
-func storageHost(st *memStorage) hostWith {
-	return hostWith{ext: map[component.ID]component.Component{storageID: st}}
+func storageHost(st *storagetest.Mem) storagetest.Host {
+	return storagetest.Host{storageID: st}
+}
+
+// appendWhileRead appends unit to path in 40 writes a millisecond apart (the i-th repeats it
+// base+i times), in the background, as a Gym process writes while the receiver reads; written
+// waits for the last write, closes the file and returns how many units were written.
+func appendWhileRead(t *testing.T, path, unit string, base int) (written func() int) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	done := make(chan int)
+	go func() {
+		n := 0
+		for i := range 40 {
+			_, _ = f.WriteString(strings.Repeat(unit, base+i))
+			n += base + i
+			time.Sleep(time.Millisecond)
+		}
+		done <- n
+	}()
+	return func() int {
+		n := <-done
+		require.NoError(t, f.Close())
+		return n
+	}
 }
 
 // sumPoint finds the data point of a sum metric (any resource, any attributes).
@@ -59,7 +73,7 @@ func sumPoint(md pmetric.Metrics, name string) (pmetric.NumberDataPoint, bool) {
 func TestRestartKeepsEverySeries(t *testing.T) {
 	for _, alias := range []bool{false, true} {
 		t.Run(map[bool]string{false: "storage", true: "files.storage"}[alias], func(t *testing.T) {
-			st := &memStorage{data: map[string][]byte{}}
+			st := storagetest.NewMem(nil)
 			dir := t.TempDir()
 			newCfg := func() *Config {
 				cfg := createDefaultConfig().(*Config)
@@ -128,8 +142,8 @@ func TestCrashOnFilesLosesNothingAndRepeatsNothing(t *testing.T) {
 		fc.PollInterval = 5 * time.Millisecond
 		return cfg
 	}
-	st := &memStorage{data: map[string][]byte{}}
-	written := 0
+	st := storagetest.NewMem(nil)
+	total := 0
 	var exportedAtCrash int64
 	for life := range 4 {
 		sink, stop := runReceiver(t, newCfg(), storageHost(st))
@@ -139,33 +153,21 @@ func TestCrashOnFilesLosesNothingAndRepeatsNothing(t *testing.T) {
 			// first (a counter that went back would read as a reset, counted twice).
 			assert.GreaterOrEqual(t, retryTotal(sink.AllMetrics()[0]), exportedAtCrash, "life %d", life)
 		}
-		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-		require.NoError(t, err)
-		done := make(chan int)
-		go func() {
-			n := 0
-			for i := range 40 {
-				_, _ = f.WriteString(strings.Repeat(line, 50+i))
-				n += 50 + i
-				time.Sleep(time.Millisecond)
-			}
-			done <- n
-		}()
+		written := appendWhileRead(t, path, line, 50)
 		time.Sleep(time.Duration(15+life*9) * time.Millisecond)
 		exportedAtCrash = 0
 		if all := sink.AllMetrics(); len(all) > 0 {
 			exportedAtCrash = retryTotal(all[len(all)-1])
 		}
-		crashed := st.crashCopy() // kill -9 here, while lines are written, read and collected
-		written += <-done
-		require.NoError(t, f.Close())
+		crashed := st.CrashCopy() // kill -9 here, while lines are written, read and collected
+		total += written()
 		stop()
 		st = crashed
-		t.Logf("life %d: %d written in all, %d exported at the crash", life, written, exportedAtCrash)
+		t.Logf("life %d: %d written in all, %d exported at the crash", life, total, exportedAtCrash)
 	}
 	sink, stop := runReceiver(t, newCfg(), storageHost(st))
 	stop()
-	assert.Equal(t, int64(written), retryTotal(lastMetrics(t, sink)), "every line once over every life")
+	assert.Equal(t, int64(total), retryTotal(lastMetrics(t, sink)), "every line once over every life")
 }
 
 // Without checkpoint_before_answer, a crash loses what HTTP accepted since the last
@@ -173,7 +175,7 @@ func TestCrashOnFilesLosesNothingAndRepeatsNothing(t *testing.T) {
 func TestCheckpointBeforeAnswer(t *testing.T) {
 	for _, durable := range []bool{false, true} {
 		t.Run(fmt.Sprint(durable), func(t *testing.T) {
-			st := &memStorage{data: map[string][]byte{}}
+			st := storagetest.NewMem(nil)
 			cfg := createDefaultConfig().(*Config)
 			cfg.HTTP.GetOrInsertDefault().NetAddr.Endpoint = freeAddr(t)
 			cfg.Storage = &storageID
@@ -185,7 +187,7 @@ func TestCheckpointBeforeAnswer(t *testing.T) {
 				status, _, _ := post(t, url, []byte(strings.Repeat(`{"event":"sandbox.create_retry","provider":"p"}`+"\n", 7)), nil)
 				require.Equal(t, 200, status)
 			}
-			crashed := st.crashCopy() // kill -9 right after the answers
+			crashed := st.CrashCopy() // kill -9 right after the answers
 			stop()
 
 			sink, stop := runReceiver(t, createDefaultConfigWith(func(c *Config) {
@@ -218,7 +220,7 @@ func TestLegacyFileOffsetsAreResumed(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(head+strings.Repeat(line, 3)), 0o600))
 	fp := []byte(head + strings.Repeat(line, 3))[:1024]
 	legacy := fmt.Sprintf(`{%q:{"offset":%d}}`, fmt.Sprintf("%x", fp), len(head))
-	st := &memStorage{data: map[string][]byte{"file_offsets": []byte(legacy)}}
+	st := storagetest.NewMem(map[string][]byte{"file_offsets": []byte(legacy)})
 	cfg := createDefaultConfig().(*Config)
 	cfg.Storage = &storageID
 	fc := cfg.Files.GetOrInsertDefault()
@@ -227,11 +229,11 @@ func TestLegacyFileOffsetsAreResumed(t *testing.T) {
 	sink, stop := runReceiver(t, cfg, storageHost(st))
 	stop()
 	assert.Equal(t, int64(3), retryTotal(lastMetrics(t, sink)), "only the lines after the stored offset")
-	assert.NotEmpty(t, st.data["checkpoint"])
+	assert.NotEmpty(t, st.Value("checkpoint"))
 }
 
 // failingStorage refuses every write.
-type failingStorage struct{ memStorage }
+type failingStorage struct{ *storagetest.Mem }
 
 func (f *failingStorage) GetClient(context.Context, component.Kind, component.ID, string) (storage.Client, error) {
 	return f, nil
@@ -246,9 +248,9 @@ func (f *failingStorage) Set(context.Context, string, []byte) error {
 func TestCheckpointTelemetry(t *testing.T) {
 	for _, failing := range []bool{false, true} {
 		t.Run(fmt.Sprint("failing=", failing), func(t *testing.T) {
-			var ext component.Component = &memStorage{data: map[string][]byte{}}
+			var ext component.Component = storagetest.NewMem(nil)
 			if failing {
-				ext = &failingStorage{memStorage{data: map[string][]byte{}}}
+				ext = &failingStorage{storagetest.NewMem(nil)}
 			}
 			cfg := createDefaultConfig().(*Config)
 			cfg.HTTP.GetOrInsertDefault().NetAddr.Endpoint = freeAddr(t)
@@ -258,7 +260,7 @@ func TestCheckpointTelemetry(t *testing.T) {
 			sink := new(consumertest.MetricsSink)
 			r, err := NewFactory().CreateMetrics(context.Background(), metadatatest.NewSettings(tt), cfg, sink)
 			require.NoError(t, err)
-			require.NoError(t, r.Start(context.Background(), hostWith{ext: map[component.ID]component.Component{storageID: ext}}))
+			require.NoError(t, r.Start(context.Background(), storagetest.Host{storageID: ext}))
 			status, _, _ := post(t, "http://"+cfg.HTTP.Get().NetAddr.Endpoint+"/v1/events", []byte(`{"event":"sandbox.create_retry","provider":"p"}`+"\n"), nil)
 			require.Equal(t, 200, status)
 			require.NoError(t, r.Shutdown(context.Background()))
@@ -297,33 +299,21 @@ func TestCrashOnRolloutsLosesNothingAndRepeatsNothing(t *testing.T) {
 		rc.PollInterval = 5 * time.Millisecond
 		return cfg
 	}
-	st := &memStorage{data: map[string][]byte{}}
-	written := 0
+	st := storagetest.NewMem(nil)
+	total := 0
 	for life := range 4 {
 		sink, stop := runReceiver(t, newCfg(), storageHost(st))
-		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-		require.NoError(t, err)
-		done := make(chan int)
-		go func() {
-			n := 0
-			for i := range 40 {
-				_, _ = f.WriteString(strings.Repeat(row, 20+i))
-				n += 20 + i
-				time.Sleep(time.Millisecond)
-			}
-			done <- n
-		}()
+		written := appendWhileRead(t, path, row, 20)
 		time.Sleep(time.Duration(15+life*9) * time.Millisecond)
-		crashed := st.crashCopy() // kill -9 here, while rows are written, read and collected
-		written += <-done
-		require.NoError(t, f.Close())
+		crashed := st.CrashCopy() // kill -9 here, while rows are written, read and collected
+		total += written()
 		stop()
 		st = crashed
-		t.Logf("life %d: %d rows written in all, %d exported", life, written, len(sink.AllMetrics()))
+		t.Logf("life %d: %d rows written in all, %d exported", life, total, len(sink.AllMetrics()))
 	}
 	sink, stop := runReceiver(t, newCfg(), storageHost(st))
 	stop()
-	assert.Equal(t, int64(written), scoredTotal(lastMetrics(t, sink)), "every row once over every life")
+	assert.Equal(t, int64(total), scoredTotal(lastMetrics(t, sink)), "every row once over every life")
 }
 
 // assertReceiverAttr: the receiver's own measurements name it (receiver=gym), as the

@@ -12,6 +12,7 @@ import (
 	"github.com/gym-telemetry/otelcol-gym/internal/follow"
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 	"github.com/gym-telemetry/otelcol-gym/internal/procstats"
+	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 	"github.com/gym-telemetry/otelcol-gym/internal/transport"
 )
 
@@ -70,24 +71,9 @@ type HTTPConfig struct {
 // StreamConfig is the `stream:` block: a TCP or Unix-domain socket server.
 type StreamConfig = transport.StreamConfig
 
-// FilesConfig is the `files:` block: the keys every file-following source shares
-// (follow.Config: include, exclude, start_at, poll_interval) and its own.
-type FilesConfig struct {
-	follow.Config `mapstructure:",squash"`
-	// MaxFiles bounds the files followed at once.
-	MaxFiles int `mapstructure:"max_files"`
-	// Storage is the older spelling of the receiver's `storage` (kept working): the same
-	// checkpoint, aggregation state included.
-	Storage *component.ID `mapstructure:"storage"`
-}
-
-func (fc *FilesConfig) validate() error {
-	errs := []error{fc.Check("files")}
-	if fc.MaxFiles < 1 {
-		errs = append(errs, fmt.Errorf("files.max_files: must be at least 1, got %d", fc.MaxFiles))
-	}
-	return errors.Join(errs...)
-}
+// FilesConfig is the `files:` block: files of events lines (follow.FilesConfig, the block
+// gym_console has too). Its storage is the older spelling of the receiver's `storage`.
+type FilesConfig = follow.FilesConfig
 
 // RolloutsConfig is the `rollouts:` block: the main outputs of Gym rollout collections
 // (`gym eval run --output DIR/STEM.jsonl`), their failures sidecars and health reports. Its
@@ -168,8 +154,8 @@ func (cfg *Config) Validate() error {
 	if cfg.MaxLineBytes < minMaxLineBytes || cfg.MaxLineBytes > maxMaxLineBytes {
 		errs = append(errs, fmt.Errorf("max_line_bytes: must be within %d..%d, got %d", minMaxLineBytes, maxMaxLineBytes, cfg.MaxLineBytes))
 	}
-	if cfg.CardinalityLimit < 2 {
-		errs = append(errs, fmt.Errorf("cardinality_limit: must be at least 2 (one series and the overflow series), got %d", cfg.CardinalityLimit))
+	if err := schema.CheckCardinalityLimit(cfg.CardinalityLimit); err != nil {
+		errs = append(errs, err)
 	}
 	if cfg.DrainTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("drain_timeout: must be positive, got %s", cfg.DrainTimeout))
@@ -194,7 +180,7 @@ func (cfg *Config) Validate() error {
 		}
 	}
 	if fc := cfg.Files.Get(); fc != nil {
-		if err := fc.validate(); err != nil {
+		if err := fc.Check(); err != nil {
 			errs = append(errs, err)
 		}
 	}

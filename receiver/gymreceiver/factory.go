@@ -27,9 +27,6 @@ const (
 	defaultMaxLineBytes       = 64 << 10
 	defaultHTTPReadTimeout    = 30 * time.Second
 	defaultMaxResources       = 10000
-	// A few seconds: enough for a sender to finish what it was sending, well inside the grace
-	// period an orchestrator gives before SIGKILL (Kubernetes: 30s).
-	defaultDrainTimeout = 5 * time.Second
 )
 
 // NewFactory returns the gym receiver's factory.
@@ -51,14 +48,14 @@ func createDefaultConfig() component.Config {
 	return &Config{
 		HTTP:               configoptional.Default(HTTPConfig{ServerConfig: httpCfg, MaxConnections: transport.DefaultMaxConnections}),
 		Stream:             configoptional.Default(transport.DefaultStreamConfig("/tmp/otelcol-gym.sock")),
-		Files:              configoptional.Default(FilesConfig{Config: follow.Config{StartAt: follow.StartAtEnd, PollInterval: 200 * time.Millisecond}, MaxFiles: 1024}),
-		Rollouts:           configoptional.Default(RolloutsConfig{Config: follow.Config{StartAt: follow.StartAtBeginning, PollInterval: 200 * time.Millisecond}}),
+		Files:              configoptional.Default(follow.DefaultFilesConfig()),
+		Rollouts:           configoptional.Default(RolloutsConfig{Config: follow.Config{StartAt: follow.StartAtBeginning, PollInterval: follow.DefaultPollInterval}}),
 		CollectionInterval: defaultCollectionInterval,
 		ExpireAfter:        defaultExpireAfter,
 		MaxLineBytes:       defaultMaxLineBytes,
 		CardinalityLimit:   schema.DefaultCardinalityLimit,
 		MaxResources:       defaultMaxResources,
-		DrainTimeout:       defaultDrainTimeout,
+		DrainTimeout:       transport.DefaultDrainTimeout,
 		Process: ProcessConfig{
 			Enabled:            true,
 			CollectionInterval: defaultCollectionInterval,

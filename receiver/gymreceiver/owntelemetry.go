@@ -151,30 +151,26 @@ func (s *ownTelemetry) consume(ctx context.Context, next consumer.Metrics, md pm
 }
 
 func (s *ownTelemetry) recordStream(ctx context.Context, st *ingest.Stats) {
-	if st.Accepted > 0 {
-		s.tb.ReceiverGymLinesAccepted.Add(ctx, st.Accepted, s.set)
-	}
-	if st.Unknown > 0 {
-		s.tb.ReceiverGymLinesUnknown.Add(ctx, st.Unknown, s.set)
-	}
-	for reason, n := range st.Rejected {
-		if n > 0 {
-			s.tb.ReceiverGymLinesRejected.Add(ctx, n, s.with(s.reasons, "reason", reason))
-		}
-	}
-	if st.Overflowed > 0 {
-		s.tb.ReceiverGymMeasurementsOverflowed.Add(ctx, st.Overflowed, s.set)
-	}
+	s.record(ctx, st, s.tb.ReceiverGymLinesAccepted, s.tb.ReceiverGymLinesUnknown, s.tb.ReceiverGymLinesRejected)
 }
 
-// recordRows counts the rows of Gym's run files (the rollouts source).
+// recordRows counts the rows of Gym's run files (the rollouts source): a row is never unknown.
 func (s *ownTelemetry) recordRows(ctx context.Context, st *ingest.Stats) {
+	s.record(ctx, st, s.tb.ReceiverGymRolloutRowsAccepted, nil, s.tb.ReceiverGymRolloutRowsRejected)
+}
+
+// record adds a source's counts to its counters (of lines or of rows; unknown nil: none) and
+// its measurements folded into overflow series to the receiver's one counter of them.
+func (s *ownTelemetry) record(ctx context.Context, st *ingest.Stats, accepted, unknown, rejected metric.Int64Counter) {
 	if st.Accepted > 0 {
-		s.tb.ReceiverGymRolloutRowsAccepted.Add(ctx, st.Accepted, s.set)
+		accepted.Add(ctx, st.Accepted, s.set)
+	}
+	if unknown != nil && st.Unknown > 0 {
+		unknown.Add(ctx, st.Unknown, s.set)
 	}
 	for reason, n := range st.Rejected {
 		if n > 0 {
-			s.tb.ReceiverGymRolloutRowsRejected.Add(ctx, n, s.with(s.reasons, "reason", reason))
+			rejected.Add(ctx, n, s.with(s.reasons, "reason", reason))
 		}
 	}
 	if st.Overflowed > 0 {

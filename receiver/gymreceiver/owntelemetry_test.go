@@ -52,17 +52,7 @@ func startNamedReceiver(t *testing.T, tt *componenttest.Telemetry, id component.
 	cfg.Process.Enabled = false
 	set := metadatatest.NewSettings(tt)
 	set.ID = id
-	r, err := NewFactory().CreateMetrics(context.Background(), set, cfg, next)
-	require.NoError(t, err)
-	require.NoError(t, r.Start(context.Background(), componenttest.NewNopHost()))
-	stopped := false
-	stop = func() {
-		if !stopped {
-			stopped = true
-			require.NoError(t, r.Shutdown(context.Background()))
-		}
-	}
-	t.Cleanup(stop)
+	stop = started(t, set, cfg, next)
 	return "http://" + addr + transport.EventsPath, stop
 }
 

@@ -160,7 +160,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 			Endpoint:       sc.Endpoint,
 			SocketMode:     mode,
 			MaxLineBytes:   r.cfg.MaxLineBytes,
-			QuietTimeout:   streamQuietTimeout,
+			QuietTimeout:   transport.StreamQuietTimeout,
 			DrainTimeout:   r.cfg.DrainTimeout,
 			MaxConnections: sc.MaxConnections,
 			IdleTimeout:    sc.IdleTimeout,
@@ -359,10 +359,6 @@ func (r *gymReceiver) syncCheckpoint(ctx context.Context) {
 		r.outage.saved()
 	}
 }
-
-// streamQuietTimeout: at shutdown a connection is read until it is silent this long (or
-// drain_timeout passes).
-const streamQuietTimeout = 250 * time.Millisecond
 
 func (r *gymReceiver) collectLoop() {
 	defer r.wg.Done()

@@ -23,9 +23,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/transport"
@@ -56,18 +58,52 @@ func startReceiver(t *testing.T, cfgFn func(*Config)) (string, *consumertest.Met
 	}
 	require.NoError(t, cfg.Validate())
 	sink := new(consumertest.MetricsSink)
-	r, err := NewFactory().CreateMetrics(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, sink)
+	stop := started(t, receivertest.NewNopSettings(metadata.Type), cfg, sink)
+	return "http://" + addr + transport.EventsPath, sink, stop
+}
+
+// started creates the receiver with set and cfg and starts it; stop shuts it down, once,
+// and at the latest when the test ends.
+func started(t *testing.T, set receiver.Settings, cfg *Config, next consumer.Metrics) (stop func()) {
+	t.Helper()
+	r, err := NewFactory().CreateMetrics(context.Background(), set, cfg, next)
 	require.NoError(t, err)
 	require.NoError(t, r.Start(context.Background(), componenttest.NewNopHost()))
 	stopped := false
-	stop := func() {
+	stop = func() {
 		if !stopped {
 			stopped = true
 			require.NoError(t, r.Shutdown(context.Background()))
 		}
 	}
 	t.Cleanup(stop)
-	return "http://" + addr + transport.EventsPath, sink, stop
+	return stop
+}
+
+// assertJSONError checks an HTTP error answer: the status, and a JSON body that says why.
+func assertJSONError(t *testing.T, resp *http.Response, status int) {
+	t.Helper()
+	defer resp.Body.Close()
+	assert.Equal(t, status, resp.StatusCode)
+	assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+	var e map[string]string
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&e))
+	assert.NotEmpty(t, e["error"])
+}
+
+// matchesGolden compares got with the golden file expected (writes it instead under -update);
+// timestamps, and the order of points and resources, aside.
+func matchesGolden(t *testing.T, expected string, got pmetric.Metrics, more ...pmetrictest.CompareMetricsOption) {
+	t.Helper()
+	if *update {
+		require.NoError(t, golden.WriteMetrics(t, expected, got))
+		return
+	}
+	want, err := golden.ReadMetrics(expected)
+	require.NoError(t, err)
+	opts := append([]pmetrictest.CompareMetricsOption{pmetrictest.IgnoreTimestamp(), pmetrictest.IgnoreStartTimestamp(),
+		pmetrictest.IgnoreMetricDataPointsOrder(), pmetrictest.IgnoreResourceMetricsOrder()}, more...)
+	require.NoError(t, pmetrictest.CompareMetrics(want, got, opts...))
 }
 
 func post(t *testing.T, url string, body []byte, header map[string]string) (int, transport.Answer, http.Header) {
@@ -113,16 +149,7 @@ func TestGolden(t *testing.T) {
 			require.Equal(t, http.StatusOK, status, "%+v", ans)
 			assert.Zero(t, ans.Rejected, "%+v", ans.Errors)
 			stop()
-			got := lastMetrics(t, sink)
-			expected := filepath.Join("testdata", name+".expected.yaml")
-			if *update {
-				require.NoError(t, golden.WriteMetrics(t, expected, got))
-				return
-			}
-			want, err := golden.ReadMetrics(expected)
-			require.NoError(t, err)
-			require.NoError(t, pmetrictest.CompareMetrics(want, got,
-				pmetrictest.IgnoreTimestamp(), pmetrictest.IgnoreStartTimestamp(), pmetrictest.IgnoreMetricDataPointsOrder(), pmetrictest.IgnoreResourceMetricsOrder()))
+			matchesGolden(t, filepath.Join("testdata", name+".expected.yaml"), lastMetrics(t, sink))
 		})
 	}
 }
@@ -188,12 +215,7 @@ func TestHTTPAnswers(t *testing.T) {
 		req.Header.Set("Content-Type", "application/x-ndjson")
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
-		defer resp.Body.Close()
-		assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
-		assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
-		var e map[string]string
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(&e))
-		assert.NotEmpty(t, e["error"])
+		assertJSONError(t, resp, http.StatusBadRequest)
 	})
 	t.Run("GET is 405", func(t *testing.T) {
 		resp, err := http.Get(url)
@@ -210,12 +232,7 @@ func TestHTTPAnswers(t *testing.T) {
 	t.Run("an unknown path is a JSON 404", func(t *testing.T) {
 		resp, err := http.Post(strings.TrimSuffix(url, transport.EventsPath)+"/v1/metrics", "application/x-ndjson", strings.NewReader(good))
 		require.NoError(t, err)
-		defer resp.Body.Close()
-		assert.Equal(t, http.StatusNotFound, resp.StatusCode)
-		assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
-		var e map[string]string
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(&e))
-		assert.NotEmpty(t, e["error"])
+		assertJSONError(t, resp, http.StatusNotFound)
 	})
 }
 

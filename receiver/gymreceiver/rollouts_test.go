@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/golden"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/pmetrictest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/storagetest"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/metadatatest"
 )
 
@@ -45,17 +45,7 @@ func TestRolloutsGolden(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			sink, stop := runReceiver(t, rolloutsConfig(filepath.Join("..", "..", "testdata", "rollouts", name, "*.jsonl")), componenttest.NewNopHost())
 			stop()
-			got := lastMetrics(t, sink)
-			expected := filepath.Join("..", "..", "testdata", "rollouts", name+".expected.yaml")
-			if *update {
-				require.NoError(t, golden.WriteMetrics(t, expected, got))
-				return
-			}
-			want, err := golden.ReadMetrics(expected)
-			require.NoError(t, err)
-			require.NoError(t, pmetrictest.CompareMetrics(want, got,
-				pmetrictest.IgnoreTimestamp(), pmetrictest.IgnoreStartTimestamp(), pmetrictest.IgnoreMetricDataPointsOrder(),
-				pmetrictest.IgnoreResourceMetricsOrder(), pmetrictest.IgnoreMetricsOrder()))
+			matchesGolden(t, filepath.Join("..", "..", "testdata", "rollouts", name+".expected.yaml"), lastMetrics(t, sink), pmetrictest.IgnoreMetricsOrder())
 		})
 	}
 }
@@ -143,9 +133,9 @@ func TestRolloutsStorageAcrossRestart(t *testing.T) {
 	path := filepath.Join(dir, "eval.jsonl")
 	row := `{"reward":0.5,"_ng_environment_server":"math","_ng_run_id":"r1","response":"` + strings.Repeat("a", 3000) + `"}` + "\n"
 	require.NoError(t, os.WriteFile(path, []byte(strings.Repeat(row, 4)+row[:1000]), 0o600))
-	st := &memStorage{data: map[string][]byte{}}
+	st := storagetest.NewMem(nil)
 	id := component.MustNewID("file_storage")
-	host := hostWith{ext: map[component.ID]component.Component{id: st}}
+	host := storagetest.Host{id: st}
 	newCfg := func() *Config {
 		cfg := rolloutsConfig(filepath.Join(dir, "*.jsonl"))
 		cfg.Rollouts.Get().Storage = &id

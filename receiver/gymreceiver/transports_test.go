@@ -6,65 +6,18 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer/consumertest"
-	"go.opentelemetry.io/collector/extension"
-	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/storagetest"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/metadata"
 )
-
-// memStorage is a storage extension that keeps its data in memory, shared across restarts.
-type memStorage struct {
-	component.StartFunc
-	component.ShutdownFunc
-	mu   sync.Mutex
-	data map[string][]byte
-}
-
-var _ storage.Extension = (*memStorage)(nil)
-
-func (m *memStorage) GetClient(context.Context, component.Kind, component.ID, string) (storage.Client, error) {
-	return m, nil
-}
-
-func (m *memStorage) Get(_ context.Context, k string) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.data[k], nil
-}
-
-func (m *memStorage) Set(_ context.Context, k string, v []byte) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.data[k] = append([]byte(nil), v...)
-	return nil
-}
-
-func (m *memStorage) Delete(_ context.Context, k string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.data, k)
-	return nil
-}
-
-func (m *memStorage) Batch(context.Context, ...*storage.Operation) error { return nil }
-func (m *memStorage) Close(context.Context) error                        { return nil }
-
-type hostWith struct {
-	ext map[component.ID]component.Component
-}
-
-func (h hostWith) GetExtensions() map[component.ID]component.Component { return h.ext }
-
-var _ extension.Extension = (*memStorage)(nil)
 
 func retryTotal(md pmetric.Metrics) int64 {
 	var n int64
@@ -105,7 +58,7 @@ func TestShutdownLosesNothing(t *testing.T) {
 	fc := cfg.Files.GetOrInsertDefault()
 	fc.Include = []string{filepath.Join(dir, "*.events.jsonl")}
 	fc.StartAt = "beginning"
-	sink, stop := runReceiver(t, cfg, hostWith{})
+	sink, stop := runReceiver(t, cfg, storagetest.Host{})
 
 	status, ans, _ := post(t, "http://"+cfg.HTTP.Get().NetAddr.Endpoint+"/v1/events", []byte(body), nil)
 	require.Equal(t, 200, status)
@@ -127,9 +80,9 @@ func TestFilesStorageAcrossRestart(t *testing.T) {
 	path := filepath.Join(dir, "a.events.jsonl")
 	line := `{"event":"sandbox.create_retry","provider":"p"}` + "\n"
 	require.NoError(t, os.WriteFile(path, []byte(strings.Repeat(line, 5)), 0o600))
-	st := &memStorage{data: map[string][]byte{}}
+	st := storagetest.NewMem(nil)
 	id := component.MustNewID("file_storage")
-	host := hostWith{ext: map[component.ID]component.Component{id: st}}
+	host := storagetest.Host{id: st}
 	newCfg := func() *Config {
 		cfg := createDefaultConfig().(*Config)
 		fc := cfg.Files.GetOrInsertDefault()

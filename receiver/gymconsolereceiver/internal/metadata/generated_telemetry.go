@@ -26,16 +26,6 @@ type TelemetryBuilder struct {
 	meter                                         metric.Meter
 	mu                                            sync.Mutex
 	registrations                                 []metric.Registration
-	ProcessorGymattrsAttributesRemoved            metric.Int64Counter
-	ProcessorGymattrsHistogramBoundsDiffer        metric.Int64Counter
-	ProcessorGymattrsPointsDropped                metric.Int64Counter
-	ProcessorGymattrsPointsMerged                 metric.Int64Counter
-	ProcessorGymattrsPointsMismatched             metric.Int64Counter
-	ProcessorGymattrsPointsOverflowed             metric.Int64Counter
-	ProcessorGymattrsPointsUnmerged               metric.Int64Counter
-	ProcessorGymattrsStateEntries                 metric.Int64Gauge
-	ProcessorGymattrsUnknownPoints                metric.Int64Counter
-	ProcessorGymattrsValuesNormalised             metric.Int64Counter
 	ReceiverGymConsoleFilesRefused                metric.Int64Counter
 	ReceiverGymConsoleLinesSkipped                metric.Int64Counter
 	ReceiverGymConsoleRecordsAccepted             metric.Int64Counter
@@ -73,66 +63,6 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	}
 	builder.meter = Meter(settings)
 	var err, errs error
-	builder.ProcessorGymattrsAttributesRemoved, err = builder.meter.Int64Counter(
-		"otelcol_processor_gymattrs_attributes_removed",
-		metric.WithDescription("Data-point attributes removed because the instrument does not declare them (exemplar filtered attributes and failure attributes of a scored completion included). [Development]"),
-		metric.WithUnit("{attribute}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.ProcessorGymattrsHistogramBoundsDiffer, err = builder.meter.Int64Counter(
-		"otelcol_processor_gymattrs_histogram_bounds_differ",
-		metric.WithDescription("Points of a schema histogram whose explicit bucket bounds differ from the schema's (an SDK without a View exports its default buckets), by instrument: kept as sent. [Development]"),
-		metric.WithUnit("{point}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.ProcessorGymattrsPointsDropped, err = builder.meter.Int64Counter(
-		"otelcol_processor_gymattrs_points_dropped",
-		metric.WithDescription("Data points dropped, by reason (rejected_value, wrong_type, ignored_health_check, unscored_reward, state_full, unknown_metric, no_recorded_value, instrument_limit, unmergeable_overflow). [Development]"),
-		metric.WithUnit("{point}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.ProcessorGymattrsPointsMerged, err = builder.meter.Int64Counter(
-		"otelcol_processor_gymattrs_points_merged",
-		metric.WithDescription("Data points merged into another point of the same series in the same batch (overflow folds included), or superseded by a newer cumulative point of the same stream. [Development]"),
-		metric.WithUnit("{point}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.ProcessorGymattrsPointsMismatched, err = builder.meter.Int64Counter(
-		"otelcol_processor_gymattrs_points_mismatched",
-		metric.WithDescription("Data points of a schema metric whose kind, unit or temporality differs from the schema's: bounded by the generic rules (passed on unchanged with unknown_metrics: pass). [Development]"),
-		metric.WithUnit("{point}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.ProcessorGymattrsPointsOverflowed, err = builder.meter.Int64Counter(
-		"otelcol_processor_gymattrs_points_overflowed",
-		metric.WithDescription("Data points of a series refused by the cardinality limit, folded into the instrument's overflow series. [Development]"),
-		metric.WithUnit("{point}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.ProcessorGymattrsPointsUnmerged, err = builder.meter.Int64Counter(
-		"otelcol_processor_gymattrs_points_unmerged",
-		metric.WithDescription("Histogram points kept apart from their series because their bucket boundaries differ from the series' boundaries. [Development]"),
-		metric.WithUnit("{point}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.ProcessorGymattrsStateEntries, err = builder.meter.Int64Gauge(
-		"otelcol_processor_gymattrs_state_entries",
-		metric.WithDescription("Entries of the state kept across batches, as of the last batch: admitted and overflow series, attribute sets folded into an overflow series, cumulative streams tracked. [Development]"),
-		metric.WithUnit("{entry}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.ProcessorGymattrsUnknownPoints, err = builder.meter.Int64Counter(
-		"otelcol_processor_gymattrs_unknown_points",
-		metric.WithDescription("Data points of metrics outside the schema, and of schema metrics of another kind, unit or temporality, by instrument (the first 1000 names; later ones as _other), whatever unknown_metrics does with them. [Development]"),
-		metric.WithUnit("{point}"),
-	)
-	errs = errors.Join(errs, err)
-	builder.ProcessorGymattrsValuesNormalised, err = builder.meter.Int64Counter(
-		"otelcol_processor_gymattrs_values_normalised",
-		metric.WithDescription("Declared attribute values changed by their rule (capped, replaced by a fallback, converted from another type, derived). [Development]"),
-		metric.WithUnit("{value}"),
-	)
-	errs = errors.Join(errs, err)
 	builder.ReceiverGymConsoleFilesRefused, err = builder.meter.Int64Counter(
 		"otelcol_receiver_gym_console_files_refused",
 		metric.WithDescription("Paths the files globs match that are not followed, by reason (not_regular_file, cannot_stat, cannot_open); counted once per path until it is followed or no longer matched. [Development]"),

@@ -19,52 +19,12 @@ func TestSetupTelemetry(t *testing.T) {
 	tb, err := metadata.NewTelemetryBuilder(testTel.NewTelemetrySettings())
 	require.NoError(t, err)
 	defer tb.Shutdown()
-	tb.ProcessorGymattrsAttributesRemoved.Add(context.Background(), 1)
-	tb.ProcessorGymattrsHistogramBoundsDiffer.Add(context.Background(), 1)
-	tb.ProcessorGymattrsPointsDropped.Add(context.Background(), 1)
-	tb.ProcessorGymattrsPointsMerged.Add(context.Background(), 1)
-	tb.ProcessorGymattrsPointsMismatched.Add(context.Background(), 1)
-	tb.ProcessorGymattrsPointsOverflowed.Add(context.Background(), 1)
-	tb.ProcessorGymattrsPointsUnmerged.Add(context.Background(), 1)
-	tb.ProcessorGymattrsStateEntries.Record(context.Background(), 1)
-	tb.ProcessorGymattrsUnknownPoints.Add(context.Background(), 1)
-	tb.ProcessorGymattrsValuesNormalised.Add(context.Background(), 1)
 	tb.ReceiverGymConsoleFilesRefused.Add(context.Background(), 1)
 	tb.ReceiverGymConsoleLinesSkipped.Add(context.Background(), 1)
 	tb.ReceiverGymConsoleRecordsAccepted.Add(context.Background(), 1)
 	tb.ReceiverGymConsoleRecordsRejected.Add(context.Background(), 1)
 	tb.ReceiverGymConsoleStreamConnectionsIdleClosed.Add(context.Background(), 1)
 	tb.ReceiverGymConsoleStreamConnectionsRefused.Add(context.Background(), 1)
-	AssertEqualProcessorGymattrsAttributesRemoved(t, testTel,
-		[]metricdata.DataPoint[int64]{{Value: 1}},
-		metricdatatest.IgnoreTimestamp())
-	AssertEqualProcessorGymattrsHistogramBoundsDiffer(t, testTel,
-		[]metricdata.DataPoint[int64]{{Value: 1}},
-		metricdatatest.IgnoreTimestamp())
-	AssertEqualProcessorGymattrsPointsDropped(t, testTel,
-		[]metricdata.DataPoint[int64]{{Value: 1}},
-		metricdatatest.IgnoreTimestamp())
-	AssertEqualProcessorGymattrsPointsMerged(t, testTel,
-		[]metricdata.DataPoint[int64]{{Value: 1}},
-		metricdatatest.IgnoreTimestamp())
-	AssertEqualProcessorGymattrsPointsMismatched(t, testTel,
-		[]metricdata.DataPoint[int64]{{Value: 1}},
-		metricdatatest.IgnoreTimestamp())
-	AssertEqualProcessorGymattrsPointsOverflowed(t, testTel,
-		[]metricdata.DataPoint[int64]{{Value: 1}},
-		metricdatatest.IgnoreTimestamp())
-	AssertEqualProcessorGymattrsPointsUnmerged(t, testTel,
-		[]metricdata.DataPoint[int64]{{Value: 1}},
-		metricdatatest.IgnoreTimestamp())
-	AssertEqualProcessorGymattrsStateEntries(t, testTel,
-		[]metricdata.DataPoint[int64]{{Value: 1}},
-		metricdatatest.IgnoreTimestamp())
-	AssertEqualProcessorGymattrsUnknownPoints(t, testTel,
-		[]metricdata.DataPoint[int64]{{Value: 1}},
-		metricdatatest.IgnoreTimestamp())
-	AssertEqualProcessorGymattrsValuesNormalised(t, testTel,
-		[]metricdata.DataPoint[int64]{{Value: 1}},
-		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverGymConsoleFilesRefused(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())

@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
-	"github.com/gym-telemetry/otelcol-gym/processor/gymattrs/internal/metadata"
+	"github.com/gym-telemetry/otelcol-gym/internal/bound/internal/metadata"
 	"go.opentelemetry.io/collector/component/componenttest"
 )
 
