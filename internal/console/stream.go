@@ -3,8 +3,6 @@ package console
 import (
 	"bytes"
 	"errors"
-	"sync"
-	"time"
 
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -275,44 +273,3 @@ func (s *Stream) ResourceLine() []byte { return nil }
 
 // Restore does nothing (see ResourceLine).
 func (s *Stream) Restore([]byte) error { return nil }
-
-// Limiter rate-limits warnings: at most burst per period, then a count of those left out
-// with the next one logged.
-type Limiter struct {
-	logger *zap.Logger
-	period time.Duration
-	burst  int
-	now    func() time.Time
-
-	mu         sync.Mutex
-	windowFrom time.Time
-	n          int
-	suppressed int64
-}
-
-// NewLimiter returns a limiter of at most burst warnings per period.
-func NewLimiter(logger *zap.Logger, burst int, period time.Duration) *Limiter {
-	return &Limiter{logger: logger.WithOptions(zap.AddCallerSkip(1)), burst: burst, period: period, now: time.Now}
-}
-
-// Warn logs, unless the period's warnings are used up.
-func (l *Limiter) Warn(msg string, fields ...zap.Field) {
-	l.mu.Lock()
-	now := l.now()
-	if now.Sub(l.windowFrom) >= l.period {
-		l.windowFrom, l.n = now, 0
-	}
-	if l.n >= l.burst {
-		l.suppressed++
-		l.mu.Unlock()
-		return
-	}
-	l.n++
-	sup := l.suppressed
-	l.suppressed = 0
-	l.mu.Unlock()
-	if sup > 0 {
-		fields = append(fields, zap.Int64("suppressed_since_last", sup))
-	}
-	l.logger.Warn(msg, fields...)
-}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/golden"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/plogtest"
@@ -256,6 +257,24 @@ func TestWarningsRateLimited(t *testing.T) {
 	}
 	assert.Equal(t, int64(50), s.Flush().Rejected[ReasonInvalidJSON], "every one counted")
 	assert.Equal(t, 10, logs.Len(), "only the burst logged")
+}
+
+// Once the period has passed, the next warning carries the count of those left out, under the
+// project's one name for it.
+func TestWarningsCountLeftOut(t *testing.T) {
+	core, logs := newObserver()
+	l := NewLimiter(core, 2, time.Minute)
+	now := time.Unix(1000, 0)
+	l.now = func() time.Time { return now }
+	for range 5 {
+		l.Warn("w")
+	}
+	require.Equal(t, 2, logs.Len())
+	assert.NotContains(t, logs.All()[1].ContextMap(), "not_logged_since_last", "nothing left out yet")
+	now = now.Add(time.Minute)
+	l.Warn("w")
+	require.Equal(t, 3, logs.Len())
+	assert.EqualValues(t, 3, logs.All()[2].ContextMap()["not_logged_since_last"])
 }
 
 // A pretty-printed block cut by other output is a partial record; a block that is not a
