@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"unicode/utf8"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/gymjson"
 	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
@@ -83,6 +82,8 @@ type RowDecoder struct {
 	checkID []byte // ... and check_id
 	// itemType is the type of the response.output item being read.
 	itemType []byte
+	// text reads a string that is not taken as it lies in buf.
+	text gymjson.StringReader
 }
 
 // Slots of the mapped strings.
@@ -540,7 +541,7 @@ func (r *RowDecoder) str(name string, slot int, dst *[]byte) bool {
 	switch c := r.buf[r.pos]; c {
 	case '"':
 		r.pos++
-		if n := r.plainString(MaxValueBytes); n >= 0 {
+		if n := gymjson.PlainString(r.buf[r.pos:r.end], MaxValueBytes); n >= 0 {
 			*dst = append(r.slots[slot][:0], r.buf[r.pos:r.pos+n]...)
 			r.pos += n + 1
 			return true
@@ -789,7 +790,7 @@ func (r *RowDecoder) elements(name string, elem func(c byte) bool) bool {
 func (r *RowDecoder) readKey() bool {
 	// Nearly every key is plain and wholly in the buffer: taken where it lies (fill copies it
 	// out before reading over it).
-	if n := r.plainString(maxKeyBytes); n >= 0 {
+	if n := gymjson.PlainString(r.buf[r.pos:r.end], maxKeyBytes); n >= 0 {
 		r.keyLong, r.keyInBuf = false, true
 		r.key = r.buf[r.pos : r.pos+n : r.pos+n]
 		r.pos += n + 1
@@ -808,188 +809,38 @@ func (r *RowDecoder) readKey() bool {
 	return true
 }
 
-// plainString is the length of the string after its opening quote at pos when it has no
-// escape, is valid UTF-8, at most limit bytes long and closed in the buffer (nearly every key
-// and mapped value), else -1: such a string is taken as it lies, without the bookkeeping of
-// readString. PlainWords (inlined) stops at the quote of an ASCII string whose quote lies in a
-// whole word; StringRun looks at what it leaves.
-func (r *RowDecoder) plainString(limit int) int {
-	b := r.buf[r.pos:r.end]
-	n := gymjson.PlainWords(b, 0)
-	if n >= len(b) || b[n] != '"' {
-		n = gymjson.StringRun(b)
-	}
-	if n < len(b) && b[n] == '"' && n <= limit {
-		return n
-	}
-	return -1
-}
-
 // readString reads a string after its opening quote: escapes decoded, the raw bytes checked to
 // be UTF-8, at most limit bytes kept (cut at a rune boundary) in scratch, the rest skipped.
 func (r *RowDecoder) readString(name string, limit int) ([]byte, bool) {
 	start := len(r.scratch)
-	var u utf8State
+	r.text.Reset(limit)
 	for r.more() {
-		if u.need == 0 {
-			// A run of what the string holds as it is (no quote, backslash, control byte or
-			// invalid or cut UTF-8): taken at once.
-			b := r.buf[r.pos:r.end]
-			if n := gymjson.StringRun(b); n > 0 {
-				if room := limit + utf8.UTFMax + 1 - (len(r.scratch) - start); room > 0 {
-					r.scratch = append(r.scratch, b[:min(n, room)]...)
-				}
-				r.pos += n
-				continue
-			}
-		}
-		c := r.buf[r.pos]
-		switch {
-		case c == '"' && u.need == 0:
-			r.pos++
-			v := r.scratch[start:]
-			if len(v) > limit {
-				v = v[:limit]
-				for len(v) > 0 && !utf8.Valid(v) {
-					v = v[:len(v)-1] // a rune cut at the limit
-				}
-			}
-			r.scratch = r.scratch[:start+len(v)]
-			return r.scratch[start:], true
-		case c == '\\' && u.need == 0:
-			r.pos++
-			if !r.escape(start, limit) {
-				return nil, false
-			}
+		var n int
+		var st gymjson.Status
+		r.scratch, n, st = r.text.Read(r.scratch, r.buf[r.pos:r.end])
+		r.pos += n
+		switch st {
+		case gymjson.More:
 			continue
-		case c < 0x20:
+		case gymjson.Done:
+			return r.scratch[start:], true
+		}
+		// The byte at fault is not read: a newline stays the line's.
+		switch c := r.buf[r.pos]; st {
+		case gymjson.BadControl:
 			r.failf(ReasonInvalidJSON, "%s: a control character (%#x) inside a string", name, c)
-			return nil, false
-		case !u.next(c):
+		case gymjson.BadUTF8:
 			r.failf(ReasonInvalidUTF8, "key %q: the value is not valid UTF-8", name)
-			return nil, false
+		case gymjson.BadHex:
+			r.failf(ReasonInvalidJSON, "a bad \\u escape inside a string")
+		case gymjson.BadEscape:
+			if c == '\n' {
+				r.failf(ReasonInvalidJSON, "the line ends inside a string")
+			} else {
+				r.failf(ReasonInvalidJSON, "a bad escape \\%c inside a string", c)
+			}
 		}
-		if len(r.scratch)-start <= limit+utf8.UTFMax {
-			r.scratch = append(r.scratch, c)
-		}
-		r.pos++
+		return nil, false
 	}
 	return nil, false
-}
-
-// escape decodes one escape after its backslash; a lone surrogate becomes U+FFFD.
-func (r *RowDecoder) escape(start, limit int) bool {
-	if !r.more() {
-		return false
-	}
-	c := r.buf[r.pos]
-	if c == '\n' {
-		r.failf(ReasonInvalidJSON, "the line ends inside a string")
-		return false // the newline is the line's: not consumed
-	}
-	r.pos++
-	if e, ok := gymjson.Escape(c); ok {
-		r.appendRune(start, limit, rune(e))
-		return true
-	}
-	if c != 'u' {
-		r.failf(ReasonInvalidJSON, "a bad escape \\%c inside a string", c)
-		return false
-	}
-	v, ok := r.hex4()
-	if !ok {
-		return false
-	}
-	// A high surrogate pairs with a low one that follows; alone it is U+FFFD, and the
-	// escape after it is decoded on its own (it may be the next pair's high half).
-	for gymjson.IsHighSurrogate(v) {
-		if !r.more() {
-			return false
-		}
-		if r.buf[r.pos] != '\\' {
-			r.appendRune(start, limit, utf8.RuneError)
-			return true
-		}
-		r.pos++
-		if !r.more() {
-			return false
-		}
-		if r.buf[r.pos] != 'u' {
-			r.appendRune(start, limit, utf8.RuneError)
-			return r.escape(start, limit) // not a \u: no further recursion
-		}
-		r.pos++
-		lo, ok := r.hex4()
-		if !ok {
-			return false
-		}
-		if p, ok := gymjson.Surrogates(v, lo); ok {
-			r.appendRune(start, limit, p)
-			return true
-		}
-		r.appendRune(start, limit, utf8.RuneError)
-		v = lo
-	}
-	r.appendRune(start, limit, gymjson.Lone(v))
-	return true
-}
-
-func (r *RowDecoder) appendRune(start, limit int, c rune) {
-	if len(r.scratch)-start <= limit+utf8.UTFMax {
-		r.scratch = utf8.AppendRune(r.scratch, c)
-	}
-}
-
-func (r *RowDecoder) hex4() (rune, bool) {
-	var v rune
-	for range 4 {
-		if !r.more() {
-			return 0, false
-		}
-		d := gymjson.HexVal(r.buf[r.pos])
-		if d == 0xff {
-			r.failf(ReasonInvalidJSON, "a bad \\u escape inside a string")
-			return 0, false
-		}
-		v = v<<4 | rune(d)
-		r.pos++
-	}
-	return v, true
-}
-
-// utf8State checks UTF-8 one byte at a time (a rune may straddle two reads).
-type utf8State struct {
-	need   uint8
-	lo, hi byte
-}
-
-func (u *utf8State) next(c byte) bool {
-	if u.need > 0 {
-		if c < u.lo || c > u.hi {
-			return false
-		}
-		u.need--
-		u.lo, u.hi = 0x80, 0xBF
-		return true
-	}
-	switch {
-	case c < 0x80:
-	case c >= 0xC2 && c <= 0xDF:
-		u.need, u.lo, u.hi = 1, 0x80, 0xBF
-	case c == 0xE0:
-		u.need, u.lo, u.hi = 2, 0xA0, 0xBF
-	case c >= 0xE1 && c <= 0xEC, c == 0xEE, c == 0xEF:
-		u.need, u.lo, u.hi = 2, 0x80, 0xBF
-	case c == 0xED:
-		u.need, u.lo, u.hi = 2, 0x80, 0x9F
-	case c == 0xF0:
-		u.need, u.lo, u.hi = 3, 0x90, 0xBF
-	case c >= 0xF1 && c <= 0xF3:
-		u.need, u.lo, u.hi = 3, 0x80, 0xBF
-	case c == 0xF4:
-		u.need, u.lo, u.hi = 3, 0x80, 0x8F
-	default:
-		return false
-	}
-	return true
 }
