@@ -62,21 +62,9 @@ func (r *RowDecoder) responseMember(ctx context, k []byte, row *Row) bool {
 		case "completion_tokens_details":
 			return r.lenientObject(ctxCompletionDetails, row)
 		}
-	case ctxInputDetails, ctxPromptDetails:
-		if string(k) == "cached_tokens" {
-			sp := spellingResponses
-			if ctx == ctxPromptDetails {
-				sp = spellingChat
-			}
-			return r.tokens("response.usage.*_details.cached_tokens", row, sp, TokenCachedInput)
-		}
-	case ctxOutputDetails, ctxCompletionDetails:
-		if string(k) == "reasoning_tokens" {
-			sp := spellingResponses
-			if ctx == ctxCompletionDetails {
-				sp = spellingChat
-			}
-			return r.tokens("response.usage.*_details.reasoning_tokens", row, sp, TokenReasoning)
+	case ctxInputDetails, ctxOutputDetails, ctxPromptDetails, ctxCompletionDetails:
+		if d := &details[ctx-ctxInputDetails]; string(k) == d.key {
+			return r.tokens(d.name, row, d.spelling, d.token)
 		}
 	case ctxOutputItem:
 		if string(k) == "type" {
@@ -176,3 +164,15 @@ func (r *RowDecoder) outputItems(row *Row) bool {
 }
 
 const functionCall = "function_call"
+
+// details are the one count each usage.*_details object gives, by context (from
+// ctxInputDetails on).
+var details = [...]struct {
+	key, name       string
+	spelling, token int
+}{
+	ctxInputDetails - ctxInputDetails:      {"cached_tokens", "response.usage.*_details.cached_tokens", spellingResponses, TokenCachedInput},
+	ctxOutputDetails - ctxInputDetails:     {"reasoning_tokens", "response.usage.*_details.reasoning_tokens", spellingResponses, TokenReasoning},
+	ctxPromptDetails - ctxInputDetails:     {"cached_tokens", "response.usage.*_details.cached_tokens", spellingChat, TokenCachedInput},
+	ctxCompletionDetails - ctxInputDetails: {"reasoning_tokens", "response.usage.*_details.reasoning_tokens", spellingChat, TokenReasoning},
+}
