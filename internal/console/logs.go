@@ -134,25 +134,17 @@ func (r *logReader) put(out plog.LogRecord) error {
 		return err
 	}
 	out.SetObservedTimestamp(obs)
-	if l.TraceID.set {
-		var tid [16]byte
-		ok, err := hexID(l.TraceID.b, tid[:])
-		if err != nil {
-			return fmt.Errorf("trace_id: %w", err)
-		}
-		if ok {
-			out.SetTraceID(tid)
-		}
+	var tid [16]byte
+	if ok, err := optHexID(l.TraceID, tid[:], "trace_id"); err != nil {
+		return err
+	} else if ok {
+		out.SetTraceID(tid)
 	}
-	if l.SpanID.set {
-		var sid [8]byte
-		ok, err := hexID(l.SpanID.b, sid[:])
-		if err != nil {
-			return fmt.Errorf("span_id: %w", err)
-		}
-		if ok {
-			out.SetSpanID(sid)
-		}
+	var sid [8]byte
+	if ok, err := optHexID(l.SpanID, sid[:], "span_id"); err != nil {
+		return err
+	} else if ok {
+		out.SetSpanID(sid)
 	}
 	if l.TraceFlags.set {
 		if l.TraceFlags.v < 0 || l.TraceFlags.v > 255 {

@@ -248,23 +248,20 @@ func (s *Stream) Flush() *ingest.Stats {
 }
 
 func (s *Stream) flushTraces() {
-	if s.nSpans == 0 {
-		return
-	}
-	td := s.traces
-	s.traces, s.nSpans = ptrace.NewTraces(), 0
-	s.spanRes.reset()
-	s.sink.Traces(td)
+	flush(&s.traces, &s.nSpans, &s.spanRes, ptrace.NewTraces, s.sink.Traces)
 }
 
-func (s *Stream) flushLogs() {
-	if s.nLogs == 0 {
+func (s *Stream) flushLogs() { flush(&s.logs, &s.nLogs, &s.logRes, plog.NewLogs, s.sink.Logs) }
+
+// flush hands on the n records gathered in *data (spans or log records), and starts anew.
+func flush[T any](data *T, n *int, res *resourceGroup, fresh func() T, sink func(T)) {
+	if *n == 0 {
 		return
 	}
-	ld := s.logs
-	s.logs, s.nLogs = plog.NewLogs(), 0
-	s.logRes.reset()
-	s.sink.Logs(ld)
+	d := *data
+	*data, *n = fresh(), 0
+	res.reset()
+	sink(d)
 }
 
 // ResourceLine: a console stream has no state to resume a file with (each record carries

@@ -98,17 +98,7 @@ func (r *spanReader) read(line []byte) error {
 }
 
 func (r *reader) spanContext(i, depth int, name string, c *spanContext) (int, error) {
-	if end, ok, err := r.null(i); ok || err != nil {
-		*c = spanContext{}
-		return end, err
-	}
-	if r.b[i] != '{' {
-		return r.mismatch(i, name)
-	}
-	if !c.set {
-		*c = spanContext{set: true}
-	}
-	return r.object(i, depth, func(key []byte, i int) (int, error) {
+	return optObject(r, i, depth, name, c, &c.set, func(key []byte, i int) (int, error) {
 		switch field(key, spanContextFields) {
 		case 0:
 			return r.str(i, "trace_id", &c.TraceID)
@@ -122,17 +112,7 @@ func (r *reader) spanContext(i, depth int, name string, c *spanContext) (int, er
 }
 
 func (r *reader) spanStatus(i, depth int, st *spanStatus) (int, error) {
-	if end, ok, err := r.null(i); ok || err != nil {
-		*st = spanStatus{}
-		return end, err
-	}
-	if r.b[i] != '{' {
-		return r.mismatch(i, "status")
-	}
-	if !st.set {
-		*st = spanStatus{set: true}
-	}
-	return r.object(i, depth, func(key []byte, i int) (int, error) {
+	return optObject(r, i, depth, "status", st, &st.set, func(key []byte, i int) (int, error) {
 		switch field(key, spanStatusFields) {
 		case 0:
 			return r.str(i, "status_code", &st.StatusCode)
@@ -246,15 +226,11 @@ func (r *spanReader) put(out ptrace.Span) error {
 		return fmt.Errorf("kind: %q is not a SpanKind", s.Kind.b)
 	}
 	out.SetKind(kind)
-	if s.ParentID.set {
-		var pid [8]byte
-		ok, err := hexID(s.ParentID.b, pid[:])
-		if err != nil {
-			return fmt.Errorf("parent_id: %w", err)
-		}
-		if ok {
-			out.SetParentSpanID(pid)
-		}
+	var pid [8]byte
+	if ok, err := optHexID(s.ParentID, pid[:], "parent_id"); err != nil {
+		return err
+	} else if ok {
+		out.SetParentSpanID(pid)
 	}
 	start, err := isoTime(s.StartTime, "start_time")
 	if err != nil {
