@@ -112,20 +112,14 @@ func (d *reader) decodeOnce(read func(d *reader) (int, error)) error {
 // value; field returns the index just past the value.
 func (d *reader) object(i, depth int, field func(key []byte, i int) (int, error)) (int, error) {
 	b := d.b
-	if depth > gymjson.MaxDepth {
-		return i, gymjson.ErrTooDeep
-	}
-	i = gymjson.SkipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return i + 1, nil
-	}
-	for {
+	i, empty, err := gymjson.Open(b, i, depth, '}')
+	for more := !empty && err == nil; more; {
 		if i >= len(b) || b[i] != '"' {
 			return i, gymjson.SyntaxError(b, i, "want a string key")
 		}
-		end, esc, err := gymjson.ScanString(b, i)
-		if err != nil {
-			return end, err
+		end, esc, serr := gymjson.ScanString(b, i)
+		if serr != nil {
+			return end, serr
 		}
 		key := b[i+1 : end-1]
 		if esc {
@@ -143,51 +137,27 @@ func (d *reader) object(i, depth int, field func(key []byte, i int) (int, error)
 		if i, err = field(key, i); err != nil {
 			return i, err
 		}
-		i = gymjson.SkipSpace(b, i)
-		if i < len(b) {
-			if b[i] == ',' {
-				i = gymjson.SkipSpace(b, i+1)
-				continue
-			}
-			if b[i] == '}' {
-				return i + 1, nil
-			}
-		}
-		return i, gymjson.SyntaxError(b, i, "want ',' or '}' after an object member")
+		i, more, err = gymjson.Next(b, i, '}', "want ',' or '}' after an object member")
 	}
+	return i, err
 }
 
 // array reads the array at b[i] (a '['), calling elem with the index of each element (k
 // counts them); elem returns the index just past it. It returns the count too.
 func (d *reader) array(i, depth int, elem func(k, i int) (int, error)) (int, int, error) {
 	b := d.b
-	if depth > gymjson.MaxDepth {
-		return i, 0, gymjson.ErrTooDeep
-	}
-	i = gymjson.SkipSpace(b, i+1)
-	if i < len(b) && b[i] == ']' {
-		return i + 1, 0, nil
-	}
-	for k := 0; ; k++ {
+	i, empty, err := gymjson.Open(b, i, depth, ']')
+	k := 0
+	for more := !empty && err == nil; more; k++ {
 		if i >= len(b) {
 			return i, k, gymjson.SyntaxError(b, i, "want a value")
 		}
-		var err error
 		if i, err = elem(k, i); err != nil {
 			return i, k, err
 		}
-		i = gymjson.SkipSpace(b, i)
-		if i < len(b) {
-			if b[i] == ',' {
-				i = gymjson.SkipSpace(b, i+1)
-				continue
-			}
-			if b[i] == ']' {
-				return i + 1, k + 1, nil
-			}
-		}
-		return i, k + 1, gymjson.SyntaxError(b, i, "want ',' or ']' after an array element")
+		i, more, err = gymjson.Next(b, i, ']', "want ',' or ']' after an array element")
 	}
+	return i, k, err
 }
 
 // field returns which of names key is: the one it equals, else the first it equals under

@@ -270,20 +270,42 @@ func Skip(b []byte, i, depth int) (int, error) {
 	return e, err
 }
 
-// scanObject validates the object whose '{' is b[i].
-func scanObject(b []byte, i, depth int) (int, error) {
+// Open reads past the bracket of the object or array at b[i] (depth as ScanValue's) and the
+// white space after it: empty when the bracket close follows (i is then just past it).
+func Open(b []byte, i, depth int, close byte) (int, bool, error) {
 	if depth > MaxDepth {
-		return i, ErrTooDeep
+		return i, false, ErrTooDeep
 	}
 	i = SkipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return i + 1, nil
+	if i < len(b) && b[i] == close {
+		return i + 1, true, nil
 	}
-	for {
+	return i, false, nil
+}
+
+// Next reads what follows a member or element at b[i]: a ',' and the white space after it
+// (more), or the bracket close (i just past it); anything else is a syntax error (want says
+// what was wanted).
+func Next(b []byte, i int, close byte, want string) (int, bool, error) {
+	i = SkipSpace(b, i)
+	if i < len(b) {
+		if b[i] == ',' {
+			return SkipSpace(b, i+1), true, nil
+		}
+		if b[i] == close {
+			return i + 1, false, nil
+		}
+	}
+	return i, false, SyntaxError(b, i, want)
+}
+
+// scanObject validates the object whose '{' is b[i].
+func scanObject(b []byte, i, depth int) (int, error) {
+	i, empty, err := Open(b, i, depth, '}')
+	for more := !empty && err == nil; more; {
 		if i >= len(b) || b[i] != '"' {
 			return i, SyntaxError(b, i, "want a string key")
 		}
-		var err error
 		if i, _, err = ScanString(b, i); err != nil {
 			return i, err
 		}
@@ -295,44 +317,19 @@ func scanObject(b []byte, i, depth int) (int, error) {
 		if i, _, _, err = ScanValue(b, i, depth+1); err != nil {
 			return i, err
 		}
-		i = SkipSpace(b, i)
-		if i < len(b) {
-			if b[i] == ',' {
-				i = SkipSpace(b, i+1)
-				continue
-			}
-			if b[i] == '}' {
-				return i + 1, nil
-			}
-		}
-		return i, SyntaxError(b, i, "want ',' or '}' after an object member")
+		i, more, err = Next(b, i, '}', "want ',' or '}' after an object member")
 	}
+	return i, err
 }
 
 // scanArray validates the array whose '[' is b[i].
 func scanArray(b []byte, i, depth int) (int, error) {
-	if depth > MaxDepth {
-		return i, ErrTooDeep
-	}
-	i = SkipSpace(b, i+1)
-	if i < len(b) && b[i] == ']' {
-		return i + 1, nil
-	}
-	for {
-		var err error
+	i, empty, err := Open(b, i, depth, ']')
+	for more := !empty && err == nil; more; {
 		if i, _, _, err = ScanValue(b, i, depth+1); err != nil {
 			return i, err
 		}
-		i = SkipSpace(b, i)
-		if i < len(b) {
-			if b[i] == ',' {
-				i = SkipSpace(b, i+1)
-				continue
-			}
-			if b[i] == ']' {
-				return i + 1, nil
-			}
-		}
-		return i, SyntaxError(b, i, "want ',' or ']' after an array element")
+		i, more, err = Next(b, i, ']', "want ',' or ']' after an array element")
 	}
+	return i, err
 }
