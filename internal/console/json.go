@@ -176,32 +176,10 @@ func field(key []byte, names []string) int {
 	return -1
 }
 
-// kindAt is the kind of the value at b[i] by its first byte (a value that is not JSON is
-// found when it is read or skipped).
-func kindAt(b []byte, i int) gymjson.Kind {
-	switch c := b[i]; {
-	case c == '"':
-		return gymjson.String
-	case c == '{':
-		return gymjson.Object
-	case c == '[':
-		return gymjson.Array
-	case c == 't':
-		return gymjson.True
-	case c == 'f':
-		return gymjson.False
-	case c == 'n':
-		return gymjson.Null
-	case gymjson.StartsNumber(c):
-		return gymjson.Number
-	}
-	return gymjson.None
-}
-
 // mismatch is the error of a value of the wrong type for name (decodeOnce then looks for a
 // syntax error, which comes first).
 func (d *reader) mismatch(i int, name string) (int, error) {
-	return i, &typeError{field: name, got: kindAt(d.b, i)}
+	return i, &typeError{field: name, got: gymjson.KindOf(d.b[i])}
 }
 
 // skip passes over a value no field takes.

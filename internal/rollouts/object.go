@@ -252,21 +252,14 @@ func (r *RowDecoder) wrongType(name, want string, c byte) bool {
 	return false
 }
 func kindOf(c byte) string {
-	switch {
-	case c == '"':
-		return "a string"
-	case c == '{':
-		return "an object"
-	case c == '[':
-		return "an array"
-	case c == 't' || c == 'f':
+	switch k := gymjson.KindOf(c); k {
+	case gymjson.None:
+		return fmt.Sprintf("%q", c)
+	case gymjson.True, gymjson.False:
 		return "a bool"
-	case c == 'n':
-		return "null"
-	case gymjson.StartsNumber(c):
-		return "a number"
+	default:
+		return k.String()
 	}
-	return fmt.Sprintf("%q", c)
 }
 
 // nested reads an object (or null) whose members are of ctx. What an earlier value of the same
