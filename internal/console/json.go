@@ -8,7 +8,7 @@ import (
 	"github.com/gym-telemetry/otelcol-gym/internal/gymjson"
 )
 
-// A record is read with gymjson into the structs of metrics.go, traces.go and logs.go, by
+// A record is read with gymjson into the structs of records.go, by
 // the rules encoding/json had when it read them (the decoding corpus, corpus_test.go, pins
 // them):
 //   - a key names the field it equals, else the first one it equals under Unicode simple

@@ -7,69 +7,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 )
 
-// The SDK's ReadableLogRecord.to_json (opentelemetry-sdk, _logs/_internal/__init__.py). It
-// carries no instrumentation scope; bytes bodies and attributes come base64-encoded (the
-// SDK's BytesEncoder) and stay strings. The fields are read as encoding/json read them (see
-// json.go).
-type logRecord struct {
-	Body              raw // nil: missing (as null)
-	SeverityNumber    optInt
-	SeverityText      text
-	Attributes        attrs
-	DroppedAttributes literal
-	Timestamp         text
-	ObservedTimestamp text
-	TraceID           text
-	SpanID            text
-	TraceFlags        optInt
-	Resource          resource
-	EventName         text
-}
-
-var logRecordFields = []string{"body", "severity_number", "severity_text", "attributes", "dropped_attributes", "timestamp", "observed_timestamp", "trace_id", "span_id", "trace_flags", "resource", "event_name"}
-
-// logReader reads log records (one per stream: its scratch is reused).
-type logReader struct {
-	reader
-	rec logRecord
-}
-
-func (r *logReader) read(line []byte) error {
-	l := &r.rec
-	return r.decode(line, func(r *reader) (int, error) {
-		*l = logRecord{}
-		return r.object(0, 1, func(key []byte, i int) (int, error) {
-			switch field(key, logRecordFields) {
-			case 0:
-				return r.rawValue(i, 2, &l.Body)
-			case 1:
-				return r.optInt(i, "severity_number", &l.SeverityNumber)
-			case 2:
-				return r.optStr(i, "severity_text", &l.SeverityText)
-			case 3:
-				return r.attrs(i, 2, "attributes", &l.Attributes)
-			case 4:
-				return r.literal(i, "dropped_attributes", &l.DroppedAttributes)
-			case 5:
-				return r.optStr(i, "timestamp", &l.Timestamp)
-			case 6:
-				return r.optStr(i, "observed_timestamp", &l.ObservedTimestamp)
-			case 7:
-				return r.optStr(i, "trace_id", &l.TraceID)
-			case 8:
-				return r.optStr(i, "span_id", &l.SpanID)
-			case 9:
-				return r.optInt(i, "trace_flags", &l.TraceFlags)
-			case 10:
-				return r.optResource(i, 2, &l.Resource)
-			case 11:
-				return r.str(i, "event_name", &l.EventName)
-			}
-			return r.skip(i, 2)
-		})
-	})
-}
-
 // DecodeLog turns one log record (a line, or a pretty-printed block) into a record of ld,
 // under the last ResourceLogs when its resource is the same.
 func DecodeLog(line []byte, ld plog.Logs, last *resourceGroup) error {
