@@ -60,9 +60,8 @@ type optInt struct {
 }
 
 func (d *reader) optInt(i int, name string, n *optInt) (int, error) {
-	end, tok, err := d.numberToken(i, name)
-	if err != nil || tok == nil {
-		*n = optInt{} // null (after an error, the record is not used)
+	end, tok, err := numberToken(d, i, name, n)
+	if tok == nil {
 		return end, err
 	}
 	v, ok := intLiteral(tok)
@@ -154,19 +153,18 @@ type number struct {
 
 // number reads a number field: null unsets it; a string or any other type is an error.
 func (d *reader) number(i int, name string, n *number) (int, error) {
-	end, tok, err := d.numberToken(i, name)
-	if err != nil || tok == nil {
-		*n = number{} // null (after an error, the record is not used)
-		return end, err
+	end, tok, err := numberToken(d, i, name, n)
+	if tok != nil {
+		*n = parseNumber(tok)
 	}
-	*n = parseNumber(tok)
-	return end, nil
+	return end, err
 }
 
-// numberToken reads the token of a number field at b[i]: nil for null; a value of any other
-// type is a mismatch.
-func (d *reader) numberToken(i int, name string) (end int, tok []byte, err error) {
+// numberToken reads the token of the number field *n at b[i]: null unsets the field (and
+// gives no token); a value of any other type is a mismatch.
+func numberToken[T any](d *reader, i int, name string, n *T) (end int, tok []byte, err error) {
 	if end, ok, err := d.null(i); ok || err != nil {
+		*n = *new(T)
 		return end, nil, err
 	}
 	if !gymjson.StartsNumber(d.b[i]) {

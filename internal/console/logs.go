@@ -23,18 +23,11 @@ func (r *logReader) decodeLog(line []byte, ld plog.Logs, last *resourceGroup) er
 		return err
 	}
 	res := &r.rec.Resource // unset: the empty resource
-	rls := ld.ResourceLogs()
-	var sl plog.ScopeLogs
-	if last.joins(&r.reader, rls.Len(), res) {
-		sl = rls.At(rls.Len() - 1).ScopeLogs().At(0)
-	} else {
-		rl := rls.AppendEmpty()
-		r.putResource(res, rl.Resource())
-		rl.SetSchemaUrl(res.SchemaURL.String())
-		sl = rl.ScopeLogs().AppendEmpty()
-		last.started()
+	rl, fresh := groupOf(&r.reader, last, ld.ResourceLogs(), res)
+	if fresh {
+		rl.ScopeLogs().AppendEmpty()
 	}
-	out.MoveTo(sl.LogRecords().AppendEmpty())
+	out.MoveTo(rl.ScopeLogs().At(0).LogRecords().AppendEmpty())
 	return nil
 }
 

@@ -120,17 +120,17 @@ func (r *metricsReader) putMetric(m *metric, out pmetric.Metric) error {
 	if exp {
 		h := out.SetEmptyExponentialHistogram()
 		h.SetAggregationTemporality(t)
-		for i := range hps {
-			if err := r.putExp(&hps[i], h.DataPoints().AppendEmpty()); err != nil {
-				return fmt.Errorf("data_points[%d]: %w", i, err)
-			}
-		}
-		return nil
+		return putHistogramPoints(hps, h.DataPoints().AppendEmpty, r.putExp)
 	}
 	h := out.SetEmptyHistogram()
 	h.SetAggregationTemporality(t)
+	return putHistogramPoints(hps, h.DataPoints().AppendEmpty, r.putHistogram)
+}
+
+// putHistogramPoints puts each of hps with put into a point that add appends.
+func putHistogramPoints[P any](hps []histogramPoint, add func() P, put func(*histogramPoint, P) error) error {
 	for i := range hps {
-		if err := r.putHistogram(&hps[i], h.DataPoints().AppendEmpty()); err != nil {
+		if err := put(&hps[i], add()); err != nil {
 			return fmt.Errorf("data_points[%d]: %w", i, err)
 		}
 	}

@@ -61,6 +61,32 @@ func (g *resourceGroup) started() {
 // reset forgets the last group (a new batch has none).
 func (g *resourceGroup) reset() { g.key, g.text = g.key[:0], g.text[:0] }
 
+// resourceSlice is a ResourceSpansSlice or a ResourceLogsSlice, of groups R.
+type resourceSlice[R resourceOut] interface {
+	Len() int
+	At(i int) R
+	AppendEmpty() R
+}
+
+// resourceOut is a ResourceSpans or a ResourceLogs.
+type resourceOut interface {
+	Resource() pcommon.Resource
+	SetSchemaUrl(url string)
+}
+
+// groupOf returns the group of rs that a record of resource res goes under: the last one
+// when res is its resource, else a new one (fresh: it has no scope yet) with res put in it.
+func groupOf[S resourceSlice[R], R resourceOut](d *reader, last *resourceGroup, rs S, res *resource) (g R, fresh bool) {
+	if last.joins(d, rs.Len(), res) {
+		return rs.At(rs.Len() - 1), false
+	}
+	g = rs.AppendEmpty()
+	d.putResource(res, g.Resource())
+	g.SetSchemaUrl(res.SchemaURL.String())
+	last.started()
+	return g, true
+}
+
 // appendResourceText appends a resource as it was written: its objects of attributes and
 // its schema URL.
 func appendResourceText(b []byte, r *resource) []byte {

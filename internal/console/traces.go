@@ -50,18 +50,11 @@ func (r *spanReader) decodeSpan(line []byte, td ptrace.Traces, last *resourceGro
 	if err := r.put(out); err != nil {
 		return err
 	}
-	rss := td.ResourceSpans()
-	var ss ptrace.ScopeSpans
-	if last.joins(&r.reader, rss.Len(), &s.Resource) {
-		ss = rss.At(rss.Len() - 1).ScopeSpans().At(0)
-	} else {
-		rs := rss.AppendEmpty()
-		r.putResource(&s.Resource, rs.Resource())
-		rs.SetSchemaUrl(s.Resource.SchemaURL.String())
-		ss = rs.ScopeSpans().AppendEmpty()
-		last.started()
+	rs, fresh := groupOf(&r.reader, last, td.ResourceSpans(), &s.Resource)
+	if fresh {
+		rs.ScopeSpans().AppendEmpty()
 	}
-	out.MoveTo(ss.Spans().AppendEmpty())
+	out.MoveTo(rs.ScopeSpans().At(0).Spans().AppendEmpty())
 	return nil
 }
 
