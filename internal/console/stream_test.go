@@ -16,6 +16,7 @@ import (
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/ptracetest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
@@ -66,22 +67,27 @@ func TestGoldenMetrics(t *testing.T) {
 
 func TestGoldenTraces(t *testing.T) {
 	c, _, _ := feed(t, readSample(t), 1<<20)
-	if *update {
-		require.NoError(t, golden.WriteTracesToFile(goldenPath("traces.yaml"), c.traces[0]))
-	}
-	want, err := golden.ReadTraces(goldenPath("traces.yaml"))
-	require.NoError(t, err)
-	require.NoError(t, ptracetest.CompareTraces(want, c.traces[0]))
+	checkGolden(t, "traces.yaml", c.traces[0], golden.WriteTracesToFile, golden.ReadTraces, func(want, got ptrace.Traces) error {
+		return ptracetest.CompareTraces(want, got)
+	})
 }
 
 func TestGoldenLogs(t *testing.T) {
 	c, _, _ := feed(t, readSample(t), 1<<20)
+	checkGolden(t, "logs.yaml", c.logs[0], golden.WriteLogsToFile, golden.ReadLogs, func(want, got plog.Logs) error {
+		return plogtest.CompareLogs(want, got)
+	})
+}
+
+// checkGolden compares got with the golden file name (rewritten first with -update).
+func checkGolden[T any](t *testing.T, name string, got T, write func(string, T) error, read func(string) (T, error), compare func(want, got T) error) {
+	t.Helper()
 	if *update {
-		require.NoError(t, golden.WriteLogsToFile(goldenPath("logs.yaml"), c.logs[0]))
+		require.NoError(t, write(goldenPath(name), got))
 	}
-	want, err := golden.ReadLogs(goldenPath("logs.yaml"))
+	want, err := read(goldenPath(name))
 	require.NoError(t, err)
-	require.NoError(t, plogtest.CompareLogs(want, c.logs[0]))
+	require.NoError(t, compare(want, got))
 }
 
 // The shapes, pinned field by field (the golden files hold the same, in bulk).
