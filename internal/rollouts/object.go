@@ -227,10 +227,71 @@ func (r *RowDecoder) member(ctx context, row *Row) bool {
 		case "check_id":
 			return r.str("findings[].check_id", slotCheckID, &r.checkID)
 		}
-	default:
-		return r.responseMember(ctx, k, row)
+	// The response's contexts (response.go): read leniently.
+	case ctxResponse:
+		switch string(k) {
+		case "model":
+			if !r.lenientString("response.model", slotModel, &row.Model) {
+				return false
+			}
+			if len(row.Model) == 0 {
+				row.Model = nil // an empty model names none
+			}
+			return true
+		case "status":
+			return r.lenientString("response.status", slotStatus, &row.Status)
+		case "incomplete_details":
+			return r.lenientObject(ctxIncomplete, row)
+		case "usage":
+			return r.lenientObject(ctxUsage, row)
+		case "output":
+			return r.outputItems(row)
+		}
+	case ctxIncomplete:
+		if string(k) == "reason" {
+			return r.lenientString("response.incomplete_details.reason", slotIncomplete, &row.Incomplete)
+		}
+	case ctxUsage:
+		switch string(k) {
+		case "input_tokens":
+			return r.tokens("response.usage.input_tokens", row, spellingResponses, TokenInput)
+		case "output_tokens":
+			return r.tokens("response.usage.output_tokens", row, spellingResponses, TokenOutput)
+		case "prompt_tokens":
+			return r.tokens("response.usage.prompt_tokens", row, spellingChat, TokenInput)
+		case "completion_tokens":
+			return r.tokens("response.usage.completion_tokens", row, spellingChat, TokenOutput)
+		case "input_tokens_details":
+			return r.lenientObject(ctxInputDetails, row)
+		case "output_tokens_details":
+			return r.lenientObject(ctxOutputDetails, row)
+		case "prompt_tokens_details":
+			return r.lenientObject(ctxPromptDetails, row)
+		case "completion_tokens_details":
+			return r.lenientObject(ctxCompletionDetails, row)
+		}
+	case ctxInputDetails, ctxOutputDetails, ctxPromptDetails, ctxCompletionDetails:
+		if d := &details[ctx-ctxInputDetails]; string(k) == d.key {
+			return r.tokens(d.name, row, d.spelling, d.token)
+		}
+	case ctxOutputItem:
+		if string(k) == "type" {
+			return r.lenientString("response.output[].type", slotItemType, &r.itemType)
+		}
 	}
 	return r.skipValue()
+}
+
+// details are the one count each usage.*_details object gives, by context (from
+// ctxInputDetails on).
+var details = [...]struct {
+	key, name       string
+	spelling, token int
+}{
+	ctxInputDetails - ctxInputDetails:      {"cached_tokens", "response.usage.*_details.cached_tokens", spellingResponses, TokenCachedInput},
+	ctxOutputDetails - ctxInputDetails:     {"reasoning_tokens", "response.usage.*_details.reasoning_tokens", spellingResponses, TokenReasoning},
+	ctxPromptDetails - ctxInputDetails:     {"cached_tokens", "response.usage.*_details.cached_tokens", spellingChat, TokenCachedInput},
+	ctxCompletionDetails - ctxInputDetails: {"reasoning_tokens", "response.usage.*_details.reasoning_tokens", spellingChat, TokenReasoning},
 }
 
 // identity reads the keys main and failures rows share.
