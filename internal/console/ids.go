@@ -48,27 +48,33 @@ func hexID(s []byte, out []byte) (bool, error) {
 	return false, nil
 }
 
-// optHexID reads the id field t (hexID) when it is there and not null: ok when it is an id.
-func optHexID(t text, out []byte, field string) (bool, error) {
+// putHexID reads the id field t (hexID) into out when it is there and not null, and calls set
+// when it is an id.
+func putHexID(t text, out []byte, field string, set func()) error {
 	if !t.set {
-		return false, nil
+		return nil
 	}
 	ok, err := hexID(t.b, out)
 	if err != nil {
-		return false, fmt.Errorf("%s: %w", field, err)
+		return fmt.Errorf("%s: %w", field, err)
 	}
-	return ok, nil
+	if ok {
+		set()
+	}
+	return nil
 }
 
-// isoTime reads the SDK's util.ns_to_iso_str: "2026-12-01T19:23:32.123456Z" (microseconds,
-// UTC). null and "" are no time.
-func isoTime(s text, field string) (pcommon.Timestamp, error) {
+// putISOTime reads the SDK's util.ns_to_iso_str: "2026-12-01T19:23:32.123456Z" (microseconds,
+// UTC), and sets it with set. null and "" are no time (0).
+func putISOTime(s text, field string, set func(pcommon.Timestamp)) error {
 	if len(s.b) == 0 {
-		return 0, nil
+		set(0)
+		return nil
 	}
 	t, err := time.Parse(time.RFC3339Nano, string(s.b))
 	if err != nil {
-		return 0, fmt.Errorf("%s: %q is not an ISO 8601 time", field, s.b)
+		return fmt.Errorf("%s: %q is not an ISO 8601 time", field, s.b)
 	}
-	return pcommon.NewTimestampFromTime(t), nil
+	set(pcommon.NewTimestampFromTime(t))
+	return nil
 }

@@ -54,27 +54,19 @@ func (r *logReader) put(out plog.LogRecord) error {
 		}
 		out.SetDroppedAttributesCount(uint32(n))
 	}
-	ts, err := isoTime(l.Timestamp, "timestamp")
-	if err != nil {
+	if err := putISOTime(l.Timestamp, "timestamp", out.SetTimestamp); err != nil {
 		return err
 	}
-	out.SetTimestamp(ts)
-	obs, err := isoTime(l.ObservedTimestamp, "observed_timestamp")
-	if err != nil {
+	if err := putISOTime(l.ObservedTimestamp, "observed_timestamp", out.SetObservedTimestamp); err != nil {
 		return err
 	}
-	out.SetObservedTimestamp(obs)
 	var tid [16]byte
-	if ok, err := optHexID(l.TraceID, tid[:], "trace_id"); err != nil {
+	if err := putHexID(l.TraceID, tid[:], "trace_id", func() { out.SetTraceID(tid) }); err != nil {
 		return err
-	} else if ok {
-		out.SetTraceID(tid)
 	}
 	var sid [8]byte
-	if ok, err := optHexID(l.SpanID, sid[:], "span_id"); err != nil {
+	if err := putHexID(l.SpanID, sid[:], "span_id", func() { out.SetSpanID(sid) }); err != nil {
 		return err
-	} else if ok {
-		out.SetSpanID(sid)
 	}
 	if l.TraceFlags.set {
 		if l.TraceFlags.v < 0 || l.TraceFlags.v > 255 {

@@ -79,21 +79,16 @@ func (r *spanReader) put(out ptrace.Span) error {
 	}
 	out.SetKind(kind)
 	var pid [8]byte
-	if ok, err := optHexID(s.ParentID, pid[:], "parent_id"); err != nil {
-		return err
-	} else if ok {
-		out.SetParentSpanID(pid)
-	}
-	start, err := isoTime(s.StartTime, "start_time")
-	if err != nil {
+	if err := putHexID(s.ParentID, pid[:], "parent_id", func() { out.SetParentSpanID(pid) }); err != nil {
 		return err
 	}
-	end, err := isoTime(s.EndTime, "end_time")
-	if err != nil {
+	// A span that fails here is dropped whole: the start set before a bad end is never seen.
+	if err := putISOTime(s.StartTime, "start_time", out.SetStartTimestamp); err != nil {
 		return err
 	}
-	out.SetStartTimestamp(start)
-	out.SetEndTimestamp(end)
+	if err := putISOTime(s.EndTime, "end_time", out.SetEndTimestamp); err != nil {
+		return err
+	}
 	if s.Status.set {
 		code, ok := statusCodes[string(s.Status.StatusCode.b)]
 		if !ok {
@@ -107,11 +102,9 @@ func (r *spanReader) put(out ptrace.Span) error {
 		e := &s.Events[i]
 		oe := out.Events().AppendEmpty()
 		oe.SetName(e.Name.String())
-		t, err := isoTime(e.Timestamp, "timestamp")
-		if err != nil {
+		if err := putISOTime(e.Timestamp, "timestamp", oe.SetTimestamp); err != nil {
 			return fmt.Errorf("events[%d].%w", i, err)
 		}
-		oe.SetTimestamp(t)
 		r.putAttrs(oe.Attributes(), &e.Attributes)
 	}
 	for i := range s.Links {
