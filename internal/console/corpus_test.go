@@ -386,26 +386,19 @@ func corpusResult(t testing.TB, in string) string {
 	}
 	sort.Strings(reasons)
 	fmt.Fprintf(&b, "accepted=%d skipped=%d rejected=%v\n", tot.accepted, tot.skipped, reasons)
-	for _, md := range c.metrics {
-		j, err := (&pmetric.JSONMarshaler{}).MarshalMetrics(md)
-		require.NoError(t, err)
-		p, err := (&pmetric.ProtoMarshaler{}).MarshalMetrics(md)
-		require.NoError(t, err)
-		fmt.Fprintf(&b, "metrics %s\nproto %x\n", j, sha256.Sum256(p))
-	}
-	for _, td := range c.traces {
-		j, err := (&ptrace.JSONMarshaler{}).MarshalTraces(td)
-		require.NoError(t, err)
-		p, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
-		require.NoError(t, err)
-		fmt.Fprintf(&b, "traces %s\nproto %x\n", j, sha256.Sum256(p))
-	}
-	for _, ld := range c.logs {
-		j, err := (&plog.JSONMarshaler{}).MarshalLogs(ld)
-		require.NoError(t, err)
-		p, err := (&plog.ProtoMarshaler{}).MarshalLogs(ld)
-		require.NoError(t, err)
-		fmt.Fprintf(&b, "logs %s\nproto %x\n", j, sha256.Sum256(p))
-	}
+	writeBatches(t, &b, "metrics", c.metrics, (&pmetric.JSONMarshaler{}).MarshalMetrics, (&pmetric.ProtoMarshaler{}).MarshalMetrics)
+	writeBatches(t, &b, "traces", c.traces, (&ptrace.JSONMarshaler{}).MarshalTraces, (&ptrace.ProtoMarshaler{}).MarshalTraces)
+	writeBatches(t, &b, "logs", c.logs, (&plog.JSONMarshaler{}).MarshalLogs, (&plog.ProtoMarshaler{}).MarshalLogs)
 	return b.String()
+}
+
+// writeBatches writes each batch of one signal as its JSON and the hash of its protobuf.
+func writeBatches[T any](t testing.TB, b *strings.Builder, signal string, batches []T, asJSON, asProto func(T) ([]byte, error)) {
+	for _, x := range batches {
+		j, err := asJSON(x)
+		require.NoError(t, err)
+		p, err := asProto(x)
+		require.NoError(t, err)
+		fmt.Fprintf(b, "%s %s\nproto %x\n", signal, j, sha256.Sum256(p))
+	}
 }

@@ -3,8 +3,6 @@ package console
 import (
 	"bytes"
 	"errors"
-	"sync"
-	"time"
 
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -250,23 +248,20 @@ func (s *Stream) Flush() *ingest.Stats {
 }
 
 func (s *Stream) flushTraces() {
-	if s.nSpans == 0 {
-		return
-	}
-	td := s.traces
-	s.traces, s.nSpans = ptrace.NewTraces(), 0
-	s.spanRes.reset()
-	s.sink.Traces(td)
+	flush(&s.traces, &s.nSpans, &s.spanRes, ptrace.NewTraces, s.sink.Traces)
 }
 
-func (s *Stream) flushLogs() {
-	if s.nLogs == 0 {
+func (s *Stream) flushLogs() { flush(&s.logs, &s.nLogs, &s.logRes, plog.NewLogs, s.sink.Logs) }
+
+// flush hands on the n records gathered in *data (spans or log records), and starts anew.
+func flush[T any](data *T, n *int, res *resourceGroup, fresh func() T, sink func(T)) {
+	if *n == 0 {
 		return
 	}
-	ld := s.logs
-	s.logs, s.nLogs = plog.NewLogs(), 0
-	s.logRes.reset()
-	s.sink.Logs(ld)
+	d := *data
+	*data, *n = fresh(), 0
+	res.reset()
+	sink(d)
 }
 
 // ResourceLine: a console stream has no state to resume a file with (each record carries
@@ -275,44 +270,3 @@ func (s *Stream) ResourceLine() []byte { return nil }
 
 // Restore does nothing (see ResourceLine).
 func (s *Stream) Restore([]byte) error { return nil }
-
-// Limiter rate-limits warnings: at most burst per period, then a count of those left out
-// with the next one logged.
-type Limiter struct {
-	logger *zap.Logger
-	period time.Duration
-	burst  int
-	now    func() time.Time
-
-	mu         sync.Mutex
-	windowFrom time.Time
-	n          int
-	suppressed int64
-}
-
-// NewLimiter returns a limiter of at most burst warnings per period.
-func NewLimiter(logger *zap.Logger, burst int, period time.Duration) *Limiter {
-	return &Limiter{logger: logger.WithOptions(zap.AddCallerSkip(1)), burst: burst, period: period, now: time.Now}
-}
-
-// Warn logs, unless the period's warnings are used up.
-func (l *Limiter) Warn(msg string, fields ...zap.Field) {
-	l.mu.Lock()
-	now := l.now()
-	if now.Sub(l.windowFrom) >= l.period {
-		l.windowFrom, l.n = now, 0
-	}
-	if l.n >= l.burst {
-		l.suppressed++
-		l.mu.Unlock()
-		return
-	}
-	l.n++
-	sup := l.suppressed
-	l.suppressed = 0
-	l.mu.Unlock()
-	if sup > 0 {
-		fields = append(fields, zap.Int64("suppressed_since_last", sup))
-	}
-	l.logger.Warn(msg, fields...)
-}

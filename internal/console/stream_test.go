@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/golden"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/plogtest"
@@ -15,6 +16,7 @@ import (
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/ptracetest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
@@ -65,22 +67,27 @@ func TestGoldenMetrics(t *testing.T) {
 
 func TestGoldenTraces(t *testing.T) {
 	c, _, _ := feed(t, readSample(t), 1<<20)
-	if *update {
-		require.NoError(t, golden.WriteTracesToFile(goldenPath("traces.yaml"), c.traces[0]))
-	}
-	want, err := golden.ReadTraces(goldenPath("traces.yaml"))
-	require.NoError(t, err)
-	require.NoError(t, ptracetest.CompareTraces(want, c.traces[0]))
+	checkGolden(t, "traces.yaml", c.traces[0], golden.WriteTracesToFile, golden.ReadTraces, func(want, got ptrace.Traces) error {
+		return ptracetest.CompareTraces(want, got)
+	})
 }
 
 func TestGoldenLogs(t *testing.T) {
 	c, _, _ := feed(t, readSample(t), 1<<20)
+	checkGolden(t, "logs.yaml", c.logs[0], golden.WriteLogsToFile, golden.ReadLogs, func(want, got plog.Logs) error {
+		return plogtest.CompareLogs(want, got)
+	})
+}
+
+// checkGolden compares got with the golden file name (rewritten first with -update).
+func checkGolden[T any](t *testing.T, name string, got T, write func(string, T) error, read func(string) (T, error), compare func(want, got T) error) {
+	t.Helper()
 	if *update {
-		require.NoError(t, golden.WriteLogsToFile(goldenPath("logs.yaml"), c.logs[0]))
+		require.NoError(t, write(goldenPath(name), got))
 	}
-	want, err := golden.ReadLogs(goldenPath("logs.yaml"))
+	want, err := read(goldenPath(name))
 	require.NoError(t, err)
-	require.NoError(t, plogtest.CompareLogs(want, c.logs[0]))
+	require.NoError(t, compare(want, got))
 }
 
 // The shapes, pinned field by field (the golden files hold the same, in bulk).
@@ -256,6 +263,24 @@ func TestWarningsRateLimited(t *testing.T) {
 	}
 	assert.Equal(t, int64(50), s.Flush().Rejected[ReasonInvalidJSON], "every one counted")
 	assert.Equal(t, 10, logs.Len(), "only the burst logged")
+}
+
+// Once the period has passed, the next warning carries the count of those left out, under the
+// project's one name for it.
+func TestWarningsCountLeftOut(t *testing.T) {
+	core, logs := newObserver()
+	l := NewLimiter(core, 2, time.Minute)
+	now := time.Unix(1000, 0)
+	l.now = func() time.Time { return now }
+	for range 5 {
+		l.Warn("w")
+	}
+	require.Equal(t, 2, logs.Len())
+	assert.NotContains(t, logs.All()[1].ContextMap(), "not_logged_since_last", "nothing left out yet")
+	now = now.Add(time.Minute)
+	l.Warn("w")
+	require.Equal(t, 3, logs.Len())
+	assert.EqualValues(t, 3, logs.All()[2].ContextMap()["not_logged_since_last"])
 }
 
 // A pretty-printed block cut by other output is a partial record; a block that is not a

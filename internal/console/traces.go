@@ -8,167 +8,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
-// The SDK's ReadableSpan.to_json (opentelemetry-sdk, trace/__init__.py). It carries no
-// instrumentation scope, no flags and no dropped counts. The fields are read as
-// encoding/json read them (see json.go).
-type span struct {
-	Name       text
-	Context    spanContext
-	Kind       text
-	ParentID   text
-	StartTime  text
-	EndTime    text
-	Status     spanStatus
-	Attributes attrs
-	Events     []spanEvent
-	Links      []spanLink
-	Resource   resource
-}
-
-type spanContext struct {
-	set        bool
-	TraceID    text
-	SpanID     text
-	TraceState text
-}
-
-type spanStatus struct {
-	set         bool
-	StatusCode  text
-	Description text
-}
-
-type spanEvent struct {
-	Name       text
-	Timestamp  text
-	Attributes attrs
-}
-
-type spanLink struct {
-	Context    spanContext
-	Attributes attrs
-}
-
-var (
-	spanFields        = []string{"name", "context", "kind", "parent_id", "start_time", "end_time", "status", "attributes", "events", "links", "resource"}
-	spanContextFields = []string{"trace_id", "span_id", "trace_state"}
-	spanStatusFields  = []string{"status_code", "description"}
-	spanEventFields   = []string{"name", "timestamp", "attributes"}
-	spanLinkFields    = []string{"context", "attributes"}
-)
-
-// spanReader reads span lines (one per stream: its scratch is reused).
-type spanReader struct {
-	reader
-	s span
-}
-
-func (r *spanReader) read(line []byte) error {
-	s := &r.s
-	return r.decode(line, func(r *reader) (int, error) {
-		*s = span{}
-		return r.object(0, 1, func(key []byte, i int) (int, error) {
-			switch field(key, spanFields) {
-			case 0:
-				return r.optStr(i, "name", &s.Name)
-			case 1:
-				return r.spanContext(i, 2, "context", &s.Context)
-			case 2:
-				return r.str(i, "kind", &s.Kind)
-			case 3:
-				return r.optStr(i, "parent_id", &s.ParentID)
-			case 4:
-				return r.optStr(i, "start_time", &s.StartTime)
-			case 5:
-				return r.optStr(i, "end_time", &s.EndTime)
-			case 6:
-				return r.spanStatus(i, 2, &s.Status)
-			case 7:
-				return r.attrs(i, 2, "attributes", &s.Attributes)
-			case 8:
-				return structs(r, i, 2, "events", &s.Events, func(e *spanEvent, i int) (int, error) { return r.spanEvent(i, 3, e) })
-			case 9:
-				return structs(r, i, 2, "links", &s.Links, func(l *spanLink, i int) (int, error) { return r.spanLink(i, 3, l) })
-			case 10:
-				return r.optResource(i, 2, &s.Resource)
-			}
-			return r.skip(i, 2)
-		})
-	})
-}
-
-func (r *reader) spanContext(i, depth int, name string, c *spanContext) (int, error) {
-	if end, ok, err := r.null(i); ok || err != nil {
-		*c = spanContext{}
-		return end, err
-	}
-	if r.b[i] != '{' {
-		return r.mismatch(i, name)
-	}
-	if !c.set {
-		*c = spanContext{set: true}
-	}
-	return r.object(i, depth, func(key []byte, i int) (int, error) {
-		switch field(key, spanContextFields) {
-		case 0:
-			return r.str(i, "trace_id", &c.TraceID)
-		case 1:
-			return r.str(i, "span_id", &c.SpanID)
-		case 2:
-			return r.str(i, "trace_state", &c.TraceState)
-		}
-		return r.skip(i, depth+1)
-	})
-}
-
-func (r *reader) spanStatus(i, depth int, st *spanStatus) (int, error) {
-	if end, ok, err := r.null(i); ok || err != nil {
-		*st = spanStatus{}
-		return end, err
-	}
-	if r.b[i] != '{' {
-		return r.mismatch(i, "status")
-	}
-	if !st.set {
-		*st = spanStatus{set: true}
-	}
-	return r.object(i, depth, func(key []byte, i int) (int, error) {
-		switch field(key, spanStatusFields) {
-		case 0:
-			return r.str(i, "status_code", &st.StatusCode)
-		case 1:
-			return r.str(i, "description", &st.Description)
-		}
-		return r.skip(i, depth+1)
-	})
-}
-
-func (r *reader) spanEvent(i, depth int, e *spanEvent) (int, error) {
-	return r.object(i, depth, func(key []byte, i int) (int, error) {
-		switch field(key, spanEventFields) {
-		case 0:
-			return r.str(i, "name", &e.Name)
-		case 1:
-			return r.optStr(i, "timestamp", &e.Timestamp)
-		case 2:
-			return r.attrs(i, depth+1, "attributes", &e.Attributes)
-		}
-		return r.skip(i, depth+1)
-	})
-}
-
-func (r *reader) spanLink(i, depth int, l *spanLink) (int, error) {
-	return r.object(i, depth, func(key []byte, i int) (int, error) {
-		switch field(key, spanLinkFields) {
-		case 0:
-			return r.spanContext(i, depth+1, "context", &l.Context)
-		case 1:
-			return r.attrs(i, depth+1, "attributes", &l.Attributes)
-		}
-		return r.skip(i, depth+1)
-	})
-}
-
 // str(SpanKind.X) in Python.
 var spanKinds = map[string]ptrace.SpanKind{
 	"SpanKind.INTERNAL": ptrace.SpanKindInternal,
@@ -211,18 +50,11 @@ func (r *spanReader) decodeSpan(line []byte, td ptrace.Traces, last *resourceGro
 	if err := r.put(out); err != nil {
 		return err
 	}
-	rss := td.ResourceSpans()
-	var ss ptrace.ScopeSpans
-	if last.joins(&r.reader, rss.Len(), &s.Resource) {
-		ss = rss.At(rss.Len() - 1).ScopeSpans().At(0)
-	} else {
-		rs := rss.AppendEmpty()
-		r.putResource(&s.Resource, rs.Resource())
-		rs.SetSchemaUrl(s.Resource.SchemaURL.String())
-		ss = rs.ScopeSpans().AppendEmpty()
-		last.started()
+	rs, fresh := groupOf(&r.reader, last, td.ResourceSpans(), &s.Resource)
+	if fresh {
+		rs.ScopeSpans().AppendEmpty()
 	}
-	out.MoveTo(ss.Spans().AppendEmpty())
+	out.MoveTo(rs.ScopeSpans().At(0).Spans().AppendEmpty())
 	return nil
 }
 
@@ -246,26 +78,17 @@ func (r *spanReader) put(out ptrace.Span) error {
 		return fmt.Errorf("kind: %q is not a SpanKind", s.Kind.b)
 	}
 	out.SetKind(kind)
-	if s.ParentID.set {
-		var pid [8]byte
-		ok, err := hexID(s.ParentID.b, pid[:])
-		if err != nil {
-			return fmt.Errorf("parent_id: %w", err)
-		}
-		if ok {
-			out.SetParentSpanID(pid)
-		}
-	}
-	start, err := isoTime(s.StartTime, "start_time")
-	if err != nil {
+	var pid [8]byte
+	if err := putHexID(s.ParentID, pid[:], "parent_id", func() { out.SetParentSpanID(pid) }); err != nil {
 		return err
 	}
-	end, err := isoTime(s.EndTime, "end_time")
-	if err != nil {
+	// A span that fails here is dropped whole: the start set before a bad end is never seen.
+	if err := putISOTime(s.StartTime, "start_time", out.SetStartTimestamp); err != nil {
 		return err
 	}
-	out.SetStartTimestamp(start)
-	out.SetEndTimestamp(end)
+	if err := putISOTime(s.EndTime, "end_time", out.SetEndTimestamp); err != nil {
+		return err
+	}
 	if s.Status.set {
 		code, ok := statusCodes[string(s.Status.StatusCode.b)]
 		if !ok {
@@ -279,11 +102,9 @@ func (r *spanReader) put(out ptrace.Span) error {
 		e := &s.Events[i]
 		oe := out.Events().AppendEmpty()
 		oe.SetName(e.Name.String())
-		t, err := isoTime(e.Timestamp, "timestamp")
-		if err != nil {
+		if err := putISOTime(e.Timestamp, "timestamp", oe.SetTimestamp); err != nil {
 			return fmt.Errorf("events[%d].%w", i, err)
 		}
-		oe.SetTimestamp(t)
 		r.putAttrs(oe.Attributes(), &e.Attributes)
 	}
 	for i := range s.Links {

@@ -163,6 +163,9 @@ func TestScanZeroAllocs(t *testing.T) {
 			t.Fatal(err)
 		}
 		dst = AppendUnescaped(dst[:0], []byte(`b\u00e9\ud83d\ude00`))
+		var sr StringReader
+		sr.Reset(8)
+		dst, _, _ = sr.Read(dst[:0], []byte(`b\u00e9\ud83d\ude00 and more"`))
 		_ = ParseFloat([]byte("1.5e300"))
 		_, _ = ParseInt([]byte("3.0e2"))
 	})

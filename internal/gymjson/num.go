@@ -110,6 +110,18 @@ func (n Plain) Neg() bool   { return n&(1<<10) != 0 }
 // PlainMaxDigits is the most digits ScanPlainNumber converts on the way: 10^18 < 2^63.
 const PlainMaxDigits = 18
 
+// digits reads the decimal digits at b[j:] on into mant; it returns the index past them.
+func digits(b []byte, j int, mant uint64) (int, uint64) {
+	for ; j < len(b); j++ {
+		c := b[j] - '0'
+		if c > 9 {
+			break
+		}
+		mant = mant*10 + uint64(c)
+	}
+	return j, mant
+}
+
 // ScanPlainNumber scans the number token at b[i] when it has the plain form of Plain (most
 // numbers), converting it on the way: mant is its digits as an integer. It returns the index
 // just past the token, or -1 for any other token (which ScanNumber then reads and reports
@@ -121,13 +133,7 @@ func ScanPlainNumber(b []byte, i int) (end int, mant uint64, num Plain) {
 		j++
 	}
 	ds := j
-	for ; j < len(b); j++ {
-		c := b[j] - '0'
-		if c > 9 {
-			break
-		}
-		mant = mant*10 + uint64(c)
-	}
+	j, mant = digits(b, j, mant)
 	nInt := j - ds
 	if nInt == 0 || (nInt > 1 && b[ds] == '0') {
 		return -1, 0, 0
@@ -136,13 +142,7 @@ func ScanPlainNumber(b []byte, i int) (end int, mant uint64, num Plain) {
 	if j < len(b) && b[j] == '.' {
 		j++
 		fs := j
-		for ; j < len(b); j++ {
-			c := b[j] - '0'
-			if c > 9 {
-				break
-			}
-			mant = mant*10 + uint64(c)
-		}
+		j, mant = digits(b, j, mant)
 		if nFrac = j - fs; nFrac == 0 {
 			return -1, 0, 0
 		}

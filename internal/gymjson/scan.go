@@ -43,6 +43,20 @@ func (k Kind) String() string {
 	return "nothing"
 }
 
+// KindOf is the kind of the value whose first byte is c (None when no value starts so); the
+// value itself is checked when it is scanned.
+func KindOf(c byte) Kind { return kindOf[c] }
+
+var kindOf = func() (t [256]Kind) {
+	t['"'], t['{'], t['['], t['t'], t['f'], t['n'] = String, Object, Array, True, False, Null
+	for c := range 256 {
+		if StartsNumber(byte(c)) {
+			t[c] = Number
+		}
+	}
+	return t
+}()
+
 // IsSpace reports JSON white space: space, tab, CR and LF.
 func IsSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
@@ -182,38 +196,21 @@ func ScanString(b []byte, i int) (end int, esc bool, err error) {
 // ScanString then reads.
 func ScanPlainString(b []byte, i int) (end int, w0, w1, w2 uint64) {
 	j := i + 1
-	if j+8 > len(b) {
-		return -1, 0, 0, 0
-	}
-	w0 = binary.LittleEndian.Uint64(b[j:])
-	if m := StopBytes(w0); m != 0 {
-		p := bits.TrailingZeros64(m) >> 3
-		if b[j+p] != '"' {
-			return -1, 0, 0, 0
+	var w [3]uint64
+	for k := range w {
+		o := j + 8*k
+		if o+8 > len(b) {
+			break
 		}
-		return j + p + 1, w0 & WordMasks[p&7], 0, 0
-	}
-	if j+16 > len(b) {
-		return -1, 0, 0, 0
-	}
-	w1 = binary.LittleEndian.Uint64(b[j+8:])
-	if m := StopBytes(w1); m != 0 {
-		p := bits.TrailingZeros64(m) >> 3
-		if b[j+8+p] != '"' {
-			return -1, 0, 0, 0
+		w[k] = binary.LittleEndian.Uint64(b[o:])
+		if m := StopBytes(w[k]); m != 0 {
+			p := bits.TrailingZeros64(m) >> 3
+			if b[o+p] != '"' {
+				break
+			}
+			w[k] &= WordMasks[p&7]
+			return o + p + 1, w[0], w[1], w[2]
 		}
-		return j + 8 + p + 1, w0, w1 & WordMasks[p&7], 0
-	}
-	if j+24 > len(b) {
-		return -1, 0, 0, 0
-	}
-	w2 = binary.LittleEndian.Uint64(b[j+16:])
-	if m := StopBytes(w2); m != 0 {
-		p := bits.TrailingZeros64(m) >> 3
-		if b[j+16+p] != '"' {
-			return -1, 0, 0, 0
-		}
-		return j + 16 + p + 1, w0, w1, w2 & WordMasks[p&7]
 	}
 	return -1, 0, 0, 0
 }
@@ -270,20 +267,42 @@ func Skip(b []byte, i, depth int) (int, error) {
 	return e, err
 }
 
-// scanObject validates the object whose '{' is b[i].
-func scanObject(b []byte, i, depth int) (int, error) {
+// Open reads past the bracket of the object or array at b[i] (depth as ScanValue's) and the
+// white space after it: empty when the bracket close follows (i is then just past it).
+func Open(b []byte, i, depth int, close byte) (int, bool, error) {
 	if depth > MaxDepth {
-		return i, ErrTooDeep
+		return i, false, ErrTooDeep
 	}
 	i = SkipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return i + 1, nil
+	if i < len(b) && b[i] == close {
+		return i + 1, true, nil
 	}
-	for {
+	return i, false, nil
+}
+
+// Next reads what follows a member or element at b[i]: a ',' and the white space after it
+// (more), or the bracket close (i just past it); anything else is a syntax error (want says
+// what was wanted).
+func Next(b []byte, i int, close byte, want string) (int, bool, error) {
+	i = SkipSpace(b, i)
+	if i < len(b) {
+		if b[i] == ',' {
+			return SkipSpace(b, i+1), true, nil
+		}
+		if b[i] == close {
+			return i + 1, false, nil
+		}
+	}
+	return i, false, SyntaxError(b, i, want)
+}
+
+// scanObject validates the object whose '{' is b[i].
+func scanObject(b []byte, i, depth int) (int, error) {
+	i, empty, err := Open(b, i, depth, '}')
+	for more := !empty && err == nil; more; {
 		if i >= len(b) || b[i] != '"' {
 			return i, SyntaxError(b, i, "want a string key")
 		}
-		var err error
 		if i, _, err = ScanString(b, i); err != nil {
 			return i, err
 		}
@@ -295,44 +314,19 @@ func scanObject(b []byte, i, depth int) (int, error) {
 		if i, _, _, err = ScanValue(b, i, depth+1); err != nil {
 			return i, err
 		}
-		i = SkipSpace(b, i)
-		if i < len(b) {
-			if b[i] == ',' {
-				i = SkipSpace(b, i+1)
-				continue
-			}
-			if b[i] == '}' {
-				return i + 1, nil
-			}
-		}
-		return i, SyntaxError(b, i, "want ',' or '}' after an object member")
+		i, more, err = Next(b, i, '}', "want ',' or '}' after an object member")
 	}
+	return i, err
 }
 
 // scanArray validates the array whose '[' is b[i].
 func scanArray(b []byte, i, depth int) (int, error) {
-	if depth > MaxDepth {
-		return i, ErrTooDeep
-	}
-	i = SkipSpace(b, i+1)
-	if i < len(b) && b[i] == ']' {
-		return i + 1, nil
-	}
-	for {
-		var err error
+	i, empty, err := Open(b, i, depth, ']')
+	for more := !empty && err == nil; more; {
 		if i, _, _, err = ScanValue(b, i, depth+1); err != nil {
 			return i, err
 		}
-		i = SkipSpace(b, i)
-		if i < len(b) {
-			if b[i] == ',' {
-				i = SkipSpace(b, i+1)
-				continue
-			}
-			if b[i] == ']' {
-				return i + 1, nil
-			}
-		}
-		return i, SyntaxError(b, i, "want ',' or ']' after an array element")
+		i, more, err = Next(b, i, ']', "want ',' or ']' after an array element")
 	}
+	return i, err
 }

@@ -35,6 +35,37 @@ type result struct {
 }
 
 func collect(t testing.TB, kind Kind, src io.Reader, max int64, bufBytes int) (out []result, offset int64, end error) {
+	offset, end = eachRow(kind, src, max, bufBytes, func(r *RowDecoder, row *Row, re *RowError) {
+		if re != nil {
+			out = append(out, result{Err: re.Reason, Line: r.Lines()})
+			return
+		}
+		res := result{
+			Dispatch: string(row.DispatchName()), RunID: string(row.RunID), Masked: row.Masked,
+			Turns: row.Turns, ToolCalls: row.ToolCalls, HasTurns: row.HasTurns, HasToolCalls: row.HasToolCalls,
+			Class: string(row.FailureClass), Kind: string(row.FailureKind()), Type: string(row.FailureType),
+			Verdict: string(row.Verdict), Line: r.Lines(),
+		}
+		if row.HasReward {
+			res.Reward = fmt.Sprint(row.Reward)
+		}
+		var f []string
+		for _, x := range row.Findings {
+			f = append(f, string(x))
+		}
+		res.Findings = strings.Join(f, ",")
+		out = append(out, res)
+	})
+	if !errors.Is(end, io.EOF) && !errors.Is(end, ErrIncomplete) {
+		t.Fatalf("unexpected error %v", end)
+	}
+	return out, offset, end
+}
+
+// eachRow decodes the rows of src (rows of at most max bytes, through a buffer of bufBytes),
+// calling each with every row applied (re nil) or rejected; it returns the offset after the
+// last complete line and what ended the stream (io.EOF, ErrIncomplete or a read error).
+func eachRow(kind Kind, src io.Reader, max int64, bufBytes int, each func(r *RowDecoder, row *Row, re *RowError)) (offset int64, end error) {
 	r := NewRowDecoder(bufBytes)
 	r.Reset(src, 0, 0, max)
 	var row Row
@@ -42,28 +73,12 @@ func collect(t testing.TB, kind Kind, src io.Reader, max int64, bufBytes int) (o
 		err := r.Next(kind, &row)
 		var re *RowError
 		switch {
-		case errors.Is(err, io.EOF), errors.Is(err, ErrIncomplete):
-			return out, r.Offset(), err
 		case errors.As(err, &re):
-			out = append(out, result{Err: re.Reason, Line: r.Lines()})
+			each(r, nil, re)
 		case err != nil:
-			t.Fatalf("unexpected error %v", err)
+			return r.Offset(), err
 		default:
-			res := result{
-				Dispatch: string(row.DispatchName()), RunID: string(row.RunID), Masked: row.Masked,
-				Turns: row.Turns, ToolCalls: row.ToolCalls, HasTurns: row.HasTurns, HasToolCalls: row.HasToolCalls,
-				Class: string(row.FailureClass), Kind: string(row.FailureKind()), Type: string(row.FailureType),
-				Verdict: string(row.Verdict), Line: r.Lines(),
-			}
-			if row.HasReward {
-				res.Reward = fmt.Sprint(row.Reward)
-			}
-			var f []string
-			for _, x := range row.Findings {
-				f = append(f, string(x))
-			}
-			res.Findings = strings.Join(f, ",")
-			out = append(out, res)
+			each(r, &row, nil)
 		}
 	}
 }

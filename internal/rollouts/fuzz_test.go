@@ -93,21 +93,14 @@ type fuzzResult struct {
 }
 
 func fuzzRead(kind Kind, src io.Reader, bufBytes int) (out []fuzzResult, offset int64, end error) {
-	r := NewRowDecoder(bufBytes)
-	r.Reset(src, 0, 0, 0)
-	for {
-		var row Row
-		err := r.Next(kind, &row)
-		var re *RowError
-		switch {
-		case errors.Is(err, io.EOF), errors.Is(err, ErrIncomplete):
-			return out, r.Offset(), err
-		case errors.As(err, &re):
+	offset, end = eachRow(kind, src, 0, bufBytes, func(_ *RowDecoder, row *Row, re *RowError) {
+		if re != nil {
 			out = append(out, fuzzResult{reason: re.Reason})
-		default:
-			out = append(out, fuzzResult{row: cloneRow(row)})
+		} else {
+			out = append(out, fuzzResult{row: cloneRow(*row)})
 		}
-	}
+	})
+	return out, offset, end
 }
 
 func cloneRow(r Row) Row {

@@ -15,76 +15,8 @@ import (
 // a number): these keys are optional in every Gym version, and a rollout is counted whatever
 // its response holds. A token count or latency that is a number but outside the instrument's
 // domain (negative, fractional, beyond int64, an infinity) rejects the row, as a bad
-// ng_perf count does: the file says something wrong, and the reason is counted.
-
-// responseMember reads the member r.key of an object of a response context.
-func (r *RowDecoder) responseMember(ctx context, k []byte, row *Row) bool {
-	switch ctx {
-	case ctxResponse:
-		switch string(k) {
-		case "model":
-			if !r.lenientString("response.model", slotModel, &row.Model) {
-				return false
-			}
-			if len(row.Model) == 0 {
-				row.Model = nil // an empty model names none
-			}
-			return true
-		case "status":
-			return r.lenientString("response.status", slotStatus, &row.Status)
-		case "incomplete_details":
-			return r.lenientObject(ctxIncomplete, row)
-		case "usage":
-			return r.lenientObject(ctxUsage, row)
-		case "output":
-			return r.outputItems(row)
-		}
-	case ctxIncomplete:
-		if string(k) == "reason" {
-			return r.lenientString("response.incomplete_details.reason", slotIncomplete, &row.Incomplete)
-		}
-	case ctxUsage:
-		switch string(k) {
-		case "input_tokens":
-			return r.tokens("response.usage.input_tokens", row, spellingResponses, TokenInput)
-		case "output_tokens":
-			return r.tokens("response.usage.output_tokens", row, spellingResponses, TokenOutput)
-		case "prompt_tokens":
-			return r.tokens("response.usage.prompt_tokens", row, spellingChat, TokenInput)
-		case "completion_tokens":
-			return r.tokens("response.usage.completion_tokens", row, spellingChat, TokenOutput)
-		case "input_tokens_details":
-			return r.lenientObject(ctxInputDetails, row)
-		case "output_tokens_details":
-			return r.lenientObject(ctxOutputDetails, row)
-		case "prompt_tokens_details":
-			return r.lenientObject(ctxPromptDetails, row)
-		case "completion_tokens_details":
-			return r.lenientObject(ctxCompletionDetails, row)
-		}
-	case ctxInputDetails, ctxPromptDetails:
-		if string(k) == "cached_tokens" {
-			sp := spellingResponses
-			if ctx == ctxPromptDetails {
-				sp = spellingChat
-			}
-			return r.tokens("response.usage.*_details.cached_tokens", row, sp, TokenCachedInput)
-		}
-	case ctxOutputDetails, ctxCompletionDetails:
-		if string(k) == "reasoning_tokens" {
-			sp := spellingResponses
-			if ctx == ctxCompletionDetails {
-				sp = spellingChat
-			}
-			return r.tokens("response.usage.*_details.reasoning_tokens", row, sp, TokenReasoning)
-		}
-	case ctxOutputItem:
-		if string(k) == "type" {
-			return r.lenientString("response.output[].type", slotItemType, &r.itemType)
-		}
-	}
-	return r.skipValue()
-}
+// ng_perf count does: the file says something wrong, and the reason is counted. Which key of
+// a response context is read how is in member, with the keys of every other context.
 
 // lenientString reads a string into *dst; any other value is skipped and leaves *dst nil.
 func (r *RowDecoder) lenientString(name string, slot int, dst *[]byte) bool {
