@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/ratelog"
 )
 
 type nopSink struct{}
@@ -73,7 +75,7 @@ func BenchmarkStdoutMix(b *testing.B) {
 	for _, l := range mix {
 		n += int64(len(l) + 1)
 	}
-	s := NewStream("bench", 1<<22, nopSink{}, NewLimiter(zap.NewNop(), 1, 1))
+	s := NewLineDecoder("bench", 1<<22, nopSink{}, ratelog.NewLogger(zap.NewNop(), 1, 1))
 	b.SetBytes(n)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -117,7 +119,7 @@ func BenchmarkLines(b *testing.B) {
 	for _, k := range []Kind{Text, Metrics, Span, Log} {
 		l := kinds[k]
 		b.Run(k.String(), func(b *testing.B) {
-			s := NewStream("bench", 1<<22, nopSink{}, NewLimiter(zap.NewNop(), 1, 1))
+			s := NewLineDecoder("bench", 1<<22, nopSink{}, ratelog.NewLogger(zap.NewNop(), 1, 1))
 			b.SetBytes(int64(len(l) + 1))
 			b.ReportAllocs()
 			cpu0 := cpuTime()

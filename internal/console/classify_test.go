@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"go.uber.org/zap"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/ratelog"
 )
 
 func TestClassify(t *testing.T) {
@@ -78,7 +80,7 @@ func FuzzClassify(f *testing.F) {
 			t.Fatalf("trailing white space changed %q from %v to %v", line, k, k2)
 		}
 		c := &capture{}
-		s := NewStream("fuzz", 1<<16, c, NewLimiter(zap.NewNop(), 1, 1))
+		s := NewLineDecoder("fuzz", 1<<16, c, ratelog.NewLogger(zap.NewNop(), 1, 1))
 		_, _ = s.Line(line)
 		st := s.Flush()
 		var rejected int64

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
+	"github.com/gym-telemetry/otelcol-gym/internal/ratelog"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -56,7 +57,7 @@ func (t *totals) add(st *ingest.Stats) {
 func feed(t testing.TB, data []byte, max int) (*capture, totals, *observer.ObservedLogs) {
 	core, logs := observer.New(zap.WarnLevel)
 	c := &capture{}
-	s := NewStream("gym.log", max, c, NewLimiter(zap.New(core), 1000, 1<<62))
+	s := NewLineDecoder("gym.log", max, c, ratelog.NewLogger(zap.New(core), 1000, 1<<62))
 	tot := totals{rejected: map[string]int64{}}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 1<<20), 1<<24)

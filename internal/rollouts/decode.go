@@ -8,7 +8,7 @@ import (
 	"github.com/gym-telemetry/otelcol-gym/internal/gymjson"
 )
 
-// Reasons are every Reason constant of a row (the Tailer adds ingest.ReasonPartialLine): the
+// Reasons are every Reason constant of a row (the Source adds ingest.ReasonPartialLine): the
 // receiver makes each one's series exist at 0.
 var Reasons = []string{
 	ReasonTooLong, ReasonInvalidUTF8, ReasonInvalidJSON, ReasonNotObject, ReasonWrongType,

@@ -22,6 +22,7 @@ import (
 	"github.com/gym-telemetry/otelcol-gym/internal/checkpoint"
 	"github.com/gym-telemetry/otelcol-gym/internal/console"
 	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
+	"github.com/gym-telemetry/otelcol-gym/internal/ratelog"
 	"github.com/gym-telemetry/otelcol-gym/internal/transport"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymconsolereceiver/internal/metadata"
 )
@@ -39,7 +40,7 @@ type consoleReceiver struct {
 	set       receiver.Settings
 	telemetry *metadata.TelemetryBuilder
 	obsrecv   *receiverhelper.ObsReport
-	warn      *console.Limiter
+	warn      *ratelog.Logger
 
 	bounder *bound.Bounder // the gymattrs rules, in front of the metrics pipeline
 	metrics consumer.Metrics
@@ -60,7 +61,7 @@ func newReceiver(set receiver.Settings, cfg *Config) (*consoleReceiver, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &consoleReceiver{cfg: cfg, set: set, telemetry: tb, obsrecv: obsrecv, warn: console.NewLimiter(set.Logger, warnBurst, warnPeriod)}, nil
+	return &consoleReceiver{cfg: cfg, set: set, telemetry: tb, obsrecv: obsrecv, warn: ratelog.NewLogger(set.Logger, warnBurst, warnPeriod)}, nil
 }
 
 // setMetrics puts the gymattrs rules (internal/bound), with this receiver's gymattrs
@@ -84,7 +85,7 @@ func (r *consoleReceiver) Start(ctx context.Context, host component.Host) error 
 		mode, _ := sc.Mode() // validated
 		network := string(sc.Transport)
 		r.stream = transport.NewStreamServer(func(network string) transport.LineDecoder {
-			return console.NewStream(network, max, r, r.warn)
+			return console.NewLineDecoder(network, max, r, r.warn)
 		}, transport.StreamOptions{
 			Network: network, Endpoint: sc.Endpoint, SocketMode: mode,
 			MaxLineBytes: max, QuietTimeout: transport.StreamQuietTimeout, DrainTimeout: transport.DefaultDrainTimeout,
@@ -112,7 +113,7 @@ func (r *consoleReceiver) Start(ctx context.Context, host component.Host) error 
 			store = checkpoint.KeyStore{Client: client, Key: offsetsKey}
 		}
 		r.files = transport.NewFileTailer(func(path string) transport.LineDecoder {
-			return console.NewStream(path, max, r, r.warn)
+			return console.NewLineDecoder(path, max, r, r.warn)
 		}, transport.FilesOptions{
 			Include: fc.Include, Exclude: fc.Exclude,
 			StartAtBeginning: fc.Beginning(),

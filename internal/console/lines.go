@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
+	"github.com/gym-telemetry/otelcol-gym/internal/ratelog"
 )
 
 // Reasons a telemetry record is rejected (besides the transports' too_long and partial_line).
@@ -25,7 +26,7 @@ const (
 	ReasonPartialRecord = "partial_record"
 )
 
-// Sink takes what the streams decode. Each call hands over the data (the sink owns it).
+// Sink takes what the line decoders decode. Each call hands over the data (the sink owns it).
 // Takes says which signals it has a pipeline for: the records of the others are dropped
 // before they are decoded, and counted nowhere (the operator chose not to take them).
 type Sink interface {
@@ -35,22 +36,22 @@ type Sink interface {
 	Logs(ld plog.Logs)
 }
 
-// keepBuf is the largest scratch buffer a stream keeps between records: a larger one (a big
+// keepBuf is the largest scratch buffer a decoder keeps between records: a larger one (a big
 // metrics batch, every few seconds) is given back to the GC rather than held per file.
 const keepBuf = 64 << 10
 
-// maxPending is how many spans or log records a stream holds before it hands them on
+// maxPending is how many spans or log records a decoder holds before it hands them on
 // without waiting for the end of a read.
 const maxPending = 1024
 
-// Stream reads the lines of one source (a file, a connection). Metrics lines go on at once
+// LineDecoder decodes the lines of one source (a file, a connection) for its Sink. Metrics lines go on at once
 // (each is a whole batch); spans and log records are gathered and go on at each Flush (the
 // end of a read) or every maxPending. Not safe for concurrent use.
-type Stream struct {
+type LineDecoder struct {
 	source string
 	max    int
 	sink   Sink
-	warn   *Limiter
+	warn   *ratelog.Logger
 
 	stats ingest.Stats
 	line  int64 // lines seen, for the log
@@ -75,10 +76,10 @@ type Stream struct {
 	logR     logReader
 }
 
-// NewStream returns the stream of a source (a file's path, or the network for a
+// NewLineDecoder returns the decoder of a source (a file's path, or the network for a
 // connection), for lines of at most max bytes.
-func NewStream(source string, max int, sink Sink, warn *Limiter) *Stream {
-	return &Stream{
+func NewLineDecoder(source string, max int, sink Sink, warn *ratelog.Logger) *LineDecoder {
+	return &LineDecoder{
 		source: source, max: max, sink: sink, warn: warn,
 		stats:  ingest.NewStats(),
 		traces: ptrace.NewTraces(), logs: plog.NewLogs(),
@@ -87,7 +88,7 @@ func NewStream(source string, max int, sink Sink, warn *Limiter) *Stream {
 
 // Line handles one line: a record of a signal is decoded and kept, or rejected and counted;
 // anything else is skipped and counted (Unknown).
-func (s *Stream) Line(line []byte) (ingest.Outcome, error) {
+func (s *LineDecoder) Line(line []byte) (ingest.Outcome, error) {
 	s.line++
 	if s.inBlock {
 		if o, done, err := s.blockLine(line); done {
@@ -109,7 +110,7 @@ func (s *Stream) Line(line []byte) (ingest.Outcome, error) {
 
 // blockLine adds a line to the pretty-printed record being gathered. done=false: the line
 // is not part of it (the block was cut) and is handled on its own.
-func (s *Stream) blockLine(line []byte) (ingest.Outcome, bool, error) {
+func (s *LineDecoder) blockLine(line []byte) (ingest.Outcome, bool, error) {
 	t := bytes.TrimRight(line, " \t\r")
 	inner := len(t) > 0 && (t[0] == ' ' || t[0] == '\t')
 	if s.blockLines == 1 && inner {
@@ -155,7 +156,7 @@ func (s *Stream) blockLine(line []byte) (ingest.Outcome, bool, error) {
 
 // abandonBlock ends a block that is not a whole record: rejected when it had begun as one
 // (unless of a signal the sink does not take), skipped (its lines counted) when it had not.
-func (s *Stream) abandonBlock(wasRecord bool) {
+func (s *LineDecoder) abandonBlock(wasRecord bool) {
 	s.inBlock = false
 	if cap(s.block) > keepBuf {
 		s.block = nil
@@ -170,7 +171,7 @@ func (s *Stream) abandonBlock(wasRecord bool) {
 	_ = s.reject(ReasonPartialRecord, "block", s.blockFrom, errors.New("a pretty-printed record was cut by other output or by a refused line, or is longer than max_line_bytes"))
 }
 
-func (s *Stream) record(k Kind, b []byte, at int64) (ingest.Outcome, error) {
+func (s *LineDecoder) record(k Kind, b []byte, at int64) (ingest.Outcome, error) {
 	if !s.sink.Takes(k) {
 		if cap(s.block) > keepBuf {
 			s.block = nil
@@ -214,7 +215,7 @@ func (s *Stream) record(k Kind, b []byte, at int64) (ingest.Outcome, error) {
 	return ingest.Accepted, nil
 }
 
-func (s *Stream) reject(reason, kind string, at int64, err error) error {
+func (s *LineDecoder) reject(reason, kind string, at int64, err error) error {
 	s.stats.Rejected[reason]++
 	s.warn.Warn("gym_console: rejected a telemetry record",
 		zap.String("source", s.source), zap.Int64("line", at), zap.String("record", kind),
@@ -225,7 +226,7 @@ func (s *Stream) reject(reason, kind string, at int64, err error) error {
 // Reject counts a line the transport refused (too long, cut short at the end of a file).
 // The line is gone, so a pretty-printed record it was part of cannot be whole: the record is
 // abandoned, never completed from the lines after it.
-func (s *Stream) Reject(reason string) {
+func (s *LineDecoder) Reject(reason string) {
 	s.line++
 	if s.inBlock {
 		if s.blockLines > 1 {
@@ -241,17 +242,17 @@ func (s *Stream) Reject(reason string) {
 
 // Flush hands on the spans and log records gathered, and returns the counts since the last
 // Flush (the caller clears them).
-func (s *Stream) Flush() *ingest.Stats {
+func (s *LineDecoder) Flush() *ingest.Stats {
 	s.flushTraces()
 	s.flushLogs()
 	return &s.stats
 }
 
-func (s *Stream) flushTraces() {
+func (s *LineDecoder) flushTraces() {
 	flush(&s.traces, &s.nSpans, &s.spanRes, ptrace.NewTraces, s.sink.Traces)
 }
 
-func (s *Stream) flushLogs() { flush(&s.logs, &s.nLogs, &s.logRes, plog.NewLogs, s.sink.Logs) }
+func (s *LineDecoder) flushLogs() { flush(&s.logs, &s.nLogs, &s.logRes, plog.NewLogs, s.sink.Logs) }
 
 // flush hands on the n records gathered in *data (spans or log records), and starts anew.
 func flush[T any](data *T, n *int, res *resourceGroup, fresh func() T, sink func(T)) {
@@ -264,9 +265,9 @@ func flush[T any](data *T, n *int, res *resourceGroup, fresh func() T, sink func
 	sink(d)
 }
 
-// ResourceLine: a console stream has no state to resume a file with (each record carries
+// ResourceLine: a console decoder has no state to resume a file with (each record carries
 // its resource).
-func (s *Stream) ResourceLine() []byte { return nil }
+func (s *LineDecoder) ResourceLine() []byte { return nil }
 
 // Restore does nothing (see ResourceLine).
-func (s *Stream) Restore([]byte) error { return nil }
+func (s *LineDecoder) Restore([]byte) error { return nil }

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/golden"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/plogtest"
@@ -22,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/events"
+	"github.com/gym-telemetry/otelcol-gym/internal/ratelog"
 )
 
 // The sample: 11 lines of ordinary output, 1 line of other JSON, 6 traceback lines; two
@@ -257,30 +257,12 @@ func TestWarningsRateLimited(t *testing.T) {
 		in.WriteString(`{"body": 1` + "\n")
 	}
 	core, logs := newObserver()
-	s := NewStream("f", 1<<20, &capture{}, NewLimiter(core, 10, 1<<62))
+	s := NewLineDecoder("f", 1<<20, &capture{}, ratelog.NewLogger(core, 10, 1<<62))
 	for _, l := range strings.Split(strings.TrimSpace(in.String()), "\n") {
 		_, _ = s.Line([]byte(l))
 	}
 	assert.Equal(t, int64(50), s.Flush().Rejected[ReasonInvalidJSON], "every one counted")
 	assert.Equal(t, 10, logs.Len(), "only the burst logged")
-}
-
-// Once the period has passed, the next warning carries the count of those left out, under the
-// project's one name for it.
-func TestWarningsCountLeftOut(t *testing.T) {
-	core, logs := newObserver()
-	l := NewLimiter(core, 2, time.Minute)
-	now := time.Unix(1000, 0)
-	l.now = func() time.Time { return now }
-	for range 5 {
-		l.Warn("w")
-	}
-	require.Equal(t, 2, logs.Len())
-	assert.NotContains(t, logs.All()[1].ContextMap(), "not_logged_since_last", "nothing left out yet")
-	now = now.Add(time.Minute)
-	l.Warn("w")
-	require.Equal(t, 3, logs.Len())
-	assert.EqualValues(t, 3, logs.All()[2].ContextMap()["not_logged_since_last"])
 }
 
 // A pretty-printed block cut by other output is a partial record; a block that is not a
@@ -410,7 +392,7 @@ func TestPrettyPrintedEqualsCompact(t *testing.T) {
 func TestRejectedLineInBlock(t *testing.T) {
 	core, logs := newObserver()
 	c := &capture{}
-	s := NewStream("f", 1<<20, c, NewLimiter(core, 1000, 1<<62))
+	s := NewLineDecoder("f", 1<<20, c, ratelog.NewLogger(core, 1000, 1<<62))
 	for _, l := range []string{"{", `    "body": "a",`, "    \"attributes\": {"} {
 		_, _ = s.Line([]byte(l))
 	}
@@ -429,7 +411,7 @@ func TestRejectedLineInBlock(t *testing.T) {
 	assert.Equal(t, int64(9), logs.All()[1].ContextMap()["line"], "the refused line counts")
 
 	core, logs = newObserver()
-	s = NewStream("f", 1<<20, c, NewLimiter(core, 1000, 1<<62))
+	s = NewLineDecoder("f", 1<<20, c, ratelog.NewLogger(core, 1000, 1<<62))
 	_, _ = s.Line([]byte("{"))
 	s.Reject(events.ReasonTooLong)
 	_, _ = s.Line([]byte(`{"body": "ok", "observed_timestamp": "2025-12-01T19:00:21.000050Z"}`))
@@ -447,7 +429,7 @@ func TestRejectedLineInBlock(t *testing.T) {
 // dropped before decoding and counted nowhere; the text around them is still counted.
 func TestSinkTakesOnlySpans(t *testing.T) {
 	c := &capture{only: map[Kind]bool{Span: true}}
-	s := NewStream("gym.log", 1<<20, c, NewLimiter(zap.NewNop(), 1000, 1<<62))
+	s := NewLineDecoder("gym.log", 1<<20, c, ratelog.NewLogger(zap.NewNop(), 1000, 1<<62))
 	in := string(readSample(t)) + "{\n    \"body\": \"cut\",\nINFO: interleaved\n"
 	for _, l := range strings.Split(strings.TrimSuffix(in, "\n"), "\n") {
 		_, _ = s.Line([]byte(l))
