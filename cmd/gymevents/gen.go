@@ -99,16 +99,9 @@ type genReport struct {
 func runGen(args []string, stdout, stderr io.Writer) int {
 	var o genOptions
 	fs := newGenFlags(&o, stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: gymevents gen [flags] (--out FILE | --endpoint URL | --stream unix:///path|tcp://host:port)\n\n")
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	pos, code, ok := parseCommand(fs, args, "usage: gymevents gen [flags] (--out FILE | --endpoint URL | --stream unix:///path|tcp://host:port)\n\n", stderr)
+	if !ok {
+		return code
 	}
 	if len(pos) != 0 {
 		fmt.Fprintf(stderr, "gymevents gen: unexpected argument %q\n", pos[0])

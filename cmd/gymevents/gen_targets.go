@@ -5,12 +5,10 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 )
@@ -108,45 +106,23 @@ func (e statusError) Error() string {
 
 // postBody posts one body, retrying 503 (after its Retry-After) and a refused connection.
 func (g *genRun) postBody(ctx context.Context, data []byte) (*answer, error) {
-	backoff := 100 * time.Millisecond
-	for attempt := 0; ; attempt++ {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.target, bytes.NewReader(data))
-		if err != nil {
-			return nil, err
+	r := retrier{client: g.client, url: g.target, retries: g.opts.retries,
+		backoff: 100 * time.Millisecond, maxWait: g.opts.maxWait, sleep: sleepCtx,
+		onRetry: func(_, status int, _ time.Duration) {
+			if status == http.StatusServiceUnavailable {
+				g.st.retries503.Add(1)
+			}
+		}}
+	status, data, err := r.post(ctx, data)
+	if err != nil {
+		if status != 0 {
+			return nil, statusError{status}
 		}
-		req.Header.Set("Content-Type", "application/x-ndjson")
-		resp, err := g.client.Do(req)
-		var wait time.Duration
-		switch {
-		case err != nil:
-			if !isRefused(err) || attempt >= g.opts.retries {
-				return nil, err
-			}
-			wait = backoff
-			backoff *= 2
-		case resp.StatusCode == http.StatusServiceUnavailable && attempt < g.opts.retries:
-			wait = retryAfter(resp.Header.Get("Retry-After"), backoff, time.Now())
-			backoff *= 2
-			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-			resp.Body.Close()
-			g.st.retries503.Add(1)
-		default:
-			data, rerr := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-			resp.Body.Close()
-			if rerr != nil {
-				return nil, statusError{resp.StatusCode}
-			}
-			if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusBadRequest {
-				return nil, statusError{resp.StatusCode}
-			}
-			var ans answer
-			if err := json.Unmarshal(data, &ans); err != nil {
-				return nil, statusError{resp.StatusCode}
-			}
-			return &ans, nil
-		}
-		if err := sleepCtx(ctx, min(wait, g.opts.maxWait)); err != nil {
-			return nil, err
-		}
+		return nil, err
 	}
+	var ans answer
+	if (status != http.StatusOK && status != http.StatusBadRequest) || json.Unmarshal(data, &ans) != nil {
+		return nil, statusError{status}
+	}
+	return &ans, nil
 }

@@ -67,19 +67,29 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-func runSend(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	var o sendOptions
-	fs := newSendFlags(&o, stderr)
+// parseCommand parses a command's flags and arguments, with usage over the flags as its help;
+// when ok is false the command ends with code (0 after --help).
+func parseCommand(fs *flag.FlagSet, args []string, usage string, stderr io.Writer) (pos []string, code int, ok bool) {
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return nil, 0, false
+	case err != nil:
+		return nil, 2, false
+	}
+	return pos, 0, true
+}
+
+func runSend(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	var o sendOptions
+	fs := newSendFlags(&o, stderr)
+	pos, code, ok := parseCommand(fs, args, usage, stderr)
+	if !ok {
+		return code
 	}
 	if len(pos) != 1 {
 		fmt.Fprintf(stderr, "gymevents send: want exactly one FILE, got %d\n", len(pos))
@@ -95,6 +105,7 @@ func runSend(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	target := ""
+	var err error
 	if o.stream != "" {
 		if _, _, err := parseStreamURL(o.stream); err != nil {
 			fmt.Fprintf(stderr, "gymevents send: --stream: %v\n", err)
@@ -395,55 +406,25 @@ func (s *sender) post(ctx context.Context, payload []byte) (int, *answer, error)
 		_ = zw.Close()
 		payload = zb.Bytes()
 	}
-	backoff := 500 * time.Millisecond
-	for attempt := 0; ; attempt++ {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(payload))
-		if err != nil {
-			return 0, nil, err
-		}
-		req.Header.Set("Content-Type", "application/x-ndjson")
-		if s.opts.gzip {
-			req.Header.Set("Content-Encoding", "gzip")
-		}
-		resp, err := s.client.Do(req)
-		var wait time.Duration
-		switch {
-		case err != nil:
-			if !isRefused(err) || attempt >= s.opts.retries {
-				return 0, nil, err
-			}
-			wait = backoff
-			backoff *= 2
-		case resp.StatusCode == http.StatusServiceUnavailable && attempt < s.opts.retries:
-			wait = retryAfter(resp.Header.Get("Retry-After"), backoff, time.Now())
-			backoff *= 2
-			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-			resp.Body.Close()
-		default:
-			defer resp.Body.Close()
-			data, rerr := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-			if rerr != nil {
-				return resp.StatusCode, nil, rerr
-			}
-			var ans answer
-			if json.Unmarshal(data, &ans) != nil {
-				if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusBadRequest {
-					return resp.StatusCode, nil, fmt.Errorf("HTTP %d with an answer that is not JSON: %.200q", resp.StatusCode, data)
-				}
-				return resp.StatusCode, nil, nil
-			}
-			return resp.StatusCode, &ans, nil
-		}
-		if wait > s.opts.maxWait {
-			wait = s.opts.maxWait
-		}
-		if !s.opts.quiet {
+	r := retrier{client: s.client, url: s.url, gzip: s.opts.gzip, retries: s.opts.retries,
+		backoff: 500 * time.Millisecond, maxWait: s.opts.maxWait, sleep: s.sleep}
+	if !s.opts.quiet {
+		r.onRetry = func(attempt, _ int, wait time.Duration) {
 			fmt.Fprintf(s.out, "retrying in %v (attempt %d of %d)\n", wait, attempt+1, s.opts.retries)
 		}
-		if err := s.sleep(ctx, wait); err != nil {
-			return 0, nil, err
-		}
 	}
+	status, data, err := r.post(ctx, payload)
+	if err != nil {
+		return status, nil, err
+	}
+	var ans answer
+	if json.Unmarshal(data, &ans) != nil {
+		if status == http.StatusOK || status == http.StatusBadRequest {
+			return status, nil, fmt.Errorf("HTTP %d with an answer that is not JSON: %.200q", status, data)
+		}
+		return status, nil, nil
+	}
+	return status, &ans, nil
 }
 
 func isRefused(err error) bool {
