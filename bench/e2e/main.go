@@ -45,7 +45,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/gym-telemetry/otelcol-gym/bench/internal/harness"
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 type options struct {

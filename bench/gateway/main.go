@@ -42,7 +42,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/encoding/gzip"
 
-	"github.com/gym-telemetry/otelcol-gym/bench/internal/harness"
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 	"github.com/gym-telemetry/otelcol-gym/internal/bound"
 )
 

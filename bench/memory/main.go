@@ -22,7 +22,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gym-telemetry/otelcol-gym/bench/internal/harness"
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 type options struct {

@@ -4,7 +4,7 @@
 //
 //	go run ./bench/otlppeer --peer _build/otlppeer/otelcol-otlppeer [--collector _build/otelcol-gym] [--rounds 3]
 //
-// The load (bench/internal/harness/otlpgen.go) is generated once, in memory: OTLP/HTTP
+// The load (e2e/harness/otlpgen.go) is generated once, in memory: OTLP/HTTP
 // protobuf exports of --resources Gym processes, every schema instrument with its kind, unit
 // and bucket boundaries, declared attributes with values to normalise (failure kinds, fallback
 // enums, identifiers, an over-long dispatch name), undeclared attributes to drop, --workers SDK
@@ -43,7 +43,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
-	"github.com/gym-telemetry/otelcol-gym/bench/internal/harness"
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )

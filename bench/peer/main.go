@@ -12,7 +12,7 @@
 //   - otelcol-gym with its files transport (and, for reference, over HTTP: the same stream
 //     posted by `gymevents gen --pregen`),
 //   - the stock collector with file_log + json_parser -> signal_to_metrics (the Gym
-//     metrics that signal_to_metrics can express: see bench/internal/harness/config.go) ->
+//     metrics that signal_to_metrics can express: see e2e/harness/config.go) ->
 //     nop,
 //
 // until its own telemetry says every line was read (otelcol_receiver_gym_lines_* for
@@ -36,7 +36,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/gym-telemetry/otelcol-gym/bench/internal/harness"
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 type options struct {

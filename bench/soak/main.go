@@ -26,7 +26,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gym-telemetry/otelcol-gym/bench/internal/harness"
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 type sample struct {
