@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // distributionConfig uses the distribution's components beyond the core ones with every key they are
@@ -91,8 +93,8 @@ service:
 // the key of a bad gymattrs setting.
 func TestValidateDistribution(t *testing.T) {
 	t.Parallel()
-	useCollector()
-	out, err := exec.Command(collectorBin, "components").CombinedOutput()
+	harness.UseCollector()
+	out, err := exec.Command(harness.Bin, "components").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	for _, name := range []string{"name: gymattrs", "name: file_storage", "name: bearertokenauth", "name: gym_console"} {
 		assert.Contains(t, string(out), name, "otelcol-gym components")
@@ -168,18 +170,18 @@ func replaceOnce(t *testing.T, s, from, to string) string {
 // names the variable's key when an environment variable gives a bad value.
 func TestValidateDeploy(t *testing.T) {
 	t.Parallel()
-	useCollector()
-	agent := filepath.Join(repoRoot, "deploy", "agent.yaml")
-	gateway := filepath.Join(repoRoot, "deploy", "gateway.yaml")
+	harness.UseCollector()
+	agent := filepath.Join(harness.Root, "deploy", "agent.yaml")
+	gateway := filepath.Join(harness.Root, "deploy", "gateway.yaml")
 	for _, args := range [][]string{
 		{"--config", agent},
 		{"--config", gateway},
 		{"--config", agent, "--config", "yaml:exporters::otlp_grpc::sending_queue::storage: null"},
 	} {
-		out, err := exec.Command(collectorBin, append([]string{"validate"}, args...)...).CombinedOutput()
+		out, err := exec.Command(harness.Bin, append([]string{"validate"}, args...)...).CombinedOutput()
 		assert.NoError(t, err, "validate %v:\n%s", args, out)
 	}
-	cmd := exec.Command(collectorBin, "validate", "--config", agent)
+	cmd := exec.Command(harness.Bin, "validate", "--config", agent)
 	cmd.Env = append(os.Environ(), "OTELCOL_GYM_COLLECTION_INTERVAL=soon")
 	out, err := cmd.CombinedOutput()
 	if assert.Error(t, err, "validate accepted collection_interval: soon") {

@@ -25,6 +25,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // The dashboards and rules of deploy/ against real data: the shipped configuration fed a
@@ -113,7 +115,7 @@ type grafanaDashboard struct {
 
 func loadDashboards(t *testing.T) []grafanaDashboard {
 	t.Helper()
-	paths, err := filepath.Glob(filepath.Join(repoRoot, "deploy", "grafana", "dashboards", "*.json"))
+	paths, err := filepath.Glob(filepath.Join(harness.Root, "deploy", "grafana", "dashboards", "*.json"))
 	require.NoError(t, err)
 	require.NotEmpty(t, paths)
 	var out []grafanaDashboard
@@ -296,8 +298,8 @@ func labelValues(base, query string) ([]string, error) {
 // gymRun is a running collector on the shipped configuration, fed a realistic run, and the
 // Prometheus that scrapes it with deploy/prometheus/gym.rules.yaml loaded.
 type gymRun struct {
-	col     *collector
-	ports   collectorPorts
+	col     *harness.Collector
+	ports   harness.Ports
 	prom    string
 	implies runImplies
 	extra   struct{ accepted, rejected, unknown, sdkScored, rows int }
@@ -306,7 +308,7 @@ type gymRun struct {
 // startGymRun feeds the run in three parts a few scrapes apart, so rates see it grow.
 func startGymRun(t *testing.T) *gymRun {
 	t.Helper()
-	return startGymRunWith(t, gymRunSetup{prometheus: func(ports collectorPorts) string {
+	return startGymRunWith(t, gymRunSetup{prometheus: func(ports harness.Ports) string {
 		return fmt.Sprintf(`global:
   scrape_interval: 3s
   scrape_timeout: 3s
@@ -326,23 +328,23 @@ scrape_configs:
 // configuration and dashboardsOverride (given the ports and the run files' directory), and
 // Prometheus' configuration (gym.rules.yaml sits beside it).
 type gymRunSetup struct {
-	collector  func(ports collectorPorts, results string) []string
-	prometheus func(ports collectorPorts) string
+	collector  func(ports harness.Ports, results string) []string
+	prometheus func(ports harness.Ports) string
 }
 
 func startGymRunWith(t *testing.T, setup gymRunSetup) *gymRun {
 	t.Helper()
 	results := t.TempDir()
-	col, ports := startDefaultCollectorWith(t, func(p collectorPorts) []string {
+	col, ports := harness.StartDefaultCollectorWith(t, func(p harness.Ports) []string {
 		more := []string{dashboardsOverride(results)}
 		if setup.collector != nil {
 			more = append(more, setup.collector(p, results)...)
 		}
 		return more
 	})
-	rules, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "prometheus", "gym.rules.yaml"))
+	rules, err := os.ReadFile(filepath.Join(harness.Root, "deploy", "prometheus", "gym.rules.yaml"))
 	require.NoError(t, err)
-	run := &gymRun{col: col, ports: ports, prom: startPrometheusWith(t, setup.prometheus(ports), map[string]string{"gym.rules.yaml": string(rules)})}
+	run := &gymRun{col: col, ports: ports, prom: harness.StartPrometheusWith(t, setup.prometheus(ports), map[string]string{"gym.rules.yaml": string(rules)})}
 
 	// A realistic run: 30,000 events of 6 Gym processes (process 0 is the rollout driver).
 	stream := filepath.Join(t.TempDir(), "run.jsonl")
@@ -357,7 +359,7 @@ func startGymRunWith(t *testing.T, setup gymRunSetup) *gymRun {
 
 	post := func(part []string) {
 		for i, body := range part {
-			status, ans := col.postEvents(t, body)
+			status, ans := col.PostEvents(t, body)
 			require.Equal(t, http.StatusOK, status, "body %d", i)
 			require.Zero(t, ans.Rejected+ans.Unknown, "body %d: %+v", i, ans)
 		}
@@ -366,7 +368,7 @@ func startGymRunWith(t *testing.T, setup gymRunSetup) *gymRun {
 	runFile := filepath.Join(results, "eval.jsonl")
 	newer := func(k int) {
 		body, lines := dashNewerEvents(k)
-		status, ans := col.postEvents(t, body)
+		status, ans := col.PostEvents(t, body)
 		require.Equal(t, http.StatusOK, status)
 		require.Equal(t, []int{lines, 0, 0}, []int{ans.Accepted, ans.Rejected, ans.Unknown}, "stage %d: %+v", k, ans)
 		run.extra.accepted += lines
@@ -383,7 +385,7 @@ func startGymRunWith(t *testing.T, setup gymRunSetup) *gymRun {
 	post(bodies[:third])
 	newer(1)
 	crafted, acc, rej, unk := craftedLines()
-	status, ans := col.postEvents(t, crafted)
+	status, ans := col.PostEvents(t, crafted)
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, []int{acc, rej, unk}, []int{ans.Accepted, ans.Rejected, ans.Unknown}, "%+v", ans)
 	run.extra.accepted += acc
@@ -444,10 +446,10 @@ func dashboardChecks(t *testing.T, dashboards []grafanaDashboard, records map[st
 func everyQueryAnswers(t *testing.T, prom string, checks, vars []queryCheck) {
 	t.Helper()
 	var failing []string
-	err := eventually(120*time.Second, time.Second, func() error {
+	err := harness.Eventually(120*time.Second, time.Second, func() error {
 		failing = failing[:0]
 		for _, c := range checks {
-			got, err := promQuery(prom, c.query)
+			got, err := harness.PromQuery(prom, c.query)
 			switch {
 			case err != nil:
 				failing = append(failing, fmt.Sprintf("%s: %v\n    %s", c.name, err, c.query))
@@ -465,7 +467,7 @@ func everyQueryAnswers(t *testing.T, prom string, checks, vars []queryCheck) {
 			}
 		}
 		if len(failing) > 0 {
-			return errNotYet
+			return harness.ErrNotYet
 		}
 		return nil
 	})
@@ -479,9 +481,9 @@ func everyQueryAnswers(t *testing.T, prom string, checks, vars []queryCheck) {
 // Prometheus evaluates every rule without error.
 func TestDashboardsAndRulesOnRealData(t *testing.T) {
 	t.Parallel()
-	prometheusBinary(t)
+	harness.PrometheusBinary(t)
 	dashboards := loadDashboards(t)
-	rulesData, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "prometheus", "gym.rules.yaml"))
+	rulesData, err := os.ReadFile(filepath.Join(harness.Root, "deploy", "prometheus", "gym.rules.yaml"))
 	require.NoError(t, err)
 	records, alerts := recordingRules(t, rulesData)
 	require.NotEmpty(t, records)
@@ -506,7 +508,7 @@ func TestDashboardsAndRulesOnRealData(t *testing.T) {
 	// The exporter's names: promtool check metrics finds nothing to say about a Gym metric
 	// (no unit doubled, counters with _total, help text), and every series a dashboard names
 	// is in the scrape.
-	scrape, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", run.ports.Prometheus))
+	scrape, err := harness.HTTPGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", run.ports.Prometheus))
 	require.NoError(t, err)
 	// What promtool may still say is about Gym's own spelling, which no translation changes:
 	// an abbreviated unit (gym.event_loop.lag_ms), gym.gc.count's _count, gym.host.memory.total's
@@ -636,7 +638,7 @@ func TestDashboardsAndRulesOnRealData(t *testing.T) {
 	// loaded machine the first scrapes can come after every stage was fed): the alert fires,
 	// for that limit only (the driver's limit has no admission timeout).
 	body, lines := dashNewerTimeouts(2*dashNewerStages + 2)
-	status, ans := run.col.postEvents(t, body)
+	status, ans := run.col.PostEvents(t, body)
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, lines, ans.Accepted, "%+v", ans)
 	want(`sum(gym_concurrency_admission_timeouts_total)`, map[string]float64{`{}`: 2*dashNewerStages + 2})
@@ -649,7 +651,7 @@ func TestDashboardsAndRulesOnRealData(t *testing.T) {
 // one per line ("name: problem"). Exit status 3 means it found some.
 func promtoolCheckMetrics(t *testing.T, text string) []string {
 	t.Helper()
-	bin := filepath.Join(filepath.Dir(prometheusBinary(t)), "promtool")
+	bin := filepath.Join(filepath.Dir(harness.PrometheusBinary(t)), "promtool")
 	if _, err := os.Stat(bin); err != nil {
 		bin, err = exec.LookPath("promtool")
 		require.NoError(t, err, "promtool ships with Debian's prometheus")
@@ -687,7 +689,7 @@ func scrapedNames(text string) map[string]bool {
 // everyRuleHealthy waits until Prometheus has evaluated each named rule without error.
 func everyRuleHealthy(t *testing.T, prom string, names []string) {
 	t.Helper()
-	err := eventually(90*time.Second, time.Second, func() error {
+	err := harness.Eventually(90*time.Second, time.Second, func() error {
 		health, err := ruleHealth(prom)
 		if err != nil {
 			return err
@@ -768,10 +770,10 @@ func targetHealth(base string) string {
 // recording rule, answers 0 (not "No data", which reads as a broken pipeline).
 func TestCollectorDashboardAtZero(t *testing.T) {
 	t.Parallel()
-	prometheusBinary(t)
-	_, ports := startDefaultCollector(t)
+	harness.PrometheusBinary(t)
+	_, ports := harness.StartDefaultCollector(t)
 
-	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "receiver.md"))
+	doc, err := os.ReadFile(filepath.Join(harness.Root, "docs", "receiver.md"))
 	require.NoError(t, err)
 	const intro = "Reasons (the `reason` attribute of `otelcol_receiver_gym_lines_rejected`):"
 	_, list, ok := strings.Cut(string(doc), intro)
@@ -782,12 +784,12 @@ func TestCollectorDashboardAtZero(t *testing.T) {
 		reasons = append(reasons, m[1])
 	}
 	require.GreaterOrEqual(t, len(reasons), 10, "%q", list)
-	text, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Telemetry))
+	text, err := harness.HTTPGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Telemetry))
 	require.NoError(t, err)
 	rejected := map[string]string{}
 	for _, line := range strings.Split(text, "\n") {
 		if rest, ok := strings.CutPrefix(line, "otelcol_receiver_gym_lines_rejected{"); ok {
-			ls, v := parseSample("{" + rest)
+			ls, v := harness.ParseSample("{" + rest)
 			rejected[ls["reason"]] = v
 		}
 	}
@@ -795,7 +797,7 @@ func TestCollectorDashboardAtZero(t *testing.T) {
 		assert.Equal(t, "0", rejected[r], "otelcol_receiver_gym_lines_rejected{reason=%q} on a fresh collector", r)
 	}
 
-	rulesData, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "prometheus", "gym.rules.yaml"))
+	rulesData, err := os.ReadFile(filepath.Join(harness.Root, "deploy", "prometheus", "gym.rules.yaml"))
 	require.NoError(t, err)
 	records, _ := recordingRules(t, rulesData)
 	checks := []queryCheck{{"recording rule gym:receiver_lines_rejected:rate5m", records["gym:receiver_lines_rejected:rate5m"]}}
@@ -811,7 +813,7 @@ func TestCollectorDashboardAtZero(t *testing.T) {
 		}
 	}
 	require.Greater(t, len(checks), 5)
-	prom := startPrometheusWith(t, fmt.Sprintf(`global:
+	prom := harness.StartPrometheusWith(t, fmt.Sprintf(`global:
   scrape_interval: 1s
   scrape_timeout: 1s
 scrape_configs:
@@ -822,10 +824,10 @@ scrape_configs:
     static_configs: [{targets: ["127.0.0.1:%d"]}]
 `, ports.Prometheus, ports.Telemetry), nil)
 	var failing []string
-	err = eventually(60*time.Second, time.Second, func() error {
+	err = harness.Eventually(60*time.Second, time.Second, func() error {
 		failing = failing[:0]
 		for _, c := range checks {
-			got, err := promQuery(prom, c.query)
+			got, err := harness.PromQuery(prom, c.query)
 			switch {
 			case err != nil:
 				failing = append(failing, fmt.Sprintf("%s: %v", c.name, err))
@@ -840,7 +842,7 @@ scrape_configs:
 			}
 		}
 		if len(failing) > 0 {
-			return errNotYet
+			return harness.ErrNotYet
 		}
 		return nil
 	})

@@ -29,6 +29,8 @@ import (
 	_ "google.golang.org/grpc/encoding/gzip" // the agents send gzip
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // The network between a node agent (deploy/agent.yaml) and a gateway (deploy/gateway.yaml),
@@ -336,7 +338,7 @@ func agentEnv(t *testing.T, dir, gateway string, gymPort int, otlpHTTP string) [
 		"OTELCOL_GYM_FILES_POLL_INTERVAL=100ms",
 		"OTELCOL_GYM_COLLECTION_INTERVAL=300ms",
 		"OTELCOL_GYM_PROCESS_STATS=false",
-		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", freePort(t)),
+		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", harness.Port(t)),
 		"OTELCOL_GYM_OTLP_HTTP_ENDPOINT=" + otlpHTTP,
 		"OTELCOL_GYM_NODE_NAME=" + filepath.Base(dir),
 	}
@@ -348,8 +350,8 @@ func startFaultAgent(t *testing.T, name, gateway string, overlays, env []string)
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), name)
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "gym"), 0o700))
-	gymPort := freePort(t)
-	otlpHTTP := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	gymPort := harness.Port(t)
+	otlpHTTP := fmt.Sprintf("127.0.0.1:%d", harness.Port(t))
 	a := &faultAgent{gymPorts: []int{gymPort}, settle: time.Minute}
 	a.deployed = startDeployedConfigs(t, "agent-"+name, append([]string{"agent.yaml"}, overlays...),
 		append(agentEnv(t, dir, gateway, gymPort, otlpHTTP), env...))
@@ -383,7 +385,7 @@ func (a *faultAgent) emitUntil(t *testing.T, what string, within time.Duration, 
 
 // counter is one of the collector's own counters (the Prometheus exporter adds _total).
 func (d *deployed) counter(t *testing.T, name string) float64 {
-	return telemetryValue(t, d.ports, name+"_total") + telemetryValue(t, d.ports, name)
+	return harness.TelemetryValue(t, d.ports, name+"_total") + harness.TelemetryValue(t, d.ports, name)
 }
 
 // healthy reports whether the collector's health check answers 200.
@@ -397,7 +399,7 @@ func (d *deployed) healthy() bool {
 }
 
 // logCount is how often the collector's log holds sub.
-func (d *deployed) logCount(sub string) int { return strings.Count(d.logTail(1<<24), sub) }
+func (d *deployed) logCount(sub string) int { return strings.Count(d.LogTail(1<<24), sub) }
 
 const exportFailed = "Exporting failed. Will retry the request after interval."
 
@@ -429,7 +431,7 @@ func (a *faultAgent) waitExact(t *testing.T, prom, what string, sdkPeriodic bool
 // with the otlp_grpc exporter's settings from the recipe (queue, retries, timeout, gzip).
 func otlpHTTPOverlay(t *testing.T, endpoint string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "agent.yaml"))
+	data, err := os.ReadFile(filepath.Join(harness.Root, "deploy", "agent.yaml"))
 	require.NoError(t, err)
 	var recipe struct {
 		Exporters map[string]map[string]any `yaml:"exporters"`
@@ -456,8 +458,8 @@ func otlpHTTPOverlay(t *testing.T, endpoint string) string {
 // it kills it).
 func TestNetworkFaults(t *testing.T) {
 	t.Parallel()
-	prom := startRemoteWritePrometheus(t)
-	gwGRPC, gwHTTP := freePort(t), freePort(t)
+	prom := harness.StartRemoteWritePrometheus(t)
+	gwGRPC, gwHTTP := harness.Port(t), harness.Port(t)
 	gwEnv := func(grpcPort, httpPort int) []string {
 		return []string{
 			fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", grpcPort),
@@ -514,11 +516,11 @@ func faultHang(t *testing.T, prom, gateway string) {
 	p.stall()
 	var queued float64
 	a.emitUntil(t, "attempts timing out, the queue growing, a new connection", time.Minute, func() bool {
-		queued = telemetryValue(t, a.ports, "otelcol_exporter_queue_size")
+		queued = harness.TelemetryValue(t, a.ports, "otelcol_exporter_queue_size")
 		return a.logCount(exportFailed) >= failed+4 && queued > 0 && p.hung.Load() > 0
 	})
 	left := time.Since(start)
-	log := a.logTail(1 << 24)
+	log := a.LogTail(1 << 24)
 	assert.Contains(t, log, "DeadlineExceeded", "the attempts time out")
 	assert.True(t, a.healthy(), "the agent stays healthy")
 	assert.Zero(t, a.counter(t, "otelcol_exporter_send_failed_metric_points"), "a retried attempt is no failed send")
@@ -652,8 +654,8 @@ func faultLongOutage(t *testing.T, prom string, gwEnv func(int, int) []string) {
 	if os.Getenv("GYM_REAL_OUTAGE") != "" { // the ten minutes themselves, at the default interval
 		interval = 10 * time.Second
 	}
-	gwPort := freePort(t)
-	gw := startDeployed(t, "gateway-outage", "gateway.yaml", gwEnv(gwPort, freePort(t)))
+	gwPort := harness.Port(t)
+	gw := startDeployed(t, "gateway-outage", "gateway.yaml", gwEnv(gwPort, harness.Port(t)))
 	p := newFaultProxy(t, fmt.Sprintf("127.0.0.1:%d", gwPort))
 	a := startFaultAgent(t, "outage", p.addr, nil, []string{
 		"OTELCOL_GYM_COLLECTION_INTERVAL=" + interval.String(),
@@ -671,7 +673,7 @@ func faultLongOutage(t *testing.T, prom string, gwEnv func(int, int) []string) {
 	refused := a.counter(t, "otelcol_exporter_enqueue_failed_metric_points")
 	t.Logf("outage: %s (%d collections); %v points refused by the full queue (capacity %v)",
 		time.Since(start).Round(100*time.Millisecond), int(time.Since(start)/interval), refused,
-		telemetryValue(t, a.ports, "otelcol_exporter_queue_capacity"))
+		harness.TelemetryValue(t, a.ports, "otelcol_exporter_queue_capacity"))
 	p.set(modePass, busyAnswer{})
 	a.round(t, 3)
 	took := a.waitExact(t, prom, "after the outage", true)
@@ -683,10 +685,10 @@ func faultLongOutage(t *testing.T, prom string, gwEnv func(int, int) []string) {
 	// HTTP senders posted since the last checkpoint, a bound of its own (docs/deployment.md).
 	p.set(modeRefuse, busyAnswer{})
 	a.emitUntil(t, "a full queue again", time.Minute, func() bool {
-		return telemetryValue(t, a.ports, "otelcol_exporter_queue_size") >= 2
+		return harness.TelemetryValue(t, a.ports, "otelcol_exporter_queue_size") >= 2
 	})
 	time.Sleep(5 * interval)
-	queued := telemetryValue(t, a.ports, "otelcol_exporter_queue_size")
+	queued := harness.TelemetryValue(t, a.ports, "otelcol_exporter_queue_size")
 	assert.Positive(t, queued, "the queue holds requests when the agent is killed")
 	a.kill()
 	gw.kill()

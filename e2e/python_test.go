@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
@@ -49,7 +50,7 @@ receivers:
     collection_interval: 300ms
     process:
       enabled: false
-` + sinkExporterAndService + `
+` + harness.SinkExporterAndService + `
   pipelines:
     metrics:
       receivers: [gym, gym/tcp]
@@ -137,13 +138,13 @@ func latestOf(exports []pmetric.Metrics, svc string) pmetric.Metrics {
 
 func TestPythonEmitter(t *testing.T) {
 	t.Parallel()
-	python := pythonOrSkip(t)
-	sink := newCtlSink(t)
+	python := harness.Python(t)
+	sink := harness.NewOTLPSink(t)
 	sock := filepath.Join(t.TempDir(), "gym.sock")
 	var tcpAddr string
-	col, ports := startCollector(t, func(p collectorPorts) []string {
-		tcpAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-		return []string{render(t, pythonConfig, tmplData{P: p, Sink: sink.URL(), X: map[string]any{"sock": sock, "tcp": tcpAddr}})}
+	col, ports := harness.StartCollector(t, func(p harness.Ports) []string {
+		tcpAddr = fmt.Sprintf("127.0.0.1:%d", harness.Port(t))
+		return []string{harness.Render(t, pythonConfig, harness.Data{P: p, Sink: sink.URL(), X: map[string]any{"sock": sock, "tcp": tcpAddr}})}
 	})
 
 	root, err := filepath.Abs("..")
@@ -243,8 +244,8 @@ func TestPythonEmitter(t *testing.T) {
 		{sbx, "gym.sandbox.exec_duration_ms", map[string]string{"nemo.gym.sandbox.provider=docker": "5/500"}},
 		{sbx, "gym.sandbox.create_retry_total", map[string]string{"nemo.gym.sandbox.provider=docker": "2"}},
 	}
-	err = eventually(30*time.Second, 200*time.Millisecond, func() error {
-		exports := sink.exports()
+	err = harness.Eventually(30*time.Second, 200*time.Millisecond, func() error {
+		exports := sink.Exports()
 		for _, w := range wants {
 			got := values(pyPoints(latestOf(exports, w.svc), w.svc, w.metric))
 			if !maps.Equal(got, w.values) {
@@ -256,7 +257,7 @@ func TestPythonEmitter(t *testing.T) {
 	require.NoError(t, err)
 
 	// The sampled readings: their values depend on timing, their presence and bounds do not.
-	exports := sink.exports()
+	exports := sink.Exports()
 	for _, svc := range []string{srv, drv} {
 		md := latestOf(exports, svc)
 		loop := map[string]string{srv: "server", drv: "driver"}[svc]
@@ -294,8 +295,8 @@ func TestPythonEmitter(t *testing.T) {
 			assert.True(t, seen[in.Name], "%s: nothing from the Python processes", in.Name)
 		}
 	}
-	require.Empty(t, sink.errors())
-	require.NoError(t, col.stop(30*time.Second))
+	require.Empty(t, sink.Errors())
+	require.NoError(t, col.Stop(30*time.Second))
 }
 
 // gymTodayGroups are the schema's groups of the instruments of Gym's newer releases that

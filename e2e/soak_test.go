@@ -21,6 +21,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // TestSoak (make soak; GYM_SOAK=1, SOAK_DURATION, default 5m): an accelerated day of one node
@@ -65,7 +67,7 @@ func TestSoak(t *testing.T) {
 	)
 	s := startSoak(t, maxResources, expireAfter)
 	t.Logf("soak: %s, restarts %s, max_resources %d, expire_after %s; agent log %s",
-		duration, schedule, maxResources, expireAfter, s.agent.logPath)
+		duration, schedule, maxResources, expireAfter, s.agent.LogPath)
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -96,13 +98,13 @@ func TestSoak(t *testing.T) {
 
 	sent := s.httpSent.Load() + s.fileSent.Load() + s.runSent.Load()
 	var got float64
-	err := eventually(2*time.Minute, time.Second, func() error {
+	err := harness.Eventually(2*time.Minute, time.Second, func() error {
 		var err error
 		if got, err = s.promTotal(`gym_rollout_completed_total{host_name="soak-node"}`); err != nil {
 			return err
 		}
 		if got != float64(sent) {
-			return errNotYet
+			return harness.ErrNotYet
 		}
 		return nil
 	})
@@ -157,8 +159,8 @@ func TestSoak(t *testing.T) {
 		assert.Zero(t, x.badLines, "at %s: lines rejected (but for too_many_resources) or unknown, rows rejected", x.at)
 	}
 	assert.Positive(t, s.refused.Load(), "the bursts reached max_resources: a resource line was refused")
-	assert.Zero(t, telemetryValue(t, s.agent.ports, "otelcol_exporter_send_failed_metric_points_total")+
-		telemetryValue(t, s.agent.ports, "otelcol_exporter_enqueue_failed_metric_points_total"),
+	assert.Zero(t, harness.TelemetryValue(t, s.agent.ports, "otelcol_exporter_send_failed_metric_points_total")+
+		harness.TelemetryValue(t, s.agent.ports, "otelcol_exporter_enqueue_failed_metric_points_total"),
 		"points the agent's exporter gave up on (its last life)")
 }
 
@@ -235,22 +237,22 @@ type soakSample struct {
 
 func startSoak(t *testing.T, maxResources int, expire time.Duration) *soak {
 	t.Helper()
-	prometheusBinary(t)
-	prom := startRemoteWritePrometheus(t)
+	harness.PrometheusBinary(t)
+	prom := harness.StartRemoteWritePrometheus(t)
 	dir := t.TempDir()
-	s := &soak{t: t, prom: prom, dir: dir, logs: filepath.Join(dir, "gym"), results: filepath.Join(dir, "results"), pprof: freePort(t)}
+	s := &soak{t: t, prom: prom, dir: dir, logs: filepath.Join(dir, "gym"), results: filepath.Join(dir, "results"), pprof: harness.Port(t)}
 	require.NoError(t, os.MkdirAll(s.logs, 0o700))
 	require.NoError(t, os.MkdirAll(s.results, 0o700))
-	gwPort := freePort(t)
+	gwPort := harness.Port(t)
 	startDeployed(t, "gateway", "gateway.yaml", []string{
 		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", gwPort),
 		"OTELCOL_GYM_REMOTE_WRITE_URL=" + prom + "/api/v1/write",
 	})
 	override := filepath.Join(dir, "soak.yaml")
-	require.NoError(t, os.WriteFile(override, []byte(render(t, soakOverride, tmplData{X: map[string]any{
+	require.NoError(t, os.WriteFile(override, []byte(harness.Render(t, soakOverride, harness.Data{X: map[string]any{
 		"expire": expire, "idle": 2 * expire, "max": maxResources, "pprof": s.pprof,
 	}})), 0o600))
-	gymPort := freePort(t)
+	gymPort := harness.Port(t)
 	s.gymURL = fmt.Sprintf("http://127.0.0.1:%d/v1/events", gymPort)
 	s.agent = startDeployedConfigs(t, "agent", []string{"agent.yaml", override}, []string{
 		fmt.Sprintf("OTELCOL_GYM_GATEWAY_ENDPOINT=127.0.0.1:%d", gwPort),
@@ -263,7 +265,7 @@ func startSoak(t *testing.T, maxResources int, expire time.Duration) *soak {
 		"OTELCOL_GYM_FILES_POLL_INTERVAL=100ms",
 		"OTELCOL_GYM_COLLECTION_INTERVAL=1s",
 		"OTELCOL_GYM_PROCESS_STATS=true",
-		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", freePort(t)),
+		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", harness.Port(t)),
 		"OTELCOL_GYM_NODE_NAME=soak-node",
 	})
 	return s
@@ -346,8 +348,8 @@ func (s *soak) gymProcess(i int) {
 }
 
 // postNDJSON posts one body and decodes the answer; an answer other than 200 is an error.
-func postNDJSON(client *http.Client, url, body string) (gymAnswer, error) {
-	var ans gymAnswer
+func postNDJSON(client *http.Client, url, body string) (harness.GymAnswer, error) {
+	var ans harness.GymAnswer
 	resp, err := client.Post(url, "application/x-ndjson", strings.NewReader(body))
 	if err != nil {
 		return ans, err
@@ -540,13 +542,13 @@ func appendTo(path, data string) error {
 // waitHeld waits until Prometheus' raw samples of selector add up to want.
 func (s *soak) waitHeld(selector string, want int64) {
 	var got float64
-	err := eventually(90*time.Second, 250*time.Millisecond, func() error {
+	err := harness.Eventually(90*time.Second, 250*time.Millisecond, func() error {
 		var err error
 		if got, err = s.promTotal(selector); err != nil {
 			return err
 		}
 		if got != float64(want) {
-			return errNotYet
+			return harness.ErrNotYet
 		}
 		return nil
 	})
@@ -558,13 +560,13 @@ func (s *soak) waitHeld(selector string, want int64) {
 // promTotal is what the counters of selector counted, over their raw samples and across
 // resets, summed over the series.
 func (s *soak) promTotal(selector string) (float64, error) {
-	series, err := promMatrix(s.prom, selector+"[2h]")
+	series, err := harness.PromMatrix(s.prom, selector+"[2h]")
 	if err != nil {
 		return 0, err
 	}
 	var total float64
 	for _, x := range series {
-		v, _ := counterTotal(x.samples)
+		v, _ := counterTotal(x.Samples)
 		total += v
 	}
 	return total, nil
@@ -583,7 +585,7 @@ func (s *soak) restart(t *testing.T, kill bool) {
 		s.agent.kill()
 		t.Log("agent: kill -9")
 	} else {
-		require.NoError(t, s.agent.stop(30*time.Second), "agent: SIGTERM")
+		require.NoError(t, s.agent.Stop(30*time.Second), "agent: SIGTERM")
 		t.Log("agent: SIGTERM")
 	}
 	time.Sleep(2 * time.Second) // down for a while; the files grow meanwhile
@@ -593,8 +595,8 @@ func (s *soak) restart(t *testing.T, kill bool) {
 // gymPoints is the data points the gym receiver has handed to the pipeline: its collections
 // carry every series it holds, each once.
 func (s *soak) gymPoints(t *testing.T) float64 {
-	return telemetryValue(t, s.agent.ports, "otelcol_receiver_accepted_metric_points", "receiver", "gym") +
-		telemetryValue(t, s.agent.ports, "otelcol_receiver_accepted_metric_points_total", "receiver", "gym")
+	return harness.TelemetryValue(t, s.agent.ports, "otelcol_receiver_accepted_metric_points", "receiver", "gym") +
+		harness.TelemetryValue(t, s.agent.ports, "otelcol_receiver_accepted_metric_points_total", "receiver", "gym")
 }
 
 // collections waits for n collections of the gym receiver and returns the points of the last:
@@ -604,10 +606,10 @@ func (s *soak) collections(t *testing.T, n int) float64 {
 	prev := s.gymPoints(t)
 	var last float64
 	for range n {
-		require.NoError(t, eventually(30*time.Second, 20*time.Millisecond, func() error {
+		require.NoError(t, harness.Eventually(30*time.Second, 20*time.Millisecond, func() error {
 			v := s.gymPoints(t)
 			if v == prev {
-				return errNotYet
+				return harness.ErrNotYet
 			}
 			last, prev = v-prev, v
 			return nil
@@ -618,7 +620,7 @@ func (s *soak) collections(t *testing.T, n int) float64 {
 
 func (s *soak) sample(t *testing.T, at time.Duration, life int) soakSample {
 	t.Helper()
-	pid := s.agent.cmd.Process.Pid
+	pid := s.agent.Cmd.Process.Pid
 	x := soakSample{at: at.Round(time.Second), life: life, sent: s.httpSent.Load() + s.fileSent.Load() + s.runSent.Load(), refused: s.refused.Load()}
 	var err error
 	x.rss, err = vmRSS(pid)
@@ -626,7 +628,7 @@ func (s *soak) sample(t *testing.T, at time.Duration, life int) soakSample {
 	entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	require.NoError(t, err)
 	x.fds = len(entries)
-	prof, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/goroutine?debug=1", s.pprof))
+	prof, err := harness.HTTPGet(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/goroutine?debug=1", s.pprof))
 	require.NoError(t, err)
 	first, _, _ := strings.Cut(prof, "\n")
 	_, err = fmt.Sscanf(first, "goroutine profile: total %d", &x.goroutines)
@@ -634,7 +636,7 @@ func (s *soak) sample(t *testing.T, at time.Duration, life int) soakSample {
 	// The live heap: the runtime's HeapAlloc right after the garbage collection that a heap
 	// profile with gc=1 runs (the gauge otelcol_process_runtime_heap_alloc_bytes holds garbage
 	// too, and moves with the GC cycle).
-	heap, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap?gc=1&debug=1", s.pprof))
+	heap, err := harness.HTTPGet(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap?gc=1&debug=1", s.pprof))
 	require.NoError(t, err)
 	_, after, ok := strings.Cut(heap, "\n# HeapAlloc = ")
 	require.True(t, ok, "no HeapAlloc in the heap profile")
@@ -642,21 +644,21 @@ func (s *soak) sample(t *testing.T, at time.Duration, life int) soakSample {
 	require.NoError(t, err)
 	x.series = s.collections(t, 2)
 	// One scrape for every value: a line rejected between two scrapes would skew their sums.
-	text, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", s.agent.ports.Telemetry))
+	text, err := harness.HTTPGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", s.agent.ports.Telemetry))
 	require.NoError(t, err)
-	x.resources = textValue(text, "otelcol_receiver_gym_resources")
-	x.checkpoint = textValue(text, "otelcol_receiver_gym_checkpoint_size")
-	x.processErrs = textValue(text, "otelcol_receiver_gym_process_errors")
-	x.badLines = textValue(text, "otelcol_receiver_gym_lines_rejected") -
-		textValue(text, "otelcol_receiver_gym_lines_rejected", "reason", "too_many_resources") +
-		textValue(text, "otelcol_receiver_gym_lines_unknown") +
-		textValue(text, "otelcol_receiver_gym_rollout_rows_rejected")
+	x.resources = harness.TextValue(text, "otelcol_receiver_gym_resources")
+	x.checkpoint = harness.TextValue(text, "otelcol_receiver_gym_checkpoint_size")
+	x.processErrs = harness.TextValue(text, "otelcol_receiver_gym_process_errors")
+	x.badLines = harness.TextValue(text, "otelcol_receiver_gym_lines_rejected") -
+		harness.TextValue(text, "otelcol_receiver_gym_lines_rejected", "reason", "too_many_resources") +
+		harness.TextValue(text, "otelcol_receiver_gym_lines_unknown") +
+		harness.TextValue(text, "otelcol_receiver_gym_rollout_rows_rejected")
 	// Series with a sample in the last 5 s (collections every second): those the agent still
 	// exports. A range selector, not a function of one, whose result would drop the names.
-	live, err := promMatrix(s.prom, `{__name__=~"gym_.+",host_name="soak-node"}[5s]`)
+	live, err := harness.PromMatrix(s.prom, `{__name__=~"gym_.+",host_name="soak-node"}[5s]`)
 	require.NoError(t, err)
 	x.promLive = len(live)
-	x.promHead = int(metricsValue(t, s.prom+"/metrics", "prometheus_tsdb_head_series"))
+	x.promHead = int(harness.MetricsValue(t, s.prom+"/metrics", "prometheus_tsdb_head_series"))
 	return x
 }
 

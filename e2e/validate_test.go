@@ -12,17 +12,19 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 func validate(t *testing.T, config string) (string, error) {
 	t.Helper()
-	useCollector()
+	harness.UseCollector()
 	path := config
 	if filepath.Ext(config) != ".yaml" {
 		path = filepath.Join(t.TempDir(), "config.yaml")
 		require.NoError(t, os.WriteFile(path, []byte(config), 0o600))
 	}
-	out, err := exec.Command(collectorBin, "validate", "--config", path).CombinedOutput()
+	out, err := exec.Command(harness.Bin, "validate", "--config", path).CombinedOutput()
 	return string(out), err
 }
 
@@ -46,7 +48,7 @@ service:
 func TestValidate(t *testing.T) {
 	t.Parallel()
 	t.Run("default config", func(t *testing.T) {
-		out, err := validate(t, filepath.Join(repoRoot, "config", "otelcol-gym.yaml"))
+		out, err := validate(t, filepath.Join(harness.Root, "config", "otelcol-gym.yaml"))
 		assert.NoError(t, err, out)
 	})
 	t.Run("minimal config", func(t *testing.T) {
@@ -82,7 +84,7 @@ func sprintfConfig(gymLines string) string {
 // (it has a service: section) validates.
 func TestValidateREADME(t *testing.T) {
 	t.Parallel()
-	data, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	data, err := os.ReadFile(filepath.Join(harness.Root, "README.md"))
 	require.NoError(t, err)
 	blocks := 0
 	for i, part := range strings.Split(string(data), "```yaml\n")[1:] {

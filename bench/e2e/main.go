@@ -127,12 +127,12 @@ func run(ctx context.Context, o options) error {
 	return nil
 }
 
-func startGym(ctx context.Context, o options, sink *harness.Sink, name string, env ...string) (*harness.Collector, harness.GymPorts, error) {
+func startGym(ctx context.Context, o options, sink *harness.Sink, name string, env ...string) (*harness.Service, harness.GymPorts, error) {
 	ports, err := harness.NewGymPorts()
 	if err != nil {
 		return nil, ports, err
 	}
-	c, err := harness.Start(ctx, harness.StartOptions{
+	c, err := harness.StartService(ctx, harness.ServiceOptions{
 		Name:      name,
 		Bin:       o.collector,
 		Config:    harness.GymConfig(ports, sink.URL, "", o.interval.String()),
@@ -242,7 +242,7 @@ func genArgs(o options, endpoint string, events int64, seed uint64) []string {
 	}
 }
 
-func measureRun(ctx context.Context, o options, sink *harness.Sink, c *harness.Collector, endpoint string, seed uint64) (runResult, error) {
+func measureRun(ctx context.Context, o options, sink *harness.Sink, c *harness.Service, endpoint string, seed uint64) (runResult, error) {
 	cpu0, err := c.CPU()
 	if err != nil {
 		return runResult{}, err

@@ -188,7 +188,7 @@ func measure(o options, cfg, promBin string, tmpl []pmetric.Metrics, shape reque
 	if err != nil {
 		return res, err
 	}
-	col, err := harness.Start(ctx, harness.StartOptions{
+	col, err := harness.StartService(ctx, harness.ServiceOptions{
 		Name: "gateway", Bin: o.bin, Config: cfg, Dir: dir,
 		Env: []string{
 			fmt.Sprintf("GOMAXPROCS=%d", procs),

@@ -187,7 +187,7 @@ func kinds(m map[string]int64) string {
 
 // start starts the collector of s on a configuration with exporter sink (or the measured
 // exporter when sinkURL is "").
-func start(ctx context.Context, o options, s setup, name string, statements []string, sinkURL, env string) (*harness.Collector, harness.OTLPPorts, error) {
+func start(ctx context.Context, o options, s setup, name string, statements []string, sinkURL, env string) (*harness.Service, harness.OTLPPorts, error) {
 	ports, err := harness.NewOTLPPorts()
 	if err != nil {
 		return nil, ports, err
@@ -198,7 +198,7 @@ func start(ctx context.Context, o options, s setup, name string, statements []st
 	if s.health {
 		health = fmt.Sprintf("http://127.0.0.1:%d/", ports.Health)
 	}
-	c, err := harness.Start(ctx, harness.StartOptions{
+	c, err := harness.StartService(ctx, harness.ServiceOptions{
 		Name: name, Bin: s.bin, Dir: o.outDir, Env: []string{env}, Config: cfg.String(),
 		Ready:     harness.Listening(fmt.Sprintf("127.0.0.1:%d", ports.HTTP), health),
 		PprofAddr: fmt.Sprintf("127.0.0.1:%d", ports.Pprof), Telemetry: telemetry,

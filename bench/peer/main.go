@@ -145,7 +145,7 @@ func feed(stream, dir string) error {
 
 // waitRead polls read() until it reaches want, the collector has used no CPU for 5 s
 // (stalled), or limit passes.
-func waitRead(ctx context.Context, c *harness.Collector, want float64, limit time.Duration, read func() float64) (bool, float64) {
+func waitRead(ctx context.Context, c *harness.Service, want float64, limit time.Duration, read func() float64) (bool, float64) {
 	deadline := time.Now().Add(limit)
 	lastCPU, _ := c.CPU()
 	still := time.Now()
@@ -182,7 +182,7 @@ func runGymFile(ctx context.Context, o options, stream string, rep harness.GenRe
 		return r, err
 	}
 	defer sink.Close()
-	c, err := harness.Start(ctx, harness.StartOptions{
+	c, err := harness.StartService(ctx, harness.ServiceOptions{
 		Name: "otelcol-gym-files", Bin: o.collector, Dir: o.outDir, Env: []string{env},
 		Config:    harness.GymConfig(ports, sink.URL, filepath.Join(dir, "*.jsonl"), "10s"),
 		HealthURL: fmt.Sprintf("http://127.0.0.1:%d/", ports.Health),
@@ -229,7 +229,7 @@ func runPeer(ctx context.Context, o options, stream string, rep harness.GenRepor
 	}
 	ports := harness.PeerPorts{Pprof: p[0], Telemetry: p[1]}
 	telemetry := fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Telemetry)
-	c, err := harness.Start(ctx, harness.StartOptions{
+	c, err := harness.StartService(ctx, harness.ServiceOptions{
 		Name: "otelcol-peer", Bin: o.peer, Dir: o.outDir, Env: []string{env},
 		Config:    harness.PeerConfig(ports, filepath.Join(dir, "*.jsonl"), false),
 		HealthURL: telemetry, // no health_check extension in the stock build: its telemetry answers once it runs
@@ -293,7 +293,7 @@ func checkPeer(ctx context.Context, o options, stream, env string) error {
 	}
 	ports := harness.PeerPorts{Pprof: p[0], Telemetry: p[1]}
 	telemetry := fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Telemetry)
-	c, err := harness.Start(ctx, harness.StartOptions{
+	c, err := harness.StartService(ctx, harness.ServiceOptions{
 		Name: "otelcol-peer-check", Bin: o.peer, Dir: o.outDir, Env: []string{env},
 		Config:    harness.PeerConfig(ports, filepath.Join(dir, "*.jsonl"), true),
 		HealthURL: telemetry, Telemetry: telemetry,
@@ -339,7 +339,7 @@ func runGymHTTP(ctx context.Context, o options, shape []string, env string) (res
 		return r, err
 	}
 	defer sink.Close()
-	c, err := harness.Start(ctx, harness.StartOptions{
+	c, err := harness.StartService(ctx, harness.ServiceOptions{
 		Name: "otelcol-gym-http", Bin: o.collector, Dir: o.outDir, Env: []string{env},
 		Config:    harness.GymConfig(ports, sink.URL, "", "10s"),
 		HealthURL: fmt.Sprintf("http://127.0.0.1:%d/", ports.Health),

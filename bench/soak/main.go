@@ -75,7 +75,7 @@ func run(ctx context.Context, collector, gymevents, outDir string, duration time
 	if err != nil {
 		return false, err
 	}
-	c, err := harness.Start(ctx, harness.StartOptions{
+	c, err := harness.StartService(ctx, harness.ServiceOptions{
 		Name: "otelcol-gym-soak", Bin: collector, Dir: outDir,
 		Config:    harness.GymConfig(ports, sink.URL, "", "10s"),
 		HealthURL: fmt.Sprintf("http://127.0.0.1:%d/", ports.Health),
