@@ -120,44 +120,6 @@ func (s *otlpSignalSink) logRecords() int {
 	return n
 }
 
-const consoleConfig = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:{{.P.Health}}
-receivers:
-  gym_console:
-    files:
-      include: [{{.Dir}}/*.log]
-      start_at: beginning
-      poll_interval: 50ms
-exporters:
-  prometheus:
-    endpoint: 127.0.0.1:{{.P.Prometheus}}
-    resource_constant_labels:
-      included: [nemo.run.id, nemo.gym.server.name, nemo.gym.server.type, host.name]
-    translation_strategy: UnderscoreEscapingWithoutSuffixes # as config/otelcol-gym.yaml
-  otlp_http:
-    endpoint: {{.Sink}}
-    encoding: proto
-    retry_on_failure:
-      enabled: false
-    sending_queue:
-      enabled: false
-service:
-  extensions: [health_check]
-` + harness.ServiceTelemetry + `
-  pipelines:
-    metrics:
-      receivers: [gym_console]
-      exporters: [prometheus]
-    traces:
-      receivers: [gym_console]
-      exporters: [otlp_http]
-    logs:
-      receivers: [gym_console]
-      exporters: [otlp_http]
-`
-
 // TestConsoleTelemetry: the real binary follows a Gym server's stdout log as it grows. Its
 // metrics, bounded by the gymattrs rules and never counted twice, are asked of Debian's
 // Prometheus; its spans, with their parent link, and its log records reach an OTLP backend.
@@ -169,7 +131,7 @@ func TestConsoleTelemetry(t *testing.T) {
 	defer srv.Close()
 	dir := t.TempDir()
 	_, ports := harness.StartCollector(t, func(p harness.Ports) []string {
-		return []string{harness.Render(t, consoleConfig, harness.Data{P: p, Sink: srv.URL, Dir: dir})}
+		return []string{harness.Config(t, "console.yaml", harness.Data{P: p, Sink: srv.URL, Dir: dir})}
 	})
 	prom := harness.StartPrometheus(t, fmt.Sprintf("127.0.0.1:%d", ports.Prometheus))
 
@@ -248,28 +210,6 @@ func waitVector(t *testing.T, prom, query string, want map[string]float64) {
 	require.NoError(t, err, "PromQL %s\n got:  %v\n want: %v", query, got, want)
 }
 
-const consoleStreamConfig = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:{{.P.Health}}
-receivers:
-  gym_console:
-    stream:
-      transport: unix
-      endpoint: {{.Dir}}/console.sock
-` + harness.SinkExporterAndService + `
-  pipelines:
-    metrics:
-      receivers: [gym_console]
-      exporters: [otlp_http]
-    traces:
-      receivers: [gym_console]
-      exporters: [otlp_http]
-    logs:
-      receivers: [gym_console]
-      exporters: [otlp_http]
-`
-
 // TestConsoleStream: a real Python process (the sample's generator, which prints its records
 // with json.dumps as the SDK's console exporters do) writes its stdout into the receiver's Unix
 // socket; every record reaches the OTLP backend, the re-sent total once.
@@ -280,7 +220,7 @@ func TestConsoleStream(t *testing.T) {
 	defer srv.Close()
 	dir := t.TempDir()
 	harness.StartCollector(t, func(p harness.Ports) []string {
-		return []string{harness.Render(t, consoleStreamConfig, harness.Data{P: p, Sink: srv.URL, Dir: dir})}
+		return []string{harness.Config(t, "console-stream.yaml", harness.Data{P: p, Sink: srv.URL, Dir: dir})}
 	})
 	conn, err := net.Dial("unix", filepath.Join(dir, "console.sock"))
 	require.NoError(t, err)

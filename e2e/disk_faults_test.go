@@ -22,59 +22,6 @@ import (
 	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
-// diskFaultsConfig: the gym receiver (files and HTTP) with its checkpoint in file_storage on
-// the storage directory a test mounts, exporting twice: to a sink with no queue (what the
-// receiver sends, collection by collection) and to one through a persistent queue in the same
-// storage (the agent recipe's exporter). The health check is the component-status one, which
-// shows the receiver's recoverable error.
-const diskFaultsConfig = `
-extensions:
-  health_check:
-    http:
-      endpoint: 127.0.0.1:{{.P.Health}}
-      status:
-        enabled: true
-        path: /
-    component_health:
-      include_recoverable_errors: true
-      recovery_duration: 1ms
-  file_storage:
-    directory: {{index .X "storage"}}
-receivers:
-  gym:
-    storage: file_storage
-    http:
-      endpoint: 127.0.0.1:{{.P.Gym}}
-    files:
-      include: [{{index .X "files"}}]
-      start_at: beginning
-      poll_interval: 20ms
-    collection_interval: 200ms
-    process:
-      enabled: false
-exporters:
-  otlp_http:
-    endpoint: {{.Sink}}
-    encoding: proto
-` + noQueue + `
-  otlp_http/queued:
-    endpoint: {{index .X "queued"}}
-    encoding: proto
-    retry_on_failure:
-      initial_interval: 100ms
-      max_interval: 500ms
-    sending_queue:
-      enabled: true
-      storage: file_storage
-service:
-  extensions: [health_check, file_storage]
-` + harness.ServiceTelemetry + `
-  pipelines:
-    metrics:
-      receivers: [gym]
-      exporters: [otlp_http, otlp_http/queued]
-`
-
 // componentStatusGate turns on the health check that reports component status.
 const componentStatusGate = "--feature-gates=+extension.healthcheck.useComponentStatus"
 
@@ -100,8 +47,8 @@ func TestCheckpointDiskFaults(t *testing.T) {
 	sink, queued := harness.NewOTLPSink(t), harness.NewOTLPSink(t)
 	start := func(sink *harness.OTLPSink) (*harness.Collector, harness.Ports) {
 		return harness.StartCollector(t, func(p harness.Ports) []string {
-			return []string{harness.Render(t, diskFaultsConfig, harness.Data{P: p, Sink: sink.URL(), X: map[string]any{
-				"storage": storage, "files": filepath.Join(logs, "*.jsonl"), "queued": queued.URL(),
+			return []string{harness.Config(t, "disk-faults.yaml", harness.Data{P: p, Sink: sink.URL(), X: map[string]any{
+				"storage": storage, "files": filepath.Join(logs, "*.jsonl"), "queued": queued.URL(), "noQueue": noQueue,
 			}})}
 		}, componentStatusGate)
 	}

@@ -146,7 +146,7 @@ func histPoints(t *testing.T, md pmetric.Metrics, service, name string) map[stri
 func TestGenAIConventionsOTLP(t *testing.T) {
 	t.Parallel()
 	sink := harness.NewOTLPSink(t)
-	col, _, otlpURL := startOTLP(t, gymattrsConfig, sink, nil, genaiOn, "yaml:processors::gymattrs::cardinality_limit: 4")
+	col, _, otlpURL := startOTLP(t, "gymattrs.yaml", sink, nil, genaiOn, "yaml:processors::gymattrs::cardinality_limit: 4")
 
 	const (
 		svc        = "nemo-gym/policy-model"

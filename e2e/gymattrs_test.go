@@ -25,32 +25,13 @@ import (
 // process's own SDK output comes in on the otlp receiver, goes through gymattrs and out of an
 // otlp_http exporter bounded, merged and complete.
 
-const gymattrsConfig = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:{{.P.Health}}
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: 127.0.0.1:{{.P.OTLPHTTP}}
-processors:
-  gymattrs: {}   # the defaults: cardinality_limit 2000
-` + harness.SinkExporterAndService + `
-  pipelines:
-    metrics:
-      receivers: [otlp]
-      processors: [gymattrs]
-      exporters: [otlp_http]
-`
-
-// startOTLP starts otelcol-gym on tmpl, whose otlp receiver listens on {{.P.OTLPHTTP}} and
+// startOTLP starts otelcol-gym on the configuration template config (testdata/configs), whose otlp receiver listens on {{.P.OTLPHTTP}} and
 // whose exporter is sink (x fills its template's X), then the configurations more; it returns
 // the collector, its ports and the otlp receiver's URL.
-func startOTLP(t *testing.T, tmpl string, sink *harness.OTLPSink, x map[string]any, more ...string) (*harness.Collector, harness.Ports, string) {
+func startOTLP(t *testing.T, config string, sink *harness.OTLPSink, x map[string]any, more ...string) (*harness.Collector, harness.Ports, string) {
 	t.Helper()
 	col, ports := harness.StartCollector(t, func(p harness.Ports) []string {
-		return append([]string{harness.Render(t, tmpl, harness.Data{P: p, Sink: sink.URL(), X: x})}, more...)
+		return append([]string{harness.Config(t, config, harness.Data{P: p, Sink: sink.URL(), X: x})}, more...)
 	})
 	return col, ports, fmt.Sprintf("http://127.0.0.1:%d", ports.OTLPHTTP)
 }
@@ -193,7 +174,7 @@ func postOTLP(t *testing.T, url string, md pmetric.Metrics) {
 func TestGymattrsOTLP(t *testing.T) {
 	t.Parallel()
 	sink := harness.NewOTLPSink(t)
-	col, ports, otlpURL := startOTLP(t, gymattrsConfig, sink, nil)
+	col, ports, otlpURL := startOTLP(t, "gymattrs.yaml", sink, nil)
 
 	start := pcommon.NewTimestampFromTime(time.Now().Add(-time.Minute))
 	for round := 1; round <= 2; round++ {

@@ -109,7 +109,7 @@ func TestGymRealSchema(t *testing.T) {
 	t.Parallel()
 	metrics := gymRealMetrics(loadGymReal(t))
 	sink := harness.NewOTLPSink(t)
-	_, ports, otlpURL := startOTLP(t, gymattrsConfig, sink, nil)
+	_, ports, otlpURL := startOTLP(t, "gymattrs.yaml", sink, nil)
 	counts := func() []float64 {
 		text, err := harness.HTTPGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Telemetry))
 		require.NoError(t, err)

@@ -25,26 +25,6 @@ import (
 
 const gymTodayLimit = 4
 
-const gymTodayConfig = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:{{.P.Health}}
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: 127.0.0.1:{{.P.OTLPHTTP}}
-processors:
-  gymattrs:
-    cardinality_limit: {{index .X "limit"}}
-` + harness.SinkExporterAndService + `
-  pipelines:
-    metrics:
-      receivers: [otlp]
-      processors: [gymattrs]
-      exporters: [otlp_http]
-`
-
 // gymTodayInstrument is one new instrument: how it is sent, the good attributes of its first
 // series, and what the output must hold.
 type gymTodayInstrument struct {
@@ -243,7 +223,7 @@ func gymTodayBatch(start, now pcommon.Timestamp) pmetric.Metrics {
 func TestGymattrsOTLPGymToday(t *testing.T) {
 	t.Parallel()
 	sink := harness.NewOTLPSink(t)
-	col, ports, otlpURL := startOTLP(t, gymTodayConfig, sink, map[string]any{"limit": gymTodayLimit})
+	col, ports, otlpURL := startOTLP(t, "gymtoday.yaml", sink, map[string]any{"limit": gymTodayLimit})
 	start := pcommon.NewTimestampFromTime(time.Now().Add(-time.Minute))
 	now := pcommon.NewTimestampFromTime(time.Now())
 	postOTLP(t, otlpURL, gymTodayBatch(start, now))

@@ -21,31 +21,7 @@ import (
 // Hardening through the real binary: a bounded shutdown under clients that never stop
 // writing, and the stream connection cap under a flood of idle connections.
 
-// hardeningConfig: HTTP and a Unix-socket stream, with the receiver keys a test adds.
-const hardeningConfig = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:{{.P.Health}}
-receivers:
-  gym:
-    http:
-      endpoint: 127.0.0.1:{{.P.Gym}}
-    stream:
-      transport: unix
-      endpoint: {{index .X "sock"}}
-{{index .X "stream"}}
-{{index .X "gym"}}
-    collection_interval: 300ms
-    process:
-      enabled: false
-` + harness.SinkExporterAndService + `
-  pipelines:
-    metrics:
-      receivers: [gym]
-      exporters: [otlp_http]
-`
-
-// startHardening starts the collector on hardeningConfig.
+// startHardening starts the collector on "hardening.yaml".
 func startHardening(t *testing.T, sink *harness.OTLPSink, x map[string]any) (*harness.Collector, harness.Ports) {
 	t.Helper()
 	for _, k := range []string{"stream", "gym"} {
@@ -54,7 +30,7 @@ func startHardening(t *testing.T, sink *harness.OTLPSink, x map[string]any) (*ha
 		}
 	}
 	return harness.StartCollector(t, func(p harness.Ports) []string {
-		return []string{harness.Render(t, hardeningConfig, harness.Data{P: p, Sink: sink.URL(), X: x})}
+		return []string{harness.Config(t, "hardening.yaml", harness.Data{P: p, Sink: sink.URL(), X: x})}
 	})
 }
 
@@ -112,7 +88,7 @@ func TestStreamConnectionCap(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "gym.sock")
 	const capConns, flood = 100, 1500
 	col, ports := harness.StartCollectorCommand(t, func(p harness.Ports) []string {
-		return []string{harness.Render(t, hardeningConfig, harness.Data{P: p, Sink: sink.URL(), X: map[string]any{
+		return []string{harness.Config(t, "hardening.yaml", harness.Data{P: p, Sink: sink.URL(), X: map[string]any{
 			"sock": sock, "stream": fmt.Sprintf("      max_connections: %d", capConns), "gym": "",
 		}})}
 	}, []string{"sh", "-c", `ulimit -n 512 && exec "$0" "$@"`, harness.Bin})

@@ -23,25 +23,6 @@ import (
 // Host process stats through the real binary: a pid announced in a resource line
 // has its process metrics exported under that resource.
 
-const hostStatsConfig = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:{{.P.Health}}
-receivers:
-  gym:
-    http:
-      endpoint: 127.0.0.1:{{.P.Gym}}
-    collection_interval: 300ms
-    process:
-      enabled: true
-      collection_interval: 500ms
-` + harness.SinkExporterAndService + `
-  pipelines:
-    metrics:
-      receivers: [gym]
-      exporters: [otlp_http]
-`
-
 // procMetric is one process.* point as exported.
 type procMetric struct {
 	kind, unit string // counter, updown, ...
@@ -91,7 +72,7 @@ func TestProcessStats(t *testing.T) {
 	t.Parallel()
 	sink := harness.NewOTLPSink(t)
 	col, ports := harness.StartCollector(t, func(p harness.Ports) []string {
-		return []string{harness.Render(t, hostStatsConfig, harness.Data{P: p, Sink: sink.URL()})}
+		return []string{harness.Config(t, "hoststats.yaml", harness.Data{P: p, Sink: sink.URL()})}
 	})
 
 	extra, err := os.Create(filepath.Join(t.TempDir(), "held-open"))

@@ -62,7 +62,7 @@ func TestPermissionDenied(t *testing.T) {
 
 	sink := harness.NewOTLPSink(t)
 	col, ports := harness.StartCollectorCommand(t, func(p harness.Ports) []string {
-		cfg := harness.Render(t, transportsConfig, harness.Data{P: p, Sink: sink.URL(), X: map[string]any{
+		cfg := harness.Config(t, "transports.yaml", harness.Data{P: p, Sink: sink.URL(), X: map[string]any{
 			"gym": fmt.Sprintf(`    files:
       include: [%s, %s]
       start_at: beginning

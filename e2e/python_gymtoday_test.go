@@ -26,30 +26,12 @@ import (
 // model server over HTTP; what the OTLP sink receives is checked against the values its calls
 // imply, computed by hand (the script's docstring).
 
-const pythonGymTodayConfig = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:{{.P.Health}}
-receivers:
-  gym:
-    http:
-      endpoint: 127.0.0.1:{{.P.Gym}}
-    collection_interval: 300ms
-    process:
-      enabled: false
-` + harness.SinkExporterAndService + `
-  pipelines:
-    metrics:
-      receivers: [gym]
-      exporters: [otlp_http]
-`
-
 func TestPythonEmitterGymToday(t *testing.T) {
 	t.Parallel()
 	python := harness.Python(t)
 	sink := harness.NewOTLPSink(t)
 	col, ports := harness.StartCollector(t, func(p harness.Ports) []string {
-		return []string{harness.Render(t, pythonGymTodayConfig, harness.Data{P: p, Sink: sink.URL()})}
+		return []string{harness.Config(t, "python-gymtoday.yaml", harness.Data{P: p, Sink: sink.URL()})}
 	})
 	root, err := filepath.Abs("..")
 	require.NoError(t, err)

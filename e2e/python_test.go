@@ -29,34 +29,6 @@ import (
 // Unix socket, a sandbox worker over TCP), and what the OTLP sink receives is checked
 // against the values the script's calls imply, computed by hand.
 
-const pythonConfig = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:{{.P.Health}}
-receivers:
-  gym:
-    http:
-      endpoint: 127.0.0.1:{{.P.Gym}}
-    stream:
-      transport: unix
-      endpoint: {{index .X "sock"}}
-    collection_interval: 300ms
-    process:
-      enabled: false
-  gym/tcp:
-    stream:
-      transport: tcp
-      endpoint: {{index .X "tcp"}}
-    collection_interval: 300ms
-    process:
-      enabled: false
-` + harness.SinkExporterAndService + `
-  pipelines:
-    metrics:
-      receivers: [gym, gym/tcp]
-      exporters: [otlp_http]
-`
-
 // pyPoint is one data point: its attributes (as strings), its value (sums and gauges), or
 // its count and sum (histograms).
 type pyPoint struct {
@@ -144,7 +116,7 @@ func TestPythonEmitter(t *testing.T) {
 	var tcpAddr string
 	col, ports := harness.StartCollector(t, func(p harness.Ports) []string {
 		tcpAddr = fmt.Sprintf("127.0.0.1:%d", harness.Port(t))
-		return []string{harness.Render(t, pythonConfig, harness.Data{P: p, Sink: sink.URL(), X: map[string]any{"sock": sock, "tcp": tcpAddr}})}
+		return []string{harness.Config(t, "python.yaml", harness.Data{P: p, Sink: sink.URL(), X: map[string]any{"sock": sock, "tcp": tcpAddr}})}
 	})
 
 	root, err := filepath.Abs("..")

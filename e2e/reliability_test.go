@@ -28,35 +28,6 @@ import (
 // process restarts (OTLP and Prometheus), bearer-token authentication and TLS on the gym
 // receiver's HTTP transport.
 
-// reliabilityConfig: the gym receiver's HTTP transport (with the lines a test adds under
-// `http:`) and an otlp_http exporter (with the lines a test adds), optional extensions.
-const reliabilityConfig = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:{{.P.Health}}
-{{index .X "extensions"}}
-receivers:
-  gym:
-    http:
-      endpoint: 127.0.0.1:{{.P.Gym}}
-{{index .X "http"}}
-    collection_interval: 300ms
-    process:
-      enabled: false
-exporters:
-  otlp_http:
-    endpoint: {{.Sink}}
-    encoding: proto
-{{index .X "exporter"}}
-service:
-  extensions: [health_check{{index .X "service_extensions"}}]
-` + harness.ServiceTelemetry + `
-  pipelines:
-    metrics:
-      receivers: [gym]
-      exporters: [otlp_http]
-`
-
 // noQueue: the exporter sends each collection synchronously and never retries, so exports
 // reach the sink in the order of the collections.
 const noQueue = `    retry_on_failure:
@@ -72,7 +43,7 @@ func startReliability(t *testing.T, sink *harness.OTLPSink, x map[string]any) (*
 		}
 	}
 	return harness.StartCollector(t, func(p harness.Ports) []string {
-		return []string{harness.Render(t, reliabilityConfig, harness.Data{P: p, Sink: sink.URL(), X: x})}
+		return []string{harness.Config(t, "reliability.yaml", harness.Data{P: p, Sink: sink.URL(), X: x})}
 	})
 }
 

@@ -171,25 +171,6 @@ func soakEnvDuration(t *testing.T, name string, def time.Duration) time.Duration
 	return d
 }
 
-// soakOverride is merged after deploy/agent.yaml: a short expiry (an accelerated day) with
-// gymattrs' series_idle_timeout scaled with it (twice expire_after, as the defaults are: left
-// at 10m, gymattrs holds every gone process for 10 minutes, and the live heap grows for that
-// long), a low max_resources that the bursts reach, and the pprof extension for the goroutine
-// count and the live heap.
-const soakOverride = `receivers:
-  gym:
-    expire_after: {{index .X "expire"}}
-    max_resources: {{index .X "max"}}
-processors:
-  gymattrs:
-    series_idle_timeout: {{index .X "idle"}}
-extensions:
-  pprof:
-    endpoint: 127.0.0.1:{{index .X "pprof"}}
-service:
-  extensions: [health_check, file_storage, zpages, pprof]
-`
-
 // soakRunsKept: finished runs whose files stay in the results directory; older ones are
 // removed once Prometheus holds them whole (results moved off the node).
 const soakRunsKept = 2
@@ -244,7 +225,7 @@ func startSoak(t *testing.T, maxResources int, expire time.Duration) *soak {
 		"OTELCOL_GYM_REMOTE_WRITE_URL=" + prom + "/api/v1/write",
 	})
 	override := filepath.Join(dir, "soak.yaml")
-	require.NoError(t, os.WriteFile(override, []byte(harness.Render(t, soakOverride, harness.Data{X: map[string]any{
+	require.NoError(t, os.WriteFile(override, []byte(harness.Config(t, "soak-override.yaml", harness.Data{X: map[string]any{
 		"expire": expire, "idle": 2 * expire, "max": maxResources, "pprof": s.pprof,
 	}})), 0o600))
 	gymPort := harness.Port(t)

@@ -26,47 +26,14 @@ import (
 // test that loses nothing on any transport; file offsets kept by file_storage across a
 // restart.
 
-// transportsConfig: the gym receiver with the transports a test gives (YAML lines indented
-// under `gym:`), exporting to the sink. The exporter's sending queue is off, so the receiver's
-// collections reach the sink one after the other, in order: the last export received is the
-// newest (with the default queue, 10 consumers may deliver two collections out of order, and
-// only the timestamps tell which is newer).
-const transportsConfig = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:{{.P.Health}}
-{{index .X "extensions"}}
-receivers:
-  gym:
-{{index .X "gym"}}
-    collection_interval: 300ms
-    process:
-      enabled: false
-exporters:
-  otlp_http:
-    endpoint: {{.Sink}}
-    encoding: proto
-    retry_on_failure:
-      enabled: false
-    sending_queue:
-      enabled: false
-service:
-  extensions: [health_check{{index .X "service_extensions"}}]
-` + harness.ServiceTelemetry + `
-  pipelines:
-    metrics:
-      receivers: [gym]
-      exporters: [otlp_http]
-`
-
-// transportsOpts are the parts of transportsConfig a test gives.
+// transportsOpts are the parts of "transports.yaml" a test gives.
 type transportsOpts struct {
 	gym               string // lines under `gym:`, indented by 4
 	extensions        string // lines under `extensions:`, indented by 2
 	serviceExtensions []string
 }
 
-// startTransports starts a collector on transportsConfig; opts is called for each set of
+// startTransports starts a collector on "transports.yaml"; opts is called for each set of
 // ports tried (a test that picks more ports in it keeps the last ones).
 func startTransports(t *testing.T, sink *harness.OTLPSink, opts func(p harness.Ports) transportsOpts) (*harness.Collector, harness.Ports) {
 	t.Helper()
@@ -76,7 +43,7 @@ func startTransports(t *testing.T, sink *harness.OTLPSink, opts func(p harness.P
 		for _, e := range o.serviceExtensions {
 			ext += ", " + e
 		}
-		return []string{harness.Render(t, transportsConfig, harness.Data{P: p, Sink: sink.URL(), X: map[string]any{
+		return []string{harness.Config(t, "transports.yaml", harness.Data{P: p, Sink: sink.URL(), X: map[string]any{
 			"gym": o.gym, "extensions": o.extensions, "service_extensions": ext,
 		}})}
 	})
@@ -269,7 +236,7 @@ func TestSIGTERMNoLoss(t *testing.T) {
 	var tcpAddr string
 	col, _ := harness.StartCollector(t, func(p harness.Ports) []string {
 		tcpAddr = fmt.Sprintf("127.0.0.1:%d", harness.Port(t))
-		return []string{harness.Render(t, sigtermConfig, harness.Data{P: p, Sink: sink.URL(), Dir: dir, X: map[string]any{
+		return []string{harness.Config(t, "sigterm.yaml", harness.Data{P: p, Sink: sink.URL(), Dir: dir, X: map[string]any{
 			"tcp": tcpAddr, "sock": sock,
 		}})}
 	})
@@ -313,37 +280,6 @@ func TestSIGTERMNoLoss(t *testing.T) {
 	}
 	require.Empty(t, sink.Errors())
 }
-
-const sigtermConfig = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:{{.P.Health}}
-receivers:
-  gym:
-    http:
-      endpoint: 127.0.0.1:{{.P.Gym}}
-    stream:
-      transport: unix
-      endpoint: {{index .X "sock"}}
-    files:
-      include: [{{.Dir}}/*.jsonl]
-      start_at: beginning
-    collection_interval: 300ms
-    process:
-      enabled: false
-  gym/tcp:
-    stream:
-      transport: tcp
-      endpoint: {{index .X "tcp"}}
-    collection_interval: 300ms
-    process:
-      enabled: false
-` + harness.SinkExporterAndService + `
-  pipelines:
-    metrics:
-      receivers: [gym, gym/tcp]
-      exporters: [otlp_http]
-`
 
 // filesStorageOpts: the files transport over logs/*.jsonl with offsets in a file_storage
 // extension whose directory is storage.

@@ -77,7 +77,7 @@ func unknownValue(w, round int) int64 { return int64(w%5+1) * int64(round) }
 func TestGymattrsUnknownInstrumentBounded(t *testing.T) {
 	t.Parallel()
 	sink := harness.NewOTLPSink(t)
-	col, ports, otlpURL := startOTLP(t, gymattrsConfig, sink, nil)
+	col, ports, otlpURL := startOTLP(t, "gymattrs.yaml", sink, nil)
 
 	start := pcommon.NewTimestampFromTime(time.Now().Add(-time.Minute))
 	for round := 1; round <= 2; round++ {

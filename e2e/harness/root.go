@@ -11,13 +11,6 @@ import (
 
 // The repository and the binary under test.
 
-var (
-	// Root is the repository's root directory (e2e's TestMain sets it).
-	Root string
-	// Bin is the otelcol-gym binary under test (e2e's TestMain sets it).
-	Bin string
-)
-
 // statInputs stats every file the collector and gymevents are built from. go test caches a
 // package's result keyed on the files its test opened or statted (their size and mtime), and
 // this package's Go imports do not include the receiver: without this, a changed receiver

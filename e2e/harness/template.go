@@ -20,32 +20,13 @@ func Render(t *testing.T, tmpl string, data any) string {
 	return b.String()
 }
 
-// ServiceTelemetry is the service::telemetry block of every test configuration: the
-// Collector's own metrics on the test's free port (the library default, 8888, would collide
-// between tests running in parallel).
-// SinkExporterAndService is the exporters block of the configs that export to the test's OTLP
-// sink, in collection order (no queue, no retry), and the start of their service block.
-const SinkExporterAndService = `exporters:
-  otlp_http:
-    endpoint: {{.Sink}}
-    encoding: proto
-    retry_on_failure:
-      enabled: false
-    sending_queue:
-      enabled: false
-service:
-  extensions: [health_check]
-` + ServiceTelemetry
-
-const ServiceTelemetry = `
-  telemetry:
-    metrics:
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: 127.0.0.1
-                port: {{.P.Telemetry}}`
+// Config is LoadConfig in a test.
+func Config(t *testing.T, name string, data any) string {
+	t.Helper()
+	cfg, err := LoadConfig(name, data)
+	require.NoError(t, err, "configuration %s", name)
+	return cfg
+}
 
 // Data is what the configuration templates see: the collector's ports as .P and anything
 // else a test adds.
