@@ -16,78 +16,6 @@ import (
 	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
-// distributionConfig uses the distribution's components beyond the core ones with every key they are
-// configured with in the docs: the gymattrs processor, the file_storage and bearertokenauth
-// extensions, the gym receiver's stream and files transports, TLS and auth on its http block.
-const distributionConfig = `
-extensions:
-  file_storage:
-    directory: /var/lib/otelcol-gym/storage
-    create_directory: true
-  bearertokenauth:
-    token: e2e-validate-token
-receivers:
-  gym:
-    http:
-      endpoint: 127.0.0.1:4390
-      auth:
-        authenticator: bearertokenauth
-      tls:
-        cert_file: /etc/otelcol-gym/tls/server.crt
-        key_file: /etc/otelcol-gym/tls/server.key
-    stream:
-      transport: unix
-      endpoint: /run/otelcol-gym/gym.sock
-      socket_mode: "0600"
-    files:
-      include: [/var/log/gym/*.events.jsonl]
-      start_at: end
-      storage: file_storage
-  otlp:
-    protocols:
-      http:
-        endpoint: 127.0.0.1:4318
-  gym_console:
-    files:
-      include: [/var/log/gym/*.log]
-      start_at: end
-      storage: file_storage
-    stream:
-      transport: unix
-      endpoint: /run/otelcol-gym/console.sock
-    max_line_bytes: 4194304
-    gymattrs:
-      cardinality_limit: 1500
-processors:
-  memory_limiter:
-    check_interval: 1s
-    limit_percentage: 80
-    spike_limit_percentage: 20
-  gymattrs:
-    cardinality_limit: 2000
-    failure_kinds: ["myorg:quota_exceeded"]
-    health_checks: ["myorg_check"]
-    ignored_health_checks: ["noisy_check"]
-    unknown_metrics: bound
-    series_idle_timeout: 10m
-  batch: {}
-exporters:
-  debug: {}
-service:
-  extensions: [file_storage, bearertokenauth]
-  pipelines:
-    metrics:
-      receivers: [gym, otlp, gym_console]
-      processors: [memory_limiter, gymattrs, batch]
-      exporters: [debug]
-    traces:
-      receivers: [gym_console]
-      exporters: [debug]
-    logs:
-      receivers: [gym_console]
-      exporters: [debug]
-`
-
 // TestValidateDistribution: the binary has the gymattrs processor and the file_storage and
 // bearertokenauth extensions, `validate` accepts a configuration that uses them, and names
 // the key of a bad gymattrs setting.
@@ -96,6 +24,7 @@ func TestValidateDistribution(t *testing.T) {
 	harness.UseCollector()
 	out, err := exec.Command(harness.Bin, "components").CombinedOutput()
 	require.NoError(t, err, "%s", out)
+	distribution := harness.Config(t, "distribution.yaml", nil)
 	for _, name := range []string{"name: gymattrs", "name: file_storage", "name: bearertokenauth", "name: gym_console"} {
 		assert.Contains(t, string(out), name, "otelcol-gym components")
 	}
@@ -140,7 +69,7 @@ func TestValidateDistribution(t *testing.T) {
 		}
 	}
 
-	vout, err := validate(t, distributionConfig)
+	vout, err := validate(t, distribution)
 	assert.NoError(t, err, vout)
 
 	for _, c := range []struct{ from, to, want string }{
@@ -150,7 +79,7 @@ func TestValidateDistribution(t *testing.T) {
 		{"max_line_bytes: 4194304", "max_line_bytes: 10", "max_line_bytes"},
 		{"cardinality_limit: 1500", "cardinality_limit: 0", "cardinality_limit"},
 	} {
-		bad := replaceOnce(t, distributionConfig, c.from, c.to)
+		bad := replaceOnce(t, distribution, c.from, c.to)
 		vout, err := validate(t, bad)
 		var exitErr *exec.ExitError
 		if assert.ErrorAs(t, err, &exitErr, "validate accepted %q:\n%s", c.to, vout) {

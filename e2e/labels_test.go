@@ -135,43 +135,6 @@ func TestDefaultConfigKeepsDataPointAttributes(t *testing.T) {
 	require.Equal(t, 2, heads, "target_info of both processes")
 }
 
-// twoReceiversConfig: two gym receivers, gym/a and gym/b, in one collector.
-const twoReceiversConfig = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:%[1]d
-receivers:
-  gym/a:
-    http:
-      endpoint: 127.0.0.1:%[2]d
-    collection_interval: 300ms
-    process:
-      enabled: false
-  gym/b:
-    http:
-      endpoint: 127.0.0.1:%[3]d
-    collection_interval: 300ms
-    process:
-      enabled: false
-exporters:
-  prometheus:
-    endpoint: 127.0.0.1:%[4]d
-service:
-  extensions: [health_check]
-  telemetry:
-    metrics:
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: 127.0.0.1
-                port: %[5]d
-  pipelines:
-    metrics:
-      receivers: [gym/a, gym/b]
-      exporters: [prometheus]
-`
-
 // TestTwoGymReceiversStayApart: the collector's telemetry endpoint keeps the line counters and
 // the standard receiver metrics of two gym receivers apart by their receiver attribute.
 func TestTwoGymReceiversStayApart(t *testing.T) {
@@ -179,7 +142,7 @@ func TestTwoGymReceiversStayApart(t *testing.T) {
 	var portB int
 	col, ports := harness.StartCollector(t, func(p harness.Ports) []string {
 		portB = p.OTLPHTTP // a free port of this attempt
-		return []string{fmt.Sprintf(twoReceiversConfig, p.Health, p.Gym, portB, p.Prometheus, p.Telemetry)}
+		return []string{harness.Config(t, "two-receivers.yaml", harness.Data{P: p, X: map[string]any{"gymB": portB}})}
 	})
 	colB := &harness.Collector{GymURL: fmt.Sprintf("http://127.0.0.1:%d", portB)}
 	res := `{"event":"resource","attributes":{"service.name":"nemo-gym/math","service.instance.id":"e2e-two-0"}}` + "\n"

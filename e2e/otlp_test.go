@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -29,40 +28,6 @@ func snapshot(s *harness.OTLPSink) (state, []seriesTimes, int, []string) {
 	return st, times, len(exports), s.Errors()
 }
 
-const otlpConfig = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:%[1]d
-receivers:
-  gym:
-    http:
-      endpoint: 127.0.0.1:%[2]d
-    collection_interval: 300ms
-    process:
-      enabled: false
-exporters:
-  otlp_http:
-    endpoint: %[3]s
-    encoding: proto
-    compression: gzip
-    retry_on_failure:
-      enabled: false
-service:
-  extensions: [health_check]
-  telemetry:
-    metrics:
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: 127.0.0.1
-                port: %[4]d
-  pipelines:
-    metrics:
-      receivers: [gym]
-      exporters: [otlp_http]
-`
-
 // TestOTLPExport sends a small stream over HTTP and checks that an otlp_http exporter delivers
 // exactly the metrics the spec gives for it: names, kinds, units, temporality, bounds, values
 // and resources (testdata/otlp-expected.txt, written by hand).
@@ -71,7 +36,7 @@ func TestOTLPExport(t *testing.T) {
 	sink := harness.NewOTLPSink(t)
 
 	col, _ := harness.StartCollector(t, func(p harness.Ports) []string {
-		return []string{fmt.Sprintf(otlpConfig, p.Health, p.Gym, sink.URL(), p.Telemetry)}
+		return []string{harness.Config(t, "otlp.yaml", harness.Data{P: p, Sink: sink.URL()})}
 	})
 
 	bodies := harness.ReadBodies(t, filepath.Join("testdata", "otlp-stream.jsonl"))

@@ -41,7 +41,7 @@ func TestDefaultConfigKeepsTracesAndLogs(t *testing.T) {
 	col, ports := harness.StartCollectorCommand(t, func(p harness.Ports) []string {
 		return []string{
 			filepath.Join(harness.Root, "config", "otelcol-gym.yaml"),
-			fmt.Sprintf(harness.DefaultConfigOverride, p.Health, p.Gym, p.Prometheus, p.Telemetry, p.OTLPGRPC, p.OTLPHTTP),
+			harness.DefaultOverride(t, p),
 		}
 	}, []string{"env", "-C", cwd, "OTELCOL_GYM_STORAGE_DIR=" + state, harness.Bin})
 	url := fmt.Sprintf("http://127.0.0.1:%d", ports.OTLPHTTP)
@@ -208,7 +208,7 @@ func TestTracesAndLogsForwardedAsDocumented(t *testing.T) {
 	col, ports := harness.StartCollectorCommand(t, func(p harness.Ports) []string {
 		return append([]string{
 			filepath.Join(harness.Root, "config", "otelcol-gym.yaml"),
-			fmt.Sprintf(harness.DefaultConfigOverride, p.Health, p.Gym, p.Prometheus, p.Telemetry, p.OTLPGRPC, p.OTLPHTTP),
+			harness.DefaultOverride(t, p),
 		}, overrides...)
 	}, []string{"env", "OTELCOL_GYM_STORAGE_DIR=" + state, harness.Bin})
 	url := fmt.Sprintf("http://127.0.0.1:%d", ports.OTLPHTTP)

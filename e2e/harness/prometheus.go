@@ -21,39 +21,13 @@ import (
 
 // A real Prometheus (Debian's) and its readers.
 
-// DefaultConfigOverride turns config/otelcol-gym.yaml (the shipped default, which `make run`
+// DefaultOverride turns config/otelcol-gym.yaml (the shipped default, which `make run`
 // starts) into one that runs beside other tests: free loopback ports, a short collection
-// interval. The Collector merges --config files in order.
-const DefaultConfigOverride = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:%[1]d
-receivers:
-  otlp:
-    protocols:
-      grpc:
-        endpoint: 127.0.0.1:%[5]d
-      http:
-        endpoint: 127.0.0.1:%[6]d
-  gym:
-    http:
-      endpoint: 127.0.0.1:%[2]d
-    collection_interval: 300ms
-    process:
-      enabled: false
-exporters:
-  prometheus:
-    endpoint: 127.0.0.1:%[3]d
-service:
-  telemetry:
-    metrics:
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: 127.0.0.1
-                port: %[4]d
-`
+// interval (default-override.yaml). The collector merges --config files in order.
+func DefaultOverride(t *testing.T, p Ports) string {
+	t.Helper()
+	return Config(t, "default-override.yaml", Data{P: p})
+}
 
 // StartDefaultCollector starts otelcol-gym with config/otelcol-gym.yaml on free ports, its
 // storage in a directory of its own; more are further configurations merged after them.
@@ -69,7 +43,7 @@ func StartDefaultCollectorWith(t *testing.T, more func(Ports) []string) (*Collec
 	return StartCollector(t, func(p Ports) []string {
 		return append([]string{
 			filepath.Join(Root, "config", "otelcol-gym.yaml"),
-			fmt.Sprintf(DefaultConfigOverride, p.Health, p.Gym, p.Prometheus, p.Telemetry, p.OTLPGRPC, p.OTLPHTTP),
+			DefaultOverride(t, p),
 			"extensions:\n  file_storage:\n    directory: " + storage + "\n" +
 				"exporters:\n  file/traces:\n    path: " + filepath.Join(storage, "otel-traces.jsonl") +
 				"\n  file/logs:\n    path: " + filepath.Join(storage, "otel-logs.jsonl") + "\n",
