@@ -60,7 +60,7 @@ func startGymRunWith(t *testing.T, setup gymRunSetup) *gymRun {
 	t.Helper()
 	results := t.TempDir()
 	col, ports := harness.StartDefaultCollectorWith(t, func(p harness.Ports) []string {
-		more := []string{dashboardsOverride(results)}
+		more := []string{dashboardsOverride(t, results)}
 		if setup.collector != nil {
 			more = append(more, setup.collector(p, results)...)
 		}

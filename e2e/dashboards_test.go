@@ -37,23 +37,9 @@ import (
 // (the Models dashboard), and keeps at most bombLimit series per instrument and resource (in
 // the receiver and in gymattrs), so that the bombs stay small. The generated run has at most
 // 64 series per instrument and resource.
-func dashboardsOverride(results string) string {
-	return `
-receivers:
-  gym:
-    cardinality_limit: 100
-    process:
-      enabled: true
-      include_self: true
-      collection_interval: 1s
-    rollouts:
-      include: [` + filepath.Join(results, "*.jsonl") + `]
-      start_at: beginning
-      poll_interval: 100ms
-processors:
-  gymattrs:
-    cardinality_limit: 100
-`
+func dashboardsOverride(t *testing.T, results string) string {
+	t.Helper()
+	return harness.Config(t, "dashboards-override.yaml", map[string]any{"results": filepath.Join(results, "*.jsonl")})
 }
 
 // bombSize attribute sets are sent to an instrument whose limit is 100: 99 keep their series,

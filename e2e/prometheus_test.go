@@ -167,23 +167,7 @@ func TestRemoteWriteNamesAsScrape(t *testing.T) {
 		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", gwPort),
 		"OTELCOL_GYM_REMOTE_WRITE_URL=" + remote + "/api/v1/write",
 	})
-	col, ports := harness.StartDefaultCollector(t, fmt.Sprintf(`
-receivers:
-  gym:
-    process:
-      enabled: true
-      include_self: true
-      collection_interval: 1s
-exporters:
-  otlp_grpc/gateway:
-    endpoint: 127.0.0.1:%d
-    tls:
-      insecure: true
-service:
-  pipelines:
-    metrics:
-      exporters: [prometheus, otlp_grpc/gateway]
-`, gwPort))
+	col, ports := harness.StartDefaultCollector(t, harness.Config(t, "remote-write-as-scrape.yaml", map[string]any{"gateway": gwPort}))
 	scraped := harness.StartPrometheus(t, fmt.Sprintf("127.0.0.1:%d", ports.Prometheus))
 
 	bodies := harness.ReadBodies(t, filepath.Join("testdata", "prom-stream.jsonl"))

@@ -128,21 +128,8 @@ func run(ctx context.Context, o options) error {
 }
 
 func startGym(ctx context.Context, o options, sink *harness.Sink, name string, env ...string) (*harness.Service, harness.GymPorts, error) {
-	ports, err := harness.NewGymPorts()
-	if err != nil {
-		return nil, ports, err
-	}
-	c, err := harness.StartService(ctx, harness.ServiceOptions{
-		Name:      name,
-		Bin:       o.collector,
-		Config:    harness.GymConfig(ports, sink.URL, "", o.interval.String()),
-		Env:       env,
-		Dir:       o.outDir,
-		HealthURL: fmt.Sprintf("http://127.0.0.1:%d/", ports.Health),
-		PprofAddr: fmt.Sprintf("127.0.0.1:%d", ports.Pprof),
-		Telemetry: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Telemetry),
-	})
-	return c, ports, err
+	return harness.StartGym(ctx, harness.ServiceOptions{Name: name, Bin: o.collector, Env: env, Dir: o.outDir},
+		sink.URL, "", o.interval.String())
 }
 
 type runResult struct {

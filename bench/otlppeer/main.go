@@ -192,14 +192,17 @@ func start(ctx context.Context, o options, s setup, name string, statements []st
 	if err != nil {
 		return nil, ports, err
 	}
-	cfg := harness.OTLPConfig{Ports: ports, Health: s.health, Processor: s.processor, Statements: statements, SinkURL: sinkURL}
+	cfg, err := harness.OTLPConfig{Ports: ports, Health: s.health, Processor: s.processor, Statements: statements, SinkURL: sinkURL}.Config()
+	if err != nil {
+		return nil, ports, err
+	}
 	telemetry := fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Telemetry)
 	health := "" // the stock build has no health_check: the receiver's port is the sign
 	if s.health {
 		health = fmt.Sprintf("http://127.0.0.1:%d/", ports.Health)
 	}
 	c, err := harness.StartService(ctx, harness.ServiceOptions{
-		Name: name, Bin: s.bin, Dir: o.outDir, Env: []string{env}, Config: cfg.String(),
+		Name: name, Bin: s.bin, Dir: o.outDir, Env: []string{env}, Config: cfg,
 		Ready:     harness.Listening(fmt.Sprintf("127.0.0.1:%d", ports.HTTP), health),
 		PprofAddr: fmt.Sprintf("127.0.0.1:%d", ports.Pprof), Telemetry: telemetry,
 	})

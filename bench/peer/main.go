@@ -173,22 +173,14 @@ func runGymFile(ctx context.Context, o options, stream string, rep harness.GenRe
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return r, err
 	}
-	ports, err := harness.NewGymPorts()
-	if err != nil {
-		return r, err
-	}
 	sink, err := harness.StartSink()
 	if err != nil {
 		return r, err
 	}
 	defer sink.Close()
-	c, err := harness.StartService(ctx, harness.ServiceOptions{
+	c, _, err := harness.StartGym(ctx, harness.ServiceOptions{
 		Name: "otelcol-gym-files", Bin: o.collector, Dir: o.outDir, Env: []string{env},
-		Config:    harness.GymConfig(ports, sink.URL, filepath.Join(dir, "*.jsonl"), "10s"),
-		HealthURL: fmt.Sprintf("http://127.0.0.1:%d/", ports.Health),
-		PprofAddr: fmt.Sprintf("127.0.0.1:%d", ports.Pprof),
-		Telemetry: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Telemetry),
-	})
+	}, sink.URL, filepath.Join(dir, "*.jsonl"), "10s")
 	if err != nil {
 		return r, err
 	}
@@ -223,19 +215,9 @@ func runPeer(ctx context.Context, o options, stream string, rep harness.GenRepor
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return r, err
 	}
-	p, err := harness.FreePorts(2)
-	if err != nil {
-		return r, err
-	}
-	ports := harness.PeerPorts{Pprof: p[0], Telemetry: p[1]}
-	telemetry := fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Telemetry)
-	c, err := harness.StartService(ctx, harness.ServiceOptions{
+	c, err := harness.StartPeer(ctx, harness.ServiceOptions{
 		Name: "otelcol-peer", Bin: o.peer, Dir: o.outDir, Env: []string{env},
-		Config:    harness.PeerConfig(ports, filepath.Join(dir, "*.jsonl"), false),
-		HealthURL: telemetry, // no health_check extension in the stock build: its telemetry answers once it runs
-		PprofAddr: fmt.Sprintf("127.0.0.1:%d", ports.Pprof),
-		Telemetry: telemetry,
-	})
+	}, filepath.Join(dir, "*.jsonl"), false)
 	if err != nil {
 		return r, err
 	}
@@ -287,17 +269,9 @@ func checkPeer(ctx context.Context, o options, stream, env string) error {
 		cut += i + 1
 		n++
 	}
-	p, err := harness.FreePorts(2)
-	if err != nil {
-		return err
-	}
-	ports := harness.PeerPorts{Pprof: p[0], Telemetry: p[1]}
-	telemetry := fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Telemetry)
-	c, err := harness.StartService(ctx, harness.ServiceOptions{
+	c, err := harness.StartPeer(ctx, harness.ServiceOptions{
 		Name: "otelcol-peer-check", Bin: o.peer, Dir: o.outDir, Env: []string{env},
-		Config:    harness.PeerConfig(ports, filepath.Join(dir, "*.jsonl"), true),
-		HealthURL: telemetry, Telemetry: telemetry,
-	})
+	}, filepath.Join(dir, "*.jsonl"), true)
 	if err != nil {
 		return err
 	}
@@ -330,22 +304,14 @@ func checkPeer(ctx context.Context, o options, stream, env string) error {
 
 func runGymHTTP(ctx context.Context, o options, shape []string, env string) (result, error) {
 	r := result{name: "otelcol-gym", input: "HTTP (gymevents gen --pregen)"}
-	ports, err := harness.NewGymPorts()
-	if err != nil {
-		return r, err
-	}
 	sink, err := harness.StartSink()
 	if err != nil {
 		return r, err
 	}
 	defer sink.Close()
-	c, err := harness.StartService(ctx, harness.ServiceOptions{
+	c, ports, err := harness.StartGym(ctx, harness.ServiceOptions{
 		Name: "otelcol-gym-http", Bin: o.collector, Dir: o.outDir, Env: []string{env},
-		Config:    harness.GymConfig(ports, sink.URL, "", "10s"),
-		HealthURL: fmt.Sprintf("http://127.0.0.1:%d/", ports.Health),
-		PprofAddr: fmt.Sprintf("127.0.0.1:%d", ports.Pprof),
-		Telemetry: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Telemetry),
-	})
+	}, sink.URL, "", "10s")
 	if err != nil {
 		return r, err
 	}

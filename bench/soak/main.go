@@ -71,17 +71,8 @@ func run(ctx context.Context, collector, gymevents, outDir string, duration time
 		return false, err
 	}
 	defer sink.Close()
-	ports, err := harness.NewGymPorts()
-	if err != nil {
-		return false, err
-	}
-	c, err := harness.StartService(ctx, harness.ServiceOptions{
-		Name: "otelcol-gym-soak", Bin: collector, Dir: outDir,
-		Config:    harness.GymConfig(ports, sink.URL, "", "10s"),
-		HealthURL: fmt.Sprintf("http://127.0.0.1:%d/", ports.Health),
-		PprofAddr: fmt.Sprintf("127.0.0.1:%d", ports.Pprof),
-		Telemetry: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Telemetry),
-	})
+	c, ports, err := harness.StartGym(ctx, harness.ServiceOptions{Name: "otelcol-gym-soak", Bin: collector, Dir: outDir},
+		sink.URL, "", "10s")
 	if err != nil {
 		return false, err
 	}
