@@ -3,10 +3,8 @@
 package e2e
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -30,23 +28,11 @@ func labelValues(base, query string) ([]string, error) {
 	if m == nil {
 		return nil, fmt.Errorf("not a label_values(selector, label) query: %s", query)
 	}
-	resp, err := http.Get(base + "/api/v1/label/" + m[2] + "/values?match[]=" + url.QueryEscape(m[1]))
-	if err != nil {
-		return nil, err
+	var values []string
+	if err := harness.PromAPI(base, "/api/v1/label/"+m[2]+"/values?match[]="+url.QueryEscape(m[1]), &values); err != nil {
+		return nil, fmt.Errorf("%s: %w", query, err)
 	}
-	defer resp.Body.Close()
-	var ans struct {
-		Status string   `json:"status"`
-		Error  string   `json:"error"`
-		Data   []string `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
-		return nil, err
-	}
-	if ans.Status != "success" {
-		return nil, fmt.Errorf("%s: %s", query, ans.Error)
-	}
-	return ans.Data, nil
+	return values, nil
 }
 
 // queryCheck is a query a dashboard or a rule runs, with a name to report it by.
@@ -57,16 +43,8 @@ type queryCheck struct{ name, query string }
 func dashboardChecks(t *testing.T, dashboards []grafanaDashboard, records map[string]string) (checks, vars, gymVars []queryCheck) {
 	t.Helper()
 	for _, d := range dashboards {
-		for _, v := range d.Templating.List {
-			if v.Type != "query" {
-				continue
-			}
-			q := v.Query
-			if m, ok := q.(map[string]any); ok {
-				q = m["query"]
-			}
-			s, _ := q.(string)
-			c := queryCheck{fmt.Sprintf("%s: variable %s", d.Title, v.Name), substitute(s)}
+		for _, v := range d.queryVariables() {
+			c := queryCheck{fmt.Sprintf("%s: variable %s", d.Title, v.name), substitute(v.query)}
 			vars = append(vars, c)
 			if d.UID != "gym-collector" {
 				gymVars = append(gymVars, c)
@@ -179,27 +157,20 @@ func everyRuleHealthy(t *testing.T, prom string, names []string) {
 
 // ruleHealth returns the health of every rule Prometheus loaded, by record or alert name.
 func ruleHealth(base string) (map[string]string, error) {
-	resp, err := http.Get(base + "/api/v1/rules")
-	if err != nil {
-		return nil, err
+	var data struct {
+		Groups []struct {
+			Rules []struct {
+				Name      string `json:"name"`
+				Health    string `json:"health"`
+				LastError string `json:"lastError"`
+			} `json:"rules"`
+		} `json:"groups"`
 	}
-	defer resp.Body.Close()
-	var ans struct {
-		Data struct {
-			Groups []struct {
-				Rules []struct {
-					Name      string `json:"name"`
-					Health    string `json:"health"`
-					LastError string `json:"lastError"`
-				} `json:"rules"`
-			} `json:"groups"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
+	if err := harness.PromAPI(base, "/api/v1/rules", &data); err != nil {
 		return nil, err
 	}
 	out := map[string]string{}
-	for _, g := range ans.Data.Groups {
+	for _, g := range data.Groups {
 		for _, r := range g.Rules {
 			out[r.Name] = r.Health
 			if r.LastError != "" {
@@ -212,26 +183,19 @@ func ruleHealth(base string) (map[string]string, error) {
 
 // targetHealth says how Prometheus' last scrape of each target went (for failure messages).
 func targetHealth(base string) string {
-	resp, err := http.Get(base + "/api/v1/targets")
-	if err != nil {
-		return err.Error()
+	var data struct {
+		ActiveTargets []struct {
+			ScrapePool         string  `json:"scrapePool"`
+			Health             string  `json:"health"`
+			LastError          string  `json:"lastError"`
+			LastScrapeDuration float64 `json:"lastScrapeDuration"`
+		} `json:"activeTargets"`
 	}
-	defer resp.Body.Close()
-	var ans struct {
-		Data struct {
-			ActiveTargets []struct {
-				ScrapePool         string  `json:"scrapePool"`
-				Health             string  `json:"health"`
-				LastError          string  `json:"lastError"`
-				LastScrapeDuration float64 `json:"lastScrapeDuration"`
-			} `json:"activeTargets"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
+	if err := harness.PromAPI(base, "/api/v1/targets", &data); err != nil {
 		return err.Error()
 	}
 	var parts []string
-	for _, tg := range ans.Data.ActiveTargets {
+	for _, tg := range data.ActiveTargets {
 		parts = append(parts, fmt.Sprintf("%s: %s %.2fs %s", tg.ScrapePool, tg.Health, tg.LastScrapeDuration, tg.LastError))
 	}
 	return strings.Join(parts, "; ")

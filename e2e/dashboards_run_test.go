@@ -33,18 +33,7 @@ type gymRun struct {
 func startGymRun(t *testing.T) *gymRun {
 	t.Helper()
 	return startGymRunWith(t, gymRunSetup{prometheus: func(ports harness.Ports) string {
-		return fmt.Sprintf(`global:
-  scrape_interval: 3s
-  scrape_timeout: 3s
-  evaluation_interval: 1s
-rule_files: [gym.rules.yaml]
-scrape_configs:
-  - job_name: gym
-    honor_labels: true
-    static_configs: [{targets: ["127.0.0.1:%d"]}]
-  - job_name: otelcol
-    static_configs: [{targets: ["127.0.0.1:%d"]}]
-`, ports.Prometheus, ports.Telemetry)
+		return harness.Config(t, "prometheus-gym.yml", map[string]any{"P": ports, "interval": "3s", "rules": true})
 	}})
 }
 

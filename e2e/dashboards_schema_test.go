@@ -178,16 +178,9 @@ func TestDashboardVariablesReadGymSeries(t *testing.T) {
 		if d.UID == "gym-collector" {
 			continue
 		}
-		for _, v := range d.Templating.List {
-			if v.Type != "query" {
-				continue
-			}
-			q := v.Query
-			if m, ok := q.(map[string]any); ok {
-				q = m["query"]
-			}
-			s, _ := q.(string)
-			where := fmt.Sprintf("%s: variable %s: %s", d.UID, v.Name, s)
+		for _, v := range d.queryVariables() {
+			s := v.query
+			where := fmt.Sprintf("%s: variable %s: %s", d.UID, v.name, s)
 			m := labelValuesRE.FindStringSubmatch(s)
 			if !assert.NotNil(t, m, "%s: not label_values({selector}, label)", where) {
 				continue

@@ -96,6 +96,27 @@ type grafanaDashboard struct {
 	} `json:"panels"`
 }
 
+// queryVariable is a dashboard variable of type query: its name and its query's text.
+type queryVariable struct{ name, query string }
+
+// queryVariables are the dashboard's variables of type query (Grafana writes the query as a
+// string or as an object with a query field).
+func (d grafanaDashboard) queryVariables() []queryVariable {
+	var out []queryVariable
+	for _, v := range d.Templating.List {
+		if v.Type != "query" {
+			continue
+		}
+		q := v.Query
+		if m, ok := q.(map[string]any); ok {
+			q = m["query"]
+		}
+		s, _ := q.(string)
+		out = append(out, queryVariable{v.Name, s})
+	}
+	return out
+}
+
 func loadDashboards(t *testing.T) []grafanaDashboard {
 	t.Helper()
 	paths, err := filepath.Glob(filepath.Join(harness.Root, "deploy", "grafana", "dashboards", "*.json"))
@@ -475,16 +496,7 @@ func TestCollectorDashboardAtZero(t *testing.T) {
 		}
 	}
 	require.Greater(t, len(checks), 5)
-	prom := harness.StartPrometheusWith(t, fmt.Sprintf(`global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-scrape_configs:
-  - job_name: gym
-    honor_labels: true
-    static_configs: [{targets: ["127.0.0.1:%d"]}]
-  - job_name: otelcol
-    static_configs: [{targets: ["127.0.0.1:%d"]}]
-`, ports.Prometheus, ports.Telemetry), nil)
+	prom := harness.StartPrometheusWith(t, harness.Config(t, "prometheus-gym.yml", map[string]any{"P": ports, "interval": "1s", "rules": false}), nil)
 	var failing []string
 	err = harness.Eventually(60*time.Second, time.Second, func() error {
 		failing = failing[:0]

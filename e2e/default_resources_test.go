@@ -24,12 +24,7 @@ import (
 // resources' points landed in one series, each collection overwriting the others').
 func TestDefaultResourcesStayApart(t *testing.T) {
 	t.Parallel()
-	prom := harness.StartRemoteWritePrometheus(t)
-	gwPort := harness.Port(t)
-	startDeployed(t, "gateway", "gateway.yaml", []string{
-		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", gwPort),
-		"OTELCOL_GYM_REMOTE_WRITE_URL=" + prom + "/api/v1/write",
-	})
+	prom, gwPort := startGatewayToPrometheus(t)
 	dir := t.TempDir()
 	logs, sock, gymPort := filepath.Join(dir, "gym"), filepath.Join(dir, "gym.sock"), harness.Port(t)
 	require.NoError(t, os.MkdirAll(logs, 0o700))

@@ -51,26 +51,19 @@ func increaseOf(exports []pmetric.Metrics, name string, match func(pcommon.Map) 
 	last := map[string]float64{}
 	var total float64
 	for _, md := range exports {
-		for _, rm := range md.ResourceMetrics().All() {
-			if !match(rm.Resource().Attributes()) {
+		for resource, m := range metricsNamed(md, match, name) {
+			if m.Type() != pmetric.MetricTypeSum {
 				continue
 			}
-			for _, sm := range rm.ScopeMetrics().All() {
-				for _, m := range sm.Metrics().All() {
-					if m.Name() != name || m.Type() != pmetric.MetricTypeSum {
-						continue
-					}
-					for _, dp := range m.Sum().DataPoints().All() {
-						key := fmt.Sprint(rm.Resource().Attributes().AsRaw(), dp.Attributes().AsRaw())
-						v := numberOf(dp)
-						if prev := last[key]; v >= prev {
-							total += v - prev
-						} else {
-							total += v
-						}
-						last[key] = v
-					}
+			for _, dp := range m.Sum().DataPoints().All() {
+				key := fmt.Sprint(resource.AsRaw(), dp.Attributes().AsRaw())
+				v := numberOf(dp)
+				if prev := last[key]; v >= prev {
+					total += v - prev
+				} else {
+					total += v
 				}
+				last[key] = v
 			}
 		}
 	}
@@ -104,17 +97,24 @@ func writeLines(t *testing.T, path string, from, batches, per int, every time.Du
 	return w
 }
 
+// logsAndStorage makes a directory of logs and one of storage for a test's collector; path
+// is the run file in logs (not created).
+func logsAndStorage(t *testing.T) (logs, storage, path string) {
+	t.Helper()
+	dir := t.TempDir()
+	logs, storage = filepath.Join(dir, "logs"), filepath.Join(dir, "storage")
+	require.NoError(t, os.Mkdir(logs, 0o700))
+	require.NoError(t, os.Mkdir(storage, 0o700))
+	return logs, storage, filepath.Join(logs, "run.jsonl")
+}
+
 // TestKill9MidFile: a file grows while the collector is killed with SIGKILL in the middle of
 // it, then restarted on the same storage: every line is counted exactly once over both lives,
 // as increase() would compute it from everything exported, and the restarted collector's
 // totals go on from the first life's (no reset, no line lost or repeated).
 func TestKill9MidFile(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	logs, storage := filepath.Join(dir, "logs"), filepath.Join(dir, "storage")
-	require.NoError(t, os.Mkdir(logs, 0o700))
-	require.NoError(t, os.Mkdir(storage, 0o700))
-	path := filepath.Join(logs, "run.jsonl")
+	logs, storage, path := logsAndStorage(t)
 	res := attrIs("log.file.path", path)
 
 	sink1 := harness.NewOTLPSink(t)
@@ -164,11 +164,7 @@ func TestKill9MidFile(t *testing.T) {
 // built from +1/-1 deltas over HTTP across the restart, reads right.
 func TestSIGTERMMidFileExporterDown(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	logs, storage := filepath.Join(dir, "logs"), filepath.Join(dir, "storage")
-	require.NoError(t, os.Mkdir(logs, 0o700))
-	require.NoError(t, os.Mkdir(storage, 0o700))
-	path := filepath.Join(logs, "run.jsonl")
+	logs, storage, path := logsAndStorage(t)
 	res := attrIs("log.file.path", path)
 	gym := service("nemo-gym/sandboxes")
 	resource := `{"event":"resource","attributes":{"service.name":"nemo-gym/sandboxes","service.instance.id":"s0"}}` + "\n"

@@ -50,11 +50,7 @@ func TestDamagedCheckpoint(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			logs, storage := filepath.Join(dir, "logs"), filepath.Join(dir, "storage")
-			require.NoError(t, os.Mkdir(logs, 0o700))
-			require.NoError(t, os.Mkdir(storage, 0o700))
-			path := filepath.Join(logs, "run.jsonl")
+			logs, storage, path := logsAndStorage(t)
 			res := attrIs("log.file.path", path)
 			harness.AppendFile(t, path, lines("", 0, 2000, false))
 

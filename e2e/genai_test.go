@@ -118,23 +118,16 @@ func modelCallSDKBatch(round int, start, now pcommon.Timestamp, app bool) pmetri
 func histPoints(t *testing.T, md pmetric.Metrics, service, name string) map[string]pmetric.HistogramDataPoint {
 	t.Helper()
 	out := map[string]pmetric.HistogramDataPoint{}
-	for _, rm := range md.ResourceMetrics().All() {
-		if v, _ := rm.Resource().Attributes().Get("service.name"); v.Str() != service {
+	for resource, m := range metricsNamed(md, nil, name) {
+		if v, _ := resource.Get("service.name"); v.Str() != service {
 			continue
 		}
-		for _, sm := range rm.ScopeMetrics().All() {
-			for _, m := range sm.Metrics().All() {
-				if m.Name() != name {
-					continue
-				}
-				require.Equal(t, pmetric.MetricTypeHistogram, m.Type(), name)
-				for _, dp := range m.Histogram().DataPoints().All() {
-					key := formatAttrs(dp.Attributes())
-					_, dup := out[key]
-					require.False(t, dup, "%s: two points of %s", name, key)
-					out[key] = dp
-				}
-			}
+		require.Equal(t, pmetric.MetricTypeHistogram, m.Type(), name)
+		for _, dp := range m.Histogram().DataPoints().All() {
+			key := formatAttrs(dp.Attributes())
+			_, dup := out[key]
+			require.False(t, dup, "%s: two points of %s", name, key)
+			out[key] = dp
 		}
 	}
 	return out

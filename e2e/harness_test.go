@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"strconv"
 	"strings"
@@ -46,35 +47,25 @@ func completed(md pmetric.Metrics, match func(pcommon.Map) bool) (float64, bool)
 // sumOf sums every point of the named Sum or Gauge metric (a histogram: its counts) over the
 // resources of md that match; found reports whether any point was there.
 func sumOf(md pmetric.Metrics, name string, match func(pcommon.Map) bool) (total float64, found bool) {
-	for _, rm := range md.ResourceMetrics().All() {
-		if match != nil && !match(rm.Resource().Attributes()) {
+	for _, m := range metricsNamed(md, match, name) {
+		var dps pmetric.NumberDataPointSlice
+		switch m.Type() {
+		case pmetric.MetricTypeSum:
+			dps = m.Sum().DataPoints()
+		case pmetric.MetricTypeGauge:
+			dps = m.Gauge().DataPoints()
+		case pmetric.MetricTypeHistogram:
+			for _, dp := range m.Histogram().DataPoints().All() {
+				total += float64(dp.Count())
+				found = true
+			}
+			continue
+		default:
 			continue
 		}
-		for _, sm := range rm.ScopeMetrics().All() {
-			for _, m := range sm.Metrics().All() {
-				if m.Name() != name {
-					continue
-				}
-				var dps pmetric.NumberDataPointSlice
-				switch m.Type() {
-				case pmetric.MetricTypeSum:
-					dps = m.Sum().DataPoints()
-				case pmetric.MetricTypeGauge:
-					dps = m.Gauge().DataPoints()
-				case pmetric.MetricTypeHistogram:
-					for _, dp := range m.Histogram().DataPoints().All() {
-						total += float64(dp.Count())
-						found = true
-					}
-					continue
-				default:
-					continue
-				}
-				for _, dp := range dps.All() {
-					found = true
-					total += numberOf(dp)
-				}
-			}
+		for _, dp := range dps.All() {
+			found = true
+			total += numberOf(dp)
 		}
 	}
 	return total, found
@@ -148,4 +139,24 @@ func vmRSS(pid int) (int64, error) {
 		}
 	}
 	return 0, errors.New("no VmRSS in /proc status")
+}
+
+// metricsNamed yields every metric named name under the resources of md that match (nil:
+// all), with its resource's attributes.
+func metricsNamed(md pmetric.Metrics, match func(pcommon.Map) bool, name string) iter.Seq2[pcommon.Map, pmetric.Metric] {
+	return func(yield func(pcommon.Map, pmetric.Metric) bool) {
+		for _, rm := range md.ResourceMetrics().All() {
+			resource := rm.Resource().Attributes()
+			if match != nil && !match(resource) {
+				continue
+			}
+			for _, sm := range rm.ScopeMetrics().All() {
+				for _, m := range sm.Metrics().All() {
+					if m.Name() == name && !yield(resource, m) {
+						return
+					}
+				}
+			}
+		}
+	}
 }

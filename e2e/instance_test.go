@@ -128,12 +128,7 @@ func TestInstancePerProcessScrape(t *testing.T) {
 // gymattrs) into Debian's Prometheus by remote write.
 func TestInstancePerProcessRemoteWrite(t *testing.T) {
 	t.Parallel()
-	prom := harness.StartRemoteWritePrometheus(t)
-	gwPort := harness.Port(t)
-	startDeployed(t, "gateway", "gateway.yaml", []string{
-		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", gwPort),
-		"OTELCOL_GYM_REMOTE_WRITE_URL=" + prom + "/api/v1/write",
-	})
+	prom, gwPort := startGatewayToPrometheus(t)
 	dir := filepath.Join(t.TempDir(), "node-w")
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "gym"), 0o700))
 	otlpHTTP := fmt.Sprintf("127.0.0.1:%d", harness.Port(t))

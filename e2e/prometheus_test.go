@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -161,12 +160,7 @@ func TestAlertRunbookURLs(t *testing.T) {
 // Gym and process names, each a series name of an instrument of metadata.yaml.
 func TestRemoteWriteNamesAsScrape(t *testing.T) {
 	t.Parallel()
-	remote := harness.StartRemoteWritePrometheus(t)
-	gwPort := harness.Port(t)
-	startDeployed(t, "gateway", "gateway.yaml", []string{
-		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", gwPort),
-		"OTELCOL_GYM_REMOTE_WRITE_URL=" + remote + "/api/v1/write",
-	})
+	remote, gwPort := startGatewayToPrometheus(t)
 	col, ports := harness.StartDefaultCollector(t, harness.Config(t, "remote-write-as-scrape.yaml", map[string]any{"gateway": gwPort}))
 	scraped := harness.StartPrometheus(t, fmt.Sprintf("127.0.0.1:%d", ports.Prometheus))
 
@@ -214,23 +208,12 @@ func TestRemoteWriteNamesAsScrape(t *testing.T) {
 
 // schemaNames lists the gym_* and process_* metric names a Prometheus holds, sorted.
 func schemaNames(base string) ([]string, error) {
-	resp, err := http.Get(base + "/api/v1/label/__name__/values")
-	if err != nil {
+	var names []string
+	if err := harness.PromAPI(base, "/api/v1/label/__name__/values", &names); err != nil {
 		return nil, err
-	}
-	defer resp.Body.Close()
-	var ans struct {
-		Status string   `json:"status"`
-		Data   []string `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
-		return nil, err
-	}
-	if ans.Status != "success" {
-		return nil, fmt.Errorf("label values: %s", ans.Status)
 	}
 	var out []string
-	for _, n := range ans.Data {
+	for _, n := range names {
 		if strings.HasPrefix(n, "gym_") || strings.HasPrefix(n, "process_") {
 			out = append(out, n)
 		}

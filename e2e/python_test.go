@@ -43,30 +43,20 @@ type pyPoint struct {
 // pyPoints returns the points of metric name under the resources with service.name svc.
 func pyPoints(md pmetric.Metrics, svc, name string) []pyPoint {
 	var out []pyPoint
-	for _, rm := range md.ResourceMetrics().All() {
-		if !service(svc)(rm.Resource().Attributes()) {
-			continue
-		}
-		_, pid := rm.Resource().Attributes().Get("process.pid")
-		for _, sm := range rm.ScopeMetrics().All() {
-			for _, m := range sm.Metrics().All() {
-				if m.Name() != name {
-					continue
-				}
-				switch m.Type() {
-				case pmetric.MetricTypeSum:
-					for _, dp := range m.Sum().DataPoints().All() {
-						out = append(out, pyPoint{attrs: attrString(dp.Attributes()), value: numberOf(dp), resourcePI: pid})
-					}
-				case pmetric.MetricTypeGauge:
-					for _, dp := range m.Gauge().DataPoints().All() {
-						out = append(out, pyPoint{attrs: attrString(dp.Attributes()), value: numberOf(dp), resourcePI: pid})
-					}
-				case pmetric.MetricTypeHistogram:
-					for _, dp := range m.Histogram().DataPoints().All() {
-						out = append(out, pyPoint{attrs: attrString(dp.Attributes()), count: dp.Count(), sum: dp.Sum(), histogram: true, resourcePI: pid})
-					}
-				}
+	for resource, m := range metricsNamed(md, service(svc), name) {
+		_, pid := resource.Get("process.pid")
+		switch m.Type() {
+		case pmetric.MetricTypeSum:
+			for _, dp := range m.Sum().DataPoints().All() {
+				out = append(out, pyPoint{attrs: attrString(dp.Attributes()), value: numberOf(dp), resourcePI: pid})
+			}
+		case pmetric.MetricTypeGauge:
+			for _, dp := range m.Gauge().DataPoints().All() {
+				out = append(out, pyPoint{attrs: attrString(dp.Attributes()), value: numberOf(dp), resourcePI: pid})
+			}
+		case pmetric.MetricTypeHistogram:
+			for _, dp := range m.Histogram().DataPoints().All() {
+				out = append(out, pyPoint{attrs: attrString(dp.Attributes()), count: dp.Count(), sum: dp.Sum(), histogram: true, resourcePI: pid})
 			}
 		}
 	}

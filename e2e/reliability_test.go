@@ -57,22 +57,12 @@ func newestCompleted(exports []pmetric.Metrics, match func(pcommon.Map) bool) fl
 	}
 	newest := map[string]pt{}
 	for _, md := range exports {
-		for _, rm := range md.ResourceMetrics().All() {
-			if !match(rm.Resource().Attributes()) {
-				continue
-			}
-			res := formatAttrs(rm.Resource().Attributes())
-			for _, sm := range rm.ScopeMetrics().All() {
-				for _, m := range sm.Metrics().All() {
-					if m.Name() != "gym.rollout.completed_total" {
-						continue
-					}
-					for _, dp := range m.Sum().DataPoints().All() {
-						k := res + formatAttrs(dp.Attributes())
-						if p, ok := newest[k]; !ok || dp.Timestamp() >= p.ts {
-							newest[k] = pt{dp.Timestamp(), numberOf(dp)}
-						}
-					}
+		for resource, m := range metricsNamed(md, match, "gym.rollout.completed_total") {
+			res := formatAttrs(resource)
+			for _, dp := range m.Sum().DataPoints().All() {
+				k := res + formatAttrs(dp.Attributes())
+				if p, ok := newest[k]; !ok || dp.Timestamp() >= p.ts {
+					newest[k] = pt{dp.Timestamp(), numberOf(dp)}
 				}
 			}
 		}

@@ -63,30 +63,20 @@ func outcomeIs(outcome string) func(pcommon.Map) bool {
 func latestPoints(exports []pmetric.Metrics, res func(pcommon.Map) bool, name string, point func(pcommon.Map) bool) float64 {
 	for i := len(exports) - 1; i >= 0; i-- {
 		total, found := 0.0, false
-		for _, rm := range exports[i].ResourceMetrics().All() {
-			if !res(rm.Resource().Attributes()) {
-				continue
-			}
-			for _, sm := range rm.ScopeMetrics().All() {
-				for _, m := range sm.Metrics().All() {
-					if m.Name() != name {
-						continue
+		for _, m := range metricsNamed(exports[i], res, name) {
+			switch m.Type() {
+			case pmetric.MetricTypeSum:
+				for _, dp := range m.Sum().DataPoints().All() {
+					found = true
+					if point == nil || point(dp.Attributes()) {
+						total += numberOf(dp)
 					}
-					switch m.Type() {
-					case pmetric.MetricTypeSum:
-						for _, dp := range m.Sum().DataPoints().All() {
-							found = true
-							if point == nil || point(dp.Attributes()) {
-								total += numberOf(dp)
-							}
-						}
-					case pmetric.MetricTypeHistogram: // its count
-						for _, dp := range m.Histogram().DataPoints().All() {
-							found = true
-							if point == nil || point(dp.Attributes()) {
-								total += float64(dp.Count())
-							}
-						}
+				}
+			case pmetric.MetricTypeHistogram: // its count
+				for _, dp := range m.Histogram().DataPoints().All() {
+					found = true
+					if point == nil || point(dp.Attributes()) {
+						total += float64(dp.Count())
 					}
 				}
 			}

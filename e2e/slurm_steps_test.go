@@ -164,12 +164,7 @@ func taskEndpoint(t *testing.T, dir string, job, rank int) string {
 func TestSlurmTwoJobsOneNode(t *testing.T) {
 	t.Parallel()
 	python := harness.Python(t)
-	prom := harness.StartRemoteWritePrometheus(t)
-	gwPort := harness.Port(t)
-	startDeployed(t, "gateway", "gateway.yaml", []string{
-		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", gwPort),
-		"OTELCOL_GYM_REMOTE_WRITE_URL=" + prom + "/api/v1/write",
-	})
+	prom, gwPort := startGatewayToPrometheus(t)
 	dir := t.TempDir()
 	script := writeSlurmTask(t, dir)
 	jobs := []struct {
@@ -428,12 +423,7 @@ func writeRunFiles(t *testing.T, dir, stem, runID string, rows int) string {
 func TestSlurmRunFiles(t *testing.T) {
 	t.Parallel()
 	python := harness.Python(t)
-	prom := harness.StartRemoteWritePrometheus(t)
-	gwPort := harness.Port(t)
-	startDeployed(t, "gateway", "gateway.yaml", []string{
-		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", gwPort),
-		"OTELCOL_GYM_REMOTE_WRITE_URL=" + prom + "/api/v1/write",
-	})
+	prom, gwPort := startGatewayToPrometheus(t)
 	dir := t.TempDir()
 	script := writeSlurmTask(t, dir)
 	results := filepath.Join(dir, "shared", "results")

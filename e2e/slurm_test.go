@@ -51,12 +51,7 @@ assert ans["accepted"] == n + 1, ans
 func TestSlurmLauncher(t *testing.T) {
 	t.Parallel()
 	python := harness.Python(t)
-	prom := harness.StartRemoteWritePrometheus(t)
-	gwPort := harness.Port(t)
-	startDeployed(t, "gateway", "gateway.yaml", []string{
-		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", gwPort),
-		"OTELCOL_GYM_REMOTE_WRITE_URL=" + prom + "/api/v1/write",
-	})
+	prom, gwPort := startGatewayToPrometheus(t)
 
 	dir := t.TempDir()
 	script := filepath.Join(dir, "task.py")

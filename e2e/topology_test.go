@@ -91,6 +91,20 @@ type deployed struct {
 	healthURL string
 }
 
+// startGatewayToPrometheus starts a Prometheus that receives remote writes and a gateway
+// (deploy/gateway.yaml) writing to it; it returns Prometheus' URL and the gateway's OTLP/gRPC
+// port.
+func startGatewayToPrometheus(t *testing.T) (prom string, gwPort int) {
+	t.Helper()
+	prom = harness.StartRemoteWritePrometheus(t)
+	gwPort = harness.Port(t)
+	startDeployed(t, "gateway", "gateway.yaml", []string{
+		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", gwPort),
+		"OTELCOL_GYM_REMOTE_WRITE_URL=" + prom + "/api/v1/write",
+	})
+	return prom, gwPort
+}
+
 // startDeployed starts otelcol-gym on deploy/<config> with env plus the health, zpages,
 // telemetry and OTLP/HTTP ports (free ones; picked again when one was taken meanwhile).
 func startDeployed(t *testing.T, name, config string, env []string) *deployed {

@@ -90,20 +90,13 @@ func TestGymattrsUnknownInstrumentBounded(t *testing.T) {
 		have, _ := sumOf(out, unknownInstrument, nil)
 		assert.Equal(t, want, have, "round %d: no count lost", round)
 		series := map[string]bool{}
-		for _, rm := range out.ResourceMetrics().All() {
-			for _, sm := range rm.ScopeMetrics().All() {
-				for _, m := range sm.Metrics().All() {
-					if m.Name() != unknownInstrument {
-						continue
-					}
-					for _, dp := range m.Sum().DataPoints().All() {
-						key := formatAttrs(dp.Attributes())
-						assert.False(t, series[key], "round %d: two points of %s", round, key)
-						series[key] = true
-						if note, ok := dp.Attributes().Get("note"); ok {
-							assert.LessOrEqual(t, len(note.Str()), 256, "string values capped")
-						}
-					}
+		for _, m := range metricsNamed(out, nil, unknownInstrument) {
+			for _, dp := range m.Sum().DataPoints().All() {
+				key := formatAttrs(dp.Attributes())
+				assert.False(t, series[key], "round %d: two points of %s", round, key)
+				series[key] = true
+				if note, ok := dp.Attributes().Get("note"); ok {
+					assert.LessOrEqual(t, len(note.Str()), 256, "string values capped")
 				}
 			}
 		}

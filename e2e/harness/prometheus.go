@@ -95,6 +95,13 @@ scrape_configs:
 // e.g. rule files) beside it, on a free loopback port; it returns its URL.
 func StartPrometheusWith(t *testing.T, cfg string, files map[string]string) string {
 	t.Helper()
+	return startPrometheus(t, cfg, files)
+}
+
+// startPrometheus starts a Prometheus with flags added to its own, and starts it again on
+// another port when the one picked was taken in the meantime.
+func startPrometheus(t *testing.T, cfg string, files map[string]string, flags ...string) string {
+	t.Helper()
 	bin := PrometheusBinary(t)
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "prometheus.yml")
@@ -104,12 +111,12 @@ func StartPrometheusWith(t *testing.T, cfg string, files map[string]string) stri
 	}
 	for attempt := 1; ; attempt++ {
 		port := Port(t)
-		p := StartProcess(t, "prometheus", bin,
-			"--config.file="+cfgPath,
-			"--storage.tsdb.path="+filepath.Join(dir, fmt.Sprintf("data-%d", attempt)),
+		p := StartProcess(t, "prometheus", append([]string{bin,
+			"--config.file=" + cfgPath,
+			"--storage.tsdb.path=" + filepath.Join(dir, fmt.Sprintf("data-%d", attempt)),
 			fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port),
 			"--log.level=warn",
-		)
+		}, flags...)...)
 		base := fmt.Sprintf("http://127.0.0.1:%d", port)
 		err := p.WaitReady(base+"/-/ready", 60*time.Second)
 		if err == nil {
@@ -124,36 +131,55 @@ func StartPrometheusWith(t *testing.T, cfg string, files map[string]string) stri
 	}
 }
 
-// PromQuery runs an instant query and returns its vector as "labels" -> value, labels
-// written as {a="x",b="y"} sorted ({} for none).
-func PromQuery(base, query string) (map[string]float64, error) {
-	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(query))
+// PromAPI GETs path (with its query) from Prometheus' HTTP API at base and decodes the data of
+// a successful answer into data.
+func PromAPI(base, path string, data any) error {
+	resp, err := http.Get(base + path)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer resp.Body.Close()
 	var ans struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			ResultType string `json:"resultType"`
-			Result     []struct {
-				Metric map[string]string `json:"metric"`
-				Value  [2]any            `json:"value"`
-			} `json:"result"`
-		} `json:"data"`
+		Status string          `json:"status"`
+		Error  string          `json:"error"`
+		Data   json.RawMessage `json:"data"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
-		return nil, err
+		return err
 	}
 	if ans.Status != "success" {
-		return nil, fmt.Errorf("query %s: %s", query, ans.Error)
+		return fmt.Errorf("%s: %s %s", path, ans.Status, ans.Error)
 	}
-	if ans.Data.ResultType != "vector" {
-		return nil, fmt.Errorf("query %s: result type %s", query, ans.Data.ResultType)
+	return json.Unmarshal(ans.Data, data)
+}
+
+// promResult runs query and decodes its result, which must be of type kind (vector, matrix).
+func promResult(base, query, kind string, result any) error {
+	var data struct {
+		ResultType string          `json:"resultType"`
+		Result     json.RawMessage `json:"result"`
+	}
+	if err := PromAPI(base, "/api/v1/query?query="+url.QueryEscape(query), &data); err != nil {
+		return fmt.Errorf("query %s: %w", query, err)
+	}
+	if data.ResultType != kind {
+		return fmt.Errorf("query %s: result type %s", query, data.ResultType)
+	}
+	return json.Unmarshal(data.Result, result)
+}
+
+// PromQuery runs an instant query and returns its vector as "labels" -> value, labels
+// written as {a="x",b="y"} sorted ({} for none).
+func PromQuery(base, query string) (map[string]float64, error) {
+	var result []struct {
+		Metric map[string]string `json:"metric"`
+		Value  [2]any            `json:"value"`
+	}
+	if err := promResult(base, query, "vector", &result); err != nil {
+		return nil, err
 	}
 	out := map[string]float64{}
-	for _, r := range ans.Data.Result {
+	for _, r := range result {
 		keys := make([]string, 0, len(r.Metric))
 		for k := range r.Metric {
 			keys = append(keys, k)
@@ -178,35 +204,12 @@ func PromQuery(base, query string) (map[string]float64, error) {
 // reach it through two gateways in either order (docs/deployment.md, Backend).
 func StartRemoteWritePrometheus(t *testing.T) string {
 	t.Helper()
-	bin := PrometheusBinary(t)
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "prometheus.yml")
-	require.NoError(t, os.WriteFile(cfgPath, []byte(`global:
+	return startPrometheus(t, `global:
   evaluation_interval: 1s
 storage:
   tsdb:
     out_of_order_time_window: 30m
-`), 0o600))
-	for attempt := 1; ; attempt++ {
-		port := Port(t)
-		p := StartProcess(t, "prometheus", bin,
-			"--config.file="+cfgPath,
-			"--storage.tsdb.path="+filepath.Join(dir, fmt.Sprintf("data-%d", attempt)),
-			fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port),
-			"--web.enable-remote-write-receiver",
-			"--log.level=warn",
-		)
-		base := fmt.Sprintf("http://127.0.0.1:%d", port)
-		err := p.WaitReady(base+"/-/ready", 60*time.Second)
-		if err == nil {
-			t.Cleanup(func() { _ = p.Stop(15 * time.Second) })
-			return base
-		}
-		if attempt < StartAttempts && p.Exited() && AddressInUse(p) {
-			continue
-		}
-		t.Fatal(err)
-	}
+`, nil, "--web.enable-remote-write-receiver")
 }
 
 // PromSeries is one series' raw samples as Prometheus holds them.
@@ -220,30 +223,15 @@ func PromRaw(base, metric string) ([]PromSeries, error) { return PromMatrix(base
 
 // PromMatrix runs a range-vector query (SELECTOR[RANGE]) and returns its raw samples by series.
 func PromMatrix(base, query string) ([]PromSeries, error) {
-	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(query))
-	if err != nil {
+	var result []struct {
+		Metric map[string]string `json:"metric"`
+		Values [][2]any          `json:"values"`
+	}
+	if err := promResult(base, query, "matrix", &result); err != nil {
 		return nil, err
-	}
-	defer resp.Body.Close()
-	var ans struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			ResultType string `json:"resultType"`
-			Result     []struct {
-				Metric map[string]string `json:"metric"`
-				Values [][2]any          `json:"values"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
-		return nil, err
-	}
-	if ans.Status != "success" || ans.Data.ResultType != "matrix" {
-		return nil, fmt.Errorf("query %s: %s %s %s", query, ans.Status, ans.Data.ResultType, ans.Error)
 	}
 	var out []PromSeries
-	for _, r := range ans.Data.Result {
+	for _, r := range result {
 		s := PromSeries{Labels: r.Metric}
 		for _, v := range r.Values {
 			str, _ := v[1].(string)
