@@ -35,13 +35,11 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -78,13 +76,7 @@ func main() {
 	flag.IntVar(&o.profile, "profile", 30, "seconds of CPU profile under load (0: skip)")
 	flag.DurationVar(&o.interval, "collection-interval", 10*time.Second, "the receiver's collection_interval")
 	flag.Parse()
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o); err != nil {
-		fmt.Fprintln(os.Stderr, "bench/e2e:", err)
-		os.Exit(1)
-	}
+	harness.Main("bench/e2e", func(ctx context.Context) error { return run(ctx, o) })
 }
 
 func run(ctx context.Context, o options) error {

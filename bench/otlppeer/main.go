@@ -29,14 +29,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -81,12 +79,7 @@ func main() {
 		fmt.Print(harness.TransformConfig(harness.GymOTTL(o.grouped)))
 		return
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o); err != nil {
-		fmt.Fprintln(os.Stderr, "bench/otlppeer:", err)
-		os.Exit(1)
-	}
+	harness.Main("bench/otlppeer", func(ctx context.Context) error { return run(ctx, o) })
 }
 
 // setup is one of the four measured collector runs.

@@ -27,12 +27,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -60,12 +58,7 @@ func main() {
 	flag.Uint64Var(&o.seed, "seed", 1, "generator seed")
 	flag.DurationVar(&o.limit, "limit", 15*time.Minute, "give up on a collector that has not read the stream within this long")
 	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o); err != nil {
-		fmt.Fprintln(os.Stderr, "bench/peer:", err)
-		os.Exit(1)
-	}
+	harness.Main("bench/peer", func(ctx context.Context) error { return run(ctx, o) })
 }
 
 type result struct {
@@ -186,27 +179,38 @@ func runGymFile(ctx context.Context, o options, stream string, rep harness.GenRe
 	}
 	defer c.Stop()
 	time.Sleep(time.Second)
+	if err := measureRead(ctx, o, c, &r, stream, dir, rep,
+		"otelcol_receiver_gym_lines_accepted", "otelcol_receiver_gym_lines_rejected", "otelcol_receiver_gym_lines_unknown"); err != nil {
+		return r, err
+	}
+	if !r.complete {
+		fmt.Printf("WARNING: otelcol-gym read %.0f of %d lines\n", r.readToNumber, rep.Lines)
+	}
+	return r, nil
+}
+
+// measureRead feeds the stream into dir, where c reads it, and waits until c's own metrics
+// (the sum of read) count every line: r gets the wall and CPU time, the peak RSS and whether
+// every line was read.
+func measureRead(ctx context.Context, o options, c *harness.Service, r *result, stream, dir string, rep harness.GenReport, read ...string) error {
 	cpu0, _ := c.CPU()
 	t0 := time.Now()
 	if err := feed(stream, dir); err != nil {
-		return r, err
+		return err
 	}
 	r.complete, r.readToNumber = waitRead(ctx, c, float64(rep.Lines), o.limit, func() float64 {
 		m, err := c.Metrics(ctx)
 		if err != nil {
 			return 0
 		}
-		return harness.Sum(m, "otelcol_receiver_gym_lines_accepted", "otelcol_receiver_gym_lines_rejected", "otelcol_receiver_gym_lines_unknown")
+		return harness.Sum(m, read...)
 	})
 	r.wall = time.Since(t0)
 	cpu1, _ := c.CPU()
 	r.cpu = cpu1 - cpu0
 	mem, _ := harness.ProcMem(c.Pid)
 	r.hwm = mem.HWM
-	if !r.complete {
-		fmt.Printf("WARNING: otelcol-gym read %.0f of %d lines\n", r.readToNumber, rep.Lines)
-	}
-	return r, nil
+	return nil
 }
 
 func runPeer(ctx context.Context, o options, stream string, rep harness.GenReport, env string) (result, error) {
@@ -223,23 +227,10 @@ func runPeer(ctx context.Context, o options, stream string, rep harness.GenRepor
 	}
 	defer c.Stop()
 	time.Sleep(time.Second) // file_log's first poll has found nothing
-	cpu0, _ := c.CPU()
-	t0 := time.Now()
-	if err := feed(stream, dir); err != nil {
+	if err := measureRead(ctx, o, c, &r, stream, dir, rep,
+		"otelcol_receiver_accepted_log_records", "otelcol_receiver_refused_log_records", "otelcol_receiver_failed_log_records"); err != nil {
 		return r, err
 	}
-	r.complete, r.readToNumber = waitRead(ctx, c, float64(rep.Lines), o.limit, func() float64 {
-		m, err := c.Metrics(ctx)
-		if err != nil {
-			return 0
-		}
-		return harness.Sum(m, "otelcol_receiver_accepted_log_records", "otelcol_receiver_refused_log_records", "otelcol_receiver_failed_log_records")
-	})
-	r.wall = time.Since(t0)
-	cpu1, _ := c.CPU()
-	r.cpu = cpu1 - cpu0
-	mem, _ := harness.ProcMem(c.Pid)
-	r.hwm = mem.HWM
 	if !r.complete {
 		fmt.Printf("WARNING: the stock collector read %.0f of %d lines (its log: %s)\n", r.readToNumber, rep.Lines, c.LogPath)
 	}

@@ -19,11 +19,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"runtime"
 	"slices"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
@@ -50,13 +48,11 @@ func main() {
 		conns     = flag.Int("connections", 4, "HTTP connections of the generator")
 	)
 	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	flat, err := run(ctx, *collector, *gymevents, *outDir, *duration, *rate, *interval, *processes, *conns)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench/soak:", err)
-		os.Exit(1)
-	}
+	var flat bool
+	harness.Main("bench/soak", func(ctx context.Context) (err error) {
+		flat, err = run(ctx, *collector, *gymevents, *outDir, *duration, *rate, *interval, *processes, *conns)
+		return err
+	})
 	if !flat {
 		os.Exit(3)
 	}
