@@ -69,15 +69,7 @@ type prometheus struct {
 }
 
 func prometheusBinary(flagValue string) (string, error) {
-	for _, p := range []string{flagValue, os.Getenv("PROMETHEUS_BIN"), "/usr/bin/prometheus"} {
-		if p == "" {
-			continue
-		}
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-	}
-	if p, err := exec.LookPath("prometheus"); err == nil {
+	if p := harness.FindPrometheus(flagValue); p != "" {
 		return p, nil
 	}
 	return "", errors.New("prometheus is not installed: apt-get install prometheus, or --prometheus PATH, or --backend sink")

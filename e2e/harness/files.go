@@ -8,20 +8,17 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/follow/followtest"
 )
 
 // File helpers.
 
-// AppendFile appends data to a file, creating it.
-func AppendFile(t *testing.T, path, data string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	require.NoError(t, err)
-	_, err = f.WriteString(data)
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
-}
+// AppendFile appends data to a file, creating it, as a writer does (the follow engine's tests
+// share it).
+var AppendFile = followtest.AppendFile
 
+// CopyFile copies a file, made executable (a binary or a script a test runs).
 func CopyFile(t *testing.T, from, to string) {
 	t.Helper()
 	in, err := os.Open(from)

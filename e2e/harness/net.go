@@ -53,6 +53,7 @@ func Post(t *testing.T, client *http.Client, url, body string, header map[string
 	return resp.StatusCode, string(data)
 }
 
+// HTTPGet GETs url and returns its body; a status other than 200 is an error.
 func HTTPGet(url string) (string, error) {
 	resp, err := http.Get(url)
 	if err != nil {

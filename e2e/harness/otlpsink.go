@@ -89,6 +89,7 @@ type OTLPSink struct {
 	srv *http.Server
 }
 
+// NewOTLPSink starts a sink on a free loopback port; t.Cleanup closes it.
 func NewOTLPSink(t *testing.T) *OTLPSink {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

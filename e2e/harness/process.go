@@ -25,6 +25,7 @@ import (
 // taken in the meantime.
 const StartAttempts = 3
 
+// AddressInUse tells whether p failed because a port it was given was taken meanwhile.
 func AddressInUse(p *Process) bool {
 	return strings.Contains(p.LogTail(1<<16), "address already in use")
 }
@@ -40,6 +41,7 @@ type Process struct {
 	err     error // set when done is closed
 }
 
+// StartProcess starts args (the command and its arguments) as a child of the test, named name.
 func StartProcess(t *testing.T, name string, args ...string) *Process {
 	t.Helper()
 	return StartProcessEnv(t, name, nil, args...)
@@ -163,6 +165,7 @@ type Ports struct {
 	OTLPGRPC, OTLPHTTP int
 }
 
+// NewPorts picks a free port for every endpoint of a collector.
 func NewPorts(t *testing.T) Ports {
 	return Ports{
 		Gym:        Port(t),
@@ -287,4 +290,5 @@ func Eventually(timeout, interval time.Duration, check func() error) error {
 	}
 }
 
+// ErrNotYet is what a check given to Eventually returns while the condition does not hold.
 var ErrNotYet = errors.New("not yet")

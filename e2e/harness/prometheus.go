@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -55,15 +54,7 @@ func StartDefaultCollectorWith(t *testing.T, more func(Ports) []string) (*Collec
 // installs it) and is skipped elsewhere.
 func PrometheusBinary(t *testing.T) string {
 	t.Helper()
-	for _, p := range []string{os.Getenv("PROMETHEUS_BIN"), "/usr/bin/prometheus"} {
-		if p == "" {
-			continue
-		}
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	if p, err := exec.LookPath("prometheus"); err == nil {
+	if p := FindPrometheus(""); p != "" {
 		return p
 	}
 	msg := "prometheus is not installed: `apt-get install prometheus` (.ci/run does it), or set PROMETHEUS_BIN"
