@@ -138,13 +138,7 @@ func TestKill9MidFile(t *testing.T) {
 	sink2 := harness.NewOTLPSink(t)
 	col, _ = startTransports(t, sink2, durableOpts(logs, storage))
 	waitCompleted(t, sink2, "after the restart", res, float64(total))
-	n := sink2.Count()
-	require.NoError(t, harness.Eventually(10*time.Second, 50*time.Millisecond, func() error {
-		if sink2.Count() < n+3 {
-			return harness.ErrNotYet
-		}
-		return nil
-	}))
+	sink2.WaitMore(t, 3)
 	require.NoError(t, col.Stop(30*time.Second))
 	t.Logf("%d lines; %v counted when killed", total, atKill)
 	assert.Greater(t, atKill, 0.0)

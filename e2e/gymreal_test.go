@@ -90,14 +90,19 @@ func postGymReal(t *testing.T, base string, b gymRealBody) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", b.name, msg)
 }
 
-func capturedMetrics(bodies []gymRealBody) []pmetric.Metrics {
-	var out []pmetric.Metrics
+// captured is what the bodies of one signal hold (of reads it from a body).
+func captured[T any](bodies []gymRealBody, signal string, of func(gymRealBody) T) []T {
+	var out []T
 	for _, b := range bodies {
-		if b.signal == "metrics" {
-			out = append(out, b.metrics)
+		if b.signal == signal {
+			out = append(out, of(b))
 		}
 	}
 	return out
+}
+
+func capturedMetrics(bodies []gymRealBody) []pmetric.Metrics {
+	return captured(bodies, "metrics", func(b gymRealBody) pmetric.Metrics { return b.metrics })
 }
 
 // seriesValue is the newest point of one series: a number, or a histogram's count and sum.
@@ -322,13 +327,7 @@ func promLines(text, metric string, pairs ...string) []string {
 }
 
 func capturedTraces(bodies []gymRealBody) []ptrace.Traces {
-	var out []ptrace.Traces
-	for _, b := range bodies {
-		if b.signal == "traces" {
-			out = append(out, b.traces)
-		}
-	}
-	return out
+	return captured(bodies, "traces", func(b gymRealBody) ptrace.Traces { return b.traces })
 }
 
 // spanNames counts spans by service.name and span name.

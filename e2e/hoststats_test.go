@@ -198,13 +198,7 @@ func TestProcessStats(t *testing.T) {
 	})
 	require.NoError(t, err, "the process metrics of a process that ended are dropped")
 	// A few more collections, to see they stay away.
-	n := sink.Count()
-	require.NoError(t, harness.Eventually(10*time.Second, 100*time.Millisecond, func() error {
-		if sink.Count() < n+3 {
-			return harness.ErrNotYet
-		}
-		return nil
-	}))
+	sink.WaitMore(t, 3)
 	after = sink.Exports()[killedAt:]
 	gone := -1
 	for i, md := range after {

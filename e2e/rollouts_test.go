@@ -184,13 +184,7 @@ func TestRolloutFilesLiveAndRestart(t *testing.T) {
 	waitPoints(t, sink2, "the health report", run, "gym.rollout.health_verdict_total", nil, 2)
 	waitPoints(t, sink2, "flagged once per distinct check", run, "gym.rollout.health_flagged_total", attrIs("nemo.gym.health.check", "model_call_failed"), 1)
 	// Nothing counted twice later on.
-	n := sink2.Count()
-	require.NoError(t, harness.Eventually(10*time.Second, 100*time.Millisecond, func() error {
-		if sink2.Count() < n+3 {
-			return harness.ErrNotYet
-		}
-		return nil
-	}))
+	sink2.WaitMore(t, 3)
 	assert.Equal(t, 24.0, latestPoints(sink2.Exports(), run, completedTotal, outcomeIs("scored")))
 	// The responses' instruments went through the same checkpoint: once per scored row.
 	assert.Equal(t, 24.0, latestPoints(sink2.Exports(), run, "gym.rollout.finish_total", attrIs("nemo.gym.rollout.finish_reason", "unknown")))

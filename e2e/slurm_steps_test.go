@@ -80,6 +80,14 @@ func slurmStepEnv(job int, dir string, more ...string) []string {
 	}, more...)
 }
 
+// slurmTaskDir is python3, a directory of the test's and the Slurm task script written in it.
+func slurmTaskDir(t *testing.T) (python, dir, script string) {
+	t.Helper()
+	python = harness.Python(t)
+	dir = t.TempDir()
+	return python, dir, writeSlurmTask(t, dir)
+}
+
 // writeSlurmTask writes slurmJobTask into dir and returns its path.
 func writeSlurmTask(t *testing.T, dir string) string {
 	t.Helper()
@@ -163,10 +171,8 @@ func taskEndpoint(t *testing.T, dir string, job, rank int) string {
 // Prometheus holds every task's total exactly once both launchers have returned.
 func TestSlurmTwoJobsOneNode(t *testing.T) {
 	t.Parallel()
-	python := harness.Python(t)
+	python, dir, script := slurmTaskDir(t)
 	prom, gwPort := startGatewayToPrometheus(t)
-	dir := t.TempDir()
-	script := writeSlurmTask(t, dir)
 	jobs := []struct {
 		id     int
 		counts []int
@@ -281,10 +287,8 @@ func TestSlurmLossIsLoud(t *testing.T) {
 // with the token and nothing rejected, beside them, is delivered whole.
 func TestSlurmRefusalsAreLoud(t *testing.T) {
 	t.Parallel()
-	python := harness.Python(t)
+	python, dir, script := slurmTaskDir(t)
 	sink := harness.NewOTLPSink(t)
-	dir := t.TempDir()
-	script := writeSlurmTask(t, dir)
 	const job = 5801
 	tasks := startSlurmTasks(t, "refused", slurmStepEnv(job, dir,
 		"OTELCOL_GYM_EXPORT_TO=otlp", "OTELCOL_GYM_EXPORT_OTLP_ENDPOINT="+sink.URL(),
@@ -319,10 +323,8 @@ func TestSlurmRefusalsAreLoud(t *testing.T) {
 // total right after the step, with the gateway's labels.
 func TestSlurmDirectRemoteWrite(t *testing.T) {
 	t.Parallel()
-	python := harness.Python(t)
+	python, dir, script := slurmTaskDir(t)
 	prom := harness.StartRemoteWritePrometheus(t)
-	dir := t.TempDir()
-	script := writeSlurmTask(t, dir)
 	const job = 5301
 	tasks := startSlurmTasks(t, "direct-rw", slurmStepEnv(job, dir,
 		"OTELCOL_GYM_EXPORT_TO=remote_write", "OTELCOL_GYM_REMOTE_WRITE_URL="+prom+"/api/v1/write",
@@ -346,10 +348,8 @@ func TestSlurmDirectRemoteWrite(t *testing.T) {
 // gone then.
 func TestSlurmDirectOTLP(t *testing.T) {
 	t.Parallel()
-	python := harness.Python(t)
+	python, dir, script := slurmTaskDir(t)
 	sink := harness.NewOTLPSink(t)
-	dir := t.TempDir()
-	script := writeSlurmTask(t, dir)
 	const job = 5401
 	counts := []int{6, 15, 2}
 	tasks := startSlurmTasks(t, "direct-otlp", slurmStepEnv(job, dir,
@@ -422,10 +422,8 @@ func writeRunFiles(t *testing.T, dir, stem, runID string, rows int) string {
 // The endpoints are fixed here (OTELCOL_GYM_*_ENDPOINT), which the launcher honours.
 func TestSlurmRunFiles(t *testing.T) {
 	t.Parallel()
-	python := harness.Python(t)
+	python, dir, script := slurmTaskDir(t)
 	prom, gwPort := startGatewayToPrometheus(t)
-	dir := t.TempDir()
-	script := writeSlurmTask(t, dir)
 	results := filepath.Join(dir, "shared", "results")
 	writeRunFiles(t, results, "eval", "slurm-results-dir", 5)
 	output := writeRunFiles(t, filepath.Join(dir, "shared", "other"), "math", "slurm-output", 3)

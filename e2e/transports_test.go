@@ -208,13 +208,7 @@ func TestFilesFollowAndRotate(t *testing.T) {
 	waitCompleted(t, sink, "app.jsonl, copy-truncated", service("file-app"), 350)
 
 	// Nothing counted twice later on.
-	n := sink.Count()
-	require.NoError(t, harness.Eventually(10*time.Second, 100*time.Millisecond, func() error {
-		if sink.Count() < n+3 {
-			return harness.ErrNotYet
-		}
-		return nil
-	}))
+	sink.WaitMore(t, 3)
 	assert.Equal(t, 350.0, latestCompleted(sink.Exports(), service("file-app")))
 	assert.Equal(t, 5.0, latestCompleted(sink.Exports(), oldRes))
 	require.NoError(t, col.Stop(30*time.Second))
@@ -341,13 +335,7 @@ func TestFilesStorageAcrossRestart(t *testing.T) {
 	waitCompleted(t, sink2, "run 2, a.jsonl: the lines written while down", resA, 220)
 	waitCompleted(t, sink2, "run 2, b.jsonl: created while down, read whole", resB, 30)
 	// A few more collections: nothing comes in late, nothing twice.
-	n := sink2.Count()
-	require.NoError(t, harness.Eventually(10*time.Second, 100*time.Millisecond, func() error {
-		if sink2.Count() < n+3 {
-			return harness.ErrNotYet
-		}
-		return nil
-	}))
+	sink2.WaitMore(t, 3)
 	require.NoError(t, col.Stop(30*time.Second))
 	run2 := sink2.Exports()
 	run2A, run2B := latestCompleted(run2, resA), latestCompleted(run2, resB)

@@ -163,3 +163,16 @@ func (s *OTLPSink) Errors() []string {
 	defer s.inner.mu.Unlock()
 	return append([]string(nil), s.inner.errs...)
 }
+
+// WaitMore waits until the sink has received n exports more than it had when called (that many
+// collections more, with the sending queue off).
+func (s *OTLPSink) WaitMore(t *testing.T, n int) {
+	t.Helper()
+	want := s.Count() + n
+	require.NoError(t, Eventually(10*time.Second, 50*time.Millisecond, func() error {
+		if s.Count() < want {
+			return ErrNotYet
+		}
+		return nil
+	}), "%d exports more", n)
+}
