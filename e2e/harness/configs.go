@@ -3,10 +3,15 @@ package harness
 import (
 	"bytes"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"testing"
 	"text/template"
+
+	"github.com/stretchr/testify/require"
 )
 
 var (
@@ -63,3 +68,53 @@ func RepoRoot() (string, error) {
 		dir = parent
 	}
 }
+
+// Render fills a text/template configuration.
+func Render(t *testing.T, tmpl string, data any) string {
+	t.Helper()
+	var b bytes.Buffer
+	require.NoError(t, template.Must(template.New("config").Option("missingkey=error").Parse(tmpl)).Execute(&b, data))
+	return b.String()
+}
+
+// Config is LoadConfig in a test.
+func Config(t *testing.T, name string, data any) string {
+	t.Helper()
+	cfg, err := LoadConfig(name, data)
+	require.NoError(t, err, "configuration %s", name)
+	return cfg
+}
+
+// Data is what the configuration templates see: the collector's ports as .P and anything
+// else a test adds.
+type Data struct {
+	P    Ports
+	Sink string
+	Dir  string
+	X    map[string]any
+}
+
+// statInputs stats every file the collector and gymevents are built from. go test caches a
+// package's result keyed on the files its test opened or statted (their size and mtime), and
+// this package's Go imports do not include the receiver: without this, a changed receiver
+// would leave a cached e2e pass. go test only records what happens after m.Run starts, so
+// the tests call it (UseCollector), not TestMain.
+func statInputs() {
+	_, _ = os.Stat(Bin)
+	for _, name := range []string{"go.mod", "go.sum", "builder-config.yaml", "metadata.yaml", "tools/go.mod", "tools/go.sum"} {
+		_, _ = os.Stat(filepath.Join(Root, name))
+	}
+	for _, dir := range []string{"receiver", "processor", "internal", "cmd", "config", "testdata"} {
+		_ = filepath.WalkDir(filepath.Join(Root, dir), func(path string, d fs.DirEntry, err error) error {
+			if err == nil {
+				_, _ = os.Stat(path)
+			}
+			return nil
+		})
+	}
+}
+
+var inputsOnce sync.Once
+
+// UseCollector is called by every test that runs the collector binary.
+func UseCollector() { inputsOnce.Do(statInputs) }

@@ -63,3 +63,23 @@ func Port(t *testing.T) int {
 	require.NoError(t, err)
 	return p
 }
+
+// Ports are the loopback ports of one collector; a configuration template refers to them
+// as {{.P.Gym}}, {{.P.Health}}, {{.P.Telemetry}} and so on.
+type Ports struct {
+	Gym, Health, Telemetry, Prometheus, OTLPSink int
+	// The otlp receiver's endpoints in the default configuration.
+	OTLPGRPC, OTLPHTTP int
+}
+
+// NewPorts picks a free port for every endpoint of a collector.
+func NewPorts(t *testing.T) Ports {
+	return Ports{
+		Gym:        Port(t),
+		Health:     Port(t),
+		Telemetry:  Port(t),
+		Prometheus: Port(t),
+		OTLPGRPC:   Port(t),
+		OTLPHTTP:   Port(t),
+	}
+}

@@ -157,26 +157,6 @@ type Collector struct {
 	HealthURL string
 }
 
-// Ports are the loopback ports of one collector; the config template refers to them
-// as {{.Gym}}, {{.Health}}, {{.Telemetry}} and so on.
-type Ports struct {
-	Gym, Health, Telemetry, Prometheus, OTLPSink int
-	// The otlp receiver's endpoints in the default configuration.
-	OTLPGRPC, OTLPHTTP int
-}
-
-// NewPorts picks a free port for every endpoint of a collector.
-func NewPorts(t *testing.T) Ports {
-	return Ports{
-		Gym:        Port(t),
-		Health:     Port(t),
-		Telemetry:  Port(t),
-		Prometheus: Port(t),
-		OTLPGRPC:   Port(t),
-		OTLPHTTP:   Port(t),
-	}
-}
-
 // StartCollector starts otelcol-gym with the configurations that configs gives for a set of
 // free ports (a string holding a newline is YAML, written to a file; else a path; later ones
 // override earlier ones, as the collector merges --config files), waits for its health
@@ -292,3 +272,17 @@ func Eventually(timeout, interval time.Duration, check func() error) error {
 
 // ErrNotYet is what a check given to Eventually returns while the condition does not hold.
 var ErrNotYet = errors.New("not yet")
+
+// Python is python3's path. It is required in CI (.ci/run's machine has it); elsewhere a
+// test that needs it is skipped.
+func Python(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("python3")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("python3 is needed")
+		}
+		t.Skip("python3 is not installed")
+	}
+	return p
+}
