@@ -28,6 +28,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // The bearer token of the shipped agent recipes: the Kubernetes overlay and the Slurm launcher
@@ -89,7 +91,7 @@ func runEmitter(t *testing.T, python string, env []string, n int) map[string]flo
 	script := filepath.Join(t.TempDir(), "emitter.py")
 	require.NoError(t, os.WriteFile(script, []byte(emitterTask), 0o600))
 	cmd := exec.Command(python, script, fmt.Sprint(n))
-	cmd.Env = append(append(os.Environ(), "PYTHONPATH="+filepath.Join(repoRoot, "python")), env...)
+	cmd.Env = append(append(os.Environ(), "PYTHONPATH="+filepath.Join(harness.Root, "python")), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -174,7 +176,7 @@ func bearer(token string) map[string]string {
 // hostPorts mapped to the test's ports.
 func gymPodEnv(t *testing.T, token string, ports map[string]int) []string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "kubernetes", "examples", "gym-job.yaml"))
+	data, err := os.ReadFile(filepath.Join(harness.Root, "deploy", "kubernetes", "examples", "gym-job.yaml"))
 	require.NoError(t, err)
 	var job struct {
 		Spec struct {
@@ -235,8 +237,8 @@ func gymPodEnv(t *testing.T, token string, ports map[string]int) []string {
 // picked up without a restart; a missing or empty token file stops the start.
 func TestKubernetesAgentToken(t *testing.T) {
 	t.Parallel()
-	python := pythonOrSkip(t)
-	sink := newCtlSink(t)
+	python := harness.Python(t)
+	sink := harness.NewOTLPSink(t)
 	gwPort := startGatewayToSink(t, sink)
 	dir := t.TempDir()
 	const token, rotated = "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"
@@ -245,7 +247,7 @@ func TestKubernetesAgentToken(t *testing.T) {
 	// server metrics); the shipped overlay keeps the default.
 	detailed := filepath.Join(dir, "detailed.yaml")
 	require.NoError(t, os.WriteFile(detailed, []byte("service:\n  telemetry:\n    metrics:\n      level: detailed\n"), 0o600))
-	gymPort, grpcPort, httpPort := freePort(t), freePort(t), freePort(t)
+	gymPort, grpcPort, httpPort := harness.Port(t), harness.Port(t), harness.Port(t)
 	sock := filepath.Join(dir, "gym.sock")
 	env := []string{
 		fmt.Sprintf("OTELCOL_GYM_EVENTS_ENDPOINT=127.0.0.1:%d", gymPort),
@@ -271,7 +273,7 @@ func TestKubernetesAgentToken(t *testing.T) {
 	refusedHTTP := 0
 	for name, header := range map[string]map[string]string{"no token": nil, "another token": bearer(rotated),
 		"no scheme": {"Authorization": token}} {
-		code, answer := post(t, http.DefaultClient, events, lines("k8s-refused", 0, 5, true), header)
+		code, answer := harness.Post(t, http.DefaultClient, events, lines("k8s-refused", 0, 5, true), header)
 		assert.Equal(t, http.StatusUnauthorized, code, "gym http, %s: %s", name, answer)
 		refusedHTTP++
 	}
@@ -290,9 +292,9 @@ func TestKubernetesAgentToken(t *testing.T) {
 	refusedHTTP++
 
 	// Accepted.
-	code, answer := post(t, http.DefaultClient, events, lines("k8s-http", 0, 7, true), bearer(token))
+	code, answer := harness.Post(t, http.DefaultClient, events, lines("k8s-http", 0, 7, true), bearer(token))
 	require.Equal(t, http.StatusOK, code, answer)
-	sendStream(t, "unix", sock, lines("k8s-socket", 0, 6, true)) // no token: filesystem permissions
+	harness.SendStream(t, "unix", sock, lines("k8s-socket", 0, 6, true)) // no token: filesystem permissions
 	viaHTTP := &gymProcess{instance: "k8s-otlp-http", start: pcommon.NewTimestampFromTime(time.Now())}
 	assert.Equal(t, http.StatusOK, postOTLPStatus(t, otlpURL, viaHTTP.otlpMetrics(9), token))
 	viaGRPC := &gymProcess{instance: "k8s-otlp-grpc", start: pcommon.NewTimestampFromTime(time.Now())}
@@ -301,7 +303,7 @@ func TestKubernetesAgentToken(t *testing.T) {
 	assert.Equal(t, 1.0, st["flushed"], "%v", st)
 	assert.Positive(t, st["sent"], "%v", st)
 	assert.Zero(t, st["lost"]+st["dropped"], "%v", st)
-	_, err := httpGet(agent.healthURL) // the kubelet's probes carry no token
+	_, err := harness.HTTPGet(agent.healthURL) // the kubelet's probes carry no token
 	assert.NoError(t, err, "the health check")
 
 	waitCompleted(t, sink, "the gym HTTP body with the token", service("k8s-http"), 7)
@@ -310,65 +312,65 @@ func TestKubernetesAgentToken(t *testing.T) {
 	waitCompleted(t, sink, "OTLP gRPC with the token", attrIs("service.instance.id", "k8s-otlp-grpc"), 11)
 	waitCompleted(t, sink, "the example Gym pod's emitter", service("nemo-gym/k8s-pod"), 8)
 	for _, match := range []func(pcommon.Map) bool{service("k8s-refused"), attrIs("service.instance.id", "k8s-refused-otlp"), service("nemo-gym/k8s-no-header")} {
-		assert.Equal(t, -1.0, latestCompleted(sink.exports(), match), "a refused request reached the sink")
+		assert.Equal(t, -1.0, latestCompleted(sink.Exports(), match), "a refused request reached the sink")
 	}
-	assert.Empty(t, sink.errors())
-	assert.Zero(t, telemetryValue(t, agent.ports, "otelcol_receiver_refused_metric_points_total"), "auth refusals are not receiver refusals")
+	assert.Empty(t, sink.Errors())
+	assert.Zero(t, harness.TelemetryValue(t, agent.ports, "otelcol_receiver_refused_metric_points_total"), "auth refusals are not receiver refusals")
 
 	// Counted where the collector counts them: its HTTP and gRPC servers' own metrics.
-	http401 := telemetryValue(t, agent.ports, "http_server_request_duration_count", "http_response_status_code", "401")
-	grpc16 := telemetryValue(t, agent.ports, "rpc_server_call_duration_count", "rpc_response_status_code", "UNAUTHENTICATED")
+	http401 := harness.TelemetryValue(t, agent.ports, "http_server_request_duration_count", "http_response_status_code", "401")
+	grpc16 := harness.TelemetryValue(t, agent.ports, "rpc_server_call_duration_count", "rpc_response_status_code", "UNAUTHENTICATED")
 	t.Logf("counted: %g HTTP 401 answers, %g gRPC Unauthenticated", http401, grpc16)
 	assert.Equal(t, float64(refusedHTTP+2), http401, "401 answers: %d gym http and 2 otlp http", refusedHTTP)
 	assert.Equal(t, 2.0, grpc16, "gRPC Unauthenticated answers")
 	// The authenticator counts every refusal at every level, whichever receiver it was for,
 	// and logs it with its peer (5 lines a minute at most).
-	assert.Equal(t, float64(refusedHTTP+2+2), telemetryValue(t, agent.ports, "otelcol_bearertokenauth_refused"),
+	assert.Equal(t, float64(refusedHTTP+2+2), harness.TelemetryValue(t, agent.ports, "otelcol_bearertokenauth_refused"),
 		"%d gym http, 2 otlp http, 2 otlp grpc", refusedHTTP)
-	out := agent.logTail(1 << 20)
+	out := agent.LogTail(1 << 20)
 	assert.Equal(t, 5, strings.Count(out, "bearertokenauth: a request was refused"), "logged, 5 a minute")
 	assert.Contains(t, out, `"peer": "127.0.0.1"`, "the peer: its address, as the server gives it")
 
 	// Rotation: the kubelet replaces the Secret's files; the agent reads the new token.
 	rotate(rotated + "\n")
-	require.NoError(t, eventually(30*time.Second, 100*time.Millisecond, func() error {
-		if code, answer := post(t, http.DefaultClient, events, lines("k8s-rotated", 0, 2, true), bearer(rotated)); code != http.StatusOK {
+	require.NoError(t, harness.Eventually(30*time.Second, 100*time.Millisecond, func() error {
+		if code, answer := harness.Post(t, http.DefaultClient, events, lines("k8s-rotated", 0, 2, true), bearer(rotated)); code != http.StatusOK {
 			return fmt.Errorf("the rotated token: %d %s", code, answer)
 		}
 		return nil
 	}))
-	code, _ = post(t, http.DefaultClient, events, lines("k8s-refused", 0, 1, true), bearer(token))
+	code, _ = harness.Post(t, http.DefaultClient, events, lines("k8s-refused", 0, 1, true), bearer(token))
 	assert.Equal(t, http.StatusUnauthorized, code, "the old token after the rotation")
 	assert.NoError(t, exportGRPC(grpcAddr, viaGRPC.otlpMetrics(1), rotated), "gRPC with the rotated token")
 	// Several accepted tokens, one per line: the overlap of a rotation without refusals.
 	rotate(token + "\n" + rotated + "\n")
-	require.NoError(t, eventually(30*time.Second, 100*time.Millisecond, func() error {
-		if code, _ := post(t, http.DefaultClient, events, lines("k8s-rotated", 0, 1, true), bearer(token)); code != http.StatusOK {
+	require.NoError(t, harness.Eventually(30*time.Second, 100*time.Millisecond, func() error {
+		if code, _ := harness.Post(t, http.DefaultClient, events, lines("k8s-rotated", 0, 1, true), bearer(token)); code != http.StatusOK {
 			return fmt.Errorf("the first of two tokens: %d", code)
 		}
 		return nil
 	}))
-	code, _ = post(t, http.DefaultClient, events, lines("k8s-rotated", 0, 1, true), bearer(rotated))
+	code, _ = harness.Post(t, http.DefaultClient, events, lines("k8s-rotated", 0, 1, true), bearer(rotated))
 	assert.Equal(t, http.StatusOK, code, "the second of two tokens")
-	assert.Contains(t, agent.logTail(1<<20), "refresh token", "the agent logs the reload")
-	require.NoError(t, agent.stop(30*time.Second))
+	assert.Contains(t, agent.LogTail(1<<20), "refresh token", "the agent logs the reload")
+	require.NoError(t, agent.Stop(30*time.Second))
 
 	// Without its token file, or with an empty one, the agent does not start, and says why.
 	for name, file := range map[string]string{"missing": filepath.Join(dir, "none", "token"), "empty": filepath.Join(dir, "empty")} {
 		if name == "empty" {
 			require.NoError(t, os.WriteFile(file, []byte(" \n"), 0o600))
 		}
-		health := freePort(t)
+		health := harness.Port(t)
 		d := &deployed{name: "agent-" + name, configs: configs[:2], healthURL: fmt.Sprintf("http://127.0.0.1:%d/", health),
 			env: append(replaceEnv(env, "OTELCOL_GYM_TOKEN_FILE=", "OTELCOL_GYM_TOKEN_FILE="+file),
-				fmt.Sprintf("OTELCOL_GYM_HEALTH_ENDPOINT=127.0.0.1:%d", health), fmt.Sprintf("OTELCOL_GYM_TELEMETRY_PORT=%d", freePort(t)),
-				fmt.Sprintf("OTELCOL_GYM_ZPAGES_ENDPOINT=127.0.0.1:%d", freePort(t)), "OTELCOL_GYM_STORAGE_DIR="+filepath.Join(dir, "state-"+name))}
+				fmt.Sprintf("OTELCOL_GYM_HEALTH_ENDPOINT=127.0.0.1:%d", health), fmt.Sprintf("OTELCOL_GYM_TELEMETRY_PORT=%d", harness.Port(t)),
+				fmt.Sprintf("OTELCOL_GYM_ZPAGES_ENDPOINT=127.0.0.1:%d", harness.Port(t)), "OTELCOL_GYM_STORAGE_DIR="+filepath.Join(dir, "state-"+name))}
 		began := time.Now()
 		require.Error(t, d.start(t), "a token file %s: the agent started", name)
 		t.Logf("a token file %s: the agent exited after %v", name, time.Since(began).Round(time.Millisecond))
-		require.True(t, d.exited(), "a token file %s: the agent is still running", name)
-		assert.Error(t, d.err, "a token file %s: exit status", name)
-		assert.Contains(t, d.logTail(1<<16), file, "a token file %s: the error names the file", name)
+		require.True(t, d.Exited(), "a token file %s: the agent is still running", name)
+		assert.Error(t, d.Err(), "a token file %s: exit status", name)
+		assert.Contains(t, d.LogTail(1<<16), file, "a token file %s: the error names the file", name)
 	}
 }
 
@@ -381,8 +383,8 @@ func TestKubernetesAgentToken(t *testing.T) {
 // and the step exits 75 for them, although everything the agent took was delivered.
 func TestSlurmBearerToken(t *testing.T) {
 	t.Parallel()
-	python := pythonOrSkip(t)
-	sink := newCtlSink(t)
+	python := harness.Python(t)
+	sink := harness.NewOTLPSink(t)
 	dir := t.TempDir()
 	script := filepath.Join(dir, "task.py")
 	require.NoError(t, os.WriteFile(script, []byte(emitterTask), 0o600))
@@ -394,7 +396,7 @@ func TestSlurmBearerToken(t *testing.T) {
 	const job = 5701
 	task := startSlurmTasks(t, "token", slurmStepEnv(job, dir, append(fixed,
 		"OTELCOL_GYM_EXPORT_TO=otlp", "OTELCOL_GYM_EXPORT_OTLP_ENDPOINT="+sink.URL(),
-		"PYTHONPATH="+filepath.Join(repoRoot, "python"), "OTEL_SERVICE_NAME=nemo-gym/slurm-emitter",
+		"PYTHONPATH="+filepath.Join(harness.Root, "python"), "OTEL_SERVICE_NAME=nemo-gym/slurm-emitter",
 		"OTLP_BODY="+filepath.Join(dir, "otlp.pb"))...), python, script, []int{6})[0]
 
 	var st struct {
@@ -402,13 +404,13 @@ func TestSlurmBearerToken(t *testing.T) {
 		Answers                      map[string]int
 		Env                          map[string]*string
 	}
-	require.NoError(t, eventually(90*time.Second, 100*time.Millisecond, func() error {
+	require.NoError(t, harness.Eventually(90*time.Second, 100*time.Millisecond, func() error {
 		data, err := os.ReadFile(filepath.Join(dir, "task.json"))
-		if err != nil || task.exited() {
-			return fmt.Errorf("no task.json yet (%v); task exited: %v", err, task.exited())
+		if err != nil || task.Exited() {
+			return fmt.Errorf("no task.json yet (%v); task exited: %v", err, task.Exited())
 		}
 		return json.Unmarshal(data, &st)
-	}), task.logTail(8000))
+	}), task.LogTail(8000))
 	runDir := filepath.Join(dir, "run")
 	tokenData, err := os.ReadFile(filepath.Join(runDir, "token"))
 	require.NoError(t, err)
@@ -443,13 +445,13 @@ func TestSlurmBearerToken(t *testing.T) {
 	require.NoError(t, exportGRPC(grpcAddr, viaGRPC.otlpMetrics(4), token), "gRPC with the token")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "go-on"), nil, 0o600))
 
-	require.Equal(t, 75, exitCode(t, task), task.logTail(8000))
+	require.Equal(t, 75, exitCode(t, task), task.LogTail(8000))
 	s := summaryOf(t, task)
 	assert.Equal(t, 4, s.auth, "OTLP/HTTP and events without the token, events with the step token, gRPC without: %+v", s)
 	assert.Zero(t, s.ref+s.failed+s.unqueued+s.left+s.gymRefused+s.rejected, "%+v", s)
 	assert.Equal(t, "LOST: 4 requests refused by authentication (sent without the step's token)", s.verdict)
-	assert.Equal(t, 6.0, latestCompleted(sink.exports(), service("nemo-gym/slurm-emitter")), "the emitter's rollouts")
-	assert.Equal(t, 5.0, latestCompleted(sink.exports(), attrIs("service.instance.id", "slurm-sdk")), "OTLP/HTTP with the SDK's headers")
-	assert.Equal(t, 7.0, latestCompleted(sink.exports(), attrIs("service.instance.id", "slurm-grpc")), "gRPC with the token (a cumulative 7)")
-	assert.Empty(t, sink.errors())
+	assert.Equal(t, 6.0, latestCompleted(sink.Exports(), service("nemo-gym/slurm-emitter")), "the emitter's rollouts")
+	assert.Equal(t, 5.0, latestCompleted(sink.Exports(), attrIs("service.instance.id", "slurm-sdk")), "OTLP/HTTP with the SDK's headers")
+	assert.Equal(t, 7.0, latestCompleted(sink.Exports(), attrIs("service.instance.id", "slurm-grpc")), "gRPC with the token (a cumulative 7)")
+	assert.Empty(t, sink.Errors())
 }

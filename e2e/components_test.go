@@ -12,88 +12,19 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
-)
 
-// distributionConfig uses the distribution's components beyond the core ones with every key they are
-// configured with in the docs: the gymattrs processor, the file_storage and bearertokenauth
-// extensions, the gym receiver's stream and files transports, TLS and auth on its http block.
-const distributionConfig = `
-extensions:
-  file_storage:
-    directory: /var/lib/otelcol-gym/storage
-    create_directory: true
-  bearertokenauth:
-    token: e2e-validate-token
-receivers:
-  gym:
-    http:
-      endpoint: 127.0.0.1:4390
-      auth:
-        authenticator: bearertokenauth
-      tls:
-        cert_file: /etc/otelcol-gym/tls/server.crt
-        key_file: /etc/otelcol-gym/tls/server.key
-    stream:
-      transport: unix
-      endpoint: /run/otelcol-gym/gym.sock
-      socket_mode: "0600"
-    files:
-      include: [/var/log/gym/*.events.jsonl]
-      start_at: end
-      storage: file_storage
-  otlp:
-    protocols:
-      http:
-        endpoint: 127.0.0.1:4318
-  gym_console:
-    files:
-      include: [/var/log/gym/*.log]
-      start_at: end
-      storage: file_storage
-    stream:
-      transport: unix
-      endpoint: /run/otelcol-gym/console.sock
-    max_line_bytes: 4194304
-    gymattrs:
-      cardinality_limit: 1500
-processors:
-  memory_limiter:
-    check_interval: 1s
-    limit_percentage: 80
-    spike_limit_percentage: 20
-  gymattrs:
-    cardinality_limit: 2000
-    failure_kinds: ["myorg:quota_exceeded"]
-    health_checks: ["myorg_check"]
-    ignored_health_checks: ["noisy_check"]
-    unknown_metrics: bound
-    series_idle_timeout: 10m
-  batch: {}
-exporters:
-  debug: {}
-service:
-  extensions: [file_storage, bearertokenauth]
-  pipelines:
-    metrics:
-      receivers: [gym, otlp, gym_console]
-      processors: [memory_limiter, gymattrs, batch]
-      exporters: [debug]
-    traces:
-      receivers: [gym_console]
-      exporters: [debug]
-    logs:
-      receivers: [gym_console]
-      exporters: [debug]
-`
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
+)
 
 // TestValidateDistribution: the binary has the gymattrs processor and the file_storage and
 // bearertokenauth extensions, `validate` accepts a configuration that uses them, and names
 // the key of a bad gymattrs setting.
 func TestValidateDistribution(t *testing.T) {
 	t.Parallel()
-	useCollector()
-	out, err := exec.Command(collectorBin, "components").CombinedOutput()
+	harness.UseCollector()
+	out, err := exec.Command(harness.Bin, "components").CombinedOutput()
 	require.NoError(t, err, "%s", out)
+	distribution := harness.Config(t, "distribution.yaml", nil)
 	for _, name := range []string{"name: gymattrs", "name: file_storage", "name: bearertokenauth", "name: gym_console"} {
 		assert.Contains(t, string(out), name, "otelcol-gym components")
 	}
@@ -138,7 +69,7 @@ func TestValidateDistribution(t *testing.T) {
 		}
 	}
 
-	vout, err := validate(t, distributionConfig)
+	vout, err := validate(t, distribution)
 	assert.NoError(t, err, vout)
 
 	for _, c := range []struct{ from, to, want string }{
@@ -148,7 +79,7 @@ func TestValidateDistribution(t *testing.T) {
 		{"max_line_bytes: 4194304", "max_line_bytes: 10", "max_line_bytes"},
 		{"cardinality_limit: 1500", "cardinality_limit: 0", "cardinality_limit"},
 	} {
-		bad := replaceOnce(t, distributionConfig, c.from, c.to)
+		bad := replaceOnce(t, distribution, c.from, c.to)
 		vout, err := validate(t, bad)
 		var exitErr *exec.ExitError
 		if assert.ErrorAs(t, err, &exitErr, "validate accepted %q:\n%s", c.to, vout) {
@@ -168,18 +99,18 @@ func replaceOnce(t *testing.T, s, from, to string) string {
 // names the variable's key when an environment variable gives a bad value.
 func TestValidateDeploy(t *testing.T) {
 	t.Parallel()
-	useCollector()
-	agent := filepath.Join(repoRoot, "deploy", "agent.yaml")
-	gateway := filepath.Join(repoRoot, "deploy", "gateway.yaml")
+	harness.UseCollector()
+	agent := filepath.Join(harness.Root, "deploy", "agent.yaml")
+	gateway := filepath.Join(harness.Root, "deploy", "gateway.yaml")
 	for _, args := range [][]string{
 		{"--config", agent},
 		{"--config", gateway},
 		{"--config", agent, "--config", "yaml:exporters::otlp_grpc::sending_queue::storage: null"},
 	} {
-		out, err := exec.Command(collectorBin, append([]string{"validate"}, args...)...).CombinedOutput()
+		out, err := exec.Command(harness.Bin, append([]string{"validate"}, args...)...).CombinedOutput()
 		assert.NoError(t, err, "validate %v:\n%s", args, out)
 	}
-	cmd := exec.Command(collectorBin, "validate", "--config", agent)
+	cmd := exec.Command(harness.Bin, "validate", "--config", agent)
 	cmd.Env = append(os.Environ(), "OTELCOL_GYM_COLLECTION_INTERVAL=soon")
 	out, err := cmd.CombinedOutput()
 	if assert.Error(t, err, "validate accepted collection_interval: soon") {

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // TestComposeStackPrometheus runs the Prometheus half of deploy/compose for real: the collector
@@ -20,12 +22,12 @@ import (
 // (deploy/compose_test.go checks the compose file itself against the Compose specification.)
 func TestComposeStackPrometheus(t *testing.T) {
 	t.Parallel()
-	prometheusBinary(t)
+	harness.PrometheusBinary(t)
 	override := readComposeFile(t, "otelcol-gym.yaml")
 	promConfig := readComposeFile(t, "prometheus.yml")
 
 	run := startGymRunWith(t, gymRunSetup{
-		collector: func(p collectorPorts, results string) []string {
+		collector: func(p harness.Ports, results string) []string {
 			return []string{rewriteAll(t, "deploy/compose/otelcol-gym.yaml", override, []string{
 				"0.0.0.0:13133", fmt.Sprintf("127.0.0.1:%d", p.Health),
 				"0.0.0.0:4317", fmt.Sprintf("127.0.0.1:%d", p.OTLPGRPC),
@@ -37,7 +39,7 @@ func TestComposeStackPrometheus(t *testing.T) {
 				"/var/lib/gym/results/", results + "/",
 			})}
 		},
-		prometheus: func(p collectorPorts) string {
+		prometheus: func(p harness.Ports) string {
 			return rewriteAll(t, "deploy/compose/prometheus.yml", promConfig, []string{
 				"otelcol-gym:9464", fmt.Sprintf("127.0.0.1:%d", p.Prometheus),
 				"otelcol-gym:8888", fmt.Sprintf("127.0.0.1:%d", p.Telemetry),
@@ -48,7 +50,7 @@ func TestComposeStackPrometheus(t *testing.T) {
 		},
 	})
 
-	rulesData, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "prometheus", "gym.rules.yaml"))
+	rulesData, err := os.ReadFile(filepath.Join(harness.Root, "deploy", "prometheus", "gym.rules.yaml"))
 	require.NoError(t, err)
 	records, alerts := recordingRules(t, rulesData)
 	require.NotEmpty(t, records)
@@ -60,7 +62,7 @@ func TestComposeStackPrometheus(t *testing.T) {
 
 func readComposeFile(t *testing.T, name string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "compose", name))
+	data, err := os.ReadFile(filepath.Join(harness.Root, "deploy", "compose", name))
 	require.NoError(t, err)
 	return string(data)
 }

@@ -25,6 +25,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // consoleSample is a Gym server's stdout with console telemetry (ordinary output, spans, two
@@ -118,58 +120,20 @@ func (s *otlpSignalSink) logRecords() int {
 	return n
 }
 
-const consoleConfig = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:{{.P.Health}}
-receivers:
-  gym_console:
-    files:
-      include: [{{.Dir}}/*.log]
-      start_at: beginning
-      poll_interval: 50ms
-exporters:
-  prometheus:
-    endpoint: 127.0.0.1:{{.P.Prometheus}}
-    resource_constant_labels:
-      included: [nemo.run.id, nemo.gym.server.name, nemo.gym.server.type, host.name]
-    translation_strategy: UnderscoreEscapingWithoutSuffixes # as config/otelcol-gym.yaml
-  otlp_http:
-    endpoint: {{.Sink}}
-    encoding: proto
-    retry_on_failure:
-      enabled: false
-    sending_queue:
-      enabled: false
-service:
-  extensions: [health_check]
-` + serviceTelemetry + `
-  pipelines:
-    metrics:
-      receivers: [gym_console]
-      exporters: [prometheus]
-    traces:
-      receivers: [gym_console]
-      exporters: [otlp_http]
-    logs:
-      receivers: [gym_console]
-      exporters: [otlp_http]
-`
-
 // TestConsoleTelemetry: the real binary follows a Gym server's stdout log as it grows. Its
 // metrics, bounded by the gymattrs rules and never counted twice, are asked of Debian's
 // Prometheus; its spans, with their parent link, and its log records reach an OTLP backend.
 func TestConsoleTelemetry(t *testing.T) {
 	t.Parallel()
-	prometheusBinary(t)
+	harness.PrometheusBinary(t)
 	sink := &otlpSignalSink{}
 	srv := httptest.NewServer(sink)
 	defer srv.Close()
 	dir := t.TempDir()
-	_, ports := startCollector(t, func(p collectorPorts) []string {
-		return []string{render(t, consoleConfig, tmplData{P: p, Sink: srv.URL, Dir: dir})}
+	_, ports := harness.StartCollector(t, func(p harness.Ports) []string {
+		return []string{harness.Config(t, "console.yaml", harness.Data{P: p, Sink: srv.URL, Dir: dir})}
 	})
-	prom := startPrometheus(t, fmt.Sprintf("127.0.0.1:%d", ports.Prometheus))
+	prom := harness.StartPrometheus(t, fmt.Sprintf("127.0.0.1:%d", ports.Prometheus))
 
 	data, err := os.ReadFile(consoleSample)
 	require.NoError(t, err)
@@ -184,31 +148,31 @@ func TestConsoleTelemetry(t *testing.T) {
 	}
 	require.NotZero(t, cut)
 	log := filepath.Join(dir, "math_with_judge.log")
-	appendFile(t, log, strings.Join(lines[:cut], ""))
+	harness.AppendFile(t, log, strings.Join(lines[:cut], ""))
 
 	failed := `sum by (nemo_gym_failure_kind) (gym_rollout_completed_total{nemo_run_id="run-7f3a",nemo_gym_rollout_outcome="failed"})`
 	waitVector(t, prom, failed, map[string]float64{`{nemo_gym_failure_kind="unregistered"}`: 1})
 
 	// The rest, with its traceback, its cut line and the second batch, which re-sends the
 	// cumulative totals: the counter is 3, not 1 + 3.
-	appendFile(t, log, strings.Join(lines[cut:], ""))
+	harness.AppendFile(t, log, strings.Join(lines[cut:], ""))
 	waitVector(t, prom, failed, map[string]float64{`{nemo_gym_failure_kind="unregistered"}`: 3})
 	waitVector(t, prom, `sum by (job, instance) (gym_rollout_completed_total{nemo_run_id="run-7f3a"})`,
 		map[string]float64{`{instance="run-7f3a-rank0-pid4242",job="nemo-gym/math_with_judge"}`: 5}) // one instance per process (gymattrs)
 	waitVector(t, prom, `gym_event_loop_lag_ms_count{nemo_gym_event_loop="main"}`, nil)
-	got, err := promQuery(prom, `gym_event_loop_lag_ms_count{nemo_gym_event_loop="main"}`)
+	got, err := harness.PromQuery(prom, `gym_event_loop_lag_ms_count{nemo_gym_event_loop="main"}`)
 	require.NoError(t, err)
 	for _, v := range got {
 		assert.Equal(t, 7.0, v, "the histogram's count in the last batch")
 	}
 	// No free-text label: the gymattrs rules removed failure_reason.
-	series, err := promQuery(prom, `count({__name__="gym_rollout_completed_total",failure_reason!=""})`)
+	series, err := harness.PromQuery(prom, `count({__name__="gym_rollout_completed_total",failure_reason!=""})`)
 	require.NoError(t, err)
 	assert.Empty(t, series)
 
-	require.NoError(t, eventually(30*time.Second, 100*time.Millisecond, func() error {
+	require.NoError(t, harness.Eventually(30*time.Second, 100*time.Millisecond, func() error {
 		if len(sink.spans()) < 2 || sink.logRecords() < 2 {
-			return errNotYet
+			return harness.ErrNotYet
 		}
 		return nil
 	}))
@@ -225,48 +189,26 @@ func TestConsoleTelemetry(t *testing.T) {
 	sink.mu.Unlock()
 
 	// The receiver's own counts: the cut metrics line rejected, the text skipped.
-	assert.Equal(t, 1.0, telemetryValue(t, ports, "otelcol_receiver_gym_console_records_rejected", "reason", "invalid_json"))
-	assert.Equal(t, 6.0, telemetryValue(t, ports, "otelcol_receiver_gym_console_records_accepted"))
+	assert.Equal(t, 1.0, harness.TelemetryValue(t, ports, "otelcol_receiver_gym_console_records_rejected", "reason", "invalid_json"))
+	assert.Equal(t, 6.0, harness.TelemetryValue(t, ports, "otelcol_receiver_gym_console_records_accepted"))
 }
 
 // waitVector waits until a PromQL query returns want (nil: any non-empty answer).
 func waitVector(t *testing.T, prom, query string, want map[string]float64) {
 	t.Helper()
 	var got map[string]float64
-	err := eventually(60*time.Second, 300*time.Millisecond, func() error {
+	err := harness.Eventually(60*time.Second, 300*time.Millisecond, func() error {
 		var err error
-		if got, err = promQuery(prom, query); err != nil {
+		if got, err = harness.PromQuery(prom, query); err != nil {
 			return err
 		}
 		if (want == nil && len(got) == 0) || (want != nil && !equalVectors(got, want)) {
-			return errNotYet
+			return harness.ErrNotYet
 		}
 		return nil
 	})
 	require.NoError(t, err, "PromQL %s\n got:  %v\n want: %v", query, got, want)
 }
-
-const consoleStreamConfig = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:{{.P.Health}}
-receivers:
-  gym_console:
-    stream:
-      transport: unix
-      endpoint: {{.Dir}}/console.sock
-` + sinkExporterAndService + `
-  pipelines:
-    metrics:
-      receivers: [gym_console]
-      exporters: [otlp_http]
-    traces:
-      receivers: [gym_console]
-      exporters: [otlp_http]
-    logs:
-      receivers: [gym_console]
-      exporters: [otlp_http]
-`
 
 // TestConsoleStream: a real Python process (the sample's generator, which prints its records
 // with json.dumps as the SDK's console exporters do) writes its stdout into the receiver's Unix
@@ -277,23 +219,23 @@ func TestConsoleStream(t *testing.T) {
 	srv := httptest.NewServer(sink)
 	defer srv.Close()
 	dir := t.TempDir()
-	startCollector(t, func(p collectorPorts) []string {
-		return []string{render(t, consoleStreamConfig, tmplData{P: p, Sink: srv.URL, Dir: dir})}
+	harness.StartCollector(t, func(p harness.Ports) []string {
+		return []string{harness.Config(t, "console-stream.yaml", harness.Data{P: p, Sink: srv.URL, Dir: dir})}
 	})
 	conn, err := net.Dial("unix", filepath.Join(dir, "console.sock"))
 	require.NoError(t, err)
-	py := exec.Command(pythonOrSkip(t), filepath.Join(filepath.Dir(consoleSample), "gym_stdout.py"))
+	py := exec.Command(harness.Python(t), filepath.Join(filepath.Dir(consoleSample), "gym_stdout.py"))
 	var stderr strings.Builder
 	py.Stdout, py.Stderr = conn, &stderr
 	require.NoError(t, py.Run(), "%s", stderr.String())
 	require.NoError(t, conn.Close())
 
-	require.NoError(t, eventually(30*time.Second, 100*time.Millisecond, func() error {
+	require.NoError(t, harness.Eventually(30*time.Second, 100*time.Millisecond, func() error {
 		sink.mu.Lock()
 		n := len(sink.metrics)
 		sink.mu.Unlock()
 		if n < 2 || len(sink.spans()) < 2 || sink.logRecords() < 2 {
-			return errNotYet
+			return harness.ErrNotYet
 		}
 		return nil
 	}))

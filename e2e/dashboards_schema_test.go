@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // The dashboards' queries against the schema's source of truth, metadata.yaml: every Gym series
@@ -38,7 +40,7 @@ type schemaInstrument struct {
 // loadSchemaInstruments reads the instruments of metadata.yaml: name -> kind and attribute keys.
 func loadSchemaInstruments(t *testing.T) map[string]schemaInstrument {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(repoRoot, "metadata.yaml"))
+	data, err := os.ReadFile(filepath.Join(harness.Root, "metadata.yaml"))
 	require.NoError(t, err)
 	var f struct {
 		Instruments map[string]struct {
@@ -176,16 +178,9 @@ func TestDashboardVariablesReadGymSeries(t *testing.T) {
 		if d.UID == "gym-collector" {
 			continue
 		}
-		for _, v := range d.Templating.List {
-			if v.Type != "query" {
-				continue
-			}
-			q := v.Query
-			if m, ok := q.(map[string]any); ok {
-				q = m["query"]
-			}
-			s, _ := q.(string)
-			where := fmt.Sprintf("%s: variable %s: %s", d.UID, v.Name, s)
+		for _, v := range d.queryVariables() {
+			s := v.query
+			where := fmt.Sprintf("%s: variable %s: %s", d.UID, v.name, s)
 			m := labelValuesRE.FindStringSubmatch(s)
 			if !assert.NotNil(t, m, "%s: not label_values({selector}, label)", where) {
 				continue

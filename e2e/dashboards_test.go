@@ -6,12 +6,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -25,6 +22,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // The dashboards and rules of deploy/ against real data: the shipped configuration fed a
@@ -38,23 +37,9 @@ import (
 // (the Models dashboard), and keeps at most bombLimit series per instrument and resource (in
 // the receiver and in gymattrs), so that the bombs stay small. The generated run has at most
 // 64 series per instrument and resource.
-func dashboardsOverride(results string) string {
-	return `
-receivers:
-  gym:
-    cardinality_limit: 100
-    process:
-      enabled: true
-      include_self: true
-      collection_interval: 1s
-    rollouts:
-      include: [` + filepath.Join(results, "*.jsonl") + `]
-      start_at: beginning
-      poll_interval: 100ms
-processors:
-  gymattrs:
-    cardinality_limit: 100
-`
+func dashboardsOverride(t *testing.T, results string) string {
+	t.Helper()
+	return harness.Config(t, "dashboards-override.yaml", map[string]any{"results": filepath.Join(results, "*.jsonl")})
 }
 
 // bombSize attribute sets are sent to an instrument whose limit is 100: 99 keep their series,
@@ -111,9 +96,30 @@ type grafanaDashboard struct {
 	} `json:"panels"`
 }
 
+// queryVariable is a dashboard variable of type query: its name and its query's text.
+type queryVariable struct{ name, query string }
+
+// queryVariables are the dashboard's variables of type query (Grafana writes the query as a
+// string or as an object with a query field).
+func (d grafanaDashboard) queryVariables() []queryVariable {
+	var out []queryVariable
+	for _, v := range d.Templating.List {
+		if v.Type != "query" {
+			continue
+		}
+		q := v.Query
+		if m, ok := q.(map[string]any); ok {
+			q = m["query"]
+		}
+		s, _ := q.(string)
+		out = append(out, queryVariable{v.Name, s})
+	}
+	return out
+}
+
 func loadDashboards(t *testing.T) []grafanaDashboard {
 	t.Helper()
-	paths, err := filepath.Glob(filepath.Join(repoRoot, "deploy", "grafana", "dashboards", "*.json"))
+	paths, err := filepath.Glob(filepath.Join(harness.Root, "deploy", "grafana", "dashboards", "*.json"))
 	require.NoError(t, err)
 	require.NotEmpty(t, paths)
 	var out []grafanaDashboard
@@ -268,210 +274,6 @@ func otlpAgent() (md pmetric.Metrics, scored int) {
 	return md, bombSize
 }
 
-// labelValues answers Grafana's label_values(selector, label) from Prometheus' label API.
-func labelValues(base, query string) ([]string, error) {
-	m := regexp.MustCompile(`^label_values\((.*),\s*([a-zA-Z_][a-zA-Z0-9_]*)\)$`).FindStringSubmatch(strings.TrimSpace(query))
-	if m == nil {
-		return nil, fmt.Errorf("not a label_values(selector, label) query: %s", query)
-	}
-	resp, err := http.Get(base + "/api/v1/label/" + m[2] + "/values?match[]=" + url.QueryEscape(m[1]))
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	var ans struct {
-		Status string   `json:"status"`
-		Error  string   `json:"error"`
-		Data   []string `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
-		return nil, err
-	}
-	if ans.Status != "success" {
-		return nil, fmt.Errorf("%s: %s", query, ans.Error)
-	}
-	return ans.Data, nil
-}
-
-// gymRun is a running collector on the shipped configuration, fed a realistic run, and the
-// Prometheus that scrapes it with deploy/prometheus/gym.rules.yaml loaded.
-type gymRun struct {
-	col     *collector
-	ports   collectorPorts
-	prom    string
-	implies runImplies
-	extra   struct{ accepted, rejected, unknown, sdkScored, rows int }
-}
-
-// startGymRun feeds the run in three parts a few scrapes apart, so rates see it grow.
-func startGymRun(t *testing.T) *gymRun {
-	t.Helper()
-	return startGymRunWith(t, gymRunSetup{prometheus: func(ports collectorPorts) string {
-		return fmt.Sprintf(`global:
-  scrape_interval: 3s
-  scrape_timeout: 3s
-  evaluation_interval: 1s
-rule_files: [gym.rules.yaml]
-scrape_configs:
-  - job_name: gym
-    honor_labels: true
-    static_configs: [{targets: ["127.0.0.1:%d"]}]
-  - job_name: otelcol
-    static_configs: [{targets: ["127.0.0.1:%d"]}]
-`, ports.Prometheus, ports.Telemetry)
-	}})
-}
-
-// gymRunSetup is what a test changes around the run: overrides merged after the shipped
-// configuration and dashboardsOverride (given the ports and the run files' directory), and
-// Prometheus' configuration (gym.rules.yaml sits beside it).
-type gymRunSetup struct {
-	collector  func(ports collectorPorts, results string) []string
-	prometheus func(ports collectorPorts) string
-}
-
-func startGymRunWith(t *testing.T, setup gymRunSetup) *gymRun {
-	t.Helper()
-	results := t.TempDir()
-	col, ports := startDefaultCollectorWith(t, func(p collectorPorts) []string {
-		more := []string{dashboardsOverride(results)}
-		if setup.collector != nil {
-			more = append(more, setup.collector(p, results)...)
-		}
-		return more
-	})
-	rules, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "prometheus", "gym.rules.yaml"))
-	require.NoError(t, err)
-	run := &gymRun{col: col, ports: ports, prom: startPrometheusWith(t, setup.prometheus(ports), map[string]string{"gym.rules.yaml": string(rules)})}
-
-	// A realistic run: 30,000 events of 6 Gym processes (process 0 is the rollout driver).
-	stream := filepath.Join(t.TempDir(), "run.jsonl")
-	out, err := exec.Command(gymeventsBin, "gen", "--seed", "14", "--processes", "6", "--events", "30000",
-		"--batch", "500", "--out", stream).CombinedOutput()
-	require.NoError(t, err, "gymevents gen: %s", out)
-	data, err := os.ReadFile(stream)
-	require.NoError(t, err)
-	run.implies = countRun(t, data)
-	bodies := splitBatches(data)
-	require.Greater(t, len(bodies), 6)
-
-	post := func(part []string) {
-		for i, body := range part {
-			status, ans := col.postEvents(t, body)
-			require.Equal(t, http.StatusOK, status, "body %d", i)
-			require.Zero(t, ans.Rejected+ans.Unknown, "body %d: %+v", i, ans)
-		}
-	}
-	// Stage k of the newer instruments: a body of events and the run file's next rows.
-	runFile := filepath.Join(results, "eval.jsonl")
-	newer := func(k int) {
-		body, lines := dashNewerEvents(k)
-		status, ans := col.postEvents(t, body)
-		require.Equal(t, http.StatusOK, status)
-		require.Equal(t, []int{lines, 0, 0}, []int{ans.Accepted, ans.Rejected, ans.Unknown}, "stage %d: %+v", k, ans)
-		run.extra.accepted += lines
-		f, err := os.OpenFile(runFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-		require.NoError(t, err)
-		_, err = f.WriteString(strings.Join(dashNewerRows[k-1], "\n") + "\n") // whole rows, each with its newline
-		require.NoError(t, err)
-		require.NoError(t, f.Close())
-		run.extra.rows += len(dashNewerRows[k-1])
-		// Gym's own OTLP-only instruments (dashboards_gymreal_test.go).
-		postOTLP(t, fmt.Sprintf("http://127.0.0.1:%d", ports.OTLPHTTP), dashRealOTLP(k))
-	}
-	third := len(bodies) / 3
-	post(bodies[:third])
-	newer(1)
-	crafted, acc, rej, unk := craftedLines()
-	status, ans := col.postEvents(t, crafted)
-	require.Equal(t, http.StatusOK, status)
-	require.Equal(t, []int{acc, rej, unk}, []int{ans.Accepted, ans.Rejected, ans.Unknown}, "%+v", ans)
-	run.extra.accepted += acc
-	run.extra.rejected, run.extra.unknown = rej, unk
-	md, scored := otlpAgent()
-	postOTLP(t, fmt.Sprintf("http://127.0.0.1:%d", ports.OTLPHTTP), md)
-	run.extra.sdkScored = scored
-	time.Sleep(3 * time.Second)
-	post(bodies[third : 2*third])
-	newer(2)
-	time.Sleep(3 * time.Second)
-	post(bodies[2*third:])
-	newer(dashNewerStages)
-	require.Equal(t, dashNewerRowCount(), run.extra.rows)
-	return run
-}
-
-// queryCheck is a query a dashboard or a rule runs, with a name to report it by.
-type queryCheck struct{ name, query string }
-
-// dashboardChecks are every panel query of the dashboards and every recording rule (checks),
-// and every query variable (vars; gymVars: those of the Gym dashboards, not the Collector's).
-func dashboardChecks(t *testing.T, dashboards []grafanaDashboard, records map[string]string) (checks, vars, gymVars []queryCheck) {
-	t.Helper()
-	for _, d := range dashboards {
-		for _, v := range d.Templating.List {
-			if v.Type != "query" {
-				continue
-			}
-			q := v.Query
-			if m, ok := q.(map[string]any); ok {
-				q = m["query"]
-			}
-			s, _ := q.(string)
-			c := queryCheck{fmt.Sprintf("%s: variable %s", d.Title, v.Name), substitute(s)}
-			vars = append(vars, c)
-			if d.UID != "gym-collector" {
-				gymVars = append(gymVars, c)
-			}
-		}
-		for _, p := range d.Panels {
-			require.NotEmpty(t, p.Targets, "%s: panel %q has no query", d.Title, p.Title)
-			for _, tg := range p.Targets {
-				require.NotEmpty(t, tg.Expr, "%s: panel %q %s", d.Title, p.Title, tg.RefID)
-				checks = append(checks, queryCheck{fmt.Sprintf("%s: %s (%s)", d.Title, p.Title, tg.RefID), substitute(tg.Expr)})
-			}
-		}
-	}
-	for name, expr := range records {
-		checks = append(checks, queryCheck{"recording rule " + name, expr})
-	}
-	t.Logf("%d dashboards: %d panel queries and recording rules, %d variables", len(dashboards), len(checks), len(vars))
-	return checks, vars, gymVars
-}
-
-// everyQueryAnswers waits until every check answers with data and every variable lists a value
-// (the first scrapes may still be missing some), and fails with those that never did.
-func everyQueryAnswers(t *testing.T, prom string, checks, vars []queryCheck) {
-	t.Helper()
-	var failing []string
-	err := eventually(120*time.Second, time.Second, func() error {
-		failing = failing[:0]
-		for _, c := range checks {
-			got, err := promQuery(prom, c.query)
-			switch {
-			case err != nil:
-				failing = append(failing, fmt.Sprintf("%s: %v\n    %s", c.name, err, c.query))
-			case len(got) == 0:
-				failing = append(failing, fmt.Sprintf("%s: empty\n    %s", c.name, c.query))
-			}
-		}
-		for _, v := range vars {
-			vals, err := labelValues(prom, v.query)
-			switch {
-			case err != nil:
-				failing = append(failing, fmt.Sprintf("%s: %v", v.name, err))
-			case len(vals) == 0:
-				failing = append(failing, fmt.Sprintf("%s: no values\n    %s", v.name, v.query))
-			}
-		}
-		if len(failing) > 0 {
-			return errNotYet
-		}
-		return nil
-	})
-	require.NoError(t, err, "queries with an error or no data:\n  %s\nscrape targets: %s", strings.Join(failing, "\n  "), targetHealth(prom))
-}
-
 // TestDashboardsAndRulesOnRealData runs every query of every dashboard in deploy/grafana
 // (variables at All), every template variable, and every recording rule of
 // deploy/prometheus/gym.rules.yaml against Prometheus scraping a real run, and fails on an
@@ -479,9 +281,9 @@ func everyQueryAnswers(t *testing.T, prom string, checks, vars []queryCheck) {
 // Prometheus evaluates every rule without error.
 func TestDashboardsAndRulesOnRealData(t *testing.T) {
 	t.Parallel()
-	prometheusBinary(t)
+	harness.PrometheusBinary(t)
 	dashboards := loadDashboards(t)
-	rulesData, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "prometheus", "gym.rules.yaml"))
+	rulesData, err := os.ReadFile(filepath.Join(harness.Root, "deploy", "prometheus", "gym.rules.yaml"))
 	require.NoError(t, err)
 	records, alerts := recordingRules(t, rulesData)
 	require.NotEmpty(t, records)
@@ -506,7 +308,7 @@ func TestDashboardsAndRulesOnRealData(t *testing.T) {
 	// The exporter's names: promtool check metrics finds nothing to say about a Gym metric
 	// (no unit doubled, counters with _total, help text), and every series a dashboard names
 	// is in the scrape.
-	scrape, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", run.ports.Prometheus))
+	scrape, err := harness.HTTPGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", run.ports.Prometheus))
 	require.NoError(t, err)
 	// What promtool may still say is about Gym's own spelling, which no translation changes:
 	// an abbreviated unit (gym.event_loop.lag_ms), gym.gc.count's _count, gym.host.memory.total's
@@ -636,7 +438,7 @@ func TestDashboardsAndRulesOnRealData(t *testing.T) {
 	// loaded machine the first scrapes can come after every stage was fed): the alert fires,
 	// for that limit only (the driver's limit has no admission timeout).
 	body, lines := dashNewerTimeouts(2*dashNewerStages + 2)
-	status, ans := run.col.postEvents(t, body)
+	status, ans := run.col.PostEvents(t, body)
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, lines, ans.Accepted, "%+v", ans)
 	want(`sum(gym_concurrency_admission_timeouts_total)`, map[string]float64{`{}`: 2*dashNewerStages + 2})
@@ -645,133 +447,16 @@ func TestDashboardsAndRulesOnRealData(t *testing.T) {
 	})
 }
 
-// promtoolCheckMetrics runs `promtool check metrics` on a scrape and returns its complaints,
-// one per line ("name: problem"). Exit status 3 means it found some.
-func promtoolCheckMetrics(t *testing.T, text string) []string {
-	t.Helper()
-	bin := filepath.Join(filepath.Dir(prometheusBinary(t)), "promtool")
-	if _, err := os.Stat(bin); err != nil {
-		bin, err = exec.LookPath("promtool")
-		require.NoError(t, err, "promtool ships with Debian's prometheus")
-	}
-	cmd := exec.Command(bin, "check", "metrics")
-	cmd.Stdin = strings.NewReader(text)
-	out, err := cmd.CombinedOutput()
-	var exit *exec.ExitError
-	if err != nil && (!errors.As(err, &exit) || exit.ExitCode() != 3) {
-		t.Fatalf("promtool check metrics: %v\n%s", err, out)
-	}
-	var problems []string
-	for _, line := range strings.Split(string(out), "\n") {
-		if line = strings.TrimSpace(line); line != "" {
-			problems = append(problems, line)
-		}
-	}
-	return problems
-}
-
-// scrapedNames are the series names of a Prometheus text scrape.
-func scrapedNames(text string) map[string]bool {
-	out := map[string]bool{}
-	for _, line := range strings.Split(text, "\n") {
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if i := strings.IndexAny(line, "{ "); i > 0 {
-			out[line[:i]] = true
-		}
-	}
-	return out
-}
-
-// everyRuleHealthy waits until Prometheus has evaluated each named rule without error.
-func everyRuleHealthy(t *testing.T, prom string, names []string) {
-	t.Helper()
-	err := eventually(90*time.Second, time.Second, func() error {
-		health, err := ruleHealth(prom)
-		if err != nil {
-			return err
-		}
-		for _, name := range names {
-			if h, ok := health[name]; !ok || h != "ok" {
-				return fmt.Errorf("rule %s: health %q (of %v)", name, h, health)
-			}
-		}
-		return nil
-	})
-	require.NoError(t, err)
-}
-
-// ruleHealth returns the health of every rule Prometheus loaded, by record or alert name.
-func ruleHealth(base string) (map[string]string, error) {
-	resp, err := http.Get(base + "/api/v1/rules")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	var ans struct {
-		Data struct {
-			Groups []struct {
-				Rules []struct {
-					Name      string `json:"name"`
-					Health    string `json:"health"`
-					LastError string `json:"lastError"`
-				} `json:"rules"`
-			} `json:"groups"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	for _, g := range ans.Data.Groups {
-		for _, r := range g.Rules {
-			out[r.Name] = r.Health
-			if r.LastError != "" {
-				out[r.Name] += ": " + r.LastError
-			}
-		}
-	}
-	return out, nil
-}
-
-// targetHealth says how Prometheus' last scrape of each target went (for failure messages).
-func targetHealth(base string) string {
-	resp, err := http.Get(base + "/api/v1/targets")
-	if err != nil {
-		return err.Error()
-	}
-	defer resp.Body.Close()
-	var ans struct {
-		Data struct {
-			ActiveTargets []struct {
-				ScrapePool         string  `json:"scrapePool"`
-				Health             string  `json:"health"`
-				LastError          string  `json:"lastError"`
-				LastScrapeDuration float64 `json:"lastScrapeDuration"`
-			} `json:"activeTargets"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
-		return err.Error()
-	}
-	var parts []string
-	for _, tg := range ans.Data.ActiveTargets {
-		parts = append(parts, fmt.Sprintf("%s: %s %.2fs %s", tg.ScrapePool, tg.Health, tg.LastScrapeDuration, tg.LastError))
-	}
-	return strings.Join(parts, "; ")
-}
-
 // TestCollectorDashboardAtZero: a fresh collector on the shipped configuration, before any
 // line: its telemetry endpoint holds otelcol_receiver_gym_lines_rejected at 0 for every reason
 // docs/receiver.md lists, and every panel of the Collector dashboard, as the rejected-lines
 // recording rule, answers 0 (not "No data", which reads as a broken pipeline).
 func TestCollectorDashboardAtZero(t *testing.T) {
 	t.Parallel()
-	prometheusBinary(t)
-	_, ports := startDefaultCollector(t)
+	harness.PrometheusBinary(t)
+	_, ports := harness.StartDefaultCollector(t)
 
-	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "receiver.md"))
+	doc, err := os.ReadFile(filepath.Join(harness.Root, "docs", "receiver.md"))
 	require.NoError(t, err)
 	const intro = "Reasons (the `reason` attribute of `otelcol_receiver_gym_lines_rejected`):"
 	_, list, ok := strings.Cut(string(doc), intro)
@@ -782,12 +467,12 @@ func TestCollectorDashboardAtZero(t *testing.T) {
 		reasons = append(reasons, m[1])
 	}
 	require.GreaterOrEqual(t, len(reasons), 10, "%q", list)
-	text, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Telemetry))
+	text, err := harness.HTTPGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Telemetry))
 	require.NoError(t, err)
 	rejected := map[string]string{}
 	for _, line := range strings.Split(text, "\n") {
 		if rest, ok := strings.CutPrefix(line, "otelcol_receiver_gym_lines_rejected{"); ok {
-			ls, v := parseSample("{" + rest)
+			ls, v := harness.ParseSample("{" + rest)
 			rejected[ls["reason"]] = v
 		}
 	}
@@ -795,7 +480,7 @@ func TestCollectorDashboardAtZero(t *testing.T) {
 		assert.Equal(t, "0", rejected[r], "otelcol_receiver_gym_lines_rejected{reason=%q} on a fresh collector", r)
 	}
 
-	rulesData, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "prometheus", "gym.rules.yaml"))
+	rulesData, err := os.ReadFile(filepath.Join(harness.Root, "deploy", "prometheus", "gym.rules.yaml"))
 	require.NoError(t, err)
 	records, _ := recordingRules(t, rulesData)
 	checks := []queryCheck{{"recording rule gym:receiver_lines_rejected:rate5m", records["gym:receiver_lines_rejected:rate5m"]}}
@@ -811,21 +496,12 @@ func TestCollectorDashboardAtZero(t *testing.T) {
 		}
 	}
 	require.Greater(t, len(checks), 5)
-	prom := startPrometheusWith(t, fmt.Sprintf(`global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-scrape_configs:
-  - job_name: gym
-    honor_labels: true
-    static_configs: [{targets: ["127.0.0.1:%d"]}]
-  - job_name: otelcol
-    static_configs: [{targets: ["127.0.0.1:%d"]}]
-`, ports.Prometheus, ports.Telemetry), nil)
+	prom := harness.StartPrometheusWith(t, harness.Config(t, "prometheus-gym.yml", map[string]any{"P": ports, "interval": "1s", "rules": false}), nil)
 	var failing []string
-	err = eventually(60*time.Second, time.Second, func() error {
+	err = harness.Eventually(60*time.Second, time.Second, func() error {
 		failing = failing[:0]
 		for _, c := range checks {
-			got, err := promQuery(prom, c.query)
+			got, err := harness.PromQuery(prom, c.query)
 			switch {
 			case err != nil:
 				failing = append(failing, fmt.Sprintf("%s: %v", c.name, err))
@@ -840,7 +516,7 @@ scrape_configs:
 			}
 		}
 		if len(failing) > 0 {
-			return errNotYet
+			return harness.ErrNotYet
 		}
 		return nil
 	})

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // TestDefaultResourcesStayApart: one agent (deploy/agent.yaml) gets events with no resource
@@ -22,14 +24,9 @@ import (
 // resources' points landed in one series, each collection overwriting the others').
 func TestDefaultResourcesStayApart(t *testing.T) {
 	t.Parallel()
-	prom := startRemoteWritePrometheus(t)
-	gwPort := freePort(t)
-	startDeployed(t, "gateway", "gateway.yaml", []string{
-		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", gwPort),
-		"OTELCOL_GYM_REMOTE_WRITE_URL=" + prom + "/api/v1/write",
-	})
+	prom, gwPort := startGatewayToPrometheus(t)
 	dir := t.TempDir()
-	logs, sock, gymPort := filepath.Join(dir, "gym"), filepath.Join(dir, "gym.sock"), freePort(t)
+	logs, sock, gymPort := filepath.Join(dir, "gym"), filepath.Join(dir, "gym.sock"), harness.Port(t)
 	require.NoError(t, os.MkdirAll(logs, 0o700))
 	startDeployed(t, "agent", "agent.yaml", []string{
 		fmt.Sprintf("OTELCOL_GYM_GATEWAY_ENDPOINT=127.0.0.1:%d", gwPort),
@@ -41,39 +38,39 @@ func TestDefaultResourcesStayApart(t *testing.T) {
 		"OTELCOL_GYM_COLLECTION_INTERVAL=300ms",
 		"OTELCOL_GYM_PROCESS_STATS=false",
 		"OTELCOL_GYM_RUN_FILES=" + filepath.Join(dir, "results", "*.jsonl"),
-		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", freePort(t)),
-		fmt.Sprintf("OTELCOL_GYM_OTLP_HTTP_ENDPOINT=127.0.0.1:%d", freePort(t)),
+		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", harness.Port(t)),
+		fmt.Sprintf("OTELCOL_GYM_OTLP_HTTP_ENDPOINT=127.0.0.1:%d", harness.Port(t)),
 		"OTELCOL_GYM_NODE_NAME=node-d",
 	})
 	a, b := filepath.Join(logs, "a.events.jsonl"), filepath.Join(logs, "b.events.jsonl")
-	appendFile(t, a, lines("", 0, 3, false))
-	appendFile(t, b, lines("", 0, 4, false))
-	code, answer := post(t, http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/v1/events", gymPort), lines("", 0, 1, false), nil)
+	harness.AppendFile(t, a, lines("", 0, 3, false))
+	harness.AppendFile(t, b, lines("", 0, 4, false))
+	code, answer := harness.Post(t, http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/v1/events", gymPort), lines("", 0, 1, false), nil)
 	require.Equal(t, http.StatusOK, code, answer)
-	require.NoError(t, eventually(10*time.Second, 50*time.Millisecond, func() error {
+	require.NoError(t, harness.Eventually(10*time.Second, 50*time.Millisecond, func() error {
 		_, err := os.Stat(sock)
 		return err
 	}))
-	sendStream(t, "unix", sock, lines("", 0, 2, false))
+	harness.SendStream(t, "unix", sock, lines("", 0, 2, false))
 
 	want := map[string]float64{"http": 1, "unix": 2, "file " + a: 3, "file " + b: 4}
 	var got map[string]float64
-	err := eventually(60*time.Second, 250*time.Millisecond, func() error {
-		series, err := promRaw(prom, `gym_rollout_completed_total{host_name="node-d"}`)
+	err := harness.Eventually(60*time.Second, 250*time.Millisecond, func() error {
+		series, err := harness.PromRaw(prom, `gym_rollout_completed_total{host_name="node-d"}`)
 		if err != nil {
 			return err
 		}
 		got = map[string]float64{}
 		for _, s := range series {
-			key := s.labels["gym_source"]
-			if p := s.labels["log_file_path"]; p != "" {
+			key := s.Labels["gym_source"]
+			if p := s.Labels["log_file_path"]; p != "" {
 				key += " " + p
 			}
-			total, _ := counterTotal(s.samples)
+			total, _ := counterTotal(s.Samples)
 			got[key] += total
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
-			return errNotYet
+			return harness.ErrNotYet
 		}
 		return nil
 	})

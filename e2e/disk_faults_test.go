@@ -18,60 +18,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
-)
 
-// diskFaultsConfig: the gym receiver (files and HTTP) with its checkpoint in file_storage on
-// the storage directory a test mounts, exporting twice: to a sink with no queue (what the
-// receiver sends, collection by collection) and to one through a persistent queue in the same
-// storage (the agent recipe's exporter). The health check is the component-status one, which
-// shows the receiver's recoverable error.
-const diskFaultsConfig = `
-extensions:
-  health_check:
-    http:
-      endpoint: 127.0.0.1:{{.P.Health}}
-      status:
-        enabled: true
-        path: /
-    component_health:
-      include_recoverable_errors: true
-      recovery_duration: 1ms
-  file_storage:
-    directory: {{index .X "storage"}}
-receivers:
-  gym:
-    storage: file_storage
-    http:
-      endpoint: 127.0.0.1:{{.P.Gym}}
-    files:
-      include: [{{index .X "files"}}]
-      start_at: beginning
-      poll_interval: 20ms
-    collection_interval: 200ms
-    process:
-      enabled: false
-exporters:
-  otlp_http:
-    endpoint: {{.Sink}}
-    encoding: proto
-` + noQueue + `
-  otlp_http/queued:
-    endpoint: {{index .X "queued"}}
-    encoding: proto
-    retry_on_failure:
-      initial_interval: 100ms
-      max_interval: 500ms
-    sending_queue:
-      enabled: true
-      storage: file_storage
-service:
-  extensions: [health_check, file_storage]
-` + serviceTelemetry + `
-  pipelines:
-    metrics:
-      receivers: [gym]
-      exporters: [otlp_http, otlp_http/queued]
-`
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
+)
 
 // componentStatusGate turns on the health check that reports component status.
 const componentStatusGate = "--feature-gates=+extension.healthcheck.useComponentStatus"
@@ -93,26 +42,26 @@ func TestCheckpointDiskFaults(t *testing.T) {
 	mountTmpfs(t, storage, "8m")
 	path := filepath.Join(logs, "run.jsonl")
 	inFile := attrIs("log.file.path", path)
-	appendFile(t, path, lines("", 0, 1000, false))
+	harness.AppendFile(t, path, lines("", 0, 1000, false))
 
-	sink, queued := newCtlSink(t), newCtlSink(t)
-	start := func(sink *ctlSink) (*collector, collectorPorts) {
-		return startCollector(t, func(p collectorPorts) []string {
-			return []string{render(t, diskFaultsConfig, tmplData{P: p, Sink: sink.URL(), X: map[string]any{
-				"storage": storage, "files": filepath.Join(logs, "*.jsonl"), "queued": queued.URL(),
+	sink, queued := harness.NewOTLPSink(t), harness.NewOTLPSink(t)
+	start := func(sink *harness.OTLPSink) (*harness.Collector, harness.Ports) {
+		return harness.StartCollector(t, func(p harness.Ports) []string {
+			return []string{harness.Config(t, "disk-faults.yaml", harness.Data{P: p, Sink: sink.URL(), X: map[string]any{
+				"storage": storage, "files": filepath.Join(logs, "*.jsonl"), "queued": queued.URL(), "noQueue": noQueue,
 			}})}
 		}, componentStatusGate)
 	}
 	col, ports := start(sink)
 	waitCompleted(t, sink, "before the fault", inFile, 1000)
 	waitNewest(t, queued, "before the fault, through the queue", inFile, 1000)
-	failures := func() float64 { return telemetryValue(t, ports, "otelcol_receiver_gym_checkpoint_failures") }
+	failures := func() float64 { return harness.TelemetryValue(t, ports, "otelcol_receiver_gym_checkpoint_failures") }
 	require.Zero(t, failures())
 
 	// Full: a file takes every free byte (ENOSPC), and more Gym processes make the
 	// checkpoint grow past the pages its database already holds.
 	fill := fillDisk(t, storage)
-	appendFile(t, path, lines("", 1000, 500, false))
+	harness.AppendFile(t, path, lines("", 1000, 500, false))
 	posted := postResources(t, col, "full", 3000)
 	waitCompleted(t, sink, "disk full: the file", inFile, 1500)
 	waitCompleted(t, sink, "disk full: the posted events", serviceHasPrefix("full-"), float64(posted))
@@ -122,31 +71,31 @@ func TestCheckpointDiskFaults(t *testing.T) {
 	assert.Contains(t, health.body, "StatusRecoverableError", "the receiver's status")
 	assert.Contains(t, health.body, "no space left on device")
 	assert.Equal(t, http.StatusInternalServerError, health.code, "unhealthy while the saves fail")
-	assert.Equal(t, 1, strings.Count(col.logTail(1<<20), "saving the checkpoint failed"),
+	assert.Equal(t, 1, strings.Count(col.LogTail(1<<20), "saving the checkpoint failed"),
 		"one log line for the outage, not one per save (the reminder comes after a minute)")
-	assert.Greater(t, telemetryValue(t, ports, "otelcol_exporter_enqueue_failed_metric_points", "exporter", "otlp_http/queued"), 0.0,
+	assert.Greater(t, harness.TelemetryValue(t, ports, "otelcol_exporter_enqueue_failed_metric_points", "exporter", "otlp_http/queued"), 0.0,
 		"the persistent queue cannot write either: the requests it refuses are counted")
 
 	// Space again: it recovers by itself.
 	require.NoError(t, os.Remove(fill))
 	waitFor(t, "space again: a save works", func() bool {
-		return strings.Contains(col.logTail(1<<20), "the checkpoint is saved again")
+		return strings.Contains(col.LogTail(1<<20), "the checkpoint is saved again")
 	})
 	waitFor(t, "space again: healthy", func() bool { return healthBody(t, col).code == http.StatusOK })
-	appendFile(t, path, lines("", 1500, 500, false))
+	harness.AppendFile(t, path, lines("", 1500, 500, false))
 	waitCompleted(t, sink, "space again: the file", inFile, 2000)
 	waitNewest(t, queued, "space again: the queue, the file", inFile, 2000)
 	waitNewest(t, queued, "space again: the queue, the posted events", serviceHasPrefix("full-"), float64(posted))
-	start1 := startOf(sink.exports()[len(sink.exports())-1], inFile)
-	require.NoError(t, col.stop(30*time.Second))
+	start1 := startOf(sink.Exports()[len(sink.Exports())-1], inFile)
+	require.NoError(t, col.Stop(30*time.Second))
 
 	// A restart restores the last checkpoint: the same series, nothing read twice.
-	sink2 := newCtlSink(t)
+	sink2 := harness.NewOTLPSink(t)
 	col, _ = start(sink2)
 	waitCompleted(t, sink2, "after a restart: the file", inFile, 2000)
 	waitCompleted(t, sink2, "after a restart: the posted events", serviceHasPrefix("full-"), float64(posted))
-	assert.Equal(t, start1, startOf(sink2.exports()[len(sink2.exports())-1], inFile), "restored: the same start time")
-	require.NoError(t, col.stop(30*time.Second))
+	assert.Equal(t, start1, startOf(sink2.Exports()[len(sink2.Exports())-1], inFile), "restored: the same start time")
+	require.NoError(t, col.Stop(30*time.Second))
 }
 
 // mountTmpfs mounts a tmpfs of the given size on dir for the test: a disk the test can fill. It needs the right to mount (root, as these tests run); without it the
@@ -187,7 +136,7 @@ func fillDisk(t *testing.T, dir string) string {
 
 // postResources posts n Gym processes (service.name PREFIX-i), one rollout each, in bodies
 // of 100, and returns how many rollouts were accepted.
-func postResources(t *testing.T, col *collector, prefix string, n int) int {
+func postResources(t *testing.T, col *harness.Collector, prefix string, n int) int {
 	t.Helper()
 	accepted := 0
 	for from := 0; from < n; from += 100 {
@@ -195,7 +144,7 @@ func postResources(t *testing.T, col *collector, prefix string, n int) int {
 		for i := from; i < min(from+100, n); i++ {
 			body.WriteString(lines(fmt.Sprintf("%s-%d", prefix, i), 0, 1, true))
 		}
-		code, ans := col.postEvents(t, body.String())
+		code, ans := col.PostEvents(t, body.String())
 		require.Equal(t, http.StatusOK, code)
 		accepted += ans.Accepted - (min(from+100, n) - from) // less the resource lines
 	}
@@ -211,12 +160,12 @@ func serviceHasPrefix(prefix string) func(pcommon.Map) bool {
 
 // waitNewest waits until the newest point of each matching series, over every export (a
 // queue delivers out of order), sums to want.
-func waitNewest(t *testing.T, sink *ctlSink, what string, match func(pcommon.Map) bool, want float64) {
+func waitNewest(t *testing.T, sink *harness.OTLPSink, what string, match func(pcommon.Map) bool, want float64) {
 	t.Helper()
 	var got float64
-	err := eventually(30*time.Second, 100*time.Millisecond, func() error {
-		if got = newestCompleted(sink.exports(), match); got != want {
-			return errNotYet
+	err := harness.Eventually(30*time.Second, 100*time.Millisecond, func() error {
+		if got = newestCompleted(sink.Exports(), match); got != want {
+			return harness.ErrNotYet
 		}
 		return nil
 	})
@@ -229,9 +178,9 @@ type healthAnswer struct {
 }
 
 // healthBody is the component-status health check's verbose answer.
-func healthBody(t *testing.T, col *collector) healthAnswer {
+func healthBody(t *testing.T, col *harness.Collector) healthAnswer {
 	t.Helper()
-	resp, err := http.Get(col.healthURL + "?verbose")
+	resp, err := http.Get(col.HealthURL + "?verbose")
 	if err != nil {
 		return healthAnswer{body: err.Error()}
 	}

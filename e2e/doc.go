@@ -20,6 +20,9 @@
 // The soak (TestSoak: an accelerated day of an agent, its resources sampled) runs only with
 // GYM_SOAK=1, which `make soak` sets; without it `go test ./e2e/` skips it.
 //
+// The harness they share with the bench programs is e2e/harness, their collector
+// configurations are templates in testdata/configs; README.md says how to add a case.
+//
 // Run them with `make test` (or `go test ./e2e/`). Set OTELCOL_GYM_BIN to test an existing
 // binary instead of building one; `go test -short` skips them.
 package e2e

@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // Durability through the real binary: the gym receiver's checkpoints in file_storage across a
@@ -25,8 +27,8 @@ import (
 
 // durableOpts: the files transport over logs/*.jsonl and HTTP, with the receiver's storage in
 // a file_storage extension whose directory is storage.
-func durableOpts(logs, storage string) func(collectorPorts) transportsOpts {
-	return func(p collectorPorts) transportsOpts {
+func durableOpts(logs, storage string) func(harness.Ports) transportsOpts {
+	return func(p harness.Ports) transportsOpts {
 		return transportsOpts{
 			extensions: `  file_storage:
     directory: ` + storage,
@@ -49,26 +51,19 @@ func increaseOf(exports []pmetric.Metrics, name string, match func(pcommon.Map) 
 	last := map[string]float64{}
 	var total float64
 	for _, md := range exports {
-		for _, rm := range md.ResourceMetrics().All() {
-			if !match(rm.Resource().Attributes()) {
+		for resource, m := range metricsNamed(md, match, name) {
+			if m.Type() != pmetric.MetricTypeSum {
 				continue
 			}
-			for _, sm := range rm.ScopeMetrics().All() {
-				for _, m := range sm.Metrics().All() {
-					if m.Name() != name || m.Type() != pmetric.MetricTypeSum {
-						continue
-					}
-					for _, dp := range m.Sum().DataPoints().All() {
-						key := fmt.Sprint(rm.Resource().Attributes().AsRaw(), dp.Attributes().AsRaw())
-						v := numberOf(dp)
-						if prev := last[key]; v >= prev {
-							total += v - prev
-						} else {
-							total += v
-						}
-						last[key] = v
-					}
+			for _, dp := range m.Sum().DataPoints().All() {
+				key := fmt.Sprint(resource.AsRaw(), dp.Attributes().AsRaw())
+				v := numberOf(dp)
+				if prev := last[key]; v >= prev {
+					total += v - prev
+				} else {
+					total += v
 				}
+				last[key] = v
 			}
 		}
 	}
@@ -102,58 +97,59 @@ func writeLines(t *testing.T, path string, from, batches, per int, every time.Du
 	return w
 }
 
+// logsAndStorage makes a directory of logs and one of storage for a test's collector; path
+// is the run file in logs (not created).
+func logsAndStorage(t *testing.T) (logs, storage, path string) {
+	t.Helper()
+	dir := t.TempDir()
+	logs, storage = filepath.Join(dir, "logs"), filepath.Join(dir, "storage")
+	require.NoError(t, os.Mkdir(logs, 0o700))
+	require.NoError(t, os.Mkdir(storage, 0o700))
+	return logs, storage, filepath.Join(logs, "run.jsonl")
+}
+
 // TestKill9MidFile: a file grows while the collector is killed with SIGKILL in the middle of
 // it, then restarted on the same storage: every line is counted exactly once over both lives,
 // as increase() would compute it from everything exported, and the restarted collector's
 // totals go on from the first life's (no reset, no line lost or repeated).
 func TestKill9MidFile(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	logs, storage := filepath.Join(dir, "logs"), filepath.Join(dir, "storage")
-	require.NoError(t, os.Mkdir(logs, 0o700))
-	require.NoError(t, os.Mkdir(storage, 0o700))
-	path := filepath.Join(logs, "run.jsonl")
+	logs, storage, path := logsAndStorage(t)
 	res := attrIs("log.file.path", path)
 
-	sink1 := newCtlSink(t)
+	sink1 := harness.NewOTLPSink(t)
 	col, _ := startTransports(t, sink1, durableOpts(logs, storage))
 	w := writeLines(t, path, 0, 60, 250, 20*time.Millisecond) // 15,000 lines over ~1.5 s
-	require.NoError(t, eventually(30*time.Second, 5*time.Millisecond, func() error {
-		if latestCompleted(sink1.exports(), res) < 5000 {
-			return errNotYet
+	require.NoError(t, harness.Eventually(30*time.Second, 5*time.Millisecond, func() error {
+		if latestCompleted(sink1.Exports(), res) < 5000 {
+			return harness.ErrNotYet
 		}
 		return nil
 	}))
-	require.NoError(t, syscall.Kill(col.cmd.Process.Pid, syscall.SIGKILL)) // mid-file
-	<-col.done
-	atKill := latestCompleted(sink1.exports(), res)
+	require.NoError(t, syscall.Kill(col.Cmd.Process.Pid, syscall.SIGKILL)) // mid-file
+	<-col.Done()
+	atKill := latestCompleted(sink1.Exports(), res)
 	<-w.done
 	total := w.written
 	w2 := writeLines(t, path, total, 20, 250, 10*time.Millisecond) // and it goes on growing
 	<-w2.done
 	total += w2.written
 
-	sink2 := newCtlSink(t)
+	sink2 := harness.NewOTLPSink(t)
 	col, _ = startTransports(t, sink2, durableOpts(logs, storage))
 	waitCompleted(t, sink2, "after the restart", res, float64(total))
-	n := sink2.count()
-	require.NoError(t, eventually(10*time.Second, 50*time.Millisecond, func() error {
-		if sink2.count() < n+3 {
-			return errNotYet
-		}
-		return nil
-	}))
-	require.NoError(t, col.stop(30*time.Second))
+	sink2.WaitMore(t, 3)
+	require.NoError(t, col.Stop(30*time.Second))
 	t.Logf("%d lines; %v counted when killed", total, atKill)
 	assert.Greater(t, atKill, 0.0)
 	assert.Less(t, atKill, float64(total), "killed mid-file")
-	assert.Equal(t, float64(total), latestCompleted(sink2.exports(), res), "every line once")
-	both := append(sink1.exports(), sink2.exports()...)
+	assert.Equal(t, float64(total), latestCompleted(sink2.Exports(), res), "every line once")
+	both := append(sink1.Exports(), sink2.Exports()...)
 	assert.Equal(t, float64(total), increaseOf(both, "gym.rollout.completed_total", res),
 		"increase() over both lives: every line once, no reset")
-	first, _ := completed(sink2.exports()[0], res)
+	first, _ := completed(sink2.Exports()[0], res)
 	assert.GreaterOrEqual(t, first, atKill, "the second life starts from the first one's totals")
-	assert.Equal(t, startOf(sink1.exports()[len(sink1.exports())-1], res), startOf(sink2.exports()[0], res), "the same start time")
+	assert.Equal(t, startOf(sink1.Exports()[len(sink1.Exports())-1], res), startOf(sink2.Exports()[0], res), "the same start time")
 }
 
 // TestSIGTERMMidFileExporterDown: the collector is stopped gracefully while the backend is
@@ -162,11 +158,7 @@ func TestKill9MidFile(t *testing.T) {
 // built from +1/-1 deltas over HTTP across the restart, reads right.
 func TestSIGTERMMidFileExporterDown(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	logs, storage := filepath.Join(dir, "logs"), filepath.Join(dir, "storage")
-	require.NoError(t, os.Mkdir(logs, 0o700))
-	require.NoError(t, os.Mkdir(storage, 0o700))
-	path := filepath.Join(logs, "run.jsonl")
+	logs, storage, path := logsAndStorage(t)
 	res := attrIs("log.file.path", path)
 	gym := service("nemo-gym/sandboxes")
 	resource := `{"event":"resource","attributes":{"service.name":"nemo-gym/sandboxes","service.instance.id":"s0"}}` + "\n"
@@ -174,42 +166,42 @@ func TestSIGTERMMidFileExporterDown(t *testing.T) {
 		return fmt.Sprintf(`{"event":"sandbox.active","provider":"docker","delta":%d}`+"\n", delta)
 	}
 
-	sink1 := newCtlSink(t)
+	sink1 := harness.NewOTLPSink(t)
 	col, _ := startTransports(t, sink1, durableOpts(logs, storage))
-	status, _ := col.postEvents(t, resource+sandbox(1)+sandbox(1)+sandbox(1))
+	status, _ := col.PostEvents(t, resource+sandbox(1)+sandbox(1)+sandbox(1))
 	require.Equal(t, http.StatusOK, status)
 	w := writeLines(t, path, 0, 40, 250, 20*time.Millisecond)
-	require.NoError(t, eventually(30*time.Second, 5*time.Millisecond, func() error {
-		if latestCompleted(sink1.exports(), res) < 3000 {
-			return errNotYet
+	require.NoError(t, harness.Eventually(30*time.Second, 5*time.Millisecond, func() error {
+		if latestCompleted(sink1.Exports(), res) < 3000 {
+			return harness.ErrNotYet
 		}
 		return nil
 	}))
-	sink1.down()
-	status, _ = col.postEvents(t, resource+sandbox(-1)) // accepted, never exported by this life
+	sink1.Down()
+	status, _ = col.PostEvents(t, resource+sandbox(-1)) // accepted, never exported by this life
 	require.Equal(t, http.StatusOK, status)
-	require.NoError(t, col.stop(30*time.Second)) // mid-file, the last export fails
+	require.NoError(t, col.Stop(30*time.Second)) // mid-file, the last export fails
 	<-w.done
 	total := w.written
-	sink1.up()
+	sink1.Up()
 
-	sink2 := newCtlSink(t)
+	sink2 := harness.NewOTLPSink(t)
 	col, _ = startTransports(t, sink2, durableOpts(logs, storage))
-	status, _ = col.postEvents(t, resource+sandbox(-1))
+	status, _ = col.PostEvents(t, resource+sandbox(-1))
 	require.Equal(t, http.StatusOK, status)
 	waitCompleted(t, sink2, "after the restart", res, float64(total))
-	require.NoError(t, eventually(10*time.Second, 50*time.Millisecond, func() error {
-		if v, _ := sumOf(sink2.exports()[sink2.count()-1], "gym.sandbox.active", gym); v != 1 {
-			return errNotYet
+	require.NoError(t, harness.Eventually(10*time.Second, 50*time.Millisecond, func() error {
+		if v, _ := sumOf(sink2.Exports()[sink2.Count()-1], "gym.sandbox.active", gym); v != 1 {
+			return harness.ErrNotYet
 		}
 		return nil
 	}))
-	require.NoError(t, col.stop(30*time.Second))
-	both := append(sink1.exports(), sink2.exports()...)
+	require.NoError(t, col.Stop(30*time.Second))
+	both := append(sink1.Exports(), sink2.Exports()...)
 	assert.Equal(t, float64(total), increaseOf(both, "gym.rollout.completed_total", res), "every line once over both lives")
-	active, _ := sumOf(sink2.exports()[sink2.count()-1], "gym.sandbox.active", gym)
+	active, _ := sumOf(sink2.Exports()[sink2.Count()-1], "gym.sandbox.active", gym)
 	assert.Equal(t, 1.0, active, "3 sandboxes started, 2 ended (one before the restart, one after)")
-	for i, md := range sink2.exports() {
+	for i, md := range sink2.Exports() {
 		if v, ok := sumOf(md, "gym.sandbox.active", gym); ok {
 			assert.GreaterOrEqual(t, v, 1.0, "export %d: never a reset to a negative count", i)
 		}
@@ -218,18 +210,18 @@ func TestSIGTERMMidFileExporterDown(t *testing.T) {
 
 // promSamples returns the raw samples of a range selector, per series, oldest first.
 func promSamples(base, selector string) (map[string][]float64, error) {
-	series, err := promMatrix(base, selector)
+	series, err := harness.PromMatrix(base, selector)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string][]float64{}
 	for _, s := range series {
-		keys := make([]string, 0, len(s.labels))
-		for k, v := range s.labels {
+		keys := make([]string, 0, len(s.Labels))
+		for k, v := range s.Labels {
 			keys = append(keys, k+"="+v)
 		}
 		sort.Strings(keys)
-		out[strings.Join(keys, ",")] = append(out[strings.Join(keys, ",")], s.samples...)
+		out[strings.Join(keys, ",")] = append(out[strings.Join(keys, ",")], s.Samples...)
 	}
 	return out, nil
 }
@@ -242,12 +234,12 @@ func promSamples(base, selector string) (map[string][]float64, error) {
 // scrape falls between two collections.
 func TestProcessRestartInOneCollectionPrometheus(t *testing.T) {
 	t.Parallel()
-	prometheusBinary(t)
+	harness.PrometheusBinary(t)
 	// Gym's ids as sent: with instance_per_process (the default) a new pid is a new instance.
-	col, ports := startDefaultCollector(t, "receivers:\n  gym:\n    collection_interval: 4s\n", idsAsSent)
-	prom := startPrometheus(t, fmt.Sprintf("127.0.0.1:%d", ports.Prometheus))
+	col, ports := harness.StartDefaultCollector(t, "receivers:\n  gym:\n    collection_interval: 4s\n", idsAsSent)
+	prom := harness.StartPrometheus(t, fmt.Sprintf("127.0.0.1:%d", ports.Prometheus))
 	post := func(body string) {
-		status, ans := col.postEvents(t, body)
+		status, ans := col.PostEvents(t, body)
 		require.Equal(t, http.StatusOK, status)
 		require.Zero(t, ans.Rejected, "%+v", ans)
 	}
@@ -265,13 +257,13 @@ func TestProcessRestartInOneCollectionPrometheus(t *testing.T) {
 	// collection), and the test fails, rather than passing without its case, when a collection
 	// came between them.
 	collections := func() float64 {
-		return telemetryValue(t, ports, "otelcol_receiver_accepted_metric_points") +
-			telemetryValue(t, ports, "otelcol_receiver_accepted_metric_points_total")
+		return harness.TelemetryValue(t, ports, "otelcol_receiver_accepted_metric_points") +
+			harness.TelemetryValue(t, ports, "otelcol_receiver_accepted_metric_points_total")
 	}
 	before := collections()
-	require.NoError(t, eventually(10*time.Second, 20*time.Millisecond, func() error {
+	require.NoError(t, harness.Eventually(10*time.Second, 20*time.Millisecond, func() error {
 		if collections() == before {
-			return errNotYet
+			return harness.ErrNotYet
 		}
 		return nil
 	}), "a collection")
@@ -312,8 +304,8 @@ func TestMeasureCheckpointBeforeAnswer(t *testing.T) {
 	for _, series := range []int{1_000, 100_000} {
 		for _, durable := range []bool{false, true} {
 			storage := t.TempDir()
-			sink := newCtlSink(t)
-			col, _ := startTransports(t, sink, func(p collectorPorts) transportsOpts {
+			sink := harness.NewOTLPSink(t)
+			col, _ := startTransports(t, sink, func(p harness.Ports) transportsOpts {
 				return transportsOpts{
 					extensions:        "  file_storage:\n    directory: " + storage,
 					serviceExtensions: []string{"file_storage"},
@@ -327,7 +319,7 @@ func TestMeasureCheckpointBeforeAnswer(t *testing.T) {
 				for i := range per {
 					fmt.Fprintf(&b, `{"event":"sandbox.create_retry","provider":"provider-%d"}`+"\n", i)
 				}
-				status, _ := col.postEvents(t, b.String())
+				status, _ := col.PostEvents(t, b.String())
 				require.Equal(t, http.StatusOK, status)
 			}
 			body := `{"event":"resource","attributes":{"service.name":"gym","service.instance.id":"r0"}}` + "\n" +
@@ -335,11 +327,11 @@ func TestMeasureCheckpointBeforeAnswer(t *testing.T) {
 			const posts = 200
 			start := time.Now()
 			for range posts {
-				status, _ := col.postEvents(t, body)
+				status, _ := col.PostEvents(t, body)
 				require.Equal(t, http.StatusOK, status)
 			}
 			took := time.Since(start)
-			require.NoError(t, col.stop(30*time.Second))
+			require.NoError(t, col.Stop(30*time.Second))
 			var size int64
 			_ = filepath.Walk(storage, func(_ string, fi os.FileInfo, err error) error {
 				if err == nil && !fi.IsDir() {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/bbolt"
 
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 	"github.com/gym-telemetry/otelcol-gym/internal/checkpoint"
 )
 
@@ -49,34 +50,30 @@ func TestDamagedCheckpoint(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			logs, storage := filepath.Join(dir, "logs"), filepath.Join(dir, "storage")
-			require.NoError(t, os.Mkdir(logs, 0o700))
-			require.NoError(t, os.Mkdir(storage, 0o700))
-			path := filepath.Join(logs, "run.jsonl")
+			logs, storage, path := logsAndStorage(t)
 			res := attrIs("log.file.path", path)
-			appendFile(t, path, lines("", 0, 2000, false))
+			harness.AppendFile(t, path, lines("", 0, 2000, false))
 
-			sink1 := newCtlSink(t)
+			sink1 := harness.NewOTLPSink(t)
 			col, _ := startTransports(t, sink1, durableOpts(logs, storage))
 			waitCompleted(t, sink1, "the first life", res, 2000)
-			require.NoError(t, col.stop(30*time.Second))
-			start1 := startOf(sink1.exports()[len(sink1.exports())-1], res)
+			require.NoError(t, col.Stop(30*time.Second))
+			start1 := startOf(sink1.Exports()[len(sink1.Exports())-1], res)
 
 			db := filepath.Join(storage, gymDatabase)
 			require.FileExists(t, db)
 			c.damage(t, db)
 
-			sink2 := newCtlSink(t)
+			sink2 := harness.NewOTLPSink(t)
 			col, ports := startTransports(t, sink2, durableOpts(logs, storage)) // fails the test unless it becomes healthy
-			appendFile(t, path, lines("", 2000, 500, false))
+			harness.AppendFile(t, path, lines("", 2000, 500, false))
 			waitCompleted(t, sink2, "after the damage", res, 2500)
-			out := col.logTail(1 << 20)
+			out := col.LogTail(1 << 20)
 			restored := strings.Contains(out, "restored the checkpoint")
 			if c.reason != "" {
 				assert.Contains(t, out, "a damaged database was rebuilt", "the repair is logged")
 				assert.Contains(t, out, db, "the log line names the file")
-				assert.Equal(t, 1.0, telemetryValue(t, ports, "otelcol_file_storage_repairs", "reason", c.reason))
+				assert.Equal(t, 1.0, harness.TelemetryValue(t, ports, "otelcol_file_storage_repairs", "reason", c.reason))
 				assert.NoFileExists(t, db+".original")
 				assert.NoFileExists(t, db+".repair")
 				aside, _ := filepath.Glob(db + ".damaged-*")
@@ -85,21 +82,21 @@ func TestDamagedCheckpoint(t *testing.T) {
 				}
 			} else {
 				assert.Contains(t, out, "the stored checkpoint cannot be read and is discarded")
-				assert.Equal(t, 1.0, telemetryValue(t, ports, "otelcol_receiver_gym_checkpoint_discards"))
+				assert.Equal(t, 1.0, harness.TelemetryValue(t, ports, "otelcol_receiver_gym_checkpoint_discards"))
 			}
 			assert.False(t, restored, "the checkpoint was lost in every case here: %s", c.name)
-			assert.Greater(t, startOf(sink2.exports()[len(sink2.exports())-1], res), start1,
+			assert.Greater(t, startOf(sink2.Exports()[len(sink2.Exports())-1], res), start1,
 				"a lost checkpoint: the series start afresh")
-			assert.Equal(t, 2500.0, latestCompleted(sink2.exports(), res), "the file's total, read again from start_at")
-			require.NoError(t, col.stop(30*time.Second))
+			assert.Equal(t, 2500.0, latestCompleted(sink2.Exports(), res), "the file's total, read again from start_at")
+			require.NoError(t, col.Stop(30*time.Second))
 
 			// And the third life restores what the second saved: the damage is behind.
-			sink3 := newCtlSink(t)
+			sink3 := harness.NewOTLPSink(t)
 			col, _ = startTransports(t, sink3, durableOpts(logs, storage))
 			waitCompleted(t, sink3, "the third life", res, 2500)
-			assert.Contains(t, col.logTail(1<<20), "restored the checkpoint")
-			assert.Equal(t, startOf(sink2.exports()[len(sink2.exports())-1], res), startOf(sink3.exports()[0], res))
-			require.NoError(t, col.stop(30*time.Second))
+			assert.Contains(t, col.LogTail(1<<20), "restored the checkpoint")
+			assert.Equal(t, startOf(sink2.Exports()[len(sink2.Exports())-1], res), startOf(sink3.Exports()[0], res))
+			require.NoError(t, col.Stop(30*time.Second))
 		})
 	}
 }

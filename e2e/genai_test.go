@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
@@ -117,23 +118,16 @@ func modelCallSDKBatch(round int, start, now pcommon.Timestamp, app bool) pmetri
 func histPoints(t *testing.T, md pmetric.Metrics, service, name string) map[string]pmetric.HistogramDataPoint {
 	t.Helper()
 	out := map[string]pmetric.HistogramDataPoint{}
-	for _, rm := range md.ResourceMetrics().All() {
-		if v, _ := rm.Resource().Attributes().Get("service.name"); v.Str() != service {
+	for resource, m := range metricsNamed(md, nil, name) {
+		if v, _ := resource.Get("service.name"); v.Str() != service {
 			continue
 		}
-		for _, sm := range rm.ScopeMetrics().All() {
-			for _, m := range sm.Metrics().All() {
-				if m.Name() != name {
-					continue
-				}
-				require.Equal(t, pmetric.MetricTypeHistogram, m.Type(), name)
-				for _, dp := range m.Histogram().DataPoints().All() {
-					key := formatAttrs(dp.Attributes())
-					_, dup := out[key]
-					require.False(t, dup, "%s: two points of %s", name, key)
-					out[key] = dp
-				}
-			}
+		require.Equal(t, pmetric.MetricTypeHistogram, m.Type(), name)
+		for _, dp := range m.Histogram().DataPoints().All() {
+			key := formatAttrs(dp.Attributes())
+			_, dup := out[key]
+			require.False(t, dup, "%s: two points of %s", name, key)
+			out[key] = dp
 		}
 	}
 	return out
@@ -144,8 +138,8 @@ func histPoints(t *testing.T, md pmetric.Metrics, service, name string) map[stri
 // conventions' names and units, series for series, the overflow series included.
 func TestGenAIConventionsOTLP(t *testing.T) {
 	t.Parallel()
-	sink := newCtlSink(t)
-	col, _, otlpURL := startOTLP(t, gymattrsConfig, sink, nil, genaiOn, "yaml:processors::gymattrs::cardinality_limit: 4")
+	sink := harness.NewOTLPSink(t)
+	col, _, otlpURL := startOTLP(t, "gymattrs.yaml", sink, nil, genaiOn, "yaml:processors::gymattrs::cardinality_limit: 4")
 
 	const (
 		svc        = "nemo-gym/policy-model"
@@ -159,8 +153,8 @@ func TestGenAIConventionsOTLP(t *testing.T) {
 	for round := 1; round <= 2; round++ {
 		now := pcommon.NewTimestampFromTime(time.Now())
 		postOTLP(t, otlpURL, modelCallSDKBatch(round, start, now, true))
-		require.Equal(t, round, sink.count(), "one export per request")
-		out := sink.exports()[round-1]
+		require.Equal(t, round, sink.Count(), "one export per request")
+		out := sink.Exports()[round-1]
 		r := uint64(round)
 
 		// Duration: each derived series is its Gym series, in seconds.
@@ -223,8 +217,8 @@ func TestGenAIConventionsOTLP(t *testing.T) {
 		assert.Equal(t, []string{`{error.type="_OTHER" gen_ai.operation.name="chat" gen_ai.provider.name="openai" gen_ai.request.model="gpt-4.1"}`}, keys(app))
 		assert.Len(t, histPoints(t, out, "chat-app", "gen_ai.client.token.usage"), 0)
 	}
-	require.Empty(t, sink.errors())
-	require.NoError(t, col.stop(30*time.Second))
+	require.Empty(t, sink.Errors())
+	require.NoError(t, col.Stop(30*time.Second))
 }
 
 func keys[V any](m map[string]V) []string {
@@ -242,9 +236,9 @@ func keys[V any](m map[string]V) []string {
 // answers in seconds.
 func TestGenAIConventionsPrometheus(t *testing.T) {
 	t.Parallel()
-	prometheusBinary(t) // fail or skip before starting anything
-	col, ports := startDefaultCollector(t, genaiOn)
-	prom := startPrometheus(t, fmt.Sprintf("127.0.0.1:%d", ports.Prometheus))
+	harness.PrometheusBinary(t) // fail or skip before starting anything
+	col, ports := harness.StartDefaultCollector(t, genaiOn)
+	prom := harness.StartPrometheus(t, fmt.Sprintf("127.0.0.1:%d", ports.Prometheus))
 
 	body := strings.Join([]string{
 		`{"event":"resource","attributes":{"service.name":"nemo-gym/genai","service.instance.id":"e2e-genai-events","nemo.run.id":"e2e-genai"}}`,
@@ -252,7 +246,7 @@ func TestGenAIConventionsPrometheus(t *testing.T) {
 		`{"event":"model_call","server_name":"judge","dialect":"chat","outcome":"ok","duration_ms":800,"tokens":{"input":300,"output":20},"finish_reason":"length"}`,
 		`{"event":"model_call","server_name":"policy","dialect":"responses","outcome":"timeout","duration_ms":60000,"tokens":{"input":999}}`,
 	}, "\n") + "\n"
-	status, ans := col.postEvents(t, body)
+	status, ans := col.PostEvents(t, body)
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, 4, ans.Accepted, "%+v", ans)
 
@@ -263,28 +257,28 @@ func TestGenAIConventionsPrometheus(t *testing.T) {
 	// The exporter's own text: the names and labels as Prometheus will scrape them.
 	exporter := fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Prometheus)
 	var text string
-	require.NoError(t, eventually(30*time.Second, 200*time.Millisecond, func() error {
+	require.NoError(t, harness.Eventually(30*time.Second, 200*time.Millisecond, func() error {
 		var err error
-		if text, err = httpGet(exporter); err != nil {
+		if text, err = harness.HTTPGet(exporter); err != nil {
 			return err
 		}
-		if textValue(text, "gen_ai_client_operation_duration_count", "nemo_run_id", "e2e-genai") < 3 ||
-			textValue(text, "gen_ai_client_operation_duration_count", "nemo_run_id", "e2e-genai-otlp") == 0 {
-			return errNotYet
+		if harness.TextValue(text, "gen_ai_client_operation_duration_count", "nemo_run_id", "e2e-genai") < 3 ||
+			harness.TextValue(text, "gen_ai_client_operation_duration_count", "nemo_run_id", "e2e-genai-otlp") == 0 {
+			return harness.ErrNotYet
 		}
 		return nil
 	}), "no GenAI metrics on the exporter:\n%s", text)
 	run := []string{"nemo_run_id", "e2e-genai"}
-	assert.Equal(t, 1.0, textValue(text, "gen_ai_client_operation_duration_count", append(run, "error_type", "timeout", "gen_ai_provider_name", "openai", "gen_ai_operation_name", "chat")...))
-	assert.Equal(t, 61.5, textValue(text, "gen_ai_client_operation_duration_sum", append(run, "nemo_gym_server_name", "policy")...), "1.5 s + 60 s")
-	assert.Equal(t, 1.0, textValue(text, "gen_ai_client_operation_duration_bucket", append(run, "nemo_gym_server_name", "judge", "le", "1")...)+
-		textValue(text, "gen_ai_client_operation_duration_bucket", append(run, "nemo_gym_server_name", "judge", "le", "1.0")...), "0.8 s within le=1")
-	assert.Equal(t, 0.0, textValue(text, "gen_ai_client_operation_duration_bucket", append(run, "nemo_gym_server_name", "judge", "le", "0.5")...), "0.8 s above le=0.5")
-	assert.Equal(t, 0.2, textValue(text, "gen_ai_client_operation_time_to_first_chunk_sum", run...))
-	assert.Equal(t, 1300.0, textValue(text, "gen_ai_client_token_usage_sum", append(run, "gen_ai_token_type", "input")...), "a failed call records no tokens")
-	assert.Equal(t, 220.0, textValue(text, "gen_ai_client_token_usage_sum", append(run, "gen_ai_token_type", "output")...))
-	assert.Equal(t, 0.0, textValue(text, "gen_ai_client_token_usage_sum", append(run, "gen_ai_token_type", "reasoning")...))
-	assert.Equal(t, 50.0, textValue(text, "gym_model_call_tokens_sum", append(run, "nemo_gym_model_call_token_type", "reasoning")...), "the Gym metrics stay")
+	assert.Equal(t, 1.0, harness.TextValue(text, "gen_ai_client_operation_duration_count", append(run, "error_type", "timeout", "gen_ai_provider_name", "openai", "gen_ai_operation_name", "chat")...))
+	assert.Equal(t, 61.5, harness.TextValue(text, "gen_ai_client_operation_duration_sum", append(run, "nemo_gym_server_name", "policy")...), "1.5 s + 60 s")
+	assert.Equal(t, 1.0, harness.TextValue(text, "gen_ai_client_operation_duration_bucket", append(run, "nemo_gym_server_name", "judge", "le", "1")...)+
+		harness.TextValue(text, "gen_ai_client_operation_duration_bucket", append(run, "nemo_gym_server_name", "judge", "le", "1.0")...), "0.8 s within le=1")
+	assert.Equal(t, 0.0, harness.TextValue(text, "gen_ai_client_operation_duration_bucket", append(run, "nemo_gym_server_name", "judge", "le", "0.5")...), "0.8 s above le=0.5")
+	assert.Equal(t, 0.2, harness.TextValue(text, "gen_ai_client_operation_time_to_first_chunk_sum", run...))
+	assert.Equal(t, 1300.0, harness.TextValue(text, "gen_ai_client_token_usage_sum", append(run, "gen_ai_token_type", "input")...), "a failed call records no tokens")
+	assert.Equal(t, 220.0, harness.TextValue(text, "gen_ai_client_token_usage_sum", append(run, "gen_ai_token_type", "output")...))
+	assert.Equal(t, 0.0, harness.TextValue(text, "gen_ai_client_token_usage_sum", append(run, "gen_ai_token_type", "reasoning")...))
+	assert.Equal(t, 50.0, harness.TextValue(text, "gym_model_call_tokens_sum", append(run, "nemo_gym_model_call_token_type", "reasoning")...), "the Gym metrics stay")
 	for _, unsuffixed := range []string{"gen_ai_client_operation_duration_seconds", "gen_ai_client_token_usage_total"} {
 		assert.NotContains(t, text, unsuffixed, "no unit or _total suffix")
 	}
@@ -316,5 +310,5 @@ func TestGenAIConventionsPrometheus(t *testing.T) {
 	} {
 		waitVector(t, prom, c.query, c.want)
 	}
-	require.NoError(t, col.stop(30*time.Second))
+	require.NoError(t, col.Stop(30*time.Second))
 }

@@ -17,38 +17,21 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // The gymattrs processor through the real binary: OTLP shaped like a Gym
 // process's own SDK output comes in on the otlp receiver, goes through gymattrs and out of an
 // otlp_http exporter bounded, merged and complete.
 
-const gymattrsConfig = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:{{.P.Health}}
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: 127.0.0.1:{{.P.OTLPHTTP}}
-processors:
-  gymattrs: {}   # the defaults: cardinality_limit 2000
-` + sinkExporterAndService + `
-  pipelines:
-    metrics:
-      receivers: [otlp]
-      processors: [gymattrs]
-      exporters: [otlp_http]
-`
-
-// startOTLP starts otelcol-gym on tmpl, whose otlp receiver listens on {{.P.OTLPHTTP}} and
+// startOTLP starts otelcol-gym on the configuration template config (testdata/configs), whose otlp receiver listens on {{.P.OTLPHTTP}} and
 // whose exporter is sink (x fills its template's X), then the configurations more; it returns
 // the collector, its ports and the otlp receiver's URL.
-func startOTLP(t *testing.T, tmpl string, sink *ctlSink, x map[string]any, more ...string) (*collector, collectorPorts, string) {
+func startOTLP(t *testing.T, config string, sink *harness.OTLPSink, x map[string]any, more ...string) (*harness.Collector, harness.Ports, string) {
 	t.Helper()
-	col, ports := startCollector(t, func(p collectorPorts) []string {
-		return append([]string{render(t, tmpl, tmplData{P: p, Sink: sink.URL(), X: x})}, more...)
+	col, ports := harness.StartCollector(t, func(p harness.Ports) []string {
+		return append([]string{harness.Config(t, config, harness.Data{P: p, Sink: sink.URL(), X: x})}, more...)
 	})
 	return col, ports, fmt.Sprintf("http://127.0.0.1:%d", ports.OTLPHTTP)
 }
@@ -190,16 +173,16 @@ func postOTLP(t *testing.T, url string, md pmetric.Metrics) {
 // otel.metric.overflow=true series, and every total of the input.
 func TestGymattrsOTLP(t *testing.T) {
 	t.Parallel()
-	sink := newCtlSink(t)
-	col, ports, otlpURL := startOTLP(t, gymattrsConfig, sink, nil)
+	sink := harness.NewOTLPSink(t)
+	col, ports, otlpURL := startOTLP(t, "gymattrs.yaml", sink, nil)
 
 	start := pcommon.NewTimestampFromTime(time.Now().Add(-time.Minute))
 	for round := 1; round <= 2; round++ {
 		now := pcommon.NewTimestampFromTime(time.Now())
 		in := sdkBatch(round, start, now)
 		postOTLP(t, otlpURL, in)
-		require.Equal(t, round, sink.count(), "one export per request (the exporter sends synchronously)")
-		out := sink.exports()[round-1]
+		require.Equal(t, round, sink.Count(), "one export per request (the exporter sends synchronously)")
+		out := sink.Exports()[round-1]
 		checkBounded(t, round, in, out)
 	}
 
@@ -211,15 +194,15 @@ func TestGymattrsOTLP(t *testing.T) {
 		"otelcol_processor_gymattrs_points_overflowed",
 	} {
 		var v float64
-		require.NoError(t, eventually(10*time.Second, 200*time.Millisecond, func() error {
-			if v = telemetryValue(t, ports, m); v <= 0 {
-				return errNotYet
+		require.NoError(t, harness.Eventually(10*time.Second, 200*time.Millisecond, func() error {
+			if v = harness.TelemetryValue(t, ports, m); v <= 0 {
+				return harness.ErrNotYet
 			}
 			return nil
 		}), "%s is %v", m, v)
 	}
-	require.Empty(t, sink.errors())
-	require.NoError(t, col.stop(30*time.Second))
+	require.Empty(t, sink.Errors())
+	require.NoError(t, col.Stop(30*time.Second))
 }
 
 // outPoint is one output point: its attributes (dump notation) and value.

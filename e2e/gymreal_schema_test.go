@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
@@ -107,14 +108,14 @@ var gymattrsCounters = []string{
 func TestGymRealSchema(t *testing.T) {
 	t.Parallel()
 	metrics := gymRealMetrics(loadGymReal(t))
-	sink := newCtlSink(t)
-	_, ports, otlpURL := startOTLP(t, gymattrsConfig, sink, nil)
+	sink := harness.NewOTLPSink(t)
+	_, ports, otlpURL := startOTLP(t, "gymattrs.yaml", sink, nil)
 	counts := func() []float64 {
-		text, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Telemetry))
+		text, err := harness.HTTPGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Telemetry))
 		require.NoError(t, err)
 		out := make([]float64, len(gymattrsCounters))
 		for i, c := range gymattrsCounters {
-			out[i] = textValue(text, c)
+			out[i] = harness.TextValue(text, c)
 		}
 		return out
 	}
@@ -167,5 +168,5 @@ func TestGymRealSchema(t *testing.T) {
 	for _, f := range failed {
 		t.Errorf("not bounded by an exact schema rule: %s", f)
 	}
-	require.Empty(t, sink.errors())
+	require.Empty(t, sink.Errors())
 }

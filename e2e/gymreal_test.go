@@ -24,6 +24,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // NeMo Gym's own telemetry code through the real binary: testdata/gym-real/otlp holds the OTLP
@@ -41,7 +43,7 @@ type gymRealBody struct {
 
 func loadGymReal(t *testing.T) []gymRealBody {
 	t.Helper()
-	dir := filepath.Join(repoRoot, "testdata", "gym-real", "otlp")
+	dir := filepath.Join(harness.Root, "testdata", "gym-real", "otlp")
 	names, err := filepath.Glob(filepath.Join(dir, "*.pb.gz"))
 	require.NoError(t, err)
 	require.NotEmpty(t, names, "no capture in %s", dir)
@@ -88,14 +90,19 @@ func postGymReal(t *testing.T, base string, b gymRealBody) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", b.name, msg)
 }
 
-func capturedMetrics(bodies []gymRealBody) []pmetric.Metrics {
-	var out []pmetric.Metrics
+// captured is what the bodies of one signal hold (of reads it from a body).
+func captured[T any](bodies []gymRealBody, signal string, of func(gymRealBody) T) []T {
+	var out []T
 	for _, b := range bodies {
-		if b.signal == "metrics" {
-			out = append(out, b.metrics)
+		if b.signal == signal {
+			out = append(out, of(b))
 		}
 	}
 	return out
+}
+
+func capturedMetrics(bodies []gymRealBody) []pmetric.Metrics {
+	return captured(bodies, "metrics", func(b gymRealBody) pmetric.Metrics { return b.metrics })
 }
 
 // seriesValue is the newest point of one series: a number, or a histogram's count and sum.
@@ -194,9 +201,9 @@ service:
 func TestGymReal(t *testing.T) {
 	t.Parallel()
 	bodies := loadGymReal(t)
-	sink := newCtlSink(t)
+	sink := harness.NewOTLPSink(t)
 	tracesPath := filepath.Join(t.TempDir(), "otel-traces.jsonl")
-	col, ports := startDefaultCollector(t, fmt.Sprintf(gymRealOutput, sink.URL(), tracesPath))
+	col, ports := harness.StartDefaultCollector(t, fmt.Sprintf(gymRealOutput, sink.URL(), tracesPath))
 	base := fmt.Sprintf("http://127.0.0.1:%d", ports.OTLPHTTP)
 	for _, b := range bodies {
 		postGymReal(t, base, b)
@@ -205,11 +212,11 @@ func TestGymReal(t *testing.T) {
 	// Every metric, with every total.
 	want := latestSeries(capturedMetrics(bodies))
 	var got map[string]map[string]seriesValue
-	err := eventually(30*time.Second, 200*time.Millisecond, func() error {
-		got = latestSeries(sink.exports())
+	err := harness.Eventually(30*time.Second, 200*time.Millisecond, func() error {
+		got = latestSeries(sink.Exports())
 		for name, series := range want {
 			if got[name] == nil || !sameTotals(series, got[name]) {
-				return errNotYet
+				return harness.ErrNotYet
 			}
 		}
 		return nil
@@ -231,14 +238,14 @@ func TestGymReal(t *testing.T) {
 	require.NotZero(t, verifies)
 	promURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Prometheus)
 	var lines []string
-	err = eventually(30*time.Second, 200*time.Millisecond, func() error {
-		text, err := httpGet(promURL)
+	err = harness.Eventually(30*time.Second, 200*time.Millisecond, func() error {
+		text, err := harness.HTTPGet(promURL)
 		if err != nil {
 			return err
 		}
 		lines = promLines(text, "gym_verify_duration_ms_count", `job="nemo-gym/math_with_judge"`)
-		if textValue(text, "gym_verify_duration_ms_count", "job", "nemo-gym/math_with_judge") != float64(verifies) {
-			return errNotYet
+		if harness.TextValue(text, "gym_verify_duration_ms_count", "job", "nemo-gym/math_with_judge") != float64(verifies) {
+			return harness.ErrNotYet
 		}
 		return nil
 	})
@@ -277,20 +284,20 @@ func TestGymReal(t *testing.T) {
 	// Every span reaches the traces file.
 	wantSpans := spanNames(capturedTraces(bodies))
 	var gotSpans map[string]int
-	err = eventually(30*time.Second, 200*time.Millisecond, func() error {
+	err = harness.Eventually(30*time.Second, 200*time.Millisecond, func() error {
 		td, err := readTracesFile(tracesPath)
 		if err != nil {
 			return err
 		}
 		if gotSpans = spanNames(td); !assert.ObjectsAreEqual(wantSpans, gotSpans) {
-			return errNotYet
+			return harness.ErrNotYet
 		}
 		return nil
 	})
 	assert.NoError(t, err, "spans: want %v, got %v", wantSpans, gotSpans)
 
-	assert.Empty(t, sink.errors())
-	require.NoError(t, col.stop(30*time.Second))
+	assert.Empty(t, sink.Errors())
+	require.NoError(t, col.Stop(30*time.Second))
 }
 
 func countSeries(m map[string]map[string]seriesValue) (n int) {
@@ -320,13 +327,7 @@ func promLines(text, metric string, pairs ...string) []string {
 }
 
 func capturedTraces(bodies []gymRealBody) []ptrace.Traces {
-	var out []ptrace.Traces
-	for _, b := range bodies {
-		if b.signal == "traces" {
-			out = append(out, b.traces)
-		}
-	}
-	return out
+	return captured(bodies, "traces", func(b gymRealBody) ptrace.Traces { return b.traces })
 }
 
 // spanNames counts spans by service.name and span name.

@@ -23,6 +23,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // serveMetricsText serves a Prometheus text capture at /metrics on a loopback port.
@@ -69,7 +71,7 @@ func metricResources(exports []pmetric.Metrics) map[string]pcommon.Map {
 // <job dir>/otel/, and stops on Gym's own `pkill -f '^<binary> --config <file>'`.
 func TestGymSubmitDropIn(t *testing.T) {
 	t.Parallel()
-	useCollector()
+	harness.UseCollector()
 	vllm, dcgm, node := serveMetricsText(t, "vllm.prom"), serveMetricsText(t, "dcgm.prom"), serveMetricsText(t, "node.prom")
 
 	sink := &otlpSignalSink{}
@@ -86,7 +88,7 @@ func TestGymSubmitDropIn(t *testing.T) {
 	// The job directory as Gym lays it out: the run's files at its top, otel/ for the collector.
 	job := t.TempDir()
 	require.NoError(t, os.Mkdir(filepath.Join(job, "otel"), 0o755))
-	run := filepath.Join(repoRoot, "testdata", "rollouts", "run1")
+	run := filepath.Join(harness.Root, "testdata", "rollouts", "run1")
 	entries, err := os.ReadDir(run)
 	require.NoError(t, err)
 	for _, e := range entries {
@@ -95,35 +97,35 @@ func TestGymSubmitDropIn(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(job, e.Name()), data, 0o644))
 	}
 
-	health, grpcPort, httpPort := freePort(t), freePort(t), freePort(t)
+	health, grpcPort, httpPort := harness.Port(t), harness.Port(t), harness.Port(t)
 	tmpl, err := os.ReadFile(filepath.Join("testdata", "gym-submit", "collector.yaml.tmpl"))
 	require.NoError(t, err)
 	config := filepath.Join(job, "otel", "collector.yaml")
-	require.NoError(t, os.WriteFile(config, []byte(render(t, string(tmpl), map[string]any{
+	require.NoError(t, os.WriteFile(config, []byte(harness.Render(t, string(tmpl), map[string]any{
 		"Health": health, "VLLM": vllm, "DCGM": dcgm, "Node": node,
 		"OTLPGRPC": grpcPort, "OTLPHTTP": httpPort, "Backend": backend.URL, "JobDir": job,
 	})), 0o644))
 
-	wrapper := filepath.Join(repoRoot, "deploy", "otelcol-gym-submit")
+	wrapper := filepath.Join(harness.Root, "deploy", "otelcol-gym-submit")
 	const token = "ingest-token-123"
-	p := startProcessEnv(t, "otelcol-gym-submit", []string{
-		"OTELCOL_GYM_BIN=" + collectorBin,
+	p := harness.StartProcessEnv(t, "otelcol-gym-submit", []string{
+		"OTELCOL_GYM_BIN=" + harness.Bin,
 		"OTEL_TOKEN=" + token,
 		"SLURM_JOB_ID=4242",
 		"OTELCOL_GYM_COLLECTION_INTERVAL=1s",
-		fmt.Sprintf("OTELCOL_GYM_SUBMIT_EVENTS_PORT=%d", freePort(t)),
-		fmt.Sprintf("OTELCOL_GYM_SUBMIT_TELEMETRY_PORT=%d", freePort(t)),
+		fmt.Sprintf("OTELCOL_GYM_SUBMIT_EVENTS_PORT=%d", harness.Port(t)),
+		fmt.Sprintf("OTELCOL_GYM_SUBMIT_TELEMETRY_PORT=%d", harness.Port(t)),
 	}, "bash", wrapper, "--config", config)
 	// Gym's health check: curl -sf http://localhost:<port>/health.
-	require.NoError(t, p.waitReady(fmt.Sprintf("http://localhost:%d/health", health), 60*time.Second))
+	require.NoError(t, p.WaitReady(fmt.Sprintf("http://localhost:%d/health", health), 60*time.Second))
 
 	// Gym's pkill pattern matches the process's command line: the wrapper exec'd the collector
 	// under the name and first arguments Gym started.
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.cmd.Process.Pid))
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.Cmd.Process.Pid))
 	require.NoError(t, err)
 	gymPattern := "^" + regexp.QuoteMeta(wrapper) + " --config " + regexp.QuoteMeta(config)
 	assert.Regexp(t, gymPattern, strings.ReplaceAll(strings.TrimRight(string(cmdline), "\x00"), "\x00", " "))
-	log, err := os.ReadFile(p.logPath)
+	log, err := os.ReadFile(p.LogPath)
 	require.NoError(t, err)
 	for _, left := range []string{"connectors", "processors.transform/identity", "processors.transform/metric_names", "service"} {
 		assert.Contains(t, string(log), "left out of Gym's configuration: "+left+" (", "named on stderr")
@@ -151,7 +153,7 @@ func TestGymSubmitDropIn(t *testing.T) {
 		"gym.rollout.completed_total",
 	}
 	var got map[string]pcommon.Map
-	require.NoError(t, eventually(60*time.Second, 250*time.Millisecond, func() error {
+	require.NoError(t, harness.Eventually(60*time.Second, 250*time.Millisecond, func() error {
 		sink.mu.Lock()
 		got = metricResources(sink.metrics)
 		sink.mu.Unlock()
@@ -161,7 +163,7 @@ func TestGymSubmitDropIn(t *testing.T) {
 			}
 		}
 		if len(sink.spans()) == 0 {
-			return errNotYet
+			return harness.ErrNotYet
 		}
 		return nil
 	}))
@@ -187,11 +189,11 @@ func TestGymSubmitDropIn(t *testing.T) {
 	authMu.Unlock()
 
 	// The run files' totals arrive exactly: the same sum as the golden file of the run.
-	expected, err := golden.ReadMetrics(filepath.Join(repoRoot, "testdata", "rollouts", "run1.expected.yaml"))
+	expected, err := golden.ReadMetrics(filepath.Join(harness.Root, "testdata", "rollouts", "run1.expected.yaml"))
 	require.NoError(t, err)
 	wantCompleted, ok := sumOf(expected, "gym.rollout.completed_total", func(pcommon.Map) bool { return true })
 	require.True(t, ok)
-	require.NoError(t, eventually(30*time.Second, 250*time.Millisecond, func() error {
+	require.NoError(t, harness.Eventually(30*time.Second, 250*time.Millisecond, func() error {
 		sink.mu.Lock()
 		defer sink.mu.Unlock()
 		if n := latestSum(sink.metrics, "gym.rollout.completed_total"); n != wantCompleted {
@@ -201,13 +203,13 @@ func TestGymSubmitDropIn(t *testing.T) {
 	}))
 
 	// Gym stops its collector with SIGTERM after the driver exits; the files are complete then.
-	require.NoError(t, syscall.Kill(p.cmd.Process.Pid, syscall.SIGTERM))
+	require.NoError(t, syscall.Kill(p.Cmd.Process.Pid, syscall.SIGTERM))
 	select {
-	case <-p.done:
+	case <-p.Done():
 	case <-time.After(30 * time.Second):
 		t.Fatal("the collector did not stop on SIGTERM")
 	}
-	require.NoError(t, p.err, "a clean exit")
+	require.NoError(t, p.Err(), "a clean exit")
 
 	metricsFile := strings.Join(jsonLines(t, filepath.Join(job, "otel", "metrics.jsonl")), "\n")
 	for _, name := range want {

@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // The instruments of Gym's newer releases (concurrency limits, model calls, memory of server
@@ -22,26 +24,6 @@ import (
 // series). The expected points are typed here by hand from docs/metrics.md.
 
 const gymTodayLimit = 4
-
-const gymTodayConfig = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:{{.P.Health}}
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: 127.0.0.1:{{.P.OTLPHTTP}}
-processors:
-  gymattrs:
-    cardinality_limit: {{index .X "limit"}}
-` + sinkExporterAndService + `
-  pipelines:
-    metrics:
-      receivers: [otlp]
-      processors: [gymattrs]
-      exporters: [otlp_http]
-`
 
 // gymTodayInstrument is one new instrument: how it is sent, the good attributes of its first
 // series, and what the output must hold.
@@ -240,18 +222,18 @@ func gymTodayBatch(start, now pcommon.Timestamp) pmetric.Metrics {
 
 func TestGymattrsOTLPGymToday(t *testing.T) {
 	t.Parallel()
-	sink := newCtlSink(t)
-	col, ports, otlpURL := startOTLP(t, gymTodayConfig, sink, map[string]any{"limit": gymTodayLimit})
+	sink := harness.NewOTLPSink(t)
+	col, ports, otlpURL := startOTLP(t, "gymtoday.yaml", sink, map[string]any{"limit": gymTodayLimit})
 	start := pcommon.NewTimestampFromTime(time.Now().Add(-time.Minute))
 	now := pcommon.NewTimestampFromTime(time.Now())
 	postOTLP(t, otlpURL, gymTodayBatch(start, now))
-	require.NoError(t, eventually(10*time.Second, 100*time.Millisecond, func() error {
-		if sink.count() == 0 {
-			return errNotYet
+	require.NoError(t, harness.Eventually(10*time.Second, 100*time.Millisecond, func() error {
+		if sink.Count() == 0 {
+			return harness.ErrNotYet
 		}
 		return nil
 	}))
-	out := sink.exports()[0]
+	out := sink.Exports()[0]
 	require.Equal(t, 1, out.ResourceMetrics().Len())
 
 	got := map[string]map[string]float64{} // name -> attribute set -> value (histograms: sum)
@@ -342,14 +324,14 @@ func TestGymattrsOTLPGymToday(t *testing.T) {
 	}
 
 	// Each dropped point is counted, by reason.
-	require.NoError(t, eventually(10*time.Second, 200*time.Millisecond, func() error {
-		if v := telemetryValue(t, ports, "otelcol_processor_gymattrs_points_dropped", "reason", "rejected_value"); v != float64(dropped) {
+	require.NoError(t, harness.Eventually(10*time.Second, 200*time.Millisecond, func() error {
+		if v := harness.TelemetryValue(t, ports, "otelcol_processor_gymattrs_points_dropped", "reason", "rejected_value"); v != float64(dropped) {
 			return fmt.Errorf("points_dropped{reason=rejected_value} is %v, want %d", v, dropped)
 		}
 		return nil
 	}))
-	require.Empty(t, sink.errors())
-	require.NoError(t, col.stop(30*time.Second))
+	require.Empty(t, sink.Errors())
+	require.NoError(t, col.Stop(30*time.Second))
 }
 
 func attrsOf(a map[string]any) pcommon.Map {

@@ -14,45 +14,23 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // Hardening through the real binary: a bounded shutdown under clients that never stop
 // writing, and the stream connection cap under a flood of idle connections.
 
-// hardeningConfig: HTTP and a Unix-socket stream, with the receiver keys a test adds.
-const hardeningConfig = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:{{.P.Health}}
-receivers:
-  gym:
-    http:
-      endpoint: 127.0.0.1:{{.P.Gym}}
-    stream:
-      transport: unix
-      endpoint: {{index .X "sock"}}
-{{index .X "stream"}}
-{{index .X "gym"}}
-    collection_interval: 300ms
-    process:
-      enabled: false
-` + sinkExporterAndService + `
-  pipelines:
-    metrics:
-      receivers: [gym]
-      exporters: [otlp_http]
-`
-
-// startHardening starts the collector on hardeningConfig.
-func startHardening(t *testing.T, sink *ctlSink, x map[string]any) (*collector, collectorPorts) {
+// startHardening starts the collector on "hardening.yaml".
+func startHardening(t *testing.T, sink *harness.OTLPSink, x map[string]any) (*harness.Collector, harness.Ports) {
 	t.Helper()
 	for _, k := range []string{"stream", "gym"} {
 		if _, ok := x[k]; !ok {
 			x[k] = ""
 		}
 	}
-	return startCollector(t, func(p collectorPorts) []string {
-		return []string{render(t, hardeningConfig, tmplData{P: p, Sink: sink.URL(), X: x})}
+	return harness.StartCollector(t, func(p harness.Ports) []string {
+		return []string{harness.Config(t, "hardening.yaml", harness.Data{P: p, Sink: sink.URL(), X: x})}
 	})
 }
 
@@ -62,7 +40,7 @@ func startHardening(t *testing.T, sink *ctlSink, x map[string]any) (*collector, 
 // before the collector closed its connection is in the last export.
 func TestShutdownUnderTricklingClients(t *testing.T) {
 	t.Parallel()
-	sink := newCtlSink(t)
+	sink := harness.NewOTLPSink(t)
 	sock := filepath.Join(t.TempDir(), "gym.sock")
 	const drain = 2 * time.Second
 	col, _ := startHardening(t, sink, map[string]any{"sock": sock, "gym": fmt.Sprintf("    drain_timeout: %s", drain)})
@@ -71,7 +49,7 @@ func TestShutdownUnderTricklingClients(t *testing.T) {
 	var written atomic.Int64
 	var wg sync.WaitGroup
 	for i := range clients {
-		c, err := dialUnix(sock)
+		c, err := harness.DialUnix(sock)
 		require.NoError(t, err)
 		defer c.Close()
 		_, err = c.Write([]byte(lines("trickle", 0, 0, true)))
@@ -86,18 +64,18 @@ func TestShutdownUnderTricklingClients(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, "lines exported while the clients write", func() bool { return latestCompleted(sink.exports(), service("trickle")) >= 20 })
+	waitFor(t, "lines exported while the clients write", func() bool { return latestCompleted(sink.Exports(), service("trickle")) >= 20 })
 
 	start := time.Now()
-	err := col.stop(drain + 20*time.Second)
+	err := col.Stop(drain + 20*time.Second)
 	took := time.Since(start)
 	wg.Wait()
 	require.NoError(t, err, "the collector stops gracefully while its clients still write")
 	t.Logf("SIGTERM to exit: %s (drain_timeout %s); %d lines written", took.Round(time.Millisecond), drain, written.Load())
 	// The clients never stop writing: a shutdown that waited for them would not have ended
 	// within col.stop's bound (drain_timeout + 20 s) and returned nil above.
-	assert.Equal(t, float64(written.Load()), latestCompleted(sink.exports(), service("trickle")), "every line written whole is in the last export")
-	require.Empty(t, sink.errors())
+	assert.Equal(t, float64(written.Load()), latestCompleted(sink.Exports(), service("trickle")), "every line written whole is in the last export")
+	require.Empty(t, sink.Errors())
 }
 
 // TestStreamConnectionCap: a flood of idle connections, more than the collector has file
@@ -106,14 +84,14 @@ func TestShutdownUnderTricklingClients(t *testing.T) {
 // cap are closed at once and counted, and everything else goes on answering.
 func TestStreamConnectionCap(t *testing.T) {
 	t.Parallel()
-	sink := newCtlSink(t)
+	sink := harness.NewOTLPSink(t)
 	sock := filepath.Join(t.TempDir(), "gym.sock")
 	const capConns, flood = 100, 1500
-	col, ports := startCollectorCommand(t, func(p collectorPorts) []string {
-		return []string{render(t, hardeningConfig, tmplData{P: p, Sink: sink.URL(), X: map[string]any{
+	col, ports := harness.StartCollectorCommand(t, func(p harness.Ports) []string {
+		return []string{harness.Config(t, "hardening.yaml", harness.Data{P: p, Sink: sink.URL(), X: map[string]any{
 			"sock": sock, "stream": fmt.Sprintf("      max_connections: %d", capConns), "gym": "",
 		}})}
-	}, []string{"sh", "-c", `ulimit -n 512 && exec "$0" "$@"`, collectorBin})
+	}, []string{"sh", "-c", `ulimit -n 512 && exec "$0" "$@"`, harness.Bin})
 
 	var conns []net.Conn
 	defer func() {
@@ -122,21 +100,21 @@ func TestStreamConnectionCap(t *testing.T) {
 		}
 	}()
 	for range flood {
-		c, err := dialUnix(sock)
+		c, err := harness.DialUnix(sock)
 		require.NoError(t, err)
 		conns = append(conns, c)
 	}
 	var refused float64
 	waitFor(t, "the connections past the cap counted", func() bool {
-		refused = telemetryValue(t, ports, "otelcol_receiver_gym_stream_connections_refused")
+		refused = harness.TelemetryValue(t, ports, "otelcol_receiver_gym_stream_connections_refused")
 		return refused >= flood-capConns
 	})
 	t.Logf("%d connections opened, %v refused", flood, refused)
 	assert.Equal(t, float64(flood-capConns), refused)
 
-	_, err := httpGet(col.healthURL)
+	_, err := harness.HTTPGet(col.HealthURL)
 	assert.NoError(t, err, "the health check answers")
-	status, ans := col.postEvents(t, lines("beside-flood", 0, 10, true))
+	status, ans := col.PostEvents(t, lines("beside-flood", 0, 10, true))
 	assert.Equal(t, http.StatusOK, status)
 	assert.Equal(t, 11, ans.Accepted)
 	// The connections within the cap still work.
@@ -146,5 +124,5 @@ func TestStreamConnectionCap(t *testing.T) {
 	}
 	waitCompleted(t, sink, "lines on connections within the cap", service("in-cap"), 15)
 	waitCompleted(t, sink, "lines over HTTP beside the flood", service("beside-flood"), 10)
-	require.NoError(t, col.stop(30*time.Second))
+	require.NoError(t, col.Stop(30*time.Second))
 }

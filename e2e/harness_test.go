@@ -4,161 +4,25 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
+	"iter"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"text/template"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // Helpers of the transport, process-stats, gymattrs and reliability
 // tests: a controllable OTLP sink, configurations from templates, line generators, and
 // readers of the exports a sink received.
-
-// ctlSink is an otlpSink behind a loopback listener that a test can take down in two ways:
-// answer 503 (failing), or close the listener (down) and open it again on the same port.
-type ctlSink struct {
-	inner   *otlpSink
-	t       *testing.T
-	addr    string // 127.0.0.1:PORT, kept across down/up
-	failing atomic.Bool
-	refused atomic.Int64 // requests answered 503
-
-	mu  sync.Mutex
-	srv *http.Server
-}
-
-func newCtlSink(t *testing.T) *ctlSink {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	s := &ctlSink{inner: &otlpSink{}, t: t, addr: ln.Addr().String()}
-	s.serve(ln)
-	t.Cleanup(s.down)
-	return s
-}
-
-// URL is the exporter's endpoint (the otlp_http exporter appends /v1/metrics).
-func (s *ctlSink) URL() string { return "http://" + s.addr }
-
-func (s *ctlSink) serve(ln net.Listener) {
-	srv := &http.Server{Handler: http.HandlerFunc(s.handle), ReadHeaderTimeout: 10 * time.Second}
-	s.mu.Lock()
-	s.srv = srv
-	s.mu.Unlock()
-	go func() { _ = srv.Serve(ln) }()
-}
-
-func (s *ctlSink) handle(w http.ResponseWriter, r *http.Request) {
-	if s.failing.Load() {
-		_, _ = io.Copy(io.Discard, r.Body)
-		s.refused.Add(1)
-		http.Error(w, "the sink is failing on purpose", http.StatusServiceUnavailable)
-		return
-	}
-	s.inner.ServeHTTP(w, r)
-}
-
-// down closes the listener and every connection: the exporter gets "connection refused".
-func (s *ctlSink) down() {
-	s.mu.Lock()
-	srv := s.srv
-	s.srv = nil
-	s.mu.Unlock()
-	if srv != nil {
-		_ = srv.Close()
-	}
-}
-
-// up listens on the same port again.
-func (s *ctlSink) up() {
-	s.t.Helper()
-	var ln net.Listener
-	err := eventually(10*time.Second, 50*time.Millisecond, func() error {
-		var err error
-		ln, err = net.Listen("tcp", s.addr)
-		return err
-	})
-	require.NoError(s.t, err, "listening on %s again", s.addr)
-	s.serve(ln)
-}
-
-// exports returns the exports received so far, in order of arrival.
-func (s *ctlSink) exports() []pmetric.Metrics {
-	s.inner.mu.Lock()
-	defer s.inner.mu.Unlock()
-	return append([]pmetric.Metrics(nil), s.inner.exports...)
-}
-
-func (s *ctlSink) count() int {
-	s.inner.mu.Lock()
-	defer s.inner.mu.Unlock()
-	return len(s.inner.exports)
-}
-
-func (s *ctlSink) errors() []string {
-	s.inner.mu.Lock()
-	defer s.inner.mu.Unlock()
-	return append([]string(nil), s.inner.errs...)
-}
-
-// render fills a text/template configuration.
-func render(t *testing.T, tmpl string, data any) string {
-	t.Helper()
-	var b bytes.Buffer
-	require.NoError(t, template.Must(template.New("config").Option("missingkey=error").Parse(tmpl)).Execute(&b, data))
-	return b.String()
-}
-
-// serviceTelemetry is the service::telemetry block of every test configuration: the
-// collector's own metrics on the test's free port (the library default, 8888, would collide
-// between tests running in parallel).
-// sinkExporterAndService is the exporters block of the configs that export to the test's OTLP
-// sink, in collection order (no queue, no retry), and the start of their service block.
-const sinkExporterAndService = `exporters:
-  otlp_http:
-    endpoint: {{.Sink}}
-    encoding: proto
-    retry_on_failure:
-      enabled: false
-    sending_queue:
-      enabled: false
-service:
-  extensions: [health_check]
-` + serviceTelemetry
-
-const serviceTelemetry = `
-  telemetry:
-    metrics:
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: 127.0.0.1
-                port: {{.P.Telemetry}}`
-
-// tmplData is what the configuration templates see: the collector's ports as .P and anything
-// else a test adds.
-type tmplData struct {
-	P    collectorPorts
-	Sink string
-	Dir  string
-	X    map[string]any
-}
 
 // lines returns n NDJSON lines of `rollout.completed` (outcome omitted: one count of
 // gym.rollout.completed_total each) after a resource line naming service.name=service, each
@@ -183,35 +47,25 @@ func completed(md pmetric.Metrics, match func(pcommon.Map) bool) (float64, bool)
 // sumOf sums every point of the named Sum or Gauge metric (a histogram: its counts) over the
 // resources of md that match; found reports whether any point was there.
 func sumOf(md pmetric.Metrics, name string, match func(pcommon.Map) bool) (total float64, found bool) {
-	for _, rm := range md.ResourceMetrics().All() {
-		if match != nil && !match(rm.Resource().Attributes()) {
+	for _, m := range metricsNamed(md, match, name) {
+		var dps pmetric.NumberDataPointSlice
+		switch m.Type() {
+		case pmetric.MetricTypeSum:
+			dps = m.Sum().DataPoints()
+		case pmetric.MetricTypeGauge:
+			dps = m.Gauge().DataPoints()
+		case pmetric.MetricTypeHistogram:
+			for _, dp := range m.Histogram().DataPoints().All() {
+				total += float64(dp.Count())
+				found = true
+			}
+			continue
+		default:
 			continue
 		}
-		for _, sm := range rm.ScopeMetrics().All() {
-			for _, m := range sm.Metrics().All() {
-				if m.Name() != name {
-					continue
-				}
-				var dps pmetric.NumberDataPointSlice
-				switch m.Type() {
-				case pmetric.MetricTypeSum:
-					dps = m.Sum().DataPoints()
-				case pmetric.MetricTypeGauge:
-					dps = m.Gauge().DataPoints()
-				case pmetric.MetricTypeHistogram:
-					for _, dp := range m.Histogram().DataPoints().All() {
-						total += float64(dp.Count())
-						found = true
-					}
-					continue
-				default:
-					continue
-				}
-				for _, dp := range dps.All() {
-					found = true
-					total += numberOf(dp)
-				}
-			}
+		for _, dp := range dps.All() {
+			found = true
+			total += numberOf(dp)
 		}
 	}
 	return total, found
@@ -242,13 +96,13 @@ func attrIs(key, value string) func(pcommon.Map) bool {
 
 // waitCompleted waits until the newest export that holds gym.rollout.completed_total for the
 // matching resources sums to want, and fails with the last value seen otherwise.
-func waitCompleted(t *testing.T, sink *ctlSink, what string, match func(pcommon.Map) bool, want float64) {
+func waitCompleted(t *testing.T, sink *harness.OTLPSink, what string, match func(pcommon.Map) bool, want float64) {
 	t.Helper()
 	var got float64
-	err := eventually(30*time.Second, 100*time.Millisecond, func() error {
-		got = latestCompleted(sink.exports(), match)
+	err := harness.Eventually(30*time.Second, 100*time.Millisecond, func() error {
+		got = latestCompleted(sink.Exports(), match)
 		if got != want {
-			return errNotYet
+			return harness.ErrNotYet
 		}
 		return nil
 	})
@@ -264,32 +118,6 @@ func latestCompleted(exports []pmetric.Metrics, match func(pcommon.Map) bool) fl
 		}
 	}
 	return -1
-}
-
-// sendStream writes data on a new connection to a stream endpoint and closes it.
-func sendStream(t *testing.T, network, addr, data string) {
-	t.Helper()
-	c, err := net.DialTimeout(network, addr, 10*time.Second)
-	require.NoError(t, err, "dial %s %s", network, addr)
-	defer c.Close()
-	require.NoError(t, c.SetWriteDeadline(time.Now().Add(30*time.Second)))
-	_, err = io.WriteString(c, data)
-	require.NoError(t, err)
-}
-
-// dialUnix connects to a Unix stream socket.
-func dialUnix(path string) (net.Conn, error) {
-	return net.DialTimeout("unix", path, 10*time.Second)
-}
-
-// appendFile appends data to a file, creating it.
-func appendFile(t *testing.T, path, data string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	require.NoError(t, err)
-	_, err = f.WriteString(data)
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
 }
 
 // vmRSS reads a process's resident set size in bytes from /proc/<pid>/status.
@@ -313,58 +141,22 @@ func vmRSS(pid int) (int64, error) {
 	return 0, errors.New("no VmRSS in /proc status")
 }
 
-// post sends body to url with the given headers (Content-Type application/x-ndjson unless
-// they name one) and returns the status and answer.
-func post(t *testing.T, client *http.Client, url, body string, header map[string]string) (int, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/x-ndjson")
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := client.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, string(data)
-}
-
-// telemetryValue reads one of the collector's own metrics (Prometheus text) summed over its
-// label sets that contain every label=value pair of labels.
-func telemetryValue(t *testing.T, p collectorPorts, metric string, labels ...string) float64 {
-	t.Helper()
-	return metricsValue(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", p.Telemetry), metric, labels...)
-}
-
-// metricsValue is telemetryValue of any Prometheus text endpoint (Prometheus' own /metrics).
-func metricsValue(t *testing.T, url, metric string, labels ...string) float64 {
-	t.Helper()
-	text, err := httpGet(url)
-	require.NoError(t, err)
-	return textValue(text, metric, labels...)
-}
-
-// textValue is metricsValue of a Prometheus text already read (several values of one scrape).
-func textValue(text, metric string, labels ...string) float64 {
-	var total float64
-	for _, line := range strings.Split(text, "\n") {
-		if !strings.HasPrefix(line, metric+"{") && !strings.HasPrefix(line, metric+" ") {
-			continue
-		}
-		ls, value := parseSample(line[len(metric):])
-		ok := true
-		for i := 0; i+1 < len(labels); i += 2 {
-			if ls[labels[i]] != labels[i+1] {
-				ok = false
+// metricsNamed yields every metric named name under the resources of md that match (nil:
+// all), with its resource's attributes.
+func metricsNamed(md pmetric.Metrics, match func(pcommon.Map) bool, name string) iter.Seq2[pcommon.Map, pmetric.Metric] {
+	return func(yield func(pcommon.Map, pmetric.Metric) bool) {
+		for _, rm := range md.ResourceMetrics().All() {
+			resource := rm.Resource().Attributes()
+			if match != nil && !match(resource) {
+				continue
+			}
+			for _, sm := range rm.ScopeMetrics().All() {
+				for _, m := range sm.Metrics().All() {
+					if m.Name() == name && !yield(resource, m) {
+						return
+					}
+				}
 			}
 		}
-		if v, err := strconv.ParseFloat(value, 64); ok && err == nil {
-			total += v
-		}
 	}
-	return total
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // TestHostileDirectories: the files and rollouts sources of the real binary over directories
@@ -31,10 +33,10 @@ func TestHostileDirectories(t *testing.T) {
 	}
 	// The files source: logs/*.jsonl.
 	good, odd := filepath.Join(logs, "good.jsonl"), filepath.Join(logs, "r\xe9sultats.jsonl")
-	appendFile(t, good, lines("", 0, 300, false))
-	appendFile(t, odd, lines("", 300, 200, false))
+	harness.AppendFile(t, good, lines("", 0, 300, false))
+	harness.AppendFile(t, odd, lines("", 300, 200, false))
 	elsewhere := filepath.Join(outside, "kept-elsewhere.log")
-	appendFile(t, elsewhere, lines("", 500, 100, false))
+	harness.AppendFile(t, elsewhere, lines("", 500, 100, false))
 	linked := filepath.Join(logs, "linked.jsonl")
 	require.NoError(t, os.Symlink(elsewhere, linked)) // followed: the glob matches the link
 	fifo, sub, loop := filepath.Join(logs, "fifo.jsonl"), filepath.Join(logs, "dir.jsonl"), filepath.Join(logs, "loop.jsonl")
@@ -44,13 +46,13 @@ func TestHostileDirectories(t *testing.T) {
 	// The rollouts source: results/*.jsonl, one run and a FIFO where a main output would be.
 	out := filepath.Join(results, "eval.jsonl")
 	for i := range 12 {
-		appendFile(t, out, gymRow(i, "1.0"))
+		harness.AppendFile(t, out, gymRow(i, "1.0"))
 	}
 	rfifo := filepath.Join(results, "stuck.jsonl")
 	require.NoError(t, syscall.Mkfifo(rfifo, 0o600))
 
-	sink := newCtlSink(t)
-	col, ports := startTransports(t, sink, func(p collectorPorts) transportsOpts {
+	sink := harness.NewOTLPSink(t)
+	col, ports := startTransports(t, sink, func(p harness.Ports) transportsOpts {
 		return transportsOpts{gym: fmt.Sprintf(`    http:
       endpoint: 127.0.0.1:%d
     files:
@@ -74,7 +76,7 @@ func TestHostileDirectories(t *testing.T) {
 
 	// Many polls later: each odd path counted once, the collector healthy and answering.
 	time.Sleep(500 * time.Millisecond)
-	_, err := httpGet(col.healthURL)
+	_, err := harness.HTTPGet(col.HealthURL)
 	require.NoError(t, err)
 	for _, c := range []struct {
 		source, reason string
@@ -84,9 +86,9 @@ func TestHostileDirectories(t *testing.T) {
 		{"files", "cannot_stat", 1},      // the loop
 		{"rollouts", "not_regular_file", 1},
 	} {
-		assert.Equal(t, c.want, telemetryValue(t, ports, "otelcol_receiver_gym_files_refused", "source", c.source, "reason", c.reason), "%s %s", c.source, c.reason)
+		assert.Equal(t, c.want, harness.TelemetryValue(t, ports, "otelcol_receiver_gym_files_refused", "source", c.source, "reason", c.reason), "%s %s", c.source, c.reason)
 	}
-	text := col.logTail(1 << 20)
+	text := col.LogTail(1 << 20)
 	for _, p := range []string{fifo, sub, loop, rfifo} {
 		assert.Equal(t, 1, strings.Count(text, `"path": "`+p+`"`), "%s logged once", p)
 	}

@@ -16,29 +16,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // Host process stats through the real binary: a pid announced in a resource line
 // has its process metrics exported under that resource.
-
-const hostStatsConfig = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:{{.P.Health}}
-receivers:
-  gym:
-    http:
-      endpoint: 127.0.0.1:{{.P.Gym}}
-    collection_interval: 300ms
-    process:
-      enabled: true
-      collection_interval: 500ms
-` + sinkExporterAndService + `
-  pipelines:
-    metrics:
-      receivers: [gym]
-      exporters: [otlp_http]
-`
 
 // procMetric is one process.* point as exported.
 type procMetric struct {
@@ -87,9 +70,9 @@ func processMetricsOf(md pmetric.Metrics, match func(pcommon.Map) bool) (map[str
 // event series stay.
 func TestProcessStats(t *testing.T) {
 	t.Parallel()
-	sink := newCtlSink(t)
-	col, ports := startCollector(t, func(p collectorPorts) []string {
-		return []string{render(t, hostStatsConfig, tmplData{P: p, Sink: sink.URL()})}
+	sink := harness.NewOTLPSink(t)
+	col, ports := harness.StartCollector(t, func(p harness.Ports) []string {
+		return []string{harness.Config(t, "hoststats.yaml", harness.Data{P: p, Sink: sink.URL()})}
 	})
 
 	extra, err := os.Create(filepath.Join(t.TempDir(), "held-open"))
@@ -112,7 +95,7 @@ func TestProcessStats(t *testing.T) {
 	pid := child.Process.Pid
 
 	const name = "e2e-procstats"
-	status, ans := col.postEvents(t, fmt.Sprintf(`{"event":"resource","attributes":{"service.name":%q,"process.pid":%d}}
+	status, ans := col.PostEvents(t, fmt.Sprintf(`{"event":"resource","attributes":{"service.name":%q,"process.pid":%d}}
 {"event":"rollout.completed","outcome":"omitted","dispatch_name":"math"}
 `, name, pid))
 	require.Equal(t, http.StatusOK, status)
@@ -120,10 +103,10 @@ func TestProcessStats(t *testing.T) {
 
 	var got map[string]procMetric
 	var res pcommon.Map
-	err = eventually(30*time.Second, 100*time.Millisecond, func() error {
-		exports := sink.exports()
+	err = harness.Eventually(30*time.Second, 100*time.Millisecond, func() error {
+		exports := sink.Exports()
 		if len(exports) == 0 {
-			return errNotYet
+			return harness.ErrNotYet
 		}
 		got, res = processMetricsOf(exports[len(exports)-1], service(name))
 		if len(got) < 5 {
@@ -137,7 +120,7 @@ func TestProcessStats(t *testing.T) {
 	assert.Equal(t, announced, res.AsRaw(), "the resource: exactly the announcing one")
 	// The same resource in every export, before the stats were read and after: one process,
 	// one resource, one set of series.
-	for i, md := range sink.exports() {
+	for i, md := range sink.Exports() {
 		for _, rm := range md.ResourceMetrics().All() {
 			if service(name)(rm.Resource().Attributes()) {
 				assert.Equal(t, announced, rm.Resource().Attributes().AsRaw(), "export %d", i)
@@ -176,14 +159,14 @@ func TestProcessStats(t *testing.T) {
 	// without close-on-exec. Read until both agree: right after exec the kernel may still be
 	// closing the parent's close-on-exec descriptors.
 	var open int
-	err = eventually(10*time.Second, 100*time.Millisecond, func() error {
+	err = harness.Eventually(10*time.Second, 100*time.Millisecond, func() error {
 		entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 		if err != nil {
 			return err
 		}
 		open = len(entries)
-		if pm, _ := processMetricsOf(sink.exports()[sink.count()-1], service(name)); pm["process.open_file_descriptor.count"].value != float64(open) {
-			return errNotYet
+		if pm, _ := processMetricsOf(sink.Exports()[sink.Count()-1], service(name)); pm["process.open_file_descriptor.count"].value != float64(open) {
+			return harness.ErrNotYet
 		}
 		return nil
 	})
@@ -196,33 +179,27 @@ func TestProcessStats(t *testing.T) {
 		assert.InDelta(t, float64(started.UnixNano()), float64(m.start), float64(3*time.Second), "start time of %s", k)
 		assert.LessOrEqual(t, uint64(m.start), uint64(m.ts), "start <= time for %s", k)
 	}
-	events, _ := completed(sink.exports()[sink.count()-1], service(name))
+	events, _ := completed(sink.Exports()[sink.Count()-1], service(name))
 	assert.Equal(t, 1.0, events, "the event beside the process metrics")
 
 	// The process ends: exported once more, then dropped; the event series stay.
 	require.NoError(t, child.Process.Kill())
 	<-exited
-	killedAt := sink.count()
+	killedAt := sink.Count()
 	var after []pmetric.Metrics
-	err = eventually(30*time.Second, 100*time.Millisecond, func() error {
-		after = sink.exports()[killedAt:]
+	err = harness.Eventually(30*time.Second, 100*time.Millisecond, func() error {
+		after = sink.Exports()[killedAt:]
 		for i, md := range after {
 			if pm, _ := processMetricsOf(md, service(name)); len(pm) == 0 && i > 0 {
 				return nil
 			}
 		}
-		return errNotYet
+		return harness.ErrNotYet
 	})
 	require.NoError(t, err, "the process metrics of a process that ended are dropped")
 	// A few more collections, to see they stay away.
-	n := sink.count()
-	require.NoError(t, eventually(10*time.Second, 100*time.Millisecond, func() error {
-		if sink.count() < n+3 {
-			return errNotYet
-		}
-		return nil
-	}))
-	after = sink.exports()[killedAt:]
+	sink.WaitMore(t, 3)
+	after = sink.Exports()[killedAt:]
 	gone := -1
 	for i, md := range after {
 		pm, _ := processMetricsOf(md, service(name))
@@ -236,8 +213,8 @@ func TestProcessStats(t *testing.T) {
 		assert.True(t, ok && v == 1, "export %d after the kill: the resource's event series stay", i)
 	}
 	assert.Positive(t, gone, "the process metrics are exported at least once after the process ended")
-	assert.Positive(t, telemetryValue(t, ports, "otelcol_receiver_gym_process_errors", "kind", "not_found"),
+	assert.Positive(t, harness.TelemetryValue(t, ports, "otelcol_receiver_gym_process_errors", "kind", "not_found"),
 		"the announced pid that is gone is counted as not_found")
-	require.Empty(t, sink.errors())
-	require.NoError(t, col.stop(30*time.Second))
+	require.Empty(t, sink.Errors())
+	require.NoError(t, col.Stop(30*time.Second))
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // Two workers of one Gym server share service.name and service.instance.id (<run>-rank0) and
@@ -30,7 +32,7 @@ const idsAsSent = "processors:\n  gymattrs:\n    instance_per_process: false\n"
 // pids in the same order.
 func runWorkers(t *testing.T, url, run string, totals ...int) []int {
 	t.Helper()
-	python := pythonOrSkip(t)
+	python := harness.Python(t)
 	type worker struct {
 		cmd         *exec.Cmd
 		out, stderr bytes.Buffer
@@ -94,25 +96,25 @@ func checkWorkers(t *testing.T, prom, run string, pids []int, totals ...int) {
 // total.
 func TestInstancePerProcessScrape(t *testing.T) {
 	t.Parallel()
-	prometheusBinary(t)
+	harness.PrometheusBinary(t)
 	t.Run("default", func(t *testing.T) {
 		t.Parallel()
-		_, ports := startDefaultCollector(t)
-		prom := startPrometheus(t, fmt.Sprintf("127.0.0.1:%d", ports.Prometheus))
+		_, ports := harness.StartDefaultCollector(t)
+		prom := harness.StartPrometheus(t, fmt.Sprintf("127.0.0.1:%d", ports.Prometheus))
 		const run = "e2e-pid-scrape"
 		pids := runWorkers(t, fmt.Sprintf("http://127.0.0.1:%d/v1/metrics", ports.OTLPHTTP), run, 5, 7)
 		checkWorkers(t, prom, run, pids, 5, 7)
 	})
 	t.Run("off", func(t *testing.T) {
 		t.Parallel()
-		_, ports := startDefaultCollector(t, idsAsSent)
-		prom := startPrometheus(t, fmt.Sprintf("127.0.0.1:%d", ports.Prometheus))
+		_, ports := harness.StartDefaultCollector(t, idsAsSent)
+		prom := harness.StartPrometheus(t, fmt.Sprintf("127.0.0.1:%d", ports.Prometheus))
 		const run = "e2e-pid-off"
 		runWorkers(t, fmt.Sprintf("http://127.0.0.1:%d/v1/metrics", ports.OTLPHTTP), run, 5, 7)
 		sel := fmt.Sprintf(`gym_rollout_completed_total{nemo_run_id=%q}`, run)
 		waitVector(t, prom, "count("+sel+")", nil)
 		time.Sleep(3 * time.Second) // scrapes after both workers' last export
-		got, err := promQuery(prom, "sum by (job, instance) ("+sel+")")
+		got, err := harness.PromQuery(prom, "sum by (job, instance) ("+sel+")")
 		require.NoError(t, err)
 		require.Len(t, got, 1, "both workers' series have the same labels: %v", got)
 		for _, v := range got {
@@ -126,16 +128,11 @@ func TestInstancePerProcessScrape(t *testing.T) {
 // gymattrs) into Debian's Prometheus by remote write.
 func TestInstancePerProcessRemoteWrite(t *testing.T) {
 	t.Parallel()
-	prom := startRemoteWritePrometheus(t)
-	gwPort := freePort(t)
-	startDeployed(t, "gateway", "gateway.yaml", []string{
-		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", gwPort),
-		"OTELCOL_GYM_REMOTE_WRITE_URL=" + prom + "/api/v1/write",
-	})
+	prom, gwPort := startGatewayToPrometheus(t)
 	dir := filepath.Join(t.TempDir(), "node-w")
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "gym"), 0o700))
-	otlpHTTP := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	startDeployed(t, "agent", "agent.yaml", agentEnv(t, dir, fmt.Sprintf("127.0.0.1:%d", gwPort), freePort(t), otlpHTTP))
+	otlpHTTP := fmt.Sprintf("127.0.0.1:%d", harness.Port(t))
+	startDeployed(t, "agent", "agent.yaml", agentEnv(t, dir, fmt.Sprintf("127.0.0.1:%d", gwPort), harness.Port(t), otlpHTTP))
 	const run = "e2e-pid-remote-write"
 	pids := runWorkers(t, "http://"+otlpHTTP+"/v1/metrics", run, 5, 7)
 	checkWorkers(t, prom, run, pids, 5, 7)

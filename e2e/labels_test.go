@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
@@ -92,21 +93,21 @@ func startupStageOTLP() pmetric.Metrics {
 // selectable as labels; the resource's own server name is on target_info.
 func TestDefaultConfigKeepsDataPointAttributes(t *testing.T) {
 	t.Parallel()
-	col, ports := startDefaultCollector(t)
+	col, ports := harness.StartDefaultCollector(t)
 	body := `{"event":"resource","attributes":{"service.name":"nemo-gym/head","service.instance.id":"e2e-labels-head","nemo.run.id":"e2e-labels","nemo.gym.server.name":"head","nemo.gym.server.type":"orchestrator","host.name":"node1"}}
 {"event":"server.startup_stage","stage":"warmup","server_name":"math","server_type":"resources_servers","duration_ms":812.5}
 `
-	status, ans := col.postEvents(t, body)
+	status, ans := col.PostEvents(t, body)
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, 2, ans.Accepted, "%+v", ans)
 	postOTLP(t, fmt.Sprintf("http://127.0.0.1:%d", ports.OTLPHTTP), startupStageOTLP())
 
 	const metric = "gym_server_startup_stage_duration_ms_count"
 	var got []map[string]string
-	err := eventually(30*time.Second, 200*time.Millisecond, func() error {
+	err := harness.Eventually(30*time.Second, 200*time.Millisecond, func() error {
 		got = seriesOf(exposition(t, ports.Prometheus), metric)
 		if len(got) < 2 {
-			return errNotYet
+			return harness.ErrNotYet
 		}
 		return nil
 	})
@@ -134,58 +135,21 @@ func TestDefaultConfigKeepsDataPointAttributes(t *testing.T) {
 	require.Equal(t, 2, heads, "target_info of both processes")
 }
 
-// twoReceiversConfig: two gym receivers, gym/a and gym/b, in one collector.
-const twoReceiversConfig = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:%[1]d
-receivers:
-  gym/a:
-    http:
-      endpoint: 127.0.0.1:%[2]d
-    collection_interval: 300ms
-    process:
-      enabled: false
-  gym/b:
-    http:
-      endpoint: 127.0.0.1:%[3]d
-    collection_interval: 300ms
-    process:
-      enabled: false
-exporters:
-  prometheus:
-    endpoint: 127.0.0.1:%[4]d
-service:
-  extensions: [health_check]
-  telemetry:
-    metrics:
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: 127.0.0.1
-                port: %[5]d
-  pipelines:
-    metrics:
-      receivers: [gym/a, gym/b]
-      exporters: [prometheus]
-`
-
 // TestTwoGymReceiversStayApart: the collector's telemetry endpoint keeps the line counters and
 // the standard receiver metrics of two gym receivers apart by their receiver attribute.
 func TestTwoGymReceiversStayApart(t *testing.T) {
 	t.Parallel()
 	var portB int
-	col, ports := startCollector(t, func(p collectorPorts) []string {
+	col, ports := harness.StartCollector(t, func(p harness.Ports) []string {
 		portB = p.OTLPHTTP // a free port of this attempt
-		return []string{fmt.Sprintf(twoReceiversConfig, p.Health, p.Gym, portB, p.Prometheus, p.Telemetry)}
+		return []string{harness.Config(t, "two-receivers.yaml", harness.Data{P: p, X: map[string]any{"gymB": portB}})}
 	})
-	colB := &collector{gymURL: fmt.Sprintf("http://127.0.0.1:%d", portB)}
+	colB := &harness.Collector{GymURL: fmt.Sprintf("http://127.0.0.1:%d", portB)}
 	res := `{"event":"resource","attributes":{"service.name":"nemo-gym/math","service.instance.id":"e2e-two-0"}}` + "\n"
 	lag := `{"event":"event_loop.lag","loop":"main","lag_ms":1.5}` + "\n"
-	status, _ := col.postEvents(t, res+lag+lag+lag) // gym/a: 4 lines
+	status, _ := col.PostEvents(t, res+lag+lag+lag) // gym/a: 4 lines
 	require.Equal(t, http.StatusOK, status)
-	status, _ = colB.postEvents(t, res+lag+`{"event":"event_loop.lag","loop":"main"}`+"\n") // gym/b: 2 lines, 1 rejected
+	status, _ = colB.PostEvents(t, res+lag+`{"event":"event_loop.lag","loop":"main"}`+"\n") // gym/b: 2 lines, 1 rejected
 	require.Equal(t, http.StatusOK, status)
 
 	value := func(text, metric string, want map[string]string) (float64, bool) {
@@ -206,7 +170,7 @@ func TestTwoGymReceiversStayApart(t *testing.T) {
 		}
 		return 0, false
 	}
-	err := eventually(30*time.Second, 200*time.Millisecond, func() error {
+	err := harness.Eventually(30*time.Second, 200*time.Millisecond, func() error {
 		text := exposition(t, ports.Telemetry)
 		checks := []struct {
 			metric string
@@ -259,7 +223,7 @@ func TestShippedConstantLabelsAreNoPointAttributes(t *testing.T) {
 	}
 	checked := map[string]bool{}
 	for _, dir := range []string{"config", "deploy"} {
-		err := filepath.WalkDir(filepath.Join(repoRoot, dir), func(path string, d os.DirEntry, err error) error {
+		err := filepath.WalkDir(filepath.Join(harness.Root, dir), func(path string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() || (filepath.Ext(path) != ".yaml" && filepath.Ext(path) != ".yml") {
 				return err
 			}
@@ -276,7 +240,7 @@ func TestShippedConstantLabelsAreNoPointAttributes(t *testing.T) {
 			if yaml.Unmarshal(data, &cfg) != nil { // not a collector configuration
 				return nil
 			}
-			rel, _ := filepath.Rel(repoRoot, path)
+			rel, _ := filepath.Rel(harness.Root, path)
 			for _, exps := range []exporters{cfg.Exporters, cfg.Config.Exporters} {
 				for name, e := range exps {
 					require.False(t, e.ResourceToTelemetry.Enabled, "%s: %s: resource_to_telemetry_conversion copies every resource attribute", rel, name)

@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // apacheLicenseSHA256 is the SHA-256 of https://www.apache.org/licenses/LICENSE-2.0.txt, the
@@ -27,12 +29,12 @@ const apacheLicenseSHA256 = "cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb0
 // dependency with a NOTICE fails here until NOTICE carries it; the Python package's metadata
 // points at the same LICENSE.
 func TestLicenseAndNotice(t *testing.T) {
-	license, err := os.ReadFile(filepath.Join(repoRoot, "LICENSE"))
+	license, err := os.ReadFile(filepath.Join(harness.Root, "LICENSE"))
 	require.NoError(t, err)
 	sum := sha256.Sum256(license)
 	assert.Equal(t, apacheLicenseSHA256, hex.EncodeToString(sum[:]), "LICENSE is not the Apache License 2.0 text, unchanged")
 
-	noticeBytes, err := os.ReadFile(filepath.Join(repoRoot, "NOTICE"))
+	noticeBytes, err := os.ReadFile(filepath.Join(harness.Root, "NOTICE"))
 	require.NoError(t, err)
 	notice := string(noticeBytes)
 	require.True(t, strings.HasPrefix(notice, "otelcol-gym\nCopyright "), "NOTICE starts with the product and its copyright")
@@ -46,7 +48,7 @@ func TestLicenseAndNotice(t *testing.T) {
 		assert.True(t, strings.Contains(notice, want), "NOTICE does not name %q", want)
 	}
 
-	info, err := buildinfo.ReadFile(collectorBin)
+	info, err := buildinfo.ReadFile(harness.Bin)
 	require.NoError(t, err)
 	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
 	require.NoError(t, err)
@@ -63,7 +65,7 @@ func TestLicenseAndNotice(t *testing.T) {
 		dir := filepath.Join(modcache, escapeModulePath(m.Path)+"@"+m.Version)
 		entries, err := os.ReadDir(dir)
 		if err != nil {
-			t.Fatalf("%s@%s linked into %s is not in the module cache %s: %v", m.Path, m.Version, collectorBin, modcache, err)
+			t.Fatalf("%s@%s linked into %s is not in the module cache %s: %v", m.Path, m.Version, harness.Bin, modcache, err)
 		}
 		for _, e := range entries {
 			if name := strings.ToUpper(e.Name()); name == "NOTICE" || strings.HasPrefix(name, "NOTICE.") {
@@ -74,10 +76,10 @@ func TestLicenseAndNotice(t *testing.T) {
 	}
 	require.NotZero(t, withNotice, "no linked module has a NOTICE: the module cache was not read")
 
-	pyproject, err := os.ReadFile(filepath.Join(repoRoot, "python", "pyproject.toml"))
+	pyproject, err := os.ReadFile(filepath.Join(harness.Root, "python", "pyproject.toml"))
 	require.NoError(t, err)
 	assert.Contains(t, string(pyproject), `license-files = ["LICENSE"]`)
-	pyLicense, err := os.ReadFile(filepath.Join(repoRoot, "python", "LICENSE"))
+	pyLicense, err := os.ReadFile(filepath.Join(harness.Root, "python", "LICENSE"))
 	require.NoError(t, err)
 	assert.Equal(t, license, pyLicense, "python/LICENSE is the repository's LICENSE")
 }

@@ -6,20 +6,16 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 var (
-	// repoRoot is the repository's root directory.
-	repoRoot string
-	// collectorBin is the otelcol-gym binary under test.
-	collectorBin string
 	// gymeventsBin is the gymevents CLI, built from cmd/gymevents.
 	gymeventsBin string
 )
@@ -37,7 +33,7 @@ func TestMain(m *testing.M) {
 
 func runMain(m *testing.M) int {
 	var err error
-	repoRoot, err = filepath.Abs("..")
+	harness.Root, err = filepath.Abs("..")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
@@ -49,45 +45,20 @@ func runMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(tmp)
 
-	if collectorBin = os.Getenv("OTELCOL_GYM_BIN"); collectorBin == "" {
+	if harness.Bin = os.Getenv("OTELCOL_GYM_BIN"); harness.Bin == "" {
 		if err := buildCollector(); err != nil {
 			fmt.Fprintln(os.Stderr, "e2e: building otelcol-gym:", err)
 			return 1
 		}
-		collectorBin = filepath.Join(repoRoot, "_build", "otelcol-gym")
+		harness.Bin = filepath.Join(harness.Root, "_build", "otelcol-gym")
 	}
 	gymeventsBin = filepath.Join(tmp, "gymevents")
-	if out, err := command(repoRoot, "go", "build", "-o", gymeventsBin, "./cmd/gymevents"); err != nil {
+	if out, err := command(harness.Root, "go", "build", "-o", gymeventsBin, "./cmd/gymevents"); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: building gymevents: %v\n%s", err, out)
 		return 1
 	}
 	return m.Run()
 }
-
-// statInputs stats every file the collector and gymevents are built from. go test caches a
-// package's result keyed on the files its test opened or statted (their size and mtime), and
-// this package's Go imports do not include the receiver: without this, a changed receiver
-// would leave a cached e2e pass. go test only records what happens after m.Run starts, so
-// the tests call it (useCollector), not TestMain.
-func statInputs() {
-	_, _ = os.Stat(collectorBin)
-	for _, name := range []string{"go.mod", "go.sum", "builder-config.yaml", "metadata.yaml", "tools/go.mod", "tools/go.sum"} {
-		_, _ = os.Stat(filepath.Join(repoRoot, name))
-	}
-	for _, dir := range []string{"receiver", "processor", "internal", "cmd", "config", "testdata"} {
-		_ = filepath.WalkDir(filepath.Join(repoRoot, dir), func(path string, d fs.DirEntry, err error) error {
-			if err == nil {
-				_, _ = os.Stat(path)
-			}
-			return nil
-		})
-	}
-}
-
-var inputsOnce sync.Once
-
-// useCollector is called by every test that runs the collector binary.
-func useCollector() { inputsOnce.Do(statInputs) }
 
 // buildCollector runs `make build` (ocb, only when a source changed), or ocb itself where
 // make is missing.
@@ -96,9 +67,9 @@ func buildCollector() error {
 	var out []byte
 	var err error
 	if _, lerr := exec.LookPath("make"); lerr == nil {
-		out, err = command(repoRoot, "make", "--no-print-directory", "build")
+		out, err = command(harness.Root, "make", "--no-print-directory", "build")
 	} else {
-		out, err = command(repoRoot, "go", "tool", "-modfile=tools/go.mod", "builder", "--config", "builder-config.yaml")
+		out, err = command(harness.Root, "go", "tool", "-modfile=tools/go.mod", "builder", "--config", "builder-config.yaml")
 	}
 	if err != nil {
 		return fmt.Errorf("%w\n%s", err, out)

@@ -20,6 +20,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // testCA is a certificate made for one test, with its key: a certificate authority, or what
@@ -87,11 +89,11 @@ func writeCert(t *testing.T, dir, name string, tmpl *x509.Certificate, parent *t
 // nothing (the gateway refuses the handshake; the agents count their failed sends).
 func TestAgentGatewayMutualTLS(t *testing.T) {
 	t.Parallel()
-	prom := startRemoteWritePrometheus(t)
+	prom := harness.StartRemoteWritePrometheus(t)
 	dir := t.TempDir()
 	ca, rogue := newTestCA(t, dir, "gym-ca"), newTestCA(t, dir, "rogue-ca")
 	srvCert, srvKey := ca.issue(t, dir, "gateway", x509.ExtKeyUsageServerAuth)
-	gwPort := freePort(t)
+	gwPort := harness.Port(t)
 	startDeployedConfigs(t, "gateway", []string{"gateway.yaml", "gateway-mtls.yaml"}, []string{
 		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", gwPort),
 		"OTELCOL_GYM_REMOTE_WRITE_URL=" + prom + "/api/v1/write",
@@ -118,7 +120,7 @@ func TestAgentGatewayMutualTLS(t *testing.T) {
 	for i, c := range cases {
 		node := filepath.Join(dir, c.name)
 		require.NoError(t, os.MkdirAll(filepath.Join(node, "gym"), 0o700))
-		c.eventsPort = freePort(t)
+		c.eventsPort = harness.Port(t)
 		c.agent = startDeployed(t, "agent-"+c.name, "agent.yaml", []string{
 			fmt.Sprintf("OTELCOL_GYM_GATEWAY_ENDPOINT=127.0.0.1:%d", gwPort),
 			"OTELCOL_GYM_GATEWAY_CA_FILE=" + ca.file,
@@ -130,7 +132,7 @@ func TestAgentGatewayMutualTLS(t *testing.T) {
 			"OTELCOL_GYM_EVENT_FILES=" + filepath.Join(node, "gym", "*.events.jsonl"),
 			"OTELCOL_GYM_COLLECTION_INTERVAL=300ms",
 			"OTELCOL_GYM_PROCESS_STATS=false",
-			fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", freePort(t)),
+			fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", harness.Port(t)),
 			"OTELCOL_GYM_NODE_NAME=" + c.name,
 		})
 		c.gym = &gymProcess{instance: "mtls-" + c.name, agent: i}
@@ -151,13 +153,13 @@ func TestAgentGatewayMutualTLS(t *testing.T) {
 	waitTotals(t, prom, "the trusted agent", []*gymProcess{cases[0].gym})
 	for _, c := range cases[1:] {
 		// Its requests wait in its queue, retried (the agent's retry lasts max_elapsed_time).
-		require.NoError(t, eventually(30*time.Second, 250*time.Millisecond, func() error {
-			if !strings.Contains(c.agent.logTail(1<<20), "Exporting failed") {
-				return errNotYet
+		require.NoError(t, harness.Eventually(30*time.Second, 250*time.Millisecond, func() error {
+			if !strings.Contains(c.agent.LogTail(1<<20), "Exporting failed") {
+				return harness.ErrNotYet
 			}
 			return nil
 		}), "%s: its sends fail", c.name)
-		t.Logf("%s: %s", c.name, lastLine(c.agent.logTail(1<<20), "Exporting failed"))
+		t.Logf("%s: %s", c.name, lastLine(c.agent.LogTail(1<<20), "Exporting failed"))
 	}
 	got, err := rolloutTotals(prom, cases[0].gym.runID())
 	require.NoError(t, err)

@@ -3,145 +3,47 @@
 package e2e
 
 import (
-	"compress/gzip"
-	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/pdata/pmetric"
-	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
-
-// otlpSink is an OTLP/HTTP metrics endpoint (POST /v1/metrics, protobuf or JSON, optionally
-// gzip) that keeps every export it receives.
-type otlpSink struct {
-	mu      sync.Mutex
-	exports []pmetric.Metrics
-	errs    []string
-}
-
-func (s *otlpSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	fail := func(code int, format string, args ...any) {
-		msg := fmt.Sprintf(format, args...)
-		s.mu.Lock()
-		s.errs = append(s.errs, msg)
-		s.mu.Unlock()
-		http.Error(w, msg, code)
-	}
-	if r.Method != http.MethodPost || r.URL.Path != "/v1/metrics" {
-		fail(http.StatusNotFound, "unexpected %s %s", r.Method, r.URL.Path)
-		return
-	}
-	var body io.Reader = r.Body
-	if r.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(r.Body)
-		if err != nil {
-			fail(http.StatusBadRequest, "gzip: %v", err)
-			return
-		}
-		body = zr
-	}
-	data, err := io.ReadAll(body)
-	if err != nil {
-		fail(http.StatusBadRequest, "read: %v", err)
-		return
-	}
-	req := pmetricotlp.NewExportRequest()
-	ct := r.Header.Get("Content-Type")
-	switch ct {
-	case "application/x-protobuf":
-		err = req.UnmarshalProto(data)
-	case "application/json":
-		err = req.UnmarshalJSON(data)
-	default:
-		err = fmt.Errorf("content type %q", ct)
-	}
-	if err != nil {
-		fail(http.StatusBadRequest, "decode: %v", err)
-		return
-	}
-	s.mu.Lock()
-	s.exports = append(s.exports, req.Metrics())
-	s.mu.Unlock()
-	resp, _ := pmetricotlp.NewExportResponse().MarshalProto()
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(resp)
-}
 
 // snapshot merges every export received so far (the metrics are cumulative: the latest
 // point of a series is its state) and returns the merged state and the points' timestamps.
-func (s *otlpSink) snapshot() (state, []seriesTimes, int, []string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func snapshot(s *harness.OTLPSink) (state, []seriesTimes, int, []string) {
+	exports := s.Exports()
 	st := state{}
 	var times []seriesTimes
-	for _, md := range s.exports {
+	for _, md := range exports {
 		times = append(times, st.merge(md)...)
 	}
-	return st, times, len(s.exports), append([]string(nil), s.errs...)
+	return st, times, len(exports), s.Errors()
 }
-
-const otlpConfig = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:%[1]d
-receivers:
-  gym:
-    http:
-      endpoint: 127.0.0.1:%[2]d
-    collection_interval: 300ms
-    process:
-      enabled: false
-exporters:
-  otlp_http:
-    endpoint: %[3]s
-    encoding: proto
-    compression: gzip
-    retry_on_failure:
-      enabled: false
-service:
-  extensions: [health_check]
-  telemetry:
-    metrics:
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: 127.0.0.1
-                port: %[4]d
-  pipelines:
-    metrics:
-      receivers: [gym]
-      exporters: [otlp_http]
-`
 
 // TestOTLPExport sends a small stream over HTTP and checks that an otlp_http exporter delivers
 // exactly the metrics the spec gives for it: names, kinds, units, temporality, bounds, values
 // and resources (testdata/otlp-expected.txt, written by hand).
 func TestOTLPExport(t *testing.T) {
 	t.Parallel()
-	sink := &otlpSink{}
-	srv := httptest.NewServer(sink)
-	t.Cleanup(srv.Close)
+	sink := harness.NewOTLPSink(t)
 
-	col, _ := startCollector(t, func(p collectorPorts) []string {
-		return []string{fmt.Sprintf(otlpConfig, p.Health, p.Gym, srv.URL, p.Telemetry)}
+	col, _ := harness.StartCollector(t, func(p harness.Ports) []string {
+		return []string{harness.Config(t, "otlp.yaml", harness.Data{P: p, Sink: sink.URL()})}
 	})
 
-	bodies := readBodies(t, filepath.Join("testdata", "otlp-stream.jsonl"))
+	bodies := harness.ReadBodies(t, filepath.Join("testdata", "otlp-stream.jsonl"))
 	require.Len(t, bodies, 3)
 
 	// The receiver's answers (docs/receiver.md, Transports).
-	status, ans := col.postEvents(t, bodies[0])
+	status, ans := col.PostEvents(t, bodies[0])
 	assert.Equal(t, http.StatusOK, status)
 	assert.Equal(t, 22, ans.Accepted, "body 1 accepted")
 	assert.Equal(t, 1, ans.Unknown, "body 1 unknown (line 22)")
@@ -151,14 +53,14 @@ func TestOTLPExport(t *testing.T) {
 		assert.Contains(t, ans.Errors[0].Error, "delta")
 	}
 	for i, accepted := range map[int]int{1: 11, 2: 4} {
-		status, ans = col.postEvents(t, bodies[i])
+		status, ans = col.PostEvents(t, bodies[i])
 		assert.Equal(t, http.StatusOK, status, "body %d", i+1)
 		assert.Equal(t, [3]int{accepted, 0, 0}, [3]int{ans.Accepted, ans.Rejected, ans.Unknown}, "body %d: accepted, rejected, unknown", i+1)
 		assert.Empty(t, ans.Errors, "body %d", i+1)
 	}
 
 	// Only bad lines: 400, and nothing changes.
-	status, ans = col.postEvents(t, "{\"event\":\"sandbox.active\"}\nnot json\n")
+	status, ans = col.PostEvents(t, "{\"event\":\"sandbox.active\"}\nnot json\n")
 	assert.Equal(t, http.StatusBadRequest, status)
 	assert.Equal(t, [3]int{0, 2, 0}, [3]int{ans.Accepted, ans.Rejected, ans.Unknown})
 
@@ -171,10 +73,10 @@ func TestOTLPExport(t *testing.T) {
 	var times []seriesTimes
 	var n int
 	var sinkErrs []string
-	err = eventually(30*time.Second, 200*time.Millisecond, func() error {
-		got, times, n, sinkErrs = sink.snapshot()
+	err = harness.Eventually(30*time.Second, 200*time.Millisecond, func() error {
+		got, times, n, sinkErrs = snapshot(sink)
 		if got.String() != want.String() {
-			return errNotYet
+			return harness.ErrNotYet
 		}
 		return nil
 	})
@@ -203,8 +105,8 @@ func TestOTLPExport(t *testing.T) {
 	}
 
 	// A graceful stop exits cleanly.
-	require.NoError(t, col.stop(30*time.Second))
-	assert.Contains(t, col.logTail(1<<20), "Shutdown complete")
+	require.NoError(t, col.Stop(30*time.Second))
+	assert.Contains(t, col.LogTail(1<<20), "Shutdown complete")
 }
 
 // diffHint lists the lines only in want and only in got, to read before the full diff.

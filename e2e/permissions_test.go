@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // TestPermissionDenied: the collector runs as an unprivileged user (nobody, through setpriv),
@@ -41,27 +42,27 @@ func TestPermissionDenied(t *testing.T) {
 		require.NoError(t, os.Mkdir(d, 0o755))
 	}
 	good, secret := filepath.Join(logs, "good.jsonl"), filepath.Join(logs, "secret.jsonl")
-	appendFile(t, good, lines("", 0, 300, false))
-	appendFile(t, secret, lines("", 300, 200, false))
+	harness.AppendFile(t, good, lines("", 0, 300, false))
+	harness.AppendFile(t, secret, lines("", 300, 200, false))
 	require.NoError(t, os.Chmod(secret, 0o000))
 	inClosed := filepath.Join(closed, "inner.jsonl")
-	appendFile(t, inClosed, lines("", 500, 50, false))
+	harness.AppendFile(t, inClosed, lines("", 500, 50, false))
 	require.NoError(t, os.Chmod(closed, 0o700)) // root's: the collector may not look inside
 	out, denied := filepath.Join(results, "eval.jsonl"), filepath.Join(results, "private.jsonl")
 	for i := range 12 {
-		appendFile(t, out, gymRow(i, "1.0"))
+		harness.AppendFile(t, out, gymRow(i, "1.0"))
 	}
-	appendFile(t, denied, gymRow(12, "1.0"))
+	harness.AppendFile(t, denied, gymRow(12, "1.0"))
 	require.NoError(t, os.Chmod(denied, 0o000))
 	for _, p := range []string{good, inClosed, out} {
 		require.NoError(t, os.Chmod(p, 0o644))
 	}
 	bin := filepath.Join(dir, "otelcol-gym") // the build directory is private too
-	copyFile(t, collectorBin, bin)
+	harness.CopyFile(t, harness.Bin, bin)
 
-	sink := newCtlSink(t)
-	col, ports := startCollectorCommand(t, func(p collectorPorts) []string {
-		cfg := render(t, transportsConfig, tmplData{P: p, Sink: sink.URL(), X: map[string]any{
+	sink := harness.NewOTLPSink(t)
+	col, ports := harness.StartCollectorCommand(t, func(p harness.Ports) []string {
+		cfg := harness.Config(t, "transports.yaml", harness.Data{P: p, Sink: sink.URL(), X: map[string]any{
 			"gym": fmt.Sprintf(`    files:
       include: [%s, %s]
       start_at: beginning
@@ -90,31 +91,19 @@ func TestPermissionDenied(t *testing.T) {
 		{"files", "cannot_open", 2},    // secret.jsonl, and the directory its second glob lists
 		{"rollouts", "cannot_open", 1}, // private.jsonl
 	} {
-		assert.Equal(t, c.want, telemetryValue(t, ports, "otelcol_receiver_gym_files_refused", "source", c.source, "reason", c.reason), "%s %s", c.source, c.reason)
+		assert.Equal(t, c.want, harness.TelemetryValue(t, ports, "otelcol_receiver_gym_files_refused", "source", c.source, "reason", c.reason), "%s %s", c.source, c.reason)
 	}
-	text := col.logTail(1 << 20)
+	text := col.LogTail(1 << 20)
 	for _, p := range []string{secret, denied, closed} {
 		assert.Equal(t, 1, strings.Count(text, `"path": "`+p+`"`), "%s logged once", p)
 	}
 	assert.Contains(t, text, "permission denied")
 	// The closed directory: its glob cannot list it (a glob skips it silently); the directory
 	// is named instead, once.
-	assert.Equal(t, -1.0, latestCompleted(sink.exports(), attrIs("log.file.path", inClosed)))
+	assert.Equal(t, -1.0, latestCompleted(sink.Exports(), attrIs("log.file.path", inClosed)))
 
 	// Readable now: followed at the next poll, whole.
 	require.NoError(t, os.Chmod(secret, 0o644))
 	waitCompleted(t, sink, "the file once readable", attrIs("log.file.path", secret), 200)
-	require.NoError(t, col.stop(30*time.Second))
-}
-
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	in, err := os.Open(from)
-	require.NoError(t, err)
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
-	require.NoError(t, err)
-	_, err = io.Copy(out, in)
-	require.NoError(t, err)
-	require.NoError(t, out.Close())
+	require.NoError(t, col.Stop(30*time.Second))
 }

@@ -3,16 +3,13 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,185 +17,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
-
-// defaultConfigOverride turns config/otelcol-gym.yaml (the shipped default, which `make run`
-// starts) into one that runs beside other tests: free loopback ports, a short collection
-// interval. The collector merges --config files in order.
-const defaultConfigOverride = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:%[1]d
-receivers:
-  otlp:
-    protocols:
-      grpc:
-        endpoint: 127.0.0.1:%[5]d
-      http:
-        endpoint: 127.0.0.1:%[6]d
-  gym:
-    http:
-      endpoint: 127.0.0.1:%[2]d
-    collection_interval: 300ms
-    process:
-      enabled: false
-exporters:
-  prometheus:
-    endpoint: 127.0.0.1:%[3]d
-service:
-  telemetry:
-    metrics:
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: 127.0.0.1
-                port: %[4]d
-`
-
-// startDefaultCollector starts otelcol-gym with config/otelcol-gym.yaml on free ports, its
-// storage in a directory of its own; more are further configurations merged after them.
-func startDefaultCollector(t *testing.T, more ...string) (*collector, collectorPorts) {
-	t.Helper()
-	return startDefaultCollectorWith(t, func(collectorPorts) []string { return more })
-}
-
-// startDefaultCollectorWith is startDefaultCollector with overrides that name the ports.
-func startDefaultCollectorWith(t *testing.T, more func(collectorPorts) []string) (*collector, collectorPorts) {
-	t.Helper()
-	storage := t.TempDir()
-	return startCollector(t, func(p collectorPorts) []string {
-		return append([]string{
-			filepath.Join(repoRoot, "config", "otelcol-gym.yaml"),
-			fmt.Sprintf(defaultConfigOverride, p.Health, p.Gym, p.Prometheus, p.Telemetry, p.OTLPGRPC, p.OTLPHTTP),
-			"extensions:\n  file_storage:\n    directory: " + storage + "\n" +
-				"exporters:\n  file/traces:\n    path: " + filepath.Join(storage, "otel-traces.jsonl") +
-				"\n  file/logs:\n    path: " + filepath.Join(storage, "otel-logs.jsonl") + "\n",
-		}, more(p)...)
-	})
-}
-
-// prometheusBinary finds Debian's prometheus; without it the test fails in CI (.ci/run
-// installs it) and is skipped elsewhere.
-func prometheusBinary(t *testing.T) string {
-	t.Helper()
-	for _, p := range []string{os.Getenv("PROMETHEUS_BIN"), "/usr/bin/prometheus"} {
-		if p == "" {
-			continue
-		}
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	if p, err := exec.LookPath("prometheus"); err == nil {
-		return p
-	}
-	msg := "prometheus is not installed: `apt-get install prometheus` (.ci/run does it), or set PROMETHEUS_BIN"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
-}
-
-// startPrometheus starts a Prometheus that scrapes target every second, on a free loopback
-// port with its own configuration and storage in a temporary directory; it returns its URL.
-func startPrometheus(t *testing.T, target string) string {
-	t.Helper()
-	return startPrometheusWith(t, fmt.Sprintf(`global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-  evaluation_interval: 1s
-scrape_configs:
-  - job_name: otelcol-gym
-    # keep job and instance as the exporter sets them (service.name, service.instance.id)
-    honor_labels: true
-    static_configs:
-      - targets: [%q]
-`, target), nil)
-}
-
-// startPrometheusWith starts a Prometheus on configuration cfg, with files (name -> content,
-// e.g. rule files) beside it, on a free loopback port; it returns its URL.
-func startPrometheusWith(t *testing.T, cfg string, files map[string]string) string {
-	t.Helper()
-	bin := prometheusBinary(t)
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "prometheus.yml")
-	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o600))
-	for name, content := range files {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600))
-	}
-	for attempt := 1; ; attempt++ {
-		port := freePort(t)
-		p := startProcess(t, "prometheus", bin,
-			"--config.file="+cfgPath,
-			"--storage.tsdb.path="+filepath.Join(dir, fmt.Sprintf("data-%d", attempt)),
-			fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port),
-			"--log.level=warn",
-		)
-		base := fmt.Sprintf("http://127.0.0.1:%d", port)
-		err := p.waitReady(base+"/-/ready", 60*time.Second)
-		if err == nil {
-			t.Cleanup(func() { _ = p.stop(15 * time.Second) })
-			return base
-		}
-		if attempt < startAttempts && p.exited() && addressInUse(p) {
-			t.Logf("prometheus: port %d was taken, starting again on another (attempt %d)", port, attempt+1)
-			continue
-		}
-		t.Fatal(err)
-	}
-}
-
-// promQuery runs an instant query and returns its vector as "labels" -> value, labels
-// written as {a="x",b="y"} sorted ({} for none).
-func promQuery(base, query string) (map[string]float64, error) {
-	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(query))
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	var ans struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			ResultType string `json:"resultType"`
-			Result     []struct {
-				Metric map[string]string `json:"metric"`
-				Value  [2]any            `json:"value"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
-		return nil, err
-	}
-	if ans.Status != "success" {
-		return nil, fmt.Errorf("query %s: %s", query, ans.Error)
-	}
-	if ans.Data.ResultType != "vector" {
-		return nil, fmt.Errorf("query %s: result type %s", query, ans.Data.ResultType)
-	}
-	out := map[string]float64{}
-	for _, r := range ans.Data.Result {
-		keys := make([]string, 0, len(r.Metric))
-		for k := range r.Metric {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		parts := make([]string, len(keys))
-		for i, k := range keys {
-			parts[i] = fmt.Sprintf("%s=%q", k, r.Metric[k])
-		}
-		s, _ := r.Value[1].(string)
-		v, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return nil, fmt.Errorf("query %s: value %v", query, r.Value[1])
-		}
-		out["{"+strings.Join(parts, ",")+"}"] = v
-	}
-	return out, nil
-}
 
 // TestPrometheus feeds two Gym processes through the shipped default configuration and asks
 // Debian's Prometheus, scraping the prometheus exporter, PromQL questions about them. The
@@ -209,12 +30,12 @@ func promQuery(base, query string) (map[string]float64, error) {
 // and every resource attribute is on target_info.
 func TestPrometheus(t *testing.T) {
 	t.Parallel()
-	prometheusBinary(t) // fail or skip before starting anything
-	col, ports := startDefaultCollector(t)
-	prom := startPrometheus(t, fmt.Sprintf("127.0.0.1:%d", ports.Prometheus))
+	harness.PrometheusBinary(t) // fail or skip before starting anything
+	col, ports := harness.StartDefaultCollector(t)
+	prom := harness.StartPrometheus(t, fmt.Sprintf("127.0.0.1:%d", ports.Prometheus))
 
-	for i, body := range readBodies(t, filepath.Join("testdata", "prom-stream.jsonl")) {
-		status, ans := col.postEvents(t, body)
+	for i, body := range harness.ReadBodies(t, filepath.Join("testdata", "prom-stream.jsonl")) {
+		status, ans := col.PostEvents(t, body)
 		require.Equal(t, http.StatusOK, status, "body %d", i+1)
 		require.Zero(t, ans.Rejected+ans.Unknown, "body %d: %+v", i+1, ans)
 	}
@@ -285,7 +106,7 @@ func equalVectors(got, want map[string]float64) bool {
 // one base that docs/alerts.md names, each anchor a heading of docs/alerts.md.
 func TestAlertRunbookURLs(t *testing.T) {
 	t.Parallel()
-	data, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "prometheus", "gym.rules.yaml"))
+	data, err := os.ReadFile(filepath.Join(harness.Root, "deploy", "prometheus", "gym.rules.yaml"))
 	require.NoError(t, err)
 	var f struct {
 		Groups []struct {
@@ -296,7 +117,7 @@ func TestAlertRunbookURLs(t *testing.T) {
 		} `yaml:"groups"`
 	}
 	require.NoError(t, yaml.Unmarshal(data, &f))
-	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "alerts.md"))
+	doc, err := os.ReadFile(filepath.Join(harness.Root, "docs", "alerts.md"))
 	require.NoError(t, err)
 	anchors := map[string]bool{}
 	for _, line := range strings.Split(string(doc), "\n") {
@@ -339,39 +160,18 @@ func TestAlertRunbookURLs(t *testing.T) {
 // Gym and process names, each a series name of an instrument of metadata.yaml.
 func TestRemoteWriteNamesAsScrape(t *testing.T) {
 	t.Parallel()
-	remote := startRemoteWritePrometheus(t)
-	gwPort := freePort(t)
-	startDeployed(t, "gateway", "gateway.yaml", []string{
-		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", gwPort),
-		"OTELCOL_GYM_REMOTE_WRITE_URL=" + remote + "/api/v1/write",
-	})
-	col, ports := startDefaultCollector(t, fmt.Sprintf(`
-receivers:
-  gym:
-    process:
-      enabled: true
-      include_self: true
-      collection_interval: 1s
-exporters:
-  otlp_grpc/gateway:
-    endpoint: 127.0.0.1:%d
-    tls:
-      insecure: true
-service:
-  pipelines:
-    metrics:
-      exporters: [prometheus, otlp_grpc/gateway]
-`, gwPort))
-	scraped := startPrometheus(t, fmt.Sprintf("127.0.0.1:%d", ports.Prometheus))
+	remote, gwPort := startGatewayToPrometheus(t)
+	col, ports := harness.StartDefaultCollector(t, harness.Config(t, "remote-write-as-scrape.yaml", map[string]any{"gateway": gwPort}))
+	scraped := harness.StartPrometheus(t, fmt.Sprintf("127.0.0.1:%d", ports.Prometheus))
 
-	bodies := readBodies(t, filepath.Join("testdata", "prom-stream.jsonl"))
+	bodies := harness.ReadBodies(t, filepath.Join("testdata", "prom-stream.jsonl"))
 	for k := 1; k <= dashNewerStages; k++ {
 		body, _ := dashNewerEvents(k)
 		bodies = append(bodies, body)
 	}
 	crafted, _, _, _ := craftedLines()
 	for i, body := range append(bodies, crafted) {
-		status, _ := col.postEvents(t, body)
+		status, _ := col.PostEvents(t, body)
 		require.Equal(t, http.StatusOK, status, "body %d", i+1)
 	}
 	md, _ := otlpAgent()
@@ -382,7 +182,7 @@ service:
 	must := []string{"gym_rollout_completed_total", "gym_event_loop_lag_ms_bucket", "gym_model_call_tokens_count",
 		"gym_server_memory_usage", "gym_verify_success_rate", "gym_sandbox_create_retry_total", "process_cpu_time"}
 	var inScrape, inRemote []string
-	err := eventually(120*time.Second, time.Second, func() error {
+	err := harness.Eventually(120*time.Second, time.Second, func() error {
 		var err error
 		if inScrape, err = schemaNames(scraped); err != nil {
 			return err
@@ -392,11 +192,11 @@ service:
 		}
 		for _, m := range must {
 			if !slices.Contains(inScrape, m) || !slices.Contains(inRemote, m) {
-				return errNotYet
+				return harness.ErrNotYet
 			}
 		}
 		if !slices.Equal(inScrape, inRemote) {
-			return errNotYet
+			return harness.ErrNotYet
 		}
 		return nil
 	})
@@ -408,23 +208,12 @@ service:
 
 // schemaNames lists the gym_* and process_* metric names a Prometheus holds, sorted.
 func schemaNames(base string) ([]string, error) {
-	resp, err := http.Get(base + "/api/v1/label/__name__/values")
-	if err != nil {
+	var names []string
+	if err := harness.PromAPI(base, "/api/v1/label/__name__/values", &names); err != nil {
 		return nil, err
-	}
-	defer resp.Body.Close()
-	var ans struct {
-		Status string   `json:"status"`
-		Data   []string `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
-		return nil, err
-	}
-	if ans.Status != "success" {
-		return nil, fmt.Errorf("label values: %s", ans.Status)
 	}
 	var out []string
-	for _, n := range ans.Data {
+	for _, n := range names {
 		if strings.HasPrefix(n, "gym_") || strings.HasPrefix(n, "process_") {
 			out = append(out, n)
 		}

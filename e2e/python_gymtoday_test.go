@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
@@ -25,30 +26,12 @@ import (
 // model server over HTTP; what the OTLP sink receives is checked against the values its calls
 // imply, computed by hand (the script's docstring).
 
-const pythonGymTodayConfig = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:{{.P.Health}}
-receivers:
-  gym:
-    http:
-      endpoint: 127.0.0.1:{{.P.Gym}}
-    collection_interval: 300ms
-    process:
-      enabled: false
-` + sinkExporterAndService + `
-  pipelines:
-    metrics:
-      receivers: [gym]
-      exporters: [otlp_http]
-`
-
 func TestPythonEmitterGymToday(t *testing.T) {
 	t.Parallel()
-	python := pythonOrSkip(t)
-	sink := newCtlSink(t)
-	col, ports := startCollector(t, func(p collectorPorts) []string {
-		return []string{render(t, pythonGymTodayConfig, tmplData{P: p, Sink: sink.URL()})}
+	python := harness.Python(t)
+	sink := harness.NewOTLPSink(t)
+	col, ports := harness.StartCollector(t, func(p harness.Ports) []string {
+		return []string{harness.Config(t, "python-gymtoday.yaml", harness.Data{P: p, Sink: sink.URL()})}
 	})
 	root, err := filepath.Abs("..")
 	require.NoError(t, err)
@@ -102,8 +85,8 @@ func TestPythonEmitterGymToday(t *testing.T) {
 		"gym.verify.success_rate":                   {"": fmt.Sprintf("%g", 2.0/3)},
 		"gym.servers.active":                        {"": "2"},
 	}
-	err = eventually(30*time.Second, 200*time.Millisecond, func() error {
-		md := latestOf(sink.exports(), svc)
+	err = harness.Eventually(30*time.Second, 200*time.Millisecond, func() error {
+		md := latestOf(sink.Exports(), svc)
 		for name, want := range wants {
 			if got := values(pyPoints(md, svc, name)); !maps.Equal(got, want) {
 				return fmt.Errorf("%s: got %v, want %v", name, got, want)
@@ -114,7 +97,7 @@ func TestPythonEmitterGymToday(t *testing.T) {
 	require.NoError(t, err)
 
 	// Memory: the child's tree, and the host; values are the machine's, so bounds only.
-	md := latestOf(sink.exports(), svc)
+	md := latestOf(sink.Exports(), svc)
 	server := fmt.Sprintf("nemo.gym.server.name=math,nemo.gym.server.type=resources_servers,process.pid=%d", child)
 	usage := values(pyPoints(md, svc, "gym.server.memory.usage"))
 	var rss float64
@@ -141,6 +124,6 @@ func TestPythonEmitterGymToday(t *testing.T) {
 			assert.NotEmpty(t, pyPoints(md, svc, in.Name), "%s: nothing from the Python process", in.Name)
 		}
 	}
-	require.Empty(t, sink.errors())
-	require.NoError(t, col.stop(30*time.Second))
+	require.Empty(t, sink.Errors())
+	require.NoError(t, col.Stop(30*time.Second))
 }

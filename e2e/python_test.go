@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
@@ -27,34 +28,6 @@ import (
 // three Gym-shaped processes, one per transport (a server over HTTP, a rollout driver over a
 // Unix socket, a sandbox worker over TCP), and what the OTLP sink receives is checked
 // against the values the script's calls imply, computed by hand.
-
-const pythonConfig = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:{{.P.Health}}
-receivers:
-  gym:
-    http:
-      endpoint: 127.0.0.1:{{.P.Gym}}
-    stream:
-      transport: unix
-      endpoint: {{index .X "sock"}}
-    collection_interval: 300ms
-    process:
-      enabled: false
-  gym/tcp:
-    stream:
-      transport: tcp
-      endpoint: {{index .X "tcp"}}
-    collection_interval: 300ms
-    process:
-      enabled: false
-` + sinkExporterAndService + `
-  pipelines:
-    metrics:
-      receivers: [gym, gym/tcp]
-      exporters: [otlp_http]
-`
 
 // pyPoint is one data point: its attributes (as strings), its value (sums and gauges), or
 // its count and sum (histograms).
@@ -70,30 +43,20 @@ type pyPoint struct {
 // pyPoints returns the points of metric name under the resources with service.name svc.
 func pyPoints(md pmetric.Metrics, svc, name string) []pyPoint {
 	var out []pyPoint
-	for _, rm := range md.ResourceMetrics().All() {
-		if !service(svc)(rm.Resource().Attributes()) {
-			continue
-		}
-		_, pid := rm.Resource().Attributes().Get("process.pid")
-		for _, sm := range rm.ScopeMetrics().All() {
-			for _, m := range sm.Metrics().All() {
-				if m.Name() != name {
-					continue
-				}
-				switch m.Type() {
-				case pmetric.MetricTypeSum:
-					for _, dp := range m.Sum().DataPoints().All() {
-						out = append(out, pyPoint{attrs: attrString(dp.Attributes()), value: numberOf(dp), resourcePI: pid})
-					}
-				case pmetric.MetricTypeGauge:
-					for _, dp := range m.Gauge().DataPoints().All() {
-						out = append(out, pyPoint{attrs: attrString(dp.Attributes()), value: numberOf(dp), resourcePI: pid})
-					}
-				case pmetric.MetricTypeHistogram:
-					for _, dp := range m.Histogram().DataPoints().All() {
-						out = append(out, pyPoint{attrs: attrString(dp.Attributes()), count: dp.Count(), sum: dp.Sum(), histogram: true, resourcePI: pid})
-					}
-				}
+	for resource, m := range metricsNamed(md, service(svc), name) {
+		_, pid := resource.Get("process.pid")
+		switch m.Type() {
+		case pmetric.MetricTypeSum:
+			for _, dp := range m.Sum().DataPoints().All() {
+				out = append(out, pyPoint{attrs: attrString(dp.Attributes()), value: numberOf(dp), resourcePI: pid})
+			}
+		case pmetric.MetricTypeGauge:
+			for _, dp := range m.Gauge().DataPoints().All() {
+				out = append(out, pyPoint{attrs: attrString(dp.Attributes()), value: numberOf(dp), resourcePI: pid})
+			}
+		case pmetric.MetricTypeHistogram:
+			for _, dp := range m.Histogram().DataPoints().All() {
+				out = append(out, pyPoint{attrs: attrString(dp.Attributes()), count: dp.Count(), sum: dp.Sum(), histogram: true, resourcePI: pid})
 			}
 		}
 	}
@@ -137,13 +100,13 @@ func latestOf(exports []pmetric.Metrics, svc string) pmetric.Metrics {
 
 func TestPythonEmitter(t *testing.T) {
 	t.Parallel()
-	python := pythonOrSkip(t)
-	sink := newCtlSink(t)
+	python := harness.Python(t)
+	sink := harness.NewOTLPSink(t)
 	sock := filepath.Join(t.TempDir(), "gym.sock")
 	var tcpAddr string
-	col, ports := startCollector(t, func(p collectorPorts) []string {
-		tcpAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-		return []string{render(t, pythonConfig, tmplData{P: p, Sink: sink.URL(), X: map[string]any{"sock": sock, "tcp": tcpAddr}})}
+	col, ports := harness.StartCollector(t, func(p harness.Ports) []string {
+		tcpAddr = fmt.Sprintf("127.0.0.1:%d", harness.Port(t))
+		return []string{harness.Config(t, "python.yaml", harness.Data{P: p, Sink: sink.URL(), X: map[string]any{"sock": sock, "tcp": tcpAddr}})}
 	})
 
 	root, err := filepath.Abs("..")
@@ -243,8 +206,8 @@ func TestPythonEmitter(t *testing.T) {
 		{sbx, "gym.sandbox.exec_duration_ms", map[string]string{"nemo.gym.sandbox.provider=docker": "5/500"}},
 		{sbx, "gym.sandbox.create_retry_total", map[string]string{"nemo.gym.sandbox.provider=docker": "2"}},
 	}
-	err = eventually(30*time.Second, 200*time.Millisecond, func() error {
-		exports := sink.exports()
+	err = harness.Eventually(30*time.Second, 200*time.Millisecond, func() error {
+		exports := sink.Exports()
 		for _, w := range wants {
 			got := values(pyPoints(latestOf(exports, w.svc), w.svc, w.metric))
 			if !maps.Equal(got, w.values) {
@@ -256,7 +219,7 @@ func TestPythonEmitter(t *testing.T) {
 	require.NoError(t, err)
 
 	// The sampled readings: their values depend on timing, their presence and bounds do not.
-	exports := sink.exports()
+	exports := sink.Exports()
 	for _, svc := range []string{srv, drv} {
 		md := latestOf(exports, svc)
 		loop := map[string]string{srv: "server", drv: "driver"}[svc]
@@ -294,8 +257,8 @@ func TestPythonEmitter(t *testing.T) {
 			assert.True(t, seen[in.Name], "%s: nothing from the Python processes", in.Name)
 		}
 	}
-	require.Empty(t, sink.errors())
-	require.NoError(t, col.stop(30*time.Second))
+	require.Empty(t, sink.Errors())
+	require.NoError(t, col.Stop(30*time.Second))
 }
 
 // gymTodayGroups are the schema's groups of the instruments of Gym's newer releases that

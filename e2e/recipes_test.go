@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // debugExtensions are the extensions that show a collector's insides (pipelines, queues,
@@ -90,7 +92,7 @@ func TestShippedDebugEndpointsAreLoopback(t *testing.T) {
 func walkShipped(t *testing.T, f func(rel string, data []byte)) {
 	t.Helper()
 	for _, dir := range []string{"config", "deploy"} {
-		err := filepath.WalkDir(filepath.Join(repoRoot, dir), func(path string, d os.DirEntry, err error) error {
+		err := filepath.WalkDir(filepath.Join(harness.Root, dir), func(path string, d os.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
@@ -104,7 +106,7 @@ func walkShipped(t *testing.T, f func(rel string, data []byte)) {
 			if err != nil {
 				return err
 			}
-			rel, _ := filepath.Rel(repoRoot, path)
+			rel, _ := filepath.Rel(harness.Root, path)
 			f(rel, data)
 			return nil
 		})

@@ -20,40 +20,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // Reliability and security through the real binary: an exporter outage, Gym
 // process restarts (OTLP and Prometheus), bearer-token authentication and TLS on the gym
 // receiver's HTTP transport.
-
-// reliabilityConfig: the gym receiver's HTTP transport (with the lines a test adds under
-// `http:`) and an otlp_http exporter (with the lines a test adds), optional extensions.
-const reliabilityConfig = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:{{.P.Health}}
-{{index .X "extensions"}}
-receivers:
-  gym:
-    http:
-      endpoint: 127.0.0.1:{{.P.Gym}}
-{{index .X "http"}}
-    collection_interval: 300ms
-    process:
-      enabled: false
-exporters:
-  otlp_http:
-    endpoint: {{.Sink}}
-    encoding: proto
-{{index .X "exporter"}}
-service:
-  extensions: [health_check{{index .X "service_extensions"}}]
-` + serviceTelemetry + `
-  pipelines:
-    metrics:
-      receivers: [gym]
-      exporters: [otlp_http]
-`
 
 // noQueue: the exporter sends each collection synchronously and never retries, so exports
 // reach the sink in the order of the collections.
@@ -62,15 +35,15 @@ const noQueue = `    retry_on_failure:
     sending_queue:
       enabled: false`
 
-func startReliability(t *testing.T, sink *ctlSink, x map[string]any) (*collector, collectorPorts) {
+func startReliability(t *testing.T, sink *harness.OTLPSink, x map[string]any) (*harness.Collector, harness.Ports) {
 	t.Helper()
 	for _, k := range []string{"extensions", "http", "exporter", "service_extensions"} {
 		if _, ok := x[k]; !ok {
 			x[k] = ""
 		}
 	}
-	return startCollector(t, func(p collectorPorts) []string {
-		return []string{render(t, reliabilityConfig, tmplData{P: p, Sink: sink.URL(), X: x})}
+	return harness.StartCollector(t, func(p harness.Ports) []string {
+		return []string{harness.Config(t, "reliability.yaml", harness.Data{P: p, Sink: sink.URL(), X: x})}
 	})
 }
 
@@ -84,22 +57,12 @@ func newestCompleted(exports []pmetric.Metrics, match func(pcommon.Map) bool) fl
 	}
 	newest := map[string]pt{}
 	for _, md := range exports {
-		for _, rm := range md.ResourceMetrics().All() {
-			if !match(rm.Resource().Attributes()) {
-				continue
-			}
-			res := formatAttrs(rm.Resource().Attributes())
-			for _, sm := range rm.ScopeMetrics().All() {
-				for _, m := range sm.Metrics().All() {
-					if m.Name() != "gym.rollout.completed_total" {
-						continue
-					}
-					for _, dp := range m.Sum().DataPoints().All() {
-						k := res + formatAttrs(dp.Attributes())
-						if p, ok := newest[k]; !ok || dp.Timestamp() >= p.ts {
-							newest[k] = pt{dp.Timestamp(), numberOf(dp)}
-						}
-					}
+		for resource, m := range metricsNamed(md, match, "gym.rollout.completed_total") {
+			res := formatAttrs(resource)
+			for _, dp := range m.Sum().DataPoints().All() {
+				k := res + formatAttrs(dp.Attributes())
+				if p, ok := newest[k]; !ok || dp.Timestamp() >= p.ts {
+					newest[k] = pt{dp.Timestamp(), numberOf(dp)}
 				}
 			}
 		}
@@ -130,9 +93,9 @@ func TestExporterOutage(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			sink := newCtlSink(t)
+			sink := harness.NewOTLPSink(t)
 			col, _ := startReliability(t, sink, map[string]any{"exporter": c.exporter})
-			pid := col.cmd.Process.Pid
+			pid := col.Cmd.Process.Pid
 			match := service("outage")
 
 			// A sender that keeps posting: 100 lines over 500 dispatch names each time.
@@ -146,7 +109,7 @@ func TestExporterOutage(t *testing.T) {
 						return
 					default:
 					}
-					status, ans := col.postEvents(t, outageBody(i))
+					status, ans := col.PostEvents(t, outageBody(i))
 					if !assert.Equal(t, http.StatusOK, status, "the receiver keeps accepting during the outage") {
 						return
 					}
@@ -157,15 +120,15 @@ func TestExporterOutage(t *testing.T) {
 			stopSender := sync.OnceFunc(func() { close(stop); wg.Wait() })
 			defer stopSender()
 
-			waitFor(t, "exports before the outage", func() bool { return sink.count() >= 3 })
+			waitFor(t, "exports before the outage", func() bool { return sink.Count() >= 3 })
 			rssBefore, err := vmRSS(pid)
 			require.NoError(t, err)
 
 			// 503 for at least six export attempts (retries included), then down for six
 			// collection intervals' worth of time.
-			sink.failing.Store(true)
-			waitFor(t, "six exports answered 503", func() bool { return sink.refused.Load() >= 6 })
-			sink.down()
+			sink.Failing.Store(true)
+			waitFor(t, "six exports answered 503", func() bool { return sink.Refused.Load() >= 6 })
+			sink.Down()
 			time.Sleep(6 * 300 * time.Millisecond)
 			stopSender()
 			time.Sleep(3 * 300 * time.Millisecond) // collections after the last event fail too
@@ -175,30 +138,30 @@ func TestExporterOutage(t *testing.T) {
 			require.Positive(t, total)
 
 			// Back.
-			received := sink.count()
-			sink.failing.Store(false)
-			sink.up()
+			received := sink.Count()
+			sink.Failing.Store(false)
+			sink.Up()
 			if c.first {
-				waitFor(t, "an export after the outage", func() bool { return sink.count() > received })
-				first, ok := completed(sink.exports()[received], match)
+				waitFor(t, "an export after the outage", func() bool { return sink.Count() > received })
+				first, ok := completed(sink.Exports()[received], match)
 				assert.True(t, ok)
 				assert.Equal(t, total, first, "the first export after the outage holds everything accepted")
 			}
 			var newest float64
-			err = eventually(90*time.Second, 200*time.Millisecond, func() error {
-				if newest = newestCompleted(sink.exports(), match); newest != total {
-					return errNotYet
+			err = harness.Eventually(90*time.Second, 200*time.Millisecond, func() error {
+				if newest = newestCompleted(sink.Exports(), match); newest != total {
+					return harness.ErrNotYet
 				}
 				return nil
 			})
 			require.NoError(t, err, "the newest points after the outage sum to %v, want %v", newest, total)
 			// No export ever holds more than was sent.
-			for i, md := range sink.exports() {
+			for i, md := range sink.Exports() {
 				v, _ := completed(md, match)
 				assert.LessOrEqual(t, v, total, "export %d", i)
 			}
 			stale, newestTS := 0, pcommon.Timestamp(0)
-			for _, md := range sink.exports()[received:] {
+			for _, md := range sink.Exports()[received:] {
 				ts := exportTime(md)
 				if ts < newestTS {
 					stale++
@@ -206,10 +169,10 @@ func TestExporterOutage(t *testing.T) {
 				newestTS = max(newestTS, ts)
 			}
 			t.Logf("%d events; RSS %d MiB before the outage, %d MiB during it; %d exports after the outage, %d of them older than one received before them",
-				int(total), rssBefore>>20, rssDuring>>20, sink.count()-received, stale)
+				int(total), rssBefore>>20, rssDuring>>20, sink.Count()-received, stale)
 			assert.Less(t, rssDuring, rssBefore+256<<20, "RSS during the outage")
-			require.Empty(t, sink.errors())
-			require.NoError(t, col.stop(30*time.Second))
+			require.Empty(t, sink.Errors())
+			require.NoError(t, col.Stop(30*time.Second))
 		})
 	}
 }
@@ -242,9 +205,9 @@ func exportTime(md pmetric.Metrics) pcommon.Timestamp {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	require.NoError(t, eventually(60*time.Second, 50*time.Millisecond, func() error {
+	require.NoError(t, harness.Eventually(60*time.Second, 50*time.Millisecond, func() error {
 		if !cond() {
-			return errNotYet
+			return harness.ErrNotYet
 		}
 		return nil
 	}), "waiting for %s", what)
@@ -296,16 +259,16 @@ func pidIs(pid int) func(pcommon.Map) bool {
 // its series with a new start time.
 func TestGymRestartOTLP(t *testing.T) {
 	t.Parallel()
-	sink := newCtlSink(t)
+	sink := harness.NewOTLPSink(t)
 	col, _ := startReliability(t, sink, map[string]any{"exporter": noQueue})
 	post := func(body string) {
-		status, ans := col.postEvents(t, body)
+		status, ans := col.PostEvents(t, body)
 		require.Equal(t, http.StatusOK, status)
 		require.Zero(t, ans.Rejected, "%+v", ans)
 	}
 	const connects = "gym.http.connection_pool.connect_total"
 	latest := func(name string, match func(pcommon.Map) bool) (pmetric.NumberDataPoint, int) {
-		exports := sink.exports()
+		exports := sink.Exports()
 		for i := len(exports) - 1; i >= 0; i-- {
 			if dp, ok := seriesPoint(exports[i], name, match); ok {
 				return dp, i
@@ -316,10 +279,10 @@ func TestGymRestartOTLP(t *testing.T) {
 	waitValue := func(what, name string, match func(pcommon.Map) bool, want float64) pmetric.NumberDataPoint {
 		t.Helper()
 		var dp pmetric.NumberDataPoint
-		err := eventually(30*time.Second, 100*time.Millisecond, func() error {
+		err := harness.Eventually(30*time.Second, 100*time.Millisecond, func() error {
 			var i int
 			if dp, i = latest(name, match); i < 0 || numberOf(dp) != want {
-				return errNotYet
+				return harness.ErrNotYet
 			}
 			return nil
 		})
@@ -356,8 +319,8 @@ func TestGymRestartOTLP(t *testing.T) {
 	post(restartBody("restart-nopid", 0, 12, 0))
 	again := waitValue("after the drop", connects, same, 12)
 	assert.Equal(t, after.StartTimestamp(), again.StartTimestamp(), "the restarted series keeps its start time")
-	require.Empty(t, sink.errors())
-	require.NoError(t, col.stop(30*time.Second))
+	require.Empty(t, sink.Errors())
+	require.NoError(t, col.Stop(30*time.Second))
 }
 
 // TestGymRestartPrometheus: two Gym processes restart with a new pid each, through the
@@ -369,12 +332,12 @@ func TestGymRestartOTLP(t *testing.T) {
 // after its old one in the receiver's resource order, process b's before.
 func TestGymRestartPrometheus(t *testing.T) {
 	t.Parallel()
-	prometheusBinary(t)
+	harness.PrometheusBinary(t)
 	// Gym's ids as sent: with instance_per_process (the default) a new pid is a new instance.
-	col, ports := startDefaultCollector(t, idsAsSent)
-	prom := startPrometheus(t, fmt.Sprintf("127.0.0.1:%d", ports.Prometheus))
+	col, ports := harness.StartDefaultCollector(t, idsAsSent)
+	prom := harness.StartPrometheus(t, fmt.Sprintf("127.0.0.1:%d", ports.Prometheus))
 	post := func(body string) {
-		status, ans := col.postEvents(t, body)
+		status, ans := col.PostEvents(t, body)
 		require.Equal(t, http.StatusOK, status)
 		require.Zero(t, ans.Rejected, "%+v", ans)
 	}
@@ -391,13 +354,13 @@ func TestGymRestartPrometheus(t *testing.T) {
 			promWait := func(what, query string, want float64) {
 				t.Helper()
 				var got map[string]float64
-				err := eventually(30*time.Second, 250*time.Millisecond, func() error {
+				err := harness.Eventually(30*time.Second, 250*time.Millisecond, func() error {
 					var err error
-					if got, err = promQuery(prom, "sum("+query+")"); err != nil {
+					if got, err = harness.PromQuery(prom, "sum("+query+")"); err != nil {
 						return err
 					}
 					if !equalVectors(got, map[string]float64{"{}": want}) {
-						return errNotYet
+						return harness.ErrNotYet
 					}
 					return nil
 				})
@@ -428,10 +391,10 @@ func TestGymRestartPrometheus(t *testing.T) {
 				{connects, 1, 32, 0.5},
 				{rollouts, 1, 5, 0.5},
 			} {
-				got, err := promQuery(prom, "sum(resets("+q.metric+"[10m]))")
+				got, err := harness.PromQuery(prom, "sum(resets("+q.metric+"[10m]))")
 				require.NoError(t, err)
 				assert.Equal(t, map[string]float64{"{}": q.resets}, got, "resets(%s)", q.metric)
-				got, err = promQuery(prom, "sum(increase("+q.metric+"[10m]))")
+				got, err = harness.PromQuery(prom, "sum(increase("+q.metric+"[10m]))")
 				require.NoError(t, err)
 				if assert.Contains(t, got, "{}") {
 					assert.GreaterOrEqual(t, got["{}"], q.increase*0.99, "increase(%s) over the restart", q.metric)
@@ -447,7 +410,7 @@ func TestGymRestartPrometheus(t *testing.T) {
 // with the token it is accepted and counted.
 func TestHTTPAuth(t *testing.T) {
 	t.Parallel()
-	sink := newCtlSink(t)
+	sink := harness.NewOTLPSink(t)
 	const token = "e2e-0123456789abcdef"
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte(token+"\n"), 0o600))
@@ -459,7 +422,7 @@ func TestHTTPAuth(t *testing.T) {
 		"http": `      auth:
         authenticator: bearertokenauth`,
 	})
-	url := col.gymURL + "/v1/events"
+	url := col.GymURL + "/v1/events"
 	body := lines("auth", 0, 10, true)
 	for _, c := range []struct {
 		name   string
@@ -469,18 +432,18 @@ func TestHTTPAuth(t *testing.T) {
 		{"another token", map[string]string{"Authorization": "Bearer not-the-token"}},
 		{"no scheme", map[string]string{"Authorization": token}},
 	} {
-		status, answer := post(t, http.DefaultClient, url, body, c.header)
+		status, answer := harness.Post(t, http.DefaultClient, url, body, c.header)
 		assert.Equal(t, http.StatusUnauthorized, status, "%s: %s", c.name, answer)
 	}
-	status, answer := post(t, http.DefaultClient, url, body, map[string]string{"Authorization": "Bearer " + token})
+	status, answer := harness.Post(t, http.DefaultClient, url, body, map[string]string{"Authorization": "Bearer " + token})
 	require.Equal(t, http.StatusOK, status, answer)
 	assert.Contains(t, answer, `"accepted":11`)
 
 	waitCompleted(t, sink, "only the authorised body", service("auth"), 10)
-	assert.Equal(t, 11.0, telemetryValue(t, ports, "otelcol_receiver_gym_lines_accepted"),
+	assert.Equal(t, 11.0, harness.TelemetryValue(t, ports, "otelcol_receiver_gym_lines_accepted"),
 		"lines accepted: the resource line and 10 events of the one authorised body")
-	require.Empty(t, sink.errors())
-	require.NoError(t, col.stop(30*time.Second))
+	require.Empty(t, sink.Errors())
+	require.NoError(t, col.Stop(30*time.Second))
 }
 
 // TestHTTPTLS: the gym receiver's HTTP transport with a certificate generated by the test
@@ -489,7 +452,7 @@ func TestHTTPAuth(t *testing.T) {
 // them is counted.
 func TestHTTPTLS(t *testing.T) {
 	t.Parallel()
-	sink := newCtlSink(t)
+	sink := harness.NewOTLPSink(t)
 	dir := t.TempDir()
 	certFile, keyFile, pool := selfSignedCert(t, dir)
 	col, ports := startReliability(t, sink, map[string]any{
@@ -498,11 +461,11 @@ func TestHTTPTLS(t *testing.T) {
         cert_file: ` + certFile + `
         key_file: ` + keyFile,
 	})
-	httpsURL := strings.Replace(col.gymURL, "http://", "https://", 1) + "/v1/events"
+	httpsURL := strings.Replace(col.GymURL, "http://", "https://", 1) + "/v1/events"
 	body := lines("tls", 0, 10, true)
 
 	trusting := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
-	status, answer := post(t, trusting, httpsURL, body, map[string]string{"Content-Type": "application/x-ndjson"})
+	status, answer := harness.Post(t, trusting, httpsURL, body, map[string]string{"Content-Type": "application/x-ndjson"})
 	require.Equal(t, http.StatusOK, status, answer)
 	assert.Contains(t, answer, `"accepted":11`)
 
@@ -521,15 +484,15 @@ func TestHTTPTLS(t *testing.T) {
 	}
 	assert.Error(t, err, "a TLS 1.1 client")
 	// Plain HTTP to the TLS port: the connection is closed (or answered 400).
-	if resp, err := http.Post(col.gymURL+"/v1/events", "application/x-ndjson", strings.NewReader(body)); err == nil {
+	if resp, err := http.Post(col.GymURL+"/v1/events", "application/x-ndjson", strings.NewReader(body)); err == nil {
 		resp.Body.Close()
 		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "plain HTTP to the TLS endpoint")
 	}
 
 	waitCompleted(t, sink, "only the HTTPS body", service("tls"), 10)
-	assert.Equal(t, 11.0, telemetryValue(t, ports, "otelcol_receiver_gym_lines_accepted"))
-	require.Empty(t, sink.errors())
-	require.NoError(t, col.stop(30*time.Second))
+	assert.Equal(t, 11.0, harness.TelemetryValue(t, ports, "otelcol_receiver_gym_lines_accepted"))
+	require.Empty(t, sink.Errors())
+	require.NoError(t, col.Stop(30*time.Second))
 }
 
 // selfSignedCert writes a self-signed ECDSA certificate for 127.0.0.1 and its key, and

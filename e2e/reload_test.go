@@ -18,6 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // What docs/deployment.md says of print-config and of a reload by SIGHUP, run on the shipped
@@ -29,7 +31,7 @@ import (
 // --mode unredacted, so the redaction is what hides it).
 func TestPrintConfig(t *testing.T) {
 	t.Parallel()
-	useCollector()
+	harness.UseCollector()
 	dir := t.TempDir()
 	tokenFile := filepath.Join(dir, "token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte("0123456789abcdef"), 0o600))
@@ -41,9 +43,9 @@ func TestPrintConfig(t *testing.T) {
     headers:
       authorization: Bearer `+secret+"\n"), 0o600))
 	run := func(mode string) (string, map[string]any) {
-		cmd := exec.Command(collectorBin, "print-config", "--mode", mode,
-			"--config", filepath.Join(repoRoot, "deploy", "agent.yaml"),
-			"--config", filepath.Join(repoRoot, "deploy", "slurm", "agent-step.yaml"),
+		cmd := exec.Command(harness.Bin, "print-config", "--mode", mode,
+			"--config", filepath.Join(harness.Root, "deploy", "agent.yaml"),
+			"--config", filepath.Join(harness.Root, "deploy", "slurm", "agent-step.yaml"),
 			"--config", site)
 		cmd.Env = append(os.Environ(), "OTELCOL_GYM_TOKEN_FILE="+tokenFile, "OTELCOL_GYM_STEP_TOKEN=step-token-42",
 			"OTELCOL_GYM_EVENTS_ENDPOINT=127.0.0.1:4999")
@@ -88,60 +90,60 @@ func TestPrintConfig(t *testing.T) {
 // the agent with the error: hence validate before reloading.
 func TestReloadBySIGHUP(t *testing.T) {
 	t.Parallel()
-	useCollector()
+	harness.UseCollector()
 	dir := t.TempDir()
-	first, second := newCtlSink(t), newCtlSink(t)
+	first, second := harness.NewOTLPSink(t), harness.NewOTLPSink(t)
 	site := filepath.Join(dir, "site.yaml")
 	writeSite := func(body string) { require.NoError(t, os.WriteFile(site, []byte(body), 0o600)) }
-	toSink := func(s *ctlSink) string {
+	toSink := func(s *harness.OTLPSink) string {
 		return "exporters:\n  otlp_http:\n    endpoint: " + s.URL() +
 			"\nservice:\n  pipelines:\n    metrics:\n      exporters: [otlp_http]\n"
 	}
 	writeSite(toSink(first))
-	gymPort := freePort(t)
+	gymPort := harness.Port(t)
 	// One collection per batch (agent.yaml batches for 1s): each export holds each total once.
 	agent := startDeployedConfigs(t, "agent", []string{"agent.yaml", site},
-		append(agentEnv(t, dir, "127.0.0.1:1", gymPort, fmt.Sprintf("127.0.0.1:%d", freePort(t))),
+		append(agentEnv(t, dir, "127.0.0.1:1", gymPort, fmt.Sprintf("127.0.0.1:%d", harness.Port(t))),
 			"OTELCOL_GYM_COLLECTION_INTERVAL=2s"))
 	events := fmt.Sprintf("http://127.0.0.1:%d/v1/events", gymPort)
-	status, body := post(t, http.DefaultClient, events, lines("reload", 0, 5, true), nil)
+	status, body := harness.Post(t, http.DefaultClient, events, lines("reload", 0, 5, true), nil)
 	require.Equal(t, http.StatusOK, status, body)
 	waitCompleted(t, first, "before the reload", service("reload"), 5)
 	before := completedStart(t, first)
 
 	writeSite(toSink(second))
-	require.NoError(t, agent.cmd.Process.Signal(syscall.SIGHUP))
+	require.NoError(t, agent.Cmd.Process.Signal(syscall.SIGHUP))
 	waitCompleted(t, second, "after the reload, the totals kept", service("reload"), 5)
 	assert.Equal(t, before, completedStart(t, second), "the same series: its start time is kept")
-	require.NoError(t, agent.waitReady(agent.healthURL, 60*time.Second))
-	status, body = post(t, http.DefaultClient, events, lines("reload", 5, 3, true), nil)
+	require.NoError(t, agent.WaitReady(agent.healthURL, 60*time.Second))
+	status, body = harness.Post(t, http.DefaultClient, events, lines("reload", 5, 3, true), nil)
 	require.Equal(t, http.StatusOK, status, body)
 	waitCompleted(t, second, "new events after the reload", service("reload"), 8)
 	// The agent's own metrics start again from zero: the 4 lines since the reload, not 10.
-	assert.Equal(t, 4.0, telemetryValue(t, agent.ports, "otelcol_receiver_gym_lines_accepted"))
-	assert.Equal(t, 5.0, latestCompleted(first.exports(), service("reload")), "the old sink got nothing new")
-	assert.False(t, agent.exited(), "one process throughout")
-	log := agent.logTail(1 << 20)
+	assert.Equal(t, 4.0, harness.TelemetryValue(t, agent.ports, "otelcol_receiver_gym_lines_accepted"))
+	assert.Equal(t, 5.0, latestCompleted(first.Exports(), service("reload")), "the old sink got nothing new")
+	assert.False(t, agent.Exited(), "one process throughout")
+	log := agent.LogTail(1 << 20)
 	assert.Contains(t, log, "Config updated, restart service")
 	assert.Equal(t, 2, strings.Count(log, "Everything is ready"), "started, then reloaded")
 
 	// A configuration that does not load: the reload stops the collector, with the error.
 	writeSite("exporters:\n  otlp_http:\n    endpoint: " + second.URL() + "\n    no_such_key: 1\n")
-	require.NoError(t, agent.cmd.Process.Signal(syscall.SIGHUP))
+	require.NoError(t, agent.Cmd.Process.Signal(syscall.SIGHUP))
 	select {
-	case <-agent.done:
+	case <-agent.Done():
 	case <-time.After(60 * time.Second):
-		t.Fatalf("the agent still runs after a reload with a configuration that does not load:\n%s", agent.logTail(4000))
+		t.Fatalf("the agent still runs after a reload with a configuration that does not load:\n%s", agent.LogTail(4000))
 	}
-	assert.Error(t, agent.err, "a non-zero exit status")
-	assert.Contains(t, agent.logTail(1<<16), "no_such_key")
+	assert.Error(t, agent.Err(), "a non-zero exit status")
+	assert.Contains(t, agent.LogTail(1<<16), "no_such_key")
 }
 
 // completedStart is the start time of gym.rollout.completed_total's points of service
 // "reload" in the sink's last export that has them (all of them share it).
-func completedStart(t *testing.T, s *ctlSink) pcommon.Timestamp {
+func completedStart(t *testing.T, s *harness.OTLPSink) pcommon.Timestamp {
 	t.Helper()
-	exports := s.exports()
+	exports := s.Exports()
 	for i := len(exports) - 1; i >= 0; i-- {
 		for _, rm := range exports[i].ResourceMetrics().All() {
 			if !service("reload")(rm.Resource().Attributes()) {

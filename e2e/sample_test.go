@@ -7,8 +7,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +18,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // TestSampleRun does what `make run` does, on free ports: the shipped default configuration,
@@ -29,10 +29,10 @@ import (
 // the rollouts and sandboxes the file gives each process.
 func TestSampleRun(t *testing.T) {
 	t.Parallel()
-	col, ports := startDefaultCollector(t)
+	col, ports := harness.StartDefaultCollector(t)
 
-	sample := filepath.Join(repoRoot, "testdata", "sample-run.jsonl")
-	out, err := exec.Command(gymeventsBin, "send", sample, "--endpoint", col.gymURL, "--batch", "37", "--quiet").CombinedOutput()
+	sample := filepath.Join(harness.Root, "testdata", "sample-run.jsonl")
+	out, err := exec.Command(gymeventsBin, "send", sample, "--endpoint", col.GymURL, "--batch", "37", "--quiet").CombinedOutput()
 	require.NoError(t, err, "gymevents send:\n%s", out)
 	lines := countLines(t, sample)
 	assert.Contains(t, string(out), fmt.Sprintf("%d lines in %d requests: accepted %d, rejected 0, unknown 0\n",
@@ -42,15 +42,15 @@ func TestSampleRun(t *testing.T) {
 	require.NotEmpty(t, wantRollouts)
 	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Prometheus)
 	var gotRollouts, gotSandboxes map[string]float64
-	err = eventually(30*time.Second, 300*time.Millisecond, func() error {
-		text, err := httpGet(metricsURL)
+	err = harness.Eventually(30*time.Second, 300*time.Millisecond, func() error {
+		text, err := harness.HTTPGet(metricsURL)
 		if err != nil {
 			return err
 		}
 		gotRollouts = sumByLabel(text, "gym_rollout_completed_total", "job")
 		gotSandboxes = sumByLabel(text, "gym_sandbox_active", "job")
 		if !equalVectors(gotRollouts, wantRollouts) || !equalVectors(gotSandboxes, wantSandboxes) {
-			return errNotYet
+			return harness.ErrNotYet
 		}
 		return nil
 	})
@@ -99,31 +99,15 @@ func expectedPerProcess(t *testing.T, path string) (rollouts, sandboxes map[stri
 	return rollouts, sandboxes
 }
 
-func httpGet(url string) (string, error) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return string(data), nil
-}
-
 // sumByLabel sums the samples of one metric in the Prometheus text format by one label,
-// keyed like promQuery: {label="value"}.
+// keyed like harness.PromQuery: {label="value"}.
 func sumByLabel(text, metric, label string) map[string]float64 {
 	out := map[string]float64{}
 	for _, line := range strings.Split(text, "\n") {
 		if !strings.HasPrefix(line, metric+"{") && !strings.HasPrefix(line, metric+" ") {
 			continue
 		}
-		labels, value := parseSample(line[len(metric):])
+		labels, value := harness.ParseSample(line[len(metric):])
 		v, err := strconv.ParseFloat(value, 64)
 		if err != nil {
 			continue
@@ -133,52 +117,12 @@ func sumByLabel(text, metric, label string) map[string]float64 {
 	return out
 }
 
-// parseSample reads `{a="x",b="y\"z"} 12.5` (optionally followed by a timestamp).
-func parseSample(s string) (map[string]string, string) {
-	labels := map[string]string{}
-	if strings.HasPrefix(s, "{") {
-		s = s[1:]
-		for len(s) > 0 && s[0] != '}' {
-			eq := strings.Index(s, "=\"")
-			if eq < 0 {
-				break
-			}
-			name := s[:eq]
-			s = s[eq+2:]
-			var val strings.Builder
-			for len(s) > 0 && s[0] != '"' {
-				if s[0] == '\\' && len(s) > 1 {
-					switch s[1] {
-					case 'n':
-						val.WriteByte('\n')
-					default:
-						val.WriteByte(s[1])
-					}
-					s = s[2:]
-					continue
-				}
-				val.WriteByte(s[0])
-				s = s[1:]
-			}
-			labels[name] = val.String()
-			s = strings.TrimPrefix(s, "\"")
-			s = strings.TrimPrefix(s, ",")
-		}
-		s = strings.TrimPrefix(s, "}")
-	}
-	fields := strings.Fields(s)
-	if len(fields) == 0 {
-		return labels, ""
-	}
-	return labels, fields[0]
-}
-
 // TestREADMEPython runs the README's Python example (the otelcol_gym package, from python/)
 // against a collector, with a recorder call after it; skipped where python3 is missing.
 func TestREADMEPython(t *testing.T) {
 	t.Parallel()
-	python := pythonOrSkip(t)
-	data, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	python := harness.Python(t)
+	data, err := os.ReadFile(filepath.Join(harness.Root, "README.md"))
 	require.NoError(t, err)
 	_, rest, ok := strings.Cut(string(data), "```python\n")
 	require.True(t, ok, "README.md has no python block")
@@ -186,7 +130,7 @@ func TestREADMEPython(t *testing.T) {
 	require.True(t, ok)
 	require.Contains(t, snippet, "from otelcol_gym")
 
-	col, _ := startDefaultCollector(t)
+	col, _ := harness.StartDefaultCollector(t)
 	snippet += `
 import json, otelcol_gym
 gym_metrics.record_rollout_completed("scored", "math")
@@ -195,7 +139,7 @@ assert otelcol_gym.flush(20)
 print(json.dumps(otelcol_gym.stats()))
 `
 	cmd := exec.Command(python, "-c", snippet)
-	cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(repoRoot, "python"), "OTELCOL_GYM_ENDPOINT="+col.gymURL)
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(harness.Root, "python"), "OTELCOL_GYM_ENDPOINT="+col.GymURL)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "python3:\n%s", out)
 	var st map[string]int

@@ -17,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // The launcher's steps side by side on one node, its end-of-step summary and exit status, its
@@ -64,11 +66,11 @@ sys.exit(int(os.environ.get("TASK_EXIT", "0")))
 
 // slurmStepEnv is the environment of the tasks of one fake job step on one node, with more
 // appended (a later entry wins). The launcher picks the agent's ports, in a range of its own
-// so that they never meet freePort's.
+// so that they never meet harness.Port's.
 func slurmStepEnv(job int, dir string, more ...string) []string {
 	return append([]string{
 		fmt.Sprintf("SLURM_JOB_ID=%d", job), "SLURM_STEP_ID=0", "SLURM_NODEID=0",
-		"OTELCOL_GYM_BIN=" + collectorBin,
+		"OTELCOL_GYM_BIN=" + harness.Bin,
 		"OTELCOL_GYM_RUN_DIR=" + filepath.Join(dir, "run"),
 		"OTELCOL_GYM_PORT_RANGE=32000-32767",
 		// Only the final export, at the step's end, can deliver.
@@ -76,6 +78,14 @@ func slurmStepEnv(job int, dir string, more ...string) []string {
 		"OTELCOL_GYM_PROCESS_STATS=false",
 		"TASK_OUT=" + dir,
 	}, more...)
+}
+
+// slurmTaskDir is python3, a directory of the test's and the Slurm task script written in it.
+func slurmTaskDir(t *testing.T) (python, dir, script string) {
+	t.Helper()
+	python = harness.Python(t)
+	dir = t.TempDir()
+	return python, dir, writeSlurmTask(t, dir)
 }
 
 // writeSlurmTask writes slurmJobTask into dir and returns its path.
@@ -88,33 +98,33 @@ func writeSlurmTask(t *testing.T, dir string) string {
 
 // startSlurmTasks starts every task of a step on one node at once through the launcher: task
 // i (SLURM_LOCALID=i) sends counts[i] rollouts, followed by args.
-func startSlurmTasks(t *testing.T, name string, env []string, python, script string, counts []int, args ...string) []*process {
+func startSlurmTasks(t *testing.T, name string, env []string, python, script string, counts []int, args ...string) []*harness.Process {
 	t.Helper()
-	useCollector()
-	launcher := filepath.Join(repoRoot, "deploy", "slurm", "otelcol-gym-slurm")
-	var tasks []*process
+	harness.UseCollector()
+	launcher := filepath.Join(harness.Root, "deploy", "slurm", "otelcol-gym-slurm")
+	var tasks []*harness.Process
 	for rank, n := range counts {
 		taskEnv := append([]string{fmt.Sprintf("SLURM_LOCALID=%d", rank), fmt.Sprintf("SLURM_PROCID=%d", rank),
 			fmt.Sprintf("SLURM_STEP_TASKS_PER_NODE=%d", len(counts))}, env...)
-		tasks = append(tasks, startProcessEnv(t, fmt.Sprintf("%s-task-%d", name, rank), taskEnv,
+		tasks = append(tasks, harness.StartProcessEnv(t, fmt.Sprintf("%s-task-%d", name, rank), taskEnv,
 			append([]string{"bash", launcher, python, script, strconv.Itoa(n)}, args...)...))
 	}
 	return tasks
 }
 
 // exitCode waits for a task and returns its exit status.
-func exitCode(t *testing.T, p *process) int {
+func exitCode(t *testing.T, p *harness.Process) int {
 	t.Helper()
 	select {
-	case <-p.done:
+	case <-p.Done():
 	case <-time.After(120 * time.Second):
-		t.Fatalf("%s did not finish:\n%s", p.name, p.logTail(8000))
+		t.Fatalf("%s did not finish:\n%s", p.Name, p.LogTail(8000))
 	}
 	var exit *exec.ExitError
-	if errors.As(p.err, &exit) {
+	if errors.As(p.Err(), &exit) {
 		return exit.ExitCode()
 	}
-	require.NoError(t, p.err, p.name)
+	require.NoError(t, p.Err(), p.Name)
 	return 0
 }
 
@@ -130,11 +140,11 @@ type stepSummary struct {
 	verdict                                  string
 }
 
-func summaryOf(t *testing.T, p *process) stepSummary {
+func summaryOf(t *testing.T, p *harness.Process) stepSummary {
 	t.Helper()
-	out := p.logTail(1 << 16)
+	out := p.LogTail(1 << 16)
 	all := summaryRe.FindAllStringSubmatch(out, -1)
-	require.Len(t, all, 1, "one summary in the output of %s:\n%s", p.name, out)
+	require.Len(t, all, 1, "one summary in the output of %s:\n%s", p.Name, out)
 	m := all[0]
 	n := func(i int) int { v, _ := strconv.Atoi(m[i]); return v }
 	return stepSummary{where: m[1], received: n(2), sent: n(3), failed: n(4), unqueued: n(5), left: n(6), ref: n(7),
@@ -161,20 +171,13 @@ func taskEndpoint(t *testing.T, dir string, job, rank int) string {
 // Prometheus holds every task's total exactly once both launchers have returned.
 func TestSlurmTwoJobsOneNode(t *testing.T) {
 	t.Parallel()
-	python := pythonOrSkip(t)
-	prom := startRemoteWritePrometheus(t)
-	gwPort := freePort(t)
-	startDeployed(t, "gateway", "gateway.yaml", []string{
-		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", gwPort),
-		"OTELCOL_GYM_REMOTE_WRITE_URL=" + prom + "/api/v1/write",
-	})
-	dir := t.TempDir()
-	script := writeSlurmTask(t, dir)
+	python, dir, script := slurmTaskDir(t)
+	prom, gwPort := startGatewayToPrometheus(t)
 	jobs := []struct {
 		id     int
 		counts []int
 	}{{5101, []int{7, 11}}, {5102, []int{13, 17}}}
-	tasks := map[int][]*process{}
+	tasks := map[int][]*harness.Process{}
 	for _, j := range jobs {
 		jobDir := filepath.Join(dir, strconv.Itoa(j.id))
 		require.NoError(t, os.Mkdir(jobDir, 0o700))
@@ -186,15 +189,15 @@ func TestSlurmTwoJobsOneNode(t *testing.T) {
 	for _, j := range jobs {
 		jobDir := filepath.Join(dir, strconv.Itoa(j.id))
 		for _, p := range tasks[j.id] {
-			require.Equal(t, 0, exitCode(t, p), "%s:\n%s", p.name, p.logTail(8000))
-			assert.NotContains(t, p.logTail(1<<16), "running without it", p.name)
+			require.Equal(t, 0, exitCode(t, p), "%s:\n%s", p.Name, p.LogTail(8000))
+			assert.NotContains(t, p.LogTail(1<<16), "running without it", p.Name)
 		}
 		s := summaryOf(t, tasks[j.id][0])
 		assert.Equal(t, "nothing lost", s.verdict, "job %d", j.id)
 		assert.Equal(t, s.received, s.sent, "job %d: every point received was sent", j.id)
 		assert.Positive(t, s.sent, "job %d", j.id)
 
-		got, err := promQuery(prom, fmt.Sprintf(`sum by (instance) (gym_rollout_completed_total{nemo_run_id="e2e-slurm-%d"})`, j.id))
+		got, err := harness.PromQuery(prom, fmt.Sprintf(`sum by (instance) (gym_rollout_completed_total{nemo_run_id="e2e-slurm-%d"})`, j.id))
 		require.NoError(t, err)
 		want := map[string]float64{}
 		for rank, n := range j.counts {
@@ -221,13 +224,13 @@ func TestSlurmTwoJobsOneNode(t *testing.T) {
 // wins. Loss comes from TLS toward a plaintext gateway, and from a gateway that is down.
 func TestSlurmLossIsLoud(t *testing.T) {
 	t.Parallel()
-	python := pythonOrSkip(t)
-	gwPort := freePort(t)
+	python := harness.Python(t)
+	gwPort := harness.Port(t)
 	startDeployed(t, "gateway", "gateway.yaml", []string{
 		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", gwPort),
-		fmt.Sprintf("OTELCOL_GYM_REMOTE_WRITE_URL=http://127.0.0.1:%d/api/v1/write", freePort(t)),
+		fmt.Sprintf("OTELCOL_GYM_REMOTE_WRITE_URL=http://127.0.0.1:%d/api/v1/write", harness.Port(t)),
 	})
-	down := freePort(t) // nothing listens there
+	down := harness.Port(t) // nothing listens there
 	dir := t.TempDir()
 	script := writeSlurmTask(t, dir)
 	cases := []struct {
@@ -243,7 +246,7 @@ func TestSlurmLossIsLoud(t *testing.T) {
 		{"the gateway down and the job failing", []string{fmt.Sprintf("OTELCOL_GYM_GATEWAY_ENDPOINT=127.0.0.1:%d", down),
 			"TASK_EXIT=3"}, 3},
 	}
-	tasks := make([]*process, len(cases))
+	tasks := make([]*harness.Process, len(cases))
 	for i, c := range cases {
 		caseDir := filepath.Join(dir, strconv.Itoa(i))
 		require.NoError(t, os.Mkdir(caseDir, 0o700))
@@ -252,21 +255,21 @@ func TestSlurmLossIsLoud(t *testing.T) {
 	}
 	for i, c := range cases {
 		p := tasks[i]
-		assert.Equal(t, c.wantExit, exitCode(t, p), "%s:\n%s", c.name, p.logTail(8000))
+		assert.Equal(t, c.wantExit, exitCode(t, p), "%s:\n%s", c.name, p.LogTail(8000))
 		s := summaryOf(t, p)
 		assert.True(t, strings.HasPrefix(s.verdict, "LOST"), "%s: %q", c.name, s.verdict)
 		assert.Positive(t, s.received, c.name)
 		assert.Equal(t, 0, s.sent, c.name)
 		assert.Equal(t, s.received, s.failed, "%s: every point received failed to send", c.name)
 		if c.wantExit == 75 {
-			assert.Contains(t, p.logTail(1<<16), "exiting 75", c.name)
+			assert.Contains(t, p.LogTail(1<<16), "exiting 75", c.name)
 		}
 		assert.NoDirExists(t, filepath.Join(dir, strconv.Itoa(i), "run"), "%s: the step's directory is removed", c.name)
 	}
 
 	// A setting it cannot read stops the launcher before the job, with a clear error.
 	for _, bad := range []string{"OTELCOL_GYM_FAIL_ON_LOSS=maybe", "OTELCOL_GYM_EXPORT_TO=kafka", "OTELCOL_GYM_KEEP_RUN_DIR=2"} {
-		cmd := exec.Command("bash", filepath.Join(repoRoot, "deploy", "slurm", "otelcol-gym-slurm"), python, script, "0")
+		cmd := exec.Command("bash", filepath.Join(harness.Root, "deploy", "slurm", "otelcol-gym-slurm"), python, script, "0")
 		cmd.Env = append(append(os.Environ(), slurmStepEnv(5299, dir)...), "SLURM_LOCALID=0", bad)
 		out, err := cmd.CombinedOutput()
 		var exit *exec.ExitError
@@ -284,21 +287,19 @@ func TestSlurmLossIsLoud(t *testing.T) {
 // with the token and nothing rejected, beside them, is delivered whole.
 func TestSlurmRefusalsAreLoud(t *testing.T) {
 	t.Parallel()
-	python := pythonOrSkip(t)
-	sink := newCtlSink(t)
-	dir := t.TempDir()
-	script := writeSlurmTask(t, dir)
+	python, dir, script := slurmTaskDir(t)
+	sink := harness.NewOTLPSink(t)
 	const job = 5801
 	tasks := startSlurmTasks(t, "refused", slurmStepEnv(job, dir,
 		"OTELCOL_GYM_EXPORT_TO=otlp", "OTELCOL_GYM_EXPORT_OTLP_ENDPOINT="+sink.URL(),
 		"TASK_NO_TOKEN_RANK=1", "TASK_BAD_LINE_RANK=2"), python, script, []int{5, 4, 6})
 	// The other tasks' own work succeeded: their exit status is their command's.
 	for _, p := range tasks[1:] {
-		require.Equal(t, 0, exitCode(t, p), "%s:\n%s", p.name, p.logTail(8000))
+		require.Equal(t, 0, exitCode(t, p), "%s:\n%s", p.Name, p.LogTail(8000))
 	}
 	first := tasks[0]
-	require.Equal(t, 75, exitCode(t, first), first.logTail(8000))
-	out := first.logTail(1 << 16)
+	require.Equal(t, 75, exitCode(t, first), first.LogTail(8000))
+	out := first.LogTail(1 << 16)
 	assert.Contains(t, out, "exiting 75")
 	s := summaryOf(t, first)
 	assert.Equal(t, 3, s.auth, "the three requests without the token: %+v", s)
@@ -310,11 +311,11 @@ func TestSlurmRefusalsAreLoud(t *testing.T) {
 	assert.Equal(t, "LOST: 3 requests refused by authentication (sent without the step's token),1 event lines rejected", s.verdict)
 	// The end of the agent's log follows, with the refusals' peer.
 	assert.Contains(t, out, "bearertokenauth: a request was refused")
-	assert.Equal(t, 5.0, latestCompleted(sink.exports(), attrIs("service.instance.id", fmt.Sprintf("job-%d-task-0", job))))
-	assert.Equal(t, 6.0, latestCompleted(sink.exports(), attrIs("service.instance.id", fmt.Sprintf("job-%d-task-2", job))))
-	assert.Equal(t, -1.0, latestCompleted(sink.exports(), attrIs("service.instance.id", fmt.Sprintf("job-%d-task-1", job))),
+	assert.Equal(t, 5.0, latestCompleted(sink.Exports(), attrIs("service.instance.id", fmt.Sprintf("job-%d-task-0", job))))
+	assert.Equal(t, 6.0, latestCompleted(sink.Exports(), attrIs("service.instance.id", fmt.Sprintf("job-%d-task-2", job))))
+	assert.Equal(t, -1.0, latestCompleted(sink.Exports(), attrIs("service.instance.id", fmt.Sprintf("job-%d-task-1", job))),
 		"nothing of the task without the token")
-	assert.Empty(t, sink.errors())
+	assert.Empty(t, sink.Errors())
 }
 
 // TestSlurmDirectRemoteWrite: OTELCOL_GYM_EXPORT_TO=remote_write, no gateway: each step's
@@ -322,21 +323,19 @@ func TestSlurmRefusalsAreLoud(t *testing.T) {
 // total right after the step, with the gateway's labels.
 func TestSlurmDirectRemoteWrite(t *testing.T) {
 	t.Parallel()
-	python := pythonOrSkip(t)
-	prom := startRemoteWritePrometheus(t)
-	dir := t.TempDir()
-	script := writeSlurmTask(t, dir)
+	python, dir, script := slurmTaskDir(t)
+	prom := harness.StartRemoteWritePrometheus(t)
 	const job = 5301
 	tasks := startSlurmTasks(t, "direct-rw", slurmStepEnv(job, dir,
 		"OTELCOL_GYM_EXPORT_TO=remote_write", "OTELCOL_GYM_REMOTE_WRITE_URL="+prom+"/api/v1/write",
 		"OTELCOL_GYM_NODE_NAME=direct-node"), python, script, []int{9, 4})
 	for _, p := range tasks {
-		require.Equal(t, 0, exitCode(t, p), "%s:\n%s", p.name, p.logTail(8000))
+		require.Equal(t, 0, exitCode(t, p), "%s:\n%s", p.Name, p.LogTail(8000))
 	}
 	s := summaryOf(t, tasks[0])
 	assert.Equal(t, "nothing lost", s.verdict)
 	assert.Contains(t, s.where, "export to remote_write")
-	got, err := promQuery(prom, fmt.Sprintf(`sum by (instance, host_name) (gym_rollout_completed_total{nemo_run_id="e2e-slurm-%d"})`, job))
+	got, err := harness.PromQuery(prom, fmt.Sprintf(`sum by (instance, host_name) (gym_rollout_completed_total{nemo_run_id="e2e-slurm-%d"})`, job))
 	require.NoError(t, err)
 	assert.Equal(t, map[string]float64{
 		fmt.Sprintf(`{host_name="direct-node",instance="job-%d-task-0"}`, job): 9,
@@ -349,58 +348,56 @@ func TestSlurmDirectRemoteWrite(t *testing.T) {
 // gone then.
 func TestSlurmDirectOTLP(t *testing.T) {
 	t.Parallel()
-	python := pythonOrSkip(t)
-	sink := newCtlSink(t)
-	dir := t.TempDir()
-	script := writeSlurmTask(t, dir)
+	python, dir, script := slurmTaskDir(t)
+	sink := harness.NewOTLPSink(t)
 	const job = 5401
 	counts := []int{6, 15, 2}
 	tasks := startSlurmTasks(t, "direct-otlp", slurmStepEnv(job, dir,
 		"OTELCOL_GYM_EXPORT_TO=otlp", "OTELCOL_GYM_EXPORT_OTLP_ENDPOINT="+sink.URL()), python, script, counts)
 	for _, p := range tasks {
-		require.Equal(t, 0, exitCode(t, p), "%s:\n%s", p.name, p.logTail(8000))
+		require.Equal(t, 0, exitCode(t, p), "%s:\n%s", p.Name, p.LogTail(8000))
 	}
 	s := summaryOf(t, tasks[0])
 	assert.Equal(t, "nothing lost", s.verdict)
 	assert.Contains(t, s.where, "export to otlp")
 	for rank, n := range counts {
 		instance := fmt.Sprintf("job-%d-task-%d", job, rank)
-		assert.Equal(t, float64(n), latestCompleted(sink.exports(), attrIs("service.instance.id", instance)), instance)
+		assert.Equal(t, float64(n), latestCompleted(sink.Exports(), attrIs("service.instance.id", instance)), instance)
 	}
-	assert.Empty(t, sink.errors())
+	assert.Empty(t, sink.Errors())
 	assert.NoDirExists(t, filepath.Join(dir, "run"), "the step's directory is removed at its end")
 }
 
 // startGatewayToSink starts deploy/gateway.yaml, with more --config flags, exporting to the
 // test's sink instead of a remote-write backend, and returns its OTLP gRPC port.
-func startGatewayToSink(t *testing.T, sink *ctlSink, configs ...string) int {
+func startGatewayToSink(t *testing.T, sink *harness.OTLPSink, configs ...string) int {
 	t.Helper()
-	useCollector()
-	gwPort, health := freePort(t), freePort(t)
-	args := append([]string{collectorBin, "--config", filepath.Join(repoRoot, "deploy", "gateway.yaml")}, configs...)
-	gw := startProcessEnv(t, "gateway", []string{
+	harness.UseCollector()
+	gwPort, health := harness.Port(t), harness.Port(t)
+	args := append([]string{harness.Bin, "--config", filepath.Join(harness.Root, "deploy", "gateway.yaml")}, configs...)
+	gw := harness.StartProcessEnv(t, "gateway", []string{
 		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", gwPort),
-		fmt.Sprintf("OTELCOL_GYM_OTLP_HTTP_ENDPOINT=127.0.0.1:%d", freePort(t)),
+		fmt.Sprintf("OTELCOL_GYM_OTLP_HTTP_ENDPOINT=127.0.0.1:%d", harness.Port(t)),
 		fmt.Sprintf("OTELCOL_GYM_HEALTH_ENDPOINT=127.0.0.1:%d", health),
-		fmt.Sprintf("OTELCOL_GYM_ZPAGES_ENDPOINT=127.0.0.1:%d", freePort(t)),
-		fmt.Sprintf("OTELCOL_GYM_TELEMETRY_PORT=%d", freePort(t)),
+		fmt.Sprintf("OTELCOL_GYM_ZPAGES_ENDPOINT=127.0.0.1:%d", harness.Port(t)),
+		fmt.Sprintf("OTELCOL_GYM_TELEMETRY_PORT=%d", harness.Port(t)),
 	}, append(args,
 		"--config", "yaml:exporters::otlp_http::endpoint: "+sink.URL(),
 		"--config", "yaml:service::pipelines::metrics::exporters: [otlp_http]")...)
-	require.NoError(t, gw.waitReady(fmt.Sprintf("http://127.0.0.1:%d/", health), 60*time.Second))
+	require.NoError(t, gw.WaitReady(fmt.Sprintf("http://127.0.0.1:%d/", health), 60*time.Second))
 	return gwPort
 }
 
-// slurmFixedPorts fixes every endpoint of an agent to a port of freePort's, as a site that
+// slurmFixedPorts fixes every endpoint of an agent to a port of harness.Port's, as a site that
 // needs known ports would.
 func slurmFixedPorts(t *testing.T) []string {
 	return []string{
-		fmt.Sprintf("OTELCOL_GYM_EVENTS_ENDPOINT=127.0.0.1:%d", freePort(t)),
-		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", freePort(t)),
-		fmt.Sprintf("OTELCOL_GYM_OTLP_HTTP_ENDPOINT=127.0.0.1:%d", freePort(t)),
-		fmt.Sprintf("OTELCOL_GYM_HEALTH_ENDPOINT=127.0.0.1:%d", freePort(t)),
-		fmt.Sprintf("OTELCOL_GYM_ZPAGES_ENDPOINT=127.0.0.1:%d", freePort(t)),
-		fmt.Sprintf("OTELCOL_GYM_TELEMETRY_PORT=%d", freePort(t)),
+		fmt.Sprintf("OTELCOL_GYM_EVENTS_ENDPOINT=127.0.0.1:%d", harness.Port(t)),
+		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", harness.Port(t)),
+		fmt.Sprintf("OTELCOL_GYM_OTLP_HTTP_ENDPOINT=127.0.0.1:%d", harness.Port(t)),
+		fmt.Sprintf("OTELCOL_GYM_HEALTH_ENDPOINT=127.0.0.1:%d", harness.Port(t)),
+		fmt.Sprintf("OTELCOL_GYM_ZPAGES_ENDPOINT=127.0.0.1:%d", harness.Port(t)),
+		fmt.Sprintf("OTELCOL_GYM_TELEMETRY_PORT=%d", harness.Port(t)),
 	}
 }
 
@@ -425,22 +422,15 @@ func writeRunFiles(t *testing.T, dir, stem, runID string, rows int) string {
 // The endpoints are fixed here (OTELCOL_GYM_*_ENDPOINT), which the launcher honours.
 func TestSlurmRunFiles(t *testing.T) {
 	t.Parallel()
-	python := pythonOrSkip(t)
-	prom := startRemoteWritePrometheus(t)
-	gwPort := freePort(t)
-	startDeployed(t, "gateway", "gateway.yaml", []string{
-		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", gwPort),
-		"OTELCOL_GYM_REMOTE_WRITE_URL=" + prom + "/api/v1/write",
-	})
-	dir := t.TempDir()
-	script := writeSlurmTask(t, dir)
+	python, dir, script := slurmTaskDir(t)
+	prom, gwPort := startGatewayToPrometheus(t)
 	results := filepath.Join(dir, "shared", "results")
 	writeRunFiles(t, results, "eval", "slurm-results-dir", 5)
 	output := writeRunFiles(t, filepath.Join(dir, "shared", "other"), "math", "slurm-output", 3)
 	gateway := []string{fmt.Sprintf("OTELCOL_GYM_GATEWAY_ENDPOINT=127.0.0.1:%d", gwPort), "OTELCOL_GYM_GATEWAY_INSECURE=true"}
 
 	// One step on two nodes, both told where the results are.
-	var tasks []*process
+	var tasks []*harness.Process
 	for node := range 2 {
 		nodeDir := filepath.Join(dir, fmt.Sprintf("node-%d", node))
 		require.NoError(t, os.Mkdir(nodeDir, 0o700))
@@ -455,10 +445,10 @@ func TestSlurmRunFiles(t *testing.T) {
 	tasks = append(tasks, startSlurmTasks(t, "output", slurmStepEnv(5502, otherDir, append(append(gateway, slurmFixedPorts(t)...),
 		"OTELCOL_GYM_NODE_NAME=output-node")...), python, script, []int{1}, "--output", output)...)
 	for _, p := range tasks {
-		require.Equal(t, 0, exitCode(t, p), "%s:\n%s", p.name, p.logTail(8000))
-		assert.Equal(t, "nothing lost", summaryOf(t, p).verdict, p.name)
+		require.Equal(t, 0, exitCode(t, p), "%s:\n%s", p.Name, p.LogTail(8000))
+		assert.Equal(t, "nothing lost", summaryOf(t, p).verdict, p.Name)
 	}
-	got, err := promQuery(prom, `sum by (host_name, nemo_run_id) (gym_rollout_completed_total{job="nemo-gym/rollout_collection"})`)
+	got, err := harness.PromQuery(prom, `sum by (host_name, nemo_run_id) (gym_rollout_completed_total{job="nemo-gym/rollout_collection"})`)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]float64{
 		`{host_name="node-0",nemo_run_id="slurm-results-dir"}`: 5,
@@ -472,11 +462,11 @@ func TestSlurmRunFiles(t *testing.T) {
 // toward that gateway loses its data, loudly.
 func TestSlurmGatewayTLS(t *testing.T) {
 	t.Parallel()
-	python := pythonOrSkip(t)
-	useCollector()
+	python := harness.Python(t)
+	harness.UseCollector()
 	dir := t.TempDir()
 	cert, key, _ := selfSignedCert(t, dir)
-	sink := newCtlSink(t)
+	sink := harness.NewOTLPSink(t)
 	gwPort := startGatewayToSink(t, sink,
 		"--config", "yaml:receivers::otlp::protocols::grpc::tls::cert_file: "+cert,
 		"--config", "yaml:receivers::otlp::protocols::grpc::tls::key_file: "+key)
@@ -490,14 +480,14 @@ func TestSlurmGatewayTLS(t *testing.T) {
 		python, script, []int{8})[0]
 	plain := startSlurmTasks(t, "plain", slurmStepEnv(5602, plainDir, endpoint), python, script, []int{4})[0]
 
-	require.Equal(t, 0, exitCode(t, withCA), withCA.logTail(8000))
+	require.Equal(t, 0, exitCode(t, withCA), withCA.LogTail(8000))
 	assert.Equal(t, "nothing lost", summaryOf(t, withCA).verdict)
-	assert.Equal(t, 8.0, latestCompleted(sink.exports(), attrIs("service.instance.id", "job-5601-task-0")))
+	assert.Equal(t, 8.0, latestCompleted(sink.Exports(), attrIs("service.instance.id", "job-5601-task-0")))
 
-	assert.Equal(t, 75, exitCode(t, plain), plain.logTail(8000))
+	assert.Equal(t, 75, exitCode(t, plain), plain.LogTail(8000))
 	s := summaryOf(t, plain)
 	assert.True(t, strings.HasPrefix(s.verdict, "LOST"), s.verdict)
 	assert.Equal(t, s.received, s.failed)
-	assert.Equal(t, -1.0, latestCompleted(sink.exports(), attrIs("service.instance.id", "job-5602-task-0")))
-	assert.Empty(t, sink.errors())
+	assert.Equal(t, -1.0, latestCompleted(sink.Exports(), attrIs("service.instance.id", "job-5602-task-0")))
+	assert.Empty(t, sink.Errors())
 }

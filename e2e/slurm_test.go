@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // slurmTask is a job step's task: a Python process that sends its rollouts to the endpoint
@@ -48,45 +50,40 @@ assert ans["accepted"] == n + 1, ans
 // exactly, once the launcher has returned.
 func TestSlurmLauncher(t *testing.T) {
 	t.Parallel()
-	python := pythonOrSkip(t)
-	prom := startRemoteWritePrometheus(t)
-	gwPort := freePort(t)
-	startDeployed(t, "gateway", "gateway.yaml", []string{
-		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", gwPort),
-		"OTELCOL_GYM_REMOTE_WRITE_URL=" + prom + "/api/v1/write",
-	})
+	python := harness.Python(t)
+	prom, gwPort := startGatewayToPrometheus(t)
 
 	dir := t.TempDir()
 	script := filepath.Join(dir, "task.py")
 	require.NoError(t, os.WriteFile(script, []byte(slurmTask), 0o600))
-	launcher := filepath.Join(repoRoot, "deploy", "slurm", "otelcol-gym-slurm")
-	health := freePort(t)
+	launcher := filepath.Join(harness.Root, "deploy", "slurm", "otelcol-gym-slurm")
+	health := harness.Port(t)
 	env := []string{
 		"SLURM_JOB_ID=4242", "SLURM_STEP_ID=0", "SLURM_NODEID=1", "SLURM_STEP_TASKS_PER_NODE=2,3(x2)",
-		"OTELCOL_GYM_BIN=" + collectorBin,
+		"OTELCOL_GYM_BIN=" + harness.Bin,
 		"OTELCOL_GYM_RUN_DIR=" + filepath.Join(dir, "run"),
 		fmt.Sprintf("OTELCOL_GYM_GATEWAY_ENDPOINT=127.0.0.1:%d", gwPort),
 		"OTELCOL_GYM_GATEWAY_INSECURE=true",
 		"OTELCOL_GYM_COLLECTION_INTERVAL=4m",
 		"OTELCOL_GYM_PROCESS_STATS=false",
 		"OTELCOL_GYM_EVENT_FILES=" + filepath.Join(dir, "files", "*.events.jsonl"),
-		fmt.Sprintf("OTELCOL_GYM_EVENTS_ENDPOINT=127.0.0.1:%d", freePort(t)),
-		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", freePort(t)),
-		fmt.Sprintf("OTELCOL_GYM_OTLP_HTTP_ENDPOINT=127.0.0.1:%d", freePort(t)),
+		fmt.Sprintf("OTELCOL_GYM_EVENTS_ENDPOINT=127.0.0.1:%d", harness.Port(t)),
+		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", harness.Port(t)),
+		fmt.Sprintf("OTELCOL_GYM_OTLP_HTTP_ENDPOINT=127.0.0.1:%d", harness.Port(t)),
 		fmt.Sprintf("OTELCOL_GYM_HEALTH_ENDPOINT=127.0.0.1:%d", health),
-		fmt.Sprintf("OTELCOL_GYM_ZPAGES_ENDPOINT=127.0.0.1:%d", freePort(t)),
-		fmt.Sprintf("OTELCOL_GYM_TELEMETRY_PORT=%d", freePort(t)),
+		fmt.Sprintf("OTELCOL_GYM_ZPAGES_ENDPOINT=127.0.0.1:%d", harness.Port(t)),
+		fmt.Sprintf("OTELCOL_GYM_TELEMETRY_PORT=%d", harness.Port(t)),
 		"TASK_OUT=" + dir,
 		// The agent's log is read below.
 		"OTELCOL_GYM_KEEP_RUN_DIR=1",
 	}
 	// Node 1 of "2,3(x2)" runs 3 tasks: the first task waits for all three before stopping the agent.
 	sent := map[string]int{}
-	var tasks []*process
+	var tasks []*harness.Process
 	for rank := range 3 {
 		n := 10*rank + 7
 		sent[fmt.Sprintf("slurm-task-%d", rank)] = n
-		tasks = append(tasks, startProcessEnv(t, fmt.Sprintf("task-%d", rank),
+		tasks = append(tasks, harness.StartProcessEnv(t, fmt.Sprintf("task-%d", rank),
 			append([]string{fmt.Sprintf("SLURM_LOCALID=%d", rank), fmt.Sprintf("SLURM_PROCID=%d", 3+rank)}, env...),
 			"bash", launcher, python, script, fmt.Sprint(n)))
 		if rank == 0 {
@@ -95,20 +92,20 @@ func TestSlurmLauncher(t *testing.T) {
 	}
 	for _, p := range tasks {
 		select {
-		case <-p.done:
-			require.NoError(t, p.err, "%s:\n%s", p.name, p.logTail(4000))
+		case <-p.Done():
+			require.NoError(t, p.Err(), "%s:\n%s", p.Name, p.LogTail(4000))
 		case <-time.After(90 * time.Second):
-			t.Fatalf("%s did not finish:\n%s", p.name, p.logTail(4000))
+			t.Fatalf("%s did not finish:\n%s", p.Name, p.LogTail(4000))
 		}
 	}
 	// The agent is gone, and what it collected reached Prometheus before the launcher returned.
-	_, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/", health))
+	_, err := harness.HTTPGet(fmt.Sprintf("http://127.0.0.1:%d/", health))
 	assert.Error(t, err, "the agent still answers after the launcher returned")
 	log, err := os.ReadFile(filepath.Join(dir, "run", "agent.log"))
 	require.NoError(t, err)
 	assert.Equal(t, 1, strings.Count(string(log), "Everything is ready"), "one agent on the node:\n%s", log)
-	assert.Contains(t, tasks[0].logTail(1<<16), "nothing lost", "the first task's summary")
-	got, err := promQuery(prom, `sum by (instance) (gym_rollout_completed_total{nemo_run_id="e2e-slurm"})`)
+	assert.Contains(t, tasks[0].LogTail(1<<16), "nothing lost", "the first task's summary")
+	got, err := harness.PromQuery(prom, `sum by (instance) (gym_rollout_completed_total{nemo_run_id="e2e-slurm"})`)
 	require.NoError(t, err)
 	want := map[string]float64{}
 	for k, v := range sent {
@@ -164,18 +161,4 @@ func replaceEnv(env []string, prefix, with string) []string {
 		out = append(out, e)
 	}
 	return out
-}
-
-// pythonOrSkip is python3's path. It is required in CI (.ci/run's machine has it); elsewhere a
-// test that needs it is skipped.
-func pythonOrSkip(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("python3")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("python3 is needed")
-		}
-		t.Skip("python3 is not installed")
-	}
-	return p
 }

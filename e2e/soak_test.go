@@ -3,14 +3,9 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"math"
-	"math/rand/v2"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // TestSoak (make soak; GYM_SOAK=1, SOAK_DURATION, default 5m): an accelerated day of one node
@@ -65,7 +62,7 @@ func TestSoak(t *testing.T) {
 	)
 	s := startSoak(t, maxResources, expireAfter)
 	t.Logf("soak: %s, restarts %s, max_resources %d, expire_after %s; agent log %s",
-		duration, schedule, maxResources, expireAfter, s.agent.logPath)
+		duration, schedule, maxResources, expireAfter, s.agent.LogPath)
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -96,13 +93,13 @@ func TestSoak(t *testing.T) {
 
 	sent := s.httpSent.Load() + s.fileSent.Load() + s.runSent.Load()
 	var got float64
-	err := eventually(2*time.Minute, time.Second, func() error {
+	err := harness.Eventually(2*time.Minute, time.Second, func() error {
 		var err error
 		if got, err = s.promTotal(`gym_rollout_completed_total{host_name="soak-node"}`); err != nil {
 			return err
 		}
 		if got != float64(sent) {
-			return errNotYet
+			return harness.ErrNotYet
 		}
 		return nil
 	})
@@ -157,8 +154,8 @@ func TestSoak(t *testing.T) {
 		assert.Zero(t, x.badLines, "at %s: lines rejected (but for too_many_resources) or unknown, rows rejected", x.at)
 	}
 	assert.Positive(t, s.refused.Load(), "the bursts reached max_resources: a resource line was refused")
-	assert.Zero(t, telemetryValue(t, s.agent.ports, "otelcol_exporter_send_failed_metric_points_total")+
-		telemetryValue(t, s.agent.ports, "otelcol_exporter_enqueue_failed_metric_points_total"),
+	assert.Zero(t, harness.TelemetryValue(t, s.agent.ports, "otelcol_exporter_send_failed_metric_points_total")+
+		harness.TelemetryValue(t, s.agent.ports, "otelcol_exporter_enqueue_failed_metric_points_total"),
 		"points the agent's exporter gave up on (its last life)")
 }
 
@@ -173,25 +170,6 @@ func soakEnvDuration(t *testing.T, name string, def time.Duration) time.Duration
 	require.Positive(t, d, "%s", name)
 	return d
 }
-
-// soakOverride is merged after deploy/agent.yaml: a short expiry (an accelerated day) with
-// gymattrs' series_idle_timeout scaled with it (twice expire_after, as the defaults are: left
-// at 10m, gymattrs holds every gone process for 10 minutes, and the live heap grows for that
-// long), a low max_resources that the bursts reach, and the pprof extension for the goroutine
-// count and the live heap.
-const soakOverride = `receivers:
-  gym:
-    expire_after: {{index .X "expire"}}
-    max_resources: {{index .X "max"}}
-processors:
-  gymattrs:
-    series_idle_timeout: {{index .X "idle"}}
-extensions:
-  pprof:
-    endpoint: 127.0.0.1:{{index .X "pprof"}}
-service:
-  extensions: [health_check, file_storage, zpages, pprof]
-`
 
 // soakRunsKept: finished runs whose files stay in the results directory; older ones are
 // removed once Prometheus holds them whole (results moved off the node).
@@ -235,22 +213,22 @@ type soakSample struct {
 
 func startSoak(t *testing.T, maxResources int, expire time.Duration) *soak {
 	t.Helper()
-	prometheusBinary(t)
-	prom := startRemoteWritePrometheus(t)
+	harness.PrometheusBinary(t)
+	prom := harness.StartRemoteWritePrometheus(t)
 	dir := t.TempDir()
-	s := &soak{t: t, prom: prom, dir: dir, logs: filepath.Join(dir, "gym"), results: filepath.Join(dir, "results"), pprof: freePort(t)}
+	s := &soak{t: t, prom: prom, dir: dir, logs: filepath.Join(dir, "gym"), results: filepath.Join(dir, "results"), pprof: harness.Port(t)}
 	require.NoError(t, os.MkdirAll(s.logs, 0o700))
 	require.NoError(t, os.MkdirAll(s.results, 0o700))
-	gwPort := freePort(t)
+	gwPort := harness.Port(t)
 	startDeployed(t, "gateway", "gateway.yaml", []string{
 		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", gwPort),
 		"OTELCOL_GYM_REMOTE_WRITE_URL=" + prom + "/api/v1/write",
 	})
 	override := filepath.Join(dir, "soak.yaml")
-	require.NoError(t, os.WriteFile(override, []byte(render(t, soakOverride, tmplData{X: map[string]any{
+	require.NoError(t, os.WriteFile(override, []byte(harness.Config(t, "soak-override.yaml", harness.Data{X: map[string]any{
 		"expire": expire, "idle": 2 * expire, "max": maxResources, "pprof": s.pprof,
 	}})), 0o600))
-	gymPort := freePort(t)
+	gymPort := harness.Port(t)
 	s.gymURL = fmt.Sprintf("http://127.0.0.1:%d/v1/events", gymPort)
 	s.agent = startDeployedConfigs(t, "agent", []string{"agent.yaml", override}, []string{
 		fmt.Sprintf("OTELCOL_GYM_GATEWAY_ENDPOINT=127.0.0.1:%d", gwPort),
@@ -263,7 +241,7 @@ func startSoak(t *testing.T, maxResources int, expire time.Duration) *soak {
 		"OTELCOL_GYM_FILES_POLL_INTERVAL=100ms",
 		"OTELCOL_GYM_COLLECTION_INTERVAL=1s",
 		"OTELCOL_GYM_PROCESS_STATS=true",
-		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", freePort(t)),
+		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", harness.Port(t)),
 		"OTELCOL_GYM_NODE_NAME=soak-node",
 	})
 	return s
@@ -283,270 +261,16 @@ func (s *soak) errs() []string {
 	return append([]string(nil), s.errors...)
 }
 
-// churn starts short-lived Gym processes: about 12 a second, and 40 a second for 5 s of
-// every 30 (a wave of rollouts), until stop.
-func (s *soak) churn(stop <-chan struct{}) {
-	var procs sync.WaitGroup
-	defer procs.Wait()
-	start := time.Now()
-	for i := 0; ; i++ {
-		select {
-		case <-stop:
-			return
-		default:
-		}
-		rate := 12.0
-		if time.Since(start)%(30*time.Second) >= 25*time.Second {
-			rate = 40
-		}
-		s.gate.RLock() // no new process while the agent restarts
-		s.gate.RUnlock()
-		procs.Go(func() { s.gymProcess(i) })
-		time.Sleep(time.Duration(float64(time.Second) / rate))
-	}
-}
-
-// gymProcess is one short-lived Gym process: a real process (sleep) whose pid its resource
-// line names, three reports of a few rollouts over its own HTTP connection, then gone.
-func (s *soak) gymProcess(i int) {
-	s.processes.Add(1)
-	cmd := exec.Command("sleep", "2")
-	if err := cmd.Start(); err != nil {
-		s.fail("process %d: %v", i, err)
-		return
-	}
-	defer func() { _ = cmd.Wait() }()
-	g := &gymProcess{instance: fmt.Sprintf("soak-%06d", i), run: "e2e-soak", pid: cmd.Process.Pid}
-	tr := &http.Transport{}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
-	for range 3 {
-		n := 1 + rand.IntN(6)
-		body := g.resourceLine() + g.body(n)
-		s.gate.RLock()
-		ans, err := postNDJSON(client, s.gymURL, body)
-		s.gate.RUnlock()
-		switch {
-		case err != nil:
-			s.fail("%s: %v", g.instance, err)
-			return
-		case ans.Unknown != 0 || ans.Accepted+ans.Rejected != n+1 || ans.Rejected > 1:
-			s.fail("%s: %+v", g.instance, ans)
-			return
-		case ans.Rejected == 1:
-			if len(ans.Errors) != 1 || ans.Errors[0].Line != 1 || !strings.Contains(ans.Errors[0].Error, "max_resources") {
-				s.fail("%s: %+v", g.instance, ans)
-				return
-			}
-			s.refused.Add(1) // its rollouts go to the default resource: still counted
-		}
-		s.httpSent.Add(int64(n))
-		time.Sleep(300 * time.Millisecond)
-	}
-}
-
-// postNDJSON posts one body and decodes the answer; an answer other than 200 is an error.
-func postNDJSON(client *http.Client, url, body string) (gymAnswer, error) {
-	var ans gymAnswer
-	resp, err := client.Post(url, "application/x-ndjson", strings.NewReader(body))
-	if err != nil {
-		return ans, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return ans, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return ans, fmt.Errorf("%s: %s", resp.Status, data)
-	}
-	return ans, json.Unmarshal(data, &ans)
-}
-
-// eventFile is a long-lived Gym process writing an events file (5 to 15 rollouts every
-// 100 ms, through restarts too), rotated every 40 s, by rename and by copy-truncate in turn.
-func (s *soak) eventFile(stop <-chan struct{}, i int) {
-	g := &gymProcess{instance: fmt.Sprintf("file-w%d", i), run: "e2e-soak"}
-	path := filepath.Join(s.logs, fmt.Sprintf("w%d.events.jsonl", i))
-	open := func() *os.File {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		if err != nil {
-			s.fail("%s: %v", path, err)
-		}
-		return f
-	}
-	f := open()
-	if f == nil {
-		return
-	}
-	defer func() { f.Close() }()
-	// The resource line and the first rollouts in one write: the head that identifies the file
-	// (its first KiB) holds their distinct seq fields, so no two files' heads are alike.
-	head := true
-	write := func(f *os.File, n int) bool {
-		data := g.body(n)
-		if head {
-			data, head = g.resourceLine()+data, false
-		}
-		if _, err := f.WriteString(data); err != nil {
-			s.fail("%s: %v", path, err)
-			return false
-		}
-		s.fileSent.Add(int64(n))
-		return true
-	}
-	held := fmt.Sprintf(`gym_rollout_completed_total{instance=%q}`, g.promInstance())
-	var rotated []string
-	rotateAt := time.Now().Add(time.Duration(10+13*i) * time.Second)
-	for k := 0; ; {
-		select {
-		case <-stop:
-			s.waitHeld(held, int64(g.seq))
-			return
-		case <-time.After(100 * time.Millisecond):
-		}
-		if !write(f, 5+rand.IntN(11)) {
-			return
-		}
-		if time.Now().Before(rotateAt) {
-			continue
-		}
-		rotateAt = time.Now().Add(40 * time.Second)
-		to := fmt.Sprintf("%s.%d", path, k)
-		s.gate.RLock()
-		if k%2 == 0 {
-			// Rename: the writer still writes a few lines to the renamed file before it opens a
-			// new one under the old name; the collector reads the renamed file to its end.
-			if err := os.Rename(path, to); err != nil {
-				s.fail("rename %s: %v", path, err)
-			}
-			write(f, 7)
-			f.Close()
-			if f, head = open(), true; f != nil {
-				write(f, 3)
-			}
-		} else {
-			// Copy-truncate loses what is written between the copy and the truncation, whatever
-			// the reader: as logrotate would, it is done once the collector has read the file.
-			s.waitHeld(held, int64(g.seq))
-			if data, err := os.ReadFile(path); err != nil {
-				s.fail("copy %s: %v", path, err)
-			} else if err := os.WriteFile(to, data, 0o600); err != nil {
-				s.fail("copy %s: %v", path, err)
-			}
-			if err := f.Truncate(0); err != nil {
-				s.fail("truncate %s: %v", path, err)
-			}
-			head = true
-		}
-		// Before a restart may come: a file renamed away unread would not be found again.
-		s.waitHeld(held, int64(g.seq))
-		s.gate.RUnlock()
-		s.rotations.Add(1)
-		k++
-		if rotated = append(rotated, to); len(rotated) > 2 {
-			_ = os.Remove(rotated[0])
-			rotated = rotated[1:]
-		}
-		if f == nil {
-			return
-		}
-	}
-}
-
-// runs writes Gym runs: a new STEM.jsonl (with its manifest naming the run) every 45 s, four
-// rows a second for 60 s, every tenth a failure in the sidecar instead; a finished run's files
-// are removed once Prometheus holds it whole and soakRunsKept newer ones have finished.
-func (s *soak) runs(stop <-chan struct{}) {
-	type run struct {
-		stem    string
-		id      string
-		written int64
-		end     time.Time
-	}
-	var active, done []*run
-	next := time.Now()
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	for row := 0; ; row++ {
-		var stopping bool
-		select {
-		case <-stop:
-			stopping = true
-		case <-tick.C:
-		}
-		now := time.Now()
-		if !stopping && !now.Before(next) {
-			k := s.runsStarted.Add(1)
-			r := &run{stem: filepath.Join(s.results, fmt.Sprintf("run%03d", k)), id: fmt.Sprintf("soak-run-%03d", k), end: now.Add(time.Minute)}
-			if err := os.WriteFile(r.stem+"_manifest.json", []byte(fmt.Sprintf(`{"run_id":%q}`, r.id)), 0o600); err != nil {
-				s.fail("%s: %v", r.stem, err)
-			}
-			active = append(active, r)
-			next = now.Add(45 * time.Second)
-		}
-		for _, r := range active {
-			if stopping || now.After(r.end) {
-				continue
-			}
-			var err error
-			if row%10 == 0 {
-				err = appendTo(r.stem+"_failures.jsonl", gymFailure(row))
-			} else {
-				err = appendTo(r.stem+".jsonl", gymRow(row, []string{"1.0", "0.0", "0.5"}[row%3]))
-			}
-			if err != nil {
-				s.fail("%s: %v", r.stem, err)
-				continue
-			}
-			r.written++
-			s.runSent.Add(1)
-		}
-		active = slices.DeleteFunc(active, func(r *run) bool {
-			if stopping || now.After(r.end) {
-				done = append(done, r)
-				return true
-			}
-			return false
-		})
-		for len(done) > soakRunsKept || (stopping && len(done) > 0) {
-			r := done[0]
-			done = done[1:]
-			s.waitHeld(fmt.Sprintf(`gym_rollout_completed_total{nemo_run_id=%q}`, r.id), r.written)
-			if !stopping {
-				for _, suffix := range []string{".jsonl", "_failures.jsonl", "_manifest.json"} {
-					_ = os.Remove(r.stem + suffix)
-				}
-			}
-		}
-		if stopping {
-			return
-		}
-	}
-}
-
-func appendTo(path, data string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
 // waitHeld waits until Prometheus' raw samples of selector add up to want.
 func (s *soak) waitHeld(selector string, want int64) {
 	var got float64
-	err := eventually(90*time.Second, 250*time.Millisecond, func() error {
+	err := harness.Eventually(90*time.Second, 250*time.Millisecond, func() error {
 		var err error
 		if got, err = s.promTotal(selector); err != nil {
 			return err
 		}
 		if got != float64(want) {
-			return errNotYet
+			return harness.ErrNotYet
 		}
 		return nil
 	})
@@ -558,13 +282,13 @@ func (s *soak) waitHeld(selector string, want int64) {
 // promTotal is what the counters of selector counted, over their raw samples and across
 // resets, summed over the series.
 func (s *soak) promTotal(selector string) (float64, error) {
-	series, err := promMatrix(s.prom, selector+"[2h]")
+	series, err := harness.PromMatrix(s.prom, selector+"[2h]")
 	if err != nil {
 		return 0, err
 	}
 	var total float64
 	for _, x := range series {
-		v, _ := counterTotal(x.samples)
+		v, _ := counterTotal(x.Samples)
 		total += v
 	}
 	return total, nil
@@ -583,7 +307,7 @@ func (s *soak) restart(t *testing.T, kill bool) {
 		s.agent.kill()
 		t.Log("agent: kill -9")
 	} else {
-		require.NoError(t, s.agent.stop(30*time.Second), "agent: SIGTERM")
+		require.NoError(t, s.agent.Stop(30*time.Second), "agent: SIGTERM")
 		t.Log("agent: SIGTERM")
 	}
 	time.Sleep(2 * time.Second) // down for a while; the files grow meanwhile
@@ -593,8 +317,8 @@ func (s *soak) restart(t *testing.T, kill bool) {
 // gymPoints is the data points the gym receiver has handed to the pipeline: its collections
 // carry every series it holds, each once.
 func (s *soak) gymPoints(t *testing.T) float64 {
-	return telemetryValue(t, s.agent.ports, "otelcol_receiver_accepted_metric_points", "receiver", "gym") +
-		telemetryValue(t, s.agent.ports, "otelcol_receiver_accepted_metric_points_total", "receiver", "gym")
+	return harness.TelemetryValue(t, s.agent.ports, "otelcol_receiver_accepted_metric_points", "receiver", "gym") +
+		harness.TelemetryValue(t, s.agent.ports, "otelcol_receiver_accepted_metric_points_total", "receiver", "gym")
 }
 
 // collections waits for n collections of the gym receiver and returns the points of the last:
@@ -604,10 +328,10 @@ func (s *soak) collections(t *testing.T, n int) float64 {
 	prev := s.gymPoints(t)
 	var last float64
 	for range n {
-		require.NoError(t, eventually(30*time.Second, 20*time.Millisecond, func() error {
+		require.NoError(t, harness.Eventually(30*time.Second, 20*time.Millisecond, func() error {
 			v := s.gymPoints(t)
 			if v == prev {
-				return errNotYet
+				return harness.ErrNotYet
 			}
 			last, prev = v-prev, v
 			return nil
@@ -618,7 +342,7 @@ func (s *soak) collections(t *testing.T, n int) float64 {
 
 func (s *soak) sample(t *testing.T, at time.Duration, life int) soakSample {
 	t.Helper()
-	pid := s.agent.cmd.Process.Pid
+	pid := s.agent.Cmd.Process.Pid
 	x := soakSample{at: at.Round(time.Second), life: life, sent: s.httpSent.Load() + s.fileSent.Load() + s.runSent.Load(), refused: s.refused.Load()}
 	var err error
 	x.rss, err = vmRSS(pid)
@@ -626,7 +350,7 @@ func (s *soak) sample(t *testing.T, at time.Duration, life int) soakSample {
 	entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	require.NoError(t, err)
 	x.fds = len(entries)
-	prof, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/goroutine?debug=1", s.pprof))
+	prof, err := harness.HTTPGet(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/goroutine?debug=1", s.pprof))
 	require.NoError(t, err)
 	first, _, _ := strings.Cut(prof, "\n")
 	_, err = fmt.Sscanf(first, "goroutine profile: total %d", &x.goroutines)
@@ -634,7 +358,7 @@ func (s *soak) sample(t *testing.T, at time.Duration, life int) soakSample {
 	// The live heap: the runtime's HeapAlloc right after the garbage collection that a heap
 	// profile with gc=1 runs (the gauge otelcol_process_runtime_heap_alloc_bytes holds garbage
 	// too, and moves with the GC cycle).
-	heap, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap?gc=1&debug=1", s.pprof))
+	heap, err := harness.HTTPGet(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap?gc=1&debug=1", s.pprof))
 	require.NoError(t, err)
 	_, after, ok := strings.Cut(heap, "\n# HeapAlloc = ")
 	require.True(t, ok, "no HeapAlloc in the heap profile")
@@ -642,21 +366,21 @@ func (s *soak) sample(t *testing.T, at time.Duration, life int) soakSample {
 	require.NoError(t, err)
 	x.series = s.collections(t, 2)
 	// One scrape for every value: a line rejected between two scrapes would skew their sums.
-	text, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", s.agent.ports.Telemetry))
+	text, err := harness.HTTPGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", s.agent.ports.Telemetry))
 	require.NoError(t, err)
-	x.resources = textValue(text, "otelcol_receiver_gym_resources")
-	x.checkpoint = textValue(text, "otelcol_receiver_gym_checkpoint_size")
-	x.processErrs = textValue(text, "otelcol_receiver_gym_process_errors")
-	x.badLines = textValue(text, "otelcol_receiver_gym_lines_rejected") -
-		textValue(text, "otelcol_receiver_gym_lines_rejected", "reason", "too_many_resources") +
-		textValue(text, "otelcol_receiver_gym_lines_unknown") +
-		textValue(text, "otelcol_receiver_gym_rollout_rows_rejected")
+	x.resources = harness.TextValue(text, "otelcol_receiver_gym_resources")
+	x.checkpoint = harness.TextValue(text, "otelcol_receiver_gym_checkpoint_size")
+	x.processErrs = harness.TextValue(text, "otelcol_receiver_gym_process_errors")
+	x.badLines = harness.TextValue(text, "otelcol_receiver_gym_lines_rejected") -
+		harness.TextValue(text, "otelcol_receiver_gym_lines_rejected", "reason", "too_many_resources") +
+		harness.TextValue(text, "otelcol_receiver_gym_lines_unknown") +
+		harness.TextValue(text, "otelcol_receiver_gym_rollout_rows_rejected")
 	// Series with a sample in the last 5 s (collections every second): those the agent still
 	// exports. A range selector, not a function of one, whose result would drop the names.
-	live, err := promMatrix(s.prom, `{__name__=~"gym_.+",host_name="soak-node"}[5s]`)
+	live, err := harness.PromMatrix(s.prom, `{__name__=~"gym_.+",host_name="soak-node"}[5s]`)
 	require.NoError(t, err)
 	x.promLive = len(live)
-	x.promHead = int(metricsValue(t, s.prom+"/metrics", "prometheus_tsdb_head_series"))
+	x.promHead = int(harness.MetricsValue(t, s.prom+"/metrics", "prometheus_tsdb_head_series"))
 	return x
 }
 

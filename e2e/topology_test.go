@@ -8,10 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,6 +20,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // The deployment topology of deploy/ on loopback (docs/deployment.md): three node agents
@@ -81,50 +81,28 @@ func startDNS(t *testing.T, name string, addrs []netip.Addr) string {
 	return conn.LocalAddr().String()
 }
 
-// startRemoteWritePrometheus starts a Prometheus that only receives remote writes, with an
-// out-of-order window: gateways are interchangeable, so two collections of one agent may
-// reach it through two gateways in either order (docs/deployment.md, Backend).
-func startRemoteWritePrometheus(t *testing.T) string {
-	t.Helper()
-	bin := prometheusBinary(t)
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "prometheus.yml")
-	require.NoError(t, os.WriteFile(cfgPath, []byte(`global:
-  evaluation_interval: 1s
-storage:
-  tsdb:
-    out_of_order_time_window: 30m
-`), 0o600))
-	for attempt := 1; ; attempt++ {
-		port := freePort(t)
-		p := startProcess(t, "prometheus", bin,
-			"--config.file="+cfgPath,
-			"--storage.tsdb.path="+filepath.Join(dir, fmt.Sprintf("data-%d", attempt)),
-			fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port),
-			"--web.enable-remote-write-receiver",
-			"--log.level=warn",
-		)
-		base := fmt.Sprintf("http://127.0.0.1:%d", port)
-		err := p.waitReady(base+"/-/ready", 60*time.Second)
-		if err == nil {
-			t.Cleanup(func() { _ = p.stop(15 * time.Second) })
-			return base
-		}
-		if attempt < startAttempts && p.exited() && addressInUse(p) {
-			continue
-		}
-		t.Fatal(err)
-	}
-}
-
 // deployed is an otelcol-gym started on files of deploy/ with environment variables.
 type deployed struct {
-	*process
+	*harness.Process
 	name      string
 	configs   []string // files of deploy/ (or absolute paths), merged in order
 	env       []string
-	ports     collectorPorts // Health and Telemetry are used
+	ports     harness.Ports // Health and Telemetry are used
 	healthURL string
+}
+
+// startGatewayToPrometheus starts a Prometheus that receives remote writes and a gateway
+// (deploy/gateway.yaml) writing to it; it returns Prometheus' URL and the gateway's OTLP/gRPC
+// port.
+func startGatewayToPrometheus(t *testing.T) (prom string, gwPort int) {
+	t.Helper()
+	prom = harness.StartRemoteWritePrometheus(t)
+	gwPort = harness.Port(t)
+	startDeployed(t, "gateway", "gateway.yaml", []string{
+		fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", gwPort),
+		"OTELCOL_GYM_REMOTE_WRITE_URL=" + prom + "/api/v1/write",
+	})
+	return prom, gwPort
 }
 
 // startDeployed starts otelcol-gym on deploy/<config> with env plus the health, zpages,
@@ -138,14 +116,14 @@ func startDeployed(t *testing.T, name, config string, env []string) *deployed {
 // test's own overrides), merged in order.
 func startDeployedConfigs(t *testing.T, name string, configs, env []string) *deployed {
 	t.Helper()
-	useCollector()
+	harness.UseCollector()
 	for attempt := 1; ; attempt++ {
-		p := newPorts(t)
+		p := harness.NewPorts(t)
 		all := append([]string{
 			fmt.Sprintf("OTELCOL_GYM_HEALTH_ENDPOINT=127.0.0.1:%d", p.Health),
 			fmt.Sprintf("OTELCOL_GYM_TELEMETRY_PORT=%d", p.Telemetry),
-			fmt.Sprintf("OTELCOL_GYM_ZPAGES_ENDPOINT=127.0.0.1:%d", freePort(t)),
-			fmt.Sprintf("OTELCOL_GYM_OTLP_HTTP_ENDPOINT=127.0.0.1:%d", freePort(t)),
+			fmt.Sprintf("OTELCOL_GYM_ZPAGES_ENDPOINT=127.0.0.1:%d", harness.Port(t)),
+			fmt.Sprintf("OTELCOL_GYM_OTLP_HTTP_ENDPOINT=127.0.0.1:%d", harness.Port(t)),
 		}, env...)
 		d := &deployed{name: name, configs: configs, env: all, ports: p,
 			healthURL: fmt.Sprintf("http://127.0.0.1:%d/", p.Health)}
@@ -153,7 +131,7 @@ func startDeployedConfigs(t *testing.T, name string, configs, env []string) *dep
 		if err == nil {
 			return d
 		}
-		if attempt < startAttempts && d.exited() && addressInUse(d.process) {
+		if attempt < harness.StartAttempts && d.Exited() && harness.AddressInUse(d.Process) {
 			continue
 		}
 		t.Fatalf("%s: %v", name, err)
@@ -162,21 +140,21 @@ func startDeployedConfigs(t *testing.T, name string, configs, env []string) *dep
 
 func (d *deployed) start(t *testing.T) error {
 	t.Helper()
-	args := []string{collectorBin}
+	args := []string{harness.Bin}
 	for _, c := range d.configs {
 		if !filepath.IsAbs(c) {
-			c = filepath.Join(repoRoot, "deploy", c)
+			c = filepath.Join(harness.Root, "deploy", c)
 		}
 		args = append(args, "--config", c)
 	}
-	d.process = startProcessEnv(t, d.name, d.env, args...)
-	return d.waitReady(d.healthURL, 60*time.Second)
+	d.Process = harness.StartProcessEnv(t, d.name, d.env, args...)
+	return d.WaitReady(d.healthURL, 60*time.Second)
 }
 
 // kill ends the collector at once (SIGKILL): nothing is flushed.
 func (d *deployed) kill() {
-	_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
-	<-d.done
+	_ = syscall.Kill(-d.Cmd.Process.Pid, syscall.SIGKILL)
+	<-d.Done()
 }
 
 // acceptedPoints is what the collector's receivers accepted, from its own metrics.
@@ -242,16 +220,16 @@ func (g *gymProcess) emit(t *testing.T, agents []*deployed, gymPorts []int, n in
 	}
 	if g.file != "" {
 		if g.seq == 0 {
-			appendFile(t, g.file, g.resourceLine())
+			harness.AppendFile(t, g.file, g.resourceLine())
 		}
-		appendFile(t, g.file, g.body(n))
+		harness.AppendFile(t, g.file, g.body(n))
 		g.sent += n
 		return
 	}
 	url := fmt.Sprintf("http://127.0.0.1:%d/v1/events", gymPorts[g.agent])
-	status, answer := post(t, http.DefaultClient, url, g.resourceLine()+g.body(n), nil)
+	status, answer := harness.Post(t, http.DefaultClient, url, g.resourceLine()+g.body(n), nil)
 	require.Equal(t, http.StatusOK, status, "%s: %s", g.instance, answer)
-	var ans gymAnswer
+	var ans harness.GymAnswer
 	require.NoError(t, json.Unmarshal([]byte(answer), &ans))
 	require.Zero(t, ans.Rejected+ans.Unknown, "%s: %s", g.instance, answer)
 	g.sent += ans.Accepted - 1 // the resource line
@@ -284,55 +262,6 @@ func (g *gymProcess) otlpMetrics(n int) pmetric.Metrics {
 	return md
 }
 
-// promSeries is one series' raw samples as Prometheus holds them.
-type promSeries struct {
-	labels  map[string]string
-	samples []float64 // in time order
-}
-
-// promRaw returns every raw sample of metric in the last 30 minutes, by series.
-func promRaw(base, metric string) ([]promSeries, error) { return promMatrix(base, metric+"[30m]") }
-
-// promMatrix runs a range-vector query (SELECTOR[RANGE]) and returns its raw samples by series.
-func promMatrix(base, query string) ([]promSeries, error) {
-	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(query))
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	var ans struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			ResultType string `json:"resultType"`
-			Result     []struct {
-				Metric map[string]string `json:"metric"`
-				Values [][2]any          `json:"values"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
-		return nil, err
-	}
-	if ans.Status != "success" || ans.Data.ResultType != "matrix" {
-		return nil, fmt.Errorf("query %s: %s %s %s", query, ans.Status, ans.Data.ResultType, ans.Error)
-	}
-	var out []promSeries
-	for _, r := range ans.Data.Result {
-		s := promSeries{labels: r.Metric}
-		for _, v := range r.Values {
-			str, _ := v[1].(string)
-			f, err := strconv.ParseFloat(str, 64)
-			if err != nil {
-				return nil, fmt.Errorf("sample %v", v)
-			}
-			s.samples = append(s.samples, f)
-		}
-		out = append(out, s)
-	}
-	return out, nil
-}
-
 // counterTotal is what a cumulative counter counted over its samples, across resets: the value
 // before each reset plus the last one (the series starts at 0 with its first export). This is
 // exactly what increase() estimates, without the extrapolation.
@@ -357,17 +286,17 @@ type instanceTotal struct {
 // rolloutTotals is gym_rollout_completed_total of one run (nemo.run.id) by instance, from the
 // raw samples.
 func rolloutTotals(base, run string) (map[string]instanceTotal, error) {
-	series, err := promRaw(base, fmt.Sprintf(`gym_rollout_completed_total{nemo_run_id=%q}`, run))
+	series, err := harness.PromRaw(base, fmt.Sprintf(`gym_rollout_completed_total{nemo_run_id=%q}`, run))
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]instanceTotal{}
 	for _, s := range series {
-		total, resets := counterTotal(s.samples)
-		it := out[s.labels["instance"]]
+		total, resets := counterTotal(s.Samples)
+		it := out[s.Labels["instance"]]
 		it.total += total
 		it.resets += resets
-		out[s.labels["instance"]] = it
+		out[s.Labels["instance"]] = it
 	}
 	return out, nil
 }
@@ -390,7 +319,7 @@ func waitTotalsWithin(t *testing.T, prom, what string, procs []*gymProcess, tick
 	t.Helper()
 	var got map[string]instanceTotal
 	var mismatch []string
-	err := eventually(within, 250*time.Millisecond, func() error {
+	err := harness.Eventually(within, 250*time.Millisecond, func() error {
 		if tick != nil {
 			tick()
 		}
@@ -408,7 +337,7 @@ func waitTotalsWithin(t *testing.T, prom, what string, procs []*gymProcess, tick
 			mismatch = append(mismatch, fmt.Sprintf("%d instances, want %d", len(got), len(procs)))
 		}
 		if len(mismatch) > 0 {
-			return errNotYet
+			return harness.ErrNotYet
 		}
 		return nil
 	})
@@ -429,13 +358,13 @@ func waitTotalsWithin(t *testing.T, prom, what string, procs []*gymProcess, tick
 // the SDK's counter is kept by its process).
 func TestTopology(t *testing.T) {
 	t.Parallel()
-	prom := startRemoteWritePrometheus(t)
+	prom := harness.StartRemoteWritePrometheus(t)
 
 	// Both gateways on one port, on two loopback addresses, as two pods behind one name.
 	gwAddrs := []netip.Addr{netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.3")}
 	var gwPort int
-	require.NoError(t, eventually(5*time.Second, 0, func() error {
-		gwPort = freePort(t)
+	require.NoError(t, harness.Eventually(5*time.Second, 0, func() error {
+		gwPort = harness.Port(t)
 		for _, a := range gwAddrs {
 			ln, err := net.Listen("tcp", fmt.Sprintf("%s:%d", a, gwPort))
 			if err != nil {
@@ -463,8 +392,8 @@ func TestTopology(t *testing.T) {
 		node := filepath.Join(dir, fmt.Sprintf("node-%d", i))
 		logs := filepath.Join(node, "gym")
 		require.NoError(t, os.MkdirAll(logs, 0o700))
-		gymPorts[i] = freePort(t)
-		otlpHTTP := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		gymPorts[i] = harness.Port(t)
+		otlpHTTP := fmt.Sprintf("127.0.0.1:%d", harness.Port(t))
 		agents[i] = startDeployed(t, fmt.Sprintf("agent-%d", i), "agent.yaml", []string{
 			fmt.Sprintf("OTELCOL_GYM_GATEWAY_ENDPOINT=dns://%s/%s:%d", dns, gatewayName, gwPort),
 			"OTELCOL_GYM_GATEWAY_INSECURE=true",
@@ -475,7 +404,7 @@ func TestTopology(t *testing.T) {
 			"OTELCOL_GYM_FILES_POLL_INTERVAL=100ms",
 			"OTELCOL_GYM_COLLECTION_INTERVAL=300ms",
 			"OTELCOL_GYM_PROCESS_STATS=false",
-			fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", freePort(t)),
+			fmt.Sprintf("OTELCOL_GYM_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", harness.Port(t)),
 			fmt.Sprintf("OTELCOL_GYM_NODE_NAME=node-%d", i),
 			"OTELCOL_GYM_OTLP_HTTP_ENDPOINT=" + otlpHTTP,
 		})
@@ -519,12 +448,12 @@ func TestTopology(t *testing.T) {
 	// 3. Gateway 1 stops too: the agents keep what they collect in their queues. Agent 1 gets
 	// more rollouts, is restarted (its last collection, never delivered, waits on disk), and
 	// more files lines are written while it is down; then the gateway comes back.
-	require.NoError(t, gateways[1].stop(30*time.Second))
+	require.NoError(t, gateways[1].Stop(30*time.Second))
 	for range 10 {
 		round(4, nil)
 	}
 	time.Sleep(time.Second) // a few collections into the queues
-	require.NoError(t, agents[1].stop(30*time.Second), "agent 1: graceful stop")
+	require.NoError(t, agents[1].Stop(30*time.Second), "agent 1: graceful stop")
 	for range 3 {
 		round(2, func(g *gymProcess) bool { return g.agent != 1 || g.file != "" })
 	}
@@ -544,7 +473,7 @@ func TestTopology(t *testing.T) {
 		assert.Zero(t, got[g.promInstance()].resets, "%s: counter resets", g.instance)
 	}
 	// And each agent named its node (resource/node), a label of every series.
-	nodes, err := promQuery(prom, `count by (host_name) (gym_rollout_completed_total{nemo_run_id="e2e-topology"})`)
+	nodes, err := harness.PromQuery(prom, `count by (host_name) (gym_rollout_completed_total{nemo_run_id="e2e-topology"})`)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]float64{
 		`{host_name="node-0"}`: 4, `{host_name="node-1"}`: 4, `{host_name="node-2"}`: 4,

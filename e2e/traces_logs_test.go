@@ -24,6 +24,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // The shipped configuration takes Gym's spans and logs, which Gym's SDK exports to the same
@@ -36,12 +38,12 @@ func TestDefaultConfigKeepsTracesAndLogs(t *testing.T) {
 	t.Parallel()
 	state, cwd := t.TempDir(), t.TempDir()
 	traces, logs := filepath.Join(state, "otel-traces.jsonl"), filepath.Join(state, "otel-logs.jsonl")
-	col, ports := startCollectorCommand(t, func(p collectorPorts) []string {
+	col, ports := harness.StartCollectorCommand(t, func(p harness.Ports) []string {
 		return []string{
-			filepath.Join(repoRoot, "config", "otelcol-gym.yaml"),
-			fmt.Sprintf(defaultConfigOverride, p.Health, p.Gym, p.Prometheus, p.Telemetry, p.OTLPGRPC, p.OTLPHTTP),
+			filepath.Join(harness.Root, "config", "otelcol-gym.yaml"),
+			harness.DefaultOverride(t, p),
 		}
-	}, []string{"env", "-C", cwd, "OTELCOL_GYM_STORAGE_DIR=" + state, collectorBin})
+	}, []string{"env", "-C", cwd, "OTELCOL_GYM_STORAGE_DIR=" + state, harness.Bin})
 	url := fmt.Sprintf("http://127.0.0.1:%d", ports.OTLPHTTP)
 
 	td := ptrace.NewTraces()
@@ -75,7 +77,7 @@ func TestDefaultConfigKeepsTracesAndLogs(t *testing.T) {
 
 	// The batch processor sends within a second; the file exporter writes each export as a line.
 	var spans []string
-	require.NoError(t, eventually(20*time.Second, 200*time.Millisecond, func() error {
+	require.NoError(t, harness.Eventually(20*time.Second, 200*time.Millisecond, func() error {
 		spans = spans[:0]
 		for _, line := range jsonLines(t, traces) {
 			if !strings.Contains(line, "rollout-42") {
@@ -92,12 +94,12 @@ func TestDefaultConfigKeepsTracesAndLogs(t *testing.T) {
 			}
 		}
 		if len(spans) < 3 {
-			return errNotYet
+			return harness.ErrNotYet
 		}
 		return nil
 	}))
 	assert.ElementsMatch(t, []string{"gym.rollout", "gym.verify", "model_call"}, spans, "the rollout's spans, by its id")
-	require.NoError(t, eventually(20*time.Second, 200*time.Millisecond, func() error {
+	require.NoError(t, harness.Eventually(20*time.Second, 200*time.Millisecond, func() error {
 		for _, line := range jsonLines(t, logs) {
 			got, err := (&plog.JSONUnmarshaler{}).UnmarshalLogs([]byte(line))
 			require.NoError(t, err, line)
@@ -105,9 +107,9 @@ func TestDefaultConfigKeepsTracesAndLogs(t *testing.T) {
 				return nil
 			}
 		}
-		return errNotYet
+		return harness.ErrNotYet
 	}))
-	require.NoError(t, col.stop(30*time.Second))
+	require.NoError(t, col.Stop(30*time.Second))
 
 	stored, err := filepath.Glob(filepath.Join(state, "receiver_gym_*"))
 	require.NoError(t, err)
@@ -150,7 +152,7 @@ func jsonLines(t *testing.T, path string) []string {
 // backend's address replaced by a test server's.
 func TestTracesAndLogsForwardedAsDocumented(t *testing.T) {
 	t.Parallel()
-	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "gym.md"))
+	doc, err := os.ReadFile(filepath.Join(harness.Root, "docs", "gym.md"))
 	require.NoError(t, err)
 	section := string(doc)[strings.Index(string(doc), "## Traces and logs"):]
 	section = section[:strings.Index(section[3:], "\n## ")+3]
@@ -203,12 +205,12 @@ func TestTracesAndLogsForwardedAsDocumented(t *testing.T) {
 	require.Contains(t, overrides[0], backend.URL, "the doc's backend address")
 
 	state := t.TempDir()
-	col, ports := startCollectorCommand(t, func(p collectorPorts) []string {
+	col, ports := harness.StartCollectorCommand(t, func(p harness.Ports) []string {
 		return append([]string{
-			filepath.Join(repoRoot, "config", "otelcol-gym.yaml"),
-			fmt.Sprintf(defaultConfigOverride, p.Health, p.Gym, p.Prometheus, p.Telemetry, p.OTLPGRPC, p.OTLPHTTP),
+			filepath.Join(harness.Root, "config", "otelcol-gym.yaml"),
+			harness.DefaultOverride(t, p),
 		}, overrides...)
-	}, []string{"env", "OTELCOL_GYM_STORAGE_DIR=" + state, collectorBin})
+	}, []string{"env", "OTELCOL_GYM_STORAGE_DIR=" + state, harness.Bin})
 	url := fmt.Sprintf("http://127.0.0.1:%d", ports.OTLPHTTP)
 
 	td := ptrace.NewTraces()
@@ -228,15 +230,15 @@ func TestTracesAndLogsForwardedAsDocumented(t *testing.T) {
 	require.NoError(t, err)
 	postOK(t, url+"/v1/logs", body)
 
-	require.NoError(t, eventually(20*time.Second, 200*time.Millisecond, func() error {
+	require.NoError(t, harness.Eventually(20*time.Second, 200*time.Millisecond, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if got["spans"] < 5 || got["logs"] < 1 {
-			return errNotYet
+			return harness.ErrNotYet
 		}
 		return nil
 	}))
-	require.NoError(t, col.stop(30*time.Second))
+	require.NoError(t, col.Stop(30*time.Second))
 	mu.Lock()
 	assert.Equal(t, map[string]int{"spans": 5, "logs": 1}, got, "each span and log record forwarded once")
 	mu.Unlock()

@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // The stream and file transports through the real binary: what an otlp_http
@@ -24,57 +26,24 @@ import (
 // test that loses nothing on any transport; file offsets kept by file_storage across a
 // restart.
 
-// transportsConfig: the gym receiver with the transports a test gives (YAML lines indented
-// under `gym:`), exporting to the sink. The exporter's sending queue is off, so the receiver's
-// collections reach the sink one after the other, in order: the last export received is the
-// newest (with the default queue, 10 consumers may deliver two collections out of order, and
-// only the timestamps tell which is newer).
-const transportsConfig = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:{{.P.Health}}
-{{index .X "extensions"}}
-receivers:
-  gym:
-{{index .X "gym"}}
-    collection_interval: 300ms
-    process:
-      enabled: false
-exporters:
-  otlp_http:
-    endpoint: {{.Sink}}
-    encoding: proto
-    retry_on_failure:
-      enabled: false
-    sending_queue:
-      enabled: false
-service:
-  extensions: [health_check{{index .X "service_extensions"}}]
-` + serviceTelemetry + `
-  pipelines:
-    metrics:
-      receivers: [gym]
-      exporters: [otlp_http]
-`
-
-// transportsOpts are the parts of transportsConfig a test gives.
+// transportsOpts are the parts of "transports.yaml" a test gives.
 type transportsOpts struct {
 	gym               string // lines under `gym:`, indented by 4
 	extensions        string // lines under `extensions:`, indented by 2
 	serviceExtensions []string
 }
 
-// startTransports starts a collector on transportsConfig; opts is called for each set of
+// startTransports starts a collector on "transports.yaml"; opts is called for each set of
 // ports tried (a test that picks more ports in it keeps the last ones).
-func startTransports(t *testing.T, sink *ctlSink, opts func(p collectorPorts) transportsOpts) (*collector, collectorPorts) {
+func startTransports(t *testing.T, sink *harness.OTLPSink, opts func(p harness.Ports) transportsOpts) (*harness.Collector, harness.Ports) {
 	t.Helper()
-	return startCollector(t, func(p collectorPorts) []string {
+	return harness.StartCollector(t, func(p harness.Ports) []string {
 		o := opts(p)
 		ext := ""
 		for _, e := range o.serviceExtensions {
 			ext += ", " + e
 		}
-		return []string{render(t, transportsConfig, tmplData{P: p, Sink: sink.URL(), X: map[string]any{
+		return []string{harness.Config(t, "transports.yaml", harness.Data{P: p, Sink: sink.URL(), X: map[string]any{
 			"gym": o.gym, "extensions": o.extensions, "service_extensions": ext,
 		}})}
 	})
@@ -87,10 +56,10 @@ func startTransports(t *testing.T, sink *ctlSink, opts func(p collectorPorts) tr
 // alone and counted, and the lines around them count.
 func TestStreamTCP(t *testing.T) {
 	t.Parallel()
-	sink := newCtlSink(t)
+	sink := harness.NewOTLPSink(t)
 	var addr string
-	col, ports := startTransports(t, sink, func(p collectorPorts) transportsOpts {
-		addr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	col, ports := startTransports(t, sink, func(p harness.Ports) transportsOpts {
+		addr = fmt.Sprintf("127.0.0.1:%d", harness.Port(t))
 		return transportsOpts{gym: `    max_line_bytes: 1024
     stream:
       transport: tcp
@@ -98,27 +67,27 @@ func TestStreamTCP(t *testing.T) {
 	})
 
 	// One connection, then the same process again on a new connection: its series go on.
-	sendStream(t, "tcp", addr, lines("tcp-a", 0, 1000, true))
+	harness.SendStream(t, "tcp", addr, lines("tcp-a", 0, 1000, true))
 	waitCompleted(t, sink, "tcp-a, first connection", service("tcp-a"), 1000)
-	sendStream(t, "tcp", addr, lines("tcp-a", 1000, 500, true))
+	harness.SendStream(t, "tcp", addr, lines("tcp-a", 1000, 500, true))
 	waitCompleted(t, sink, "tcp-a, after reconnecting", service("tcp-a"), 1500)
 
 	// 200 connections at once, 50 lines each, one resource.
 	var wg sync.WaitGroup
 	for i := range 200 {
-		wg.Go(func() { sendStream(t, "tcp", addr, lines("tcp-many", i*50, 50, true)) })
+		wg.Go(func() { harness.SendStream(t, "tcp", addr, lines("tcp-many", i*50, 50, true)) })
 	}
 	wg.Wait()
 	waitCompleted(t, sink, "tcp-many, 200 connections", service("tcp-many"), 200*50)
 
 	// The default resource; a line over max_line_bytes (1024) and a partial last line.
 	long := `{"event":"rollout.completed","outcome":"omitted","dispatch_name":"` + strings.Repeat("x", 2000) + `"}` + "\n"
-	sendStream(t, "tcp", addr, lines("", 0, 3, false)+long+lines("", 3, 4, false)+
+	harness.SendStream(t, "tcp", addr, lines("", 0, 3, false)+long+lines("", 3, 4, false)+
 		`{"event":"rollout.completed","outcome":"omitted","dispatch_name":"cut`)
 	waitCompleted(t, sink, "default resource", attrIs("gym.source", "tcp"), 7)
-	err := eventually(10*time.Second, 100*time.Millisecond, func() error {
-		tooLong := telemetryValue(t, ports, "otelcol_receiver_gym_lines_rejected", "reason", "too_long")
-		partial := telemetryValue(t, ports, "otelcol_receiver_gym_lines_rejected", "reason", "partial_line")
+	err := harness.Eventually(10*time.Second, 100*time.Millisecond, func() error {
+		tooLong := harness.TelemetryValue(t, ports, "otelcol_receiver_gym_lines_rejected", "reason", "too_long")
+		partial := harness.TelemetryValue(t, ports, "otelcol_receiver_gym_lines_rejected", "reason", "partial_line")
 		if tooLong != 1 || partial != 1 {
 			return fmt.Errorf("lines rejected: too_long %v, partial_line %v; want 1 and 1", tooLong, partial)
 		}
@@ -126,12 +95,12 @@ func TestStreamTCP(t *testing.T) {
 	})
 	require.NoError(t, err)
 
-	md := sink.exports()[sink.count()-1]
+	md := sink.Exports()[sink.Count()-1]
 	res := resourcesOf(md)
 	assert.ElementsMatch(t, []string{`{service.name="tcp-a"}`, `{service.name="tcp-many"}`, `{gym.source="tcp"}`}, res,
 		"one resource per process, whatever the connections")
-	require.Empty(t, sink.errors())
-	require.NoError(t, col.stop(30*time.Second))
+	require.Empty(t, sink.Errors())
+	require.NoError(t, col.Stop(30*time.Second))
 }
 
 // resourcesOf lists the resources of an export, in the dump notation.
@@ -148,9 +117,9 @@ func resourcesOf(md pmetric.Metrics) []string {
 // replaced at the next start.
 func TestStreamUnix(t *testing.T) {
 	t.Parallel()
-	sink := newCtlSink(t)
+	sink := harness.NewOTLPSink(t)
 	sock := filepath.Join(t.TempDir(), "gym.sock")
-	opts := func(collectorPorts) transportsOpts {
+	opts := func(harness.Ports) transportsOpts {
 		return transportsOpts{gym: `    stream:
       transport: unix
       endpoint: ` + sock}
@@ -162,29 +131,29 @@ func TestStreamUnix(t *testing.T) {
 	assert.NotZero(t, fi.Mode()&fs.ModeSocket, "%s is a socket", sock)
 	assert.Equal(t, fs.FileMode(0o600), fi.Mode().Perm(), "socket mode")
 
-	sendStream(t, "unix", sock, lines("unix-a", 0, 800, true))
+	harness.SendStream(t, "unix", sock, lines("unix-a", 0, 800, true))
 	waitCompleted(t, sink, "unix-a", service("unix-a"), 800)
-	sendStream(t, "unix", sock, lines("", 0, 5, false))
+	harness.SendStream(t, "unix", sock, lines("", 0, 5, false))
 	waitCompleted(t, sink, "default resource", attrIs("gym.source", "unix"), 5)
 
-	require.NoError(t, col.stop(30*time.Second))
+	require.NoError(t, col.Stop(30*time.Second))
 	_, err = os.Lstat(sock)
 	assert.ErrorIs(t, err, fs.ErrNotExist, "the socket file is removed at shutdown")
 
 	// A collector killed with SIGKILL leaves its socket file; the next one replaces it.
 	col, _ = startTransports(t, sink, opts)
-	require.NoError(t, col.cmd.Process.Kill())
-	<-col.done
+	require.NoError(t, col.Cmd.Process.Kill())
+	<-col.Done()
 	_, err = os.Lstat(sock)
 	require.NoError(t, err, "a killed collector leaves its socket file")
 	col, _ = startTransports(t, sink, opts)
-	sendStream(t, "unix", sock, lines("unix-b", 0, 10, true))
+	harness.SendStream(t, "unix", sock, lines("unix-b", 0, 10, true))
 	waitCompleted(t, sink, "unix-b, after a stale socket", service("unix-b"), 10)
 	fi, err = os.Lstat(sock)
 	require.NoError(t, err)
 	assert.Equal(t, fs.FileMode(0o600), fi.Mode().Perm(), "socket mode after replacing a stale socket")
-	require.NoError(t, col.stop(30*time.Second))
-	require.Empty(t, sink.errors())
+	require.NoError(t, col.Stop(30*time.Second))
+	require.Empty(t, sink.Errors())
 }
 
 // TestFilesFollowAndRotate: start_at end skips what a file held at start-up; a file that
@@ -193,18 +162,18 @@ func TestStreamUnix(t *testing.T) {
 // name) and copy-truncate (after the reader read the file) lose nothing.
 func TestFilesFollowAndRotate(t *testing.T) {
 	t.Parallel()
-	sink := newCtlSink(t)
+	sink := harness.NewOTLPSink(t)
 	dir := t.TempDir()
 	old := filepath.Join(dir, "old.jsonl")
-	appendFile(t, old, lines("", 0, 10, false)) // before start: skipped (start_at end)
-	col, _ := startTransports(t, sink, func(collectorPorts) transportsOpts {
+	harness.AppendFile(t, old, lines("", 0, 10, false)) // before start: skipped (start_at end)
+	col, _ := startTransports(t, sink, func(harness.Ports) transportsOpts {
 		return transportsOpts{gym: `    files:
       include: [` + filepath.Join(dir, "*.jsonl") + `]
       start_at: end
       poll_interval: 100ms`}
 	})
 	oldRes := attrIs("log.file.path", old)
-	appendFile(t, old, lines("", 10, 5, false))
+	harness.AppendFile(t, old, lines("", 10, 5, false))
 	waitCompleted(t, sink, "old.jsonl: only the lines written after start", oldRes, 5)
 
 	app := filepath.Join(dir, "app.jsonl")
@@ -239,17 +208,11 @@ func TestFilesFollowAndRotate(t *testing.T) {
 	waitCompleted(t, sink, "app.jsonl, copy-truncated", service("file-app"), 350)
 
 	// Nothing counted twice later on.
-	n := sink.count()
-	require.NoError(t, eventually(10*time.Second, 100*time.Millisecond, func() error {
-		if sink.count() < n+3 {
-			return errNotYet
-		}
-		return nil
-	}))
-	assert.Equal(t, 350.0, latestCompleted(sink.exports(), service("file-app")))
-	assert.Equal(t, 5.0, latestCompleted(sink.exports(), oldRes))
-	require.NoError(t, col.stop(30*time.Second))
-	require.Empty(t, sink.errors())
+	sink.WaitMore(t, 3)
+	assert.Equal(t, 350.0, latestCompleted(sink.Exports(), service("file-app")))
+	assert.Equal(t, 5.0, latestCompleted(sink.Exports(), oldRes))
+	require.NoError(t, col.Stop(30*time.Second))
+	require.Empty(t, sink.Errors())
 }
 
 // TestSIGTERMNoLoss: N lines over each transport (HTTP bodies, TCP and Unix connections, one
@@ -258,16 +221,16 @@ func TestFilesFollowAndRotate(t *testing.T) {
 func TestSIGTERMNoLoss(t *testing.T) {
 	t.Parallel()
 	const n = 20000
-	sink := newCtlSink(t)
+	sink := harness.NewOTLPSink(t)
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "gym.sock")
 	events := filepath.Join(dir, "events.jsonl")
 	// Two receivers, as the stream block takes one transport: gym serves HTTP, the Unix
 	// socket and the files, gym/tcp the TCP stream.
 	var tcpAddr string
-	col, _ := startCollector(t, func(p collectorPorts) []string {
-		tcpAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-		return []string{render(t, sigtermConfig, tmplData{P: p, Sink: sink.URL(), Dir: dir, X: map[string]any{
+	col, _ := harness.StartCollector(t, func(p harness.Ports) []string {
+		tcpAddr = fmt.Sprintf("127.0.0.1:%d", harness.Port(t))
+		return []string{harness.Config(t, "sigterm.yaml", harness.Data{P: p, Sink: sink.URL(), Dir: dir, X: map[string]any{
 			"tcp": tcpAddr, "sock": sock,
 		}})}
 	})
@@ -276,27 +239,27 @@ func TestSIGTERMNoLoss(t *testing.T) {
 	const bodies = 10
 	for i := range bodies {
 		wg.Go(func() {
-			status, ans := col.postEvents(t, lines("sigterm-http", i*n/bodies, n/bodies, true))
+			status, ans := col.PostEvents(t, lines("sigterm-http", i*n/bodies, n/bodies, true))
 			assert.Equal(t, http.StatusOK, status)
 			assert.Equal(t, n/bodies+1, ans.Accepted)
 		})
 	}
-	wg.Go(func() { sendStream(t, "tcp", tcpAddr, lines("sigterm-tcp", 0, n, true)) })
+	wg.Go(func() { harness.SendStream(t, "tcp", tcpAddr, lines("sigterm-tcp", 0, n, true)) })
 	// The Unix connection stays open through the shutdown.
-	unixConn, err := dialUnix(sock)
+	unixConn, err := harness.DialUnix(sock)
 	require.NoError(t, err)
 	defer unixConn.Close()
 	wg.Go(func() {
 		_, err := unixConn.Write([]byte(lines("sigterm-unix", 0, n, true)))
 		assert.NoError(t, err)
 	})
-	wg.Go(func() { appendFile(t, events, lines("sigterm-file", 0, n, true)) })
+	wg.Go(func() { harness.AppendFile(t, events, lines("sigterm-file", 0, n, true)) })
 	wg.Wait()
-	before := sink.exports()
+	before := sink.Exports()
 	stopStart := time.Now()
-	require.NoError(t, col.stop(60*time.Second))
+	require.NoError(t, col.Stop(60*time.Second))
 	t.Logf("the collector stopped %s after SIGTERM", time.Since(stopStart).Round(time.Millisecond))
-	assert.Contains(t, col.logTail(1<<20), "Shutdown complete")
+	assert.Contains(t, col.LogTail(1<<20), "Shutdown complete")
 	var seen []string
 	for _, name := range []string{"sigterm-http", "sigterm-tcp", "sigterm-unix", "sigterm-file"} {
 		seen = append(seen, fmt.Sprintf("%s %v", name, max(0, latestCompleted(before, service(name)))))
@@ -305,48 +268,17 @@ func TestSIGTERMNoLoss(t *testing.T) {
 
 	// Each receiver sends its last export when it shuts down: the last export that holds a
 	// transport's resource is its receiver's last.
-	exports := sink.exports()
+	exports := sink.Exports()
 	for _, name := range []string{"sigterm-http", "sigterm-tcp", "sigterm-unix", "sigterm-file"} {
 		assert.Equal(t, float64(n), latestCompleted(exports, service(name)), "%s: lines counted in the last export", name)
 	}
-	require.Empty(t, sink.errors())
+	require.Empty(t, sink.Errors())
 }
-
-const sigtermConfig = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:{{.P.Health}}
-receivers:
-  gym:
-    http:
-      endpoint: 127.0.0.1:{{.P.Gym}}
-    stream:
-      transport: unix
-      endpoint: {{index .X "sock"}}
-    files:
-      include: [{{.Dir}}/*.jsonl]
-      start_at: beginning
-    collection_interval: 300ms
-    process:
-      enabled: false
-  gym/tcp:
-    stream:
-      transport: tcp
-      endpoint: {{index .X "tcp"}}
-    collection_interval: 300ms
-    process:
-      enabled: false
-` + sinkExporterAndService + `
-  pipelines:
-    metrics:
-      receivers: [gym, gym/tcp]
-      exporters: [otlp_http]
-`
 
 // filesStorageOpts: the files transport over logs/*.jsonl with offsets in a file_storage
 // extension whose directory is storage.
-func filesStorageOpts(logs, storage string) func(collectorPorts) transportsOpts {
-	return func(collectorPorts) transportsOpts {
+func filesStorageOpts(logs, storage string) func(harness.Ports) transportsOpts {
+	return func(harness.Ports) transportsOpts {
 		return transportsOpts{
 			extensions: `  file_storage:
     directory: ` + storage,
@@ -378,47 +310,41 @@ func TestFilesStorageAcrossRestart(t *testing.T) {
 	resA, resB := attrIs("log.file.path", a), attrIs("log.file.path", b)
 
 	// Run 1: a.jsonl appears and grows; a partial line is left at its end at shutdown.
-	sink1 := newCtlSink(t)
+	sink1 := harness.NewOTLPSink(t)
 	col, _ := startTransports(t, sink1, opts)
-	appendFile(t, a, lines("", 0, 100, false))
+	harness.AppendFile(t, a, lines("", 0, 100, false))
 	waitCompleted(t, sink1, "run 1, a.jsonl", resA, 100)
-	appendFile(t, a, lines("", 100, 50, false))
+	harness.AppendFile(t, a, lines("", 100, 50, false))
 	waitCompleted(t, sink1, "run 1, a.jsonl grown", resA, 150)
 	next := lines("", 150, 70, false)
 	cut := strings.Index(next, "dispatch_name")
-	appendFile(t, a, next[:cut])
-	require.NoError(t, col.stop(30*time.Second))
-	run1 := sink1.exports()
+	harness.AppendFile(t, a, next[:cut])
+	require.NoError(t, col.Stop(30*time.Second))
+	run1 := sink1.Exports()
 	run1A := latestCompleted(run1, resA)
 	assert.Equal(t, 150.0, run1A, "run 1: a.jsonl in the last export")
 	run1Start := startOf(run1[len(run1)-1], resA)
 
 	// While it is down: the partial line is finished, a.jsonl grows, b.jsonl appears.
-	appendFile(t, a, next[cut:])
-	appendFile(t, b, lines("", 0, 30, false))
+	harness.AppendFile(t, a, next[cut:])
+	harness.AppendFile(t, b, lines("", 0, 30, false))
 
 	// Run 2, on the same storage.
-	sink2 := newCtlSink(t)
+	sink2 := harness.NewOTLPSink(t)
 	col, _ = startTransports(t, sink2, opts)
 	waitCompleted(t, sink2, "run 2, a.jsonl: the lines written while down", resA, 220)
 	waitCompleted(t, sink2, "run 2, b.jsonl: created while down, read whole", resB, 30)
 	// A few more collections: nothing comes in late, nothing twice.
-	n := sink2.count()
-	require.NoError(t, eventually(10*time.Second, 100*time.Millisecond, func() error {
-		if sink2.count() < n+3 {
-			return errNotYet
-		}
-		return nil
-	}))
-	require.NoError(t, col.stop(30*time.Second))
-	run2 := sink2.exports()
+	sink2.WaitMore(t, 3)
+	require.NoError(t, col.Stop(30*time.Second))
+	run2 := sink2.Exports()
 	run2A, run2B := latestCompleted(run2, resA), latestCompleted(run2, resB)
 	assert.Equal(t, 220.0, run2A, "a.jsonl: every line counted once over both runs")
 	assert.Equal(t, 30.0, run2B)
 	run2Start := startOf(run2[len(run2)-1], resA)
 	assert.Equal(t, uint64(run1Start), uint64(run2Start), "the series go on: no reset")
-	require.Empty(t, sink1.errors())
-	require.Empty(t, sink2.errors())
+	require.Empty(t, sink1.Errors())
+	require.Empty(t, sink2.Errors())
 }
 
 // startOf is the start time of the first gym.rollout.completed_total point of the matching
@@ -453,28 +379,28 @@ func TestFilesStorageKeepsResource(t *testing.T) {
 	opts := filesStorageOpts(logs, storage)
 	path := filepath.Join(logs, "math.jsonl")
 
-	sink1 := newCtlSink(t)
+	sink1 := harness.NewOTLPSink(t)
 	col, _ := startTransports(t, sink1, opts)
-	appendFile(t, path, lines("file-math", 0, 10, true))
+	harness.AppendFile(t, path, lines("file-math", 0, 10, true))
 	waitCompleted(t, sink1, "run 1", service("file-math"), 10)
-	require.NoError(t, col.stop(30*time.Second))
+	require.NoError(t, col.Stop(30*time.Second))
 
-	appendFile(t, path, lines("file-math", 10, 10, false)) // while the collector is down
+	harness.AppendFile(t, path, lines("file-math", 10, 10, false)) // while the collector is down
 
-	sink2 := newCtlSink(t)
+	sink2 := harness.NewOTLPSink(t)
 	col, _ = startTransports(t, sink2, opts)
 	// Wait for the 10 lines to be counted somewhere (on top of run 1's 10), then say where.
 	var underResource, underDefault float64
-	err := eventually(30*time.Second, 100*time.Millisecond, func() error {
-		exports := sink2.exports()
+	err := harness.Eventually(30*time.Second, 100*time.Millisecond, func() error {
+		exports := sink2.Exports()
 		underResource = max(0, latestCompleted(exports, service("file-math")))
 		underDefault = max(0, latestCompleted(exports, attrIs("log.file.path", path)))
 		if underResource+underDefault < 20 {
-			return errNotYet
+			return harness.ErrNotYet
 		}
 		return nil
 	})
-	require.NoError(t, col.stop(30*time.Second))
+	require.NoError(t, col.Stop(30*time.Second))
 	require.NoError(t, err, "run 2: the 10 lines written while down are counted")
 	assert.Equal(t, 20.0, underResource+underDefault, "run 2: counted once, on top of run 1's")
 	assert.Equal(t, 20.0, underResource,

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
@@ -75,34 +76,27 @@ func unknownValue(w, round int) int64 { return int64(w%5+1) * int64(round) }
 
 func TestGymattrsUnknownInstrumentBounded(t *testing.T) {
 	t.Parallel()
-	sink := newCtlSink(t)
-	col, ports, otlpURL := startOTLP(t, gymattrsConfig, sink, nil)
+	sink := harness.NewOTLPSink(t)
+	col, ports, otlpURL := startOTLP(t, "gymattrs.yaml", sink, nil)
 
 	start := pcommon.NewTimestampFromTime(time.Now().Add(-time.Minute))
 	for round := 1; round <= 2; round++ {
 		in := unknownBatch(round, start, pcommon.NewTimestampFromTime(time.Now()))
 		want, _ := sumOf(in, unknownInstrument, nil)
 		postOTLP(t, otlpURL, in)
-		require.Equal(t, round, sink.count(), "one export per request")
-		out := sink.exports()[round-1]
+		require.Equal(t, round, sink.Count(), "one export per request")
+		out := sink.Exports()[round-1]
 
 		have, _ := sumOf(out, unknownInstrument, nil)
 		assert.Equal(t, want, have, "round %d: no count lost", round)
 		series := map[string]bool{}
-		for _, rm := range out.ResourceMetrics().All() {
-			for _, sm := range rm.ScopeMetrics().All() {
-				for _, m := range sm.Metrics().All() {
-					if m.Name() != unknownInstrument {
-						continue
-					}
-					for _, dp := range m.Sum().DataPoints().All() {
-						key := formatAttrs(dp.Attributes())
-						assert.False(t, series[key], "round %d: two points of %s", round, key)
-						series[key] = true
-						if note, ok := dp.Attributes().Get("note"); ok {
-							assert.LessOrEqual(t, len(note.Str()), 256, "string values capped")
-						}
-					}
+		for _, m := range metricsNamed(out, nil, unknownInstrument) {
+			for _, dp := range m.Sum().DataPoints().All() {
+				key := formatAttrs(dp.Attributes())
+				assert.False(t, series[key], "round %d: two points of %s", round, key)
+				series[key] = true
+				if note, ok := dp.Attributes().Get("note"); ok {
+					assert.LessOrEqual(t, len(note.Str()), 256, "string values capped")
 				}
 			}
 		}
@@ -127,15 +121,15 @@ func TestGymattrsUnknownInstrumentBounded(t *testing.T) {
 		}
 	}
 
-	assert.Equal(t, float64(2*unknownWorkers), telemetryValue(t, ports, "otelcol_processor_gymattrs_unknown_points", "instrument", unknownInstrument),
+	assert.Equal(t, float64(2*unknownWorkers), harness.TelemetryValue(t, ports, "otelcol_processor_gymattrs_unknown_points", "instrument", unknownInstrument),
 		"the unknown instrument's points, by name")
-	assert.Equal(t, 2.0, telemetryValue(t, ports, "otelcol_processor_gymattrs_histogram_bounds_differ", "instrument", "gym.rollout.duration_ms"))
-	assert.Equal(t, 0.0, telemetryValue(t, ports, "otelcol_processor_gymattrs_histogram_bounds_differ", "instrument", "gym.verify.duration_ms"))
-	assert.Equal(t, float64(2*(unknownWorkers-gymattrsLimit+1)), telemetryValue(t, ports, "otelcol_processor_gymattrs_points_overflowed"))
-	require.Empty(t, sink.errors())
-	require.NoError(t, col.stop(30*time.Second))
+	assert.Equal(t, 2.0, harness.TelemetryValue(t, ports, "otelcol_processor_gymattrs_histogram_bounds_differ", "instrument", "gym.rollout.duration_ms"))
+	assert.Equal(t, 0.0, harness.TelemetryValue(t, ports, "otelcol_processor_gymattrs_histogram_bounds_differ", "instrument", "gym.verify.duration_ms"))
+	assert.Equal(t, float64(2*(unknownWorkers-gymattrsLimit+1)), harness.TelemetryValue(t, ports, "otelcol_processor_gymattrs_points_overflowed"))
+	require.Empty(t, sink.Errors())
+	require.NoError(t, col.Stop(30*time.Second))
 
-	log, err := os.ReadFile(col.logPath)
+	log, err := os.ReadFile(col.LogPath)
 	require.NoError(t, err)
 	var bounds, unknown int
 	for _, line := range strings.Split(string(log), "\n") {

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,49 +11,36 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 func validate(t *testing.T, config string) (string, error) {
 	t.Helper()
-	useCollector()
+	harness.UseCollector()
 	path := config
 	if filepath.Ext(config) != ".yaml" {
 		path = filepath.Join(t.TempDir(), "config.yaml")
 		require.NoError(t, os.WriteFile(path, []byte(config), 0o600))
 	}
-	out, err := exec.Command(collectorBin, "validate", "--config", path).CombinedOutput()
+	out, err := exec.Command(harness.Bin, "validate", "--config", path).CombinedOutput()
 	return string(out), err
 }
-
-const validateTemplate = `
-receivers:
-  gym:
-    http:
-      endpoint: 127.0.0.1:4390
-%s
-exporters:
-  debug: {}
-service:
-  pipelines:
-    metrics:
-      receivers: [gym]
-      exporters: [debug]
-`
 
 // TestValidate: `otelcol-gym validate` accepts the shipped default and the README's example,
 // and rejects a bad gym key with a message that names it.
 func TestValidate(t *testing.T) {
 	t.Parallel()
 	t.Run("default config", func(t *testing.T) {
-		out, err := validate(t, filepath.Join(repoRoot, "config", "otelcol-gym.yaml"))
+		out, err := validate(t, filepath.Join(harness.Root, "config", "otelcol-gym.yaml"))
 		assert.NoError(t, err, out)
 	})
 	t.Run("minimal config", func(t *testing.T) {
-		out, err := validate(t, sprintfConfig(""))
+		out, err := validate(t, gymConfig(t, ""))
 		assert.NoError(t, err, out)
 	})
 	t.Run("every component", func(t *testing.T) {
-		out, err := validate(t, allComponentsConfig)
+		out, err := validate(t, harness.Config(t, "all-components.yaml", nil))
 		assert.NoError(t, err, out)
 	})
 	for _, c := range []struct {
@@ -66,7 +52,7 @@ func TestValidate(t *testing.T) {
 		{"bad duration", "    collection_interval: -1s", "collection_interval"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			out, err := validate(t, sprintfConfig(c.gym))
+			out, err := validate(t, gymConfig(t, c.gym))
 			var exitErr *exec.ExitError
 			require.ErrorAs(t, err, &exitErr, "validate accepted a config with %q:\n%s", c.gym, out)
 			assert.Contains(t, out, c.want)
@@ -74,15 +60,16 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-func sprintfConfig(gymLines string) string {
-	return fmt.Sprintf(validateTemplate, gymLines)
+func gymConfig(t *testing.T, gymLines string) string {
+	t.Helper()
+	return harness.Config(t, "validate.yaml", map[string]any{"gym": gymLines})
 }
 
 // TestValidateREADME: every YAML block of README.md that is a whole collector configuration
 // (it has a service: section) validates.
 func TestValidateREADME(t *testing.T) {
 	t.Parallel()
-	data, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	data, err := os.ReadFile(filepath.Join(harness.Root, "README.md"))
 	require.NoError(t, err)
 	blocks := 0
 	for i, part := range strings.Split(string(data), "```yaml\n")[1:] {
@@ -97,47 +84,3 @@ func TestValidateREADME(t *testing.T) {
 	}
 	assert.NotZero(t, blocks, "README.md has no yaml block with a service: section")
 }
-
-// allComponentsConfig uses every component builder-config.yaml puts in the distribution.
-const allComponentsConfig = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:13133
-  pprof:
-    endpoint: 127.0.0.1:1777
-receivers:
-  gym:
-    http:
-      endpoint: 127.0.0.1:4390
-  otlp:
-    protocols:
-      grpc:
-        endpoint: 127.0.0.1:4317
-      http:
-        endpoint: 127.0.0.1:4318
-processors:
-  memory_limiter:
-    check_interval: 1s
-    limit_mib: 512
-  batch: {}
-exporters:
-  debug:
-    verbosity: basic
-  prometheus:
-    endpoint: 127.0.0.1:9464
-  otlp_grpc:
-    endpoint: 127.0.0.1:14317
-    tls:
-      insecure: true
-  otlp_http:
-    endpoint: http://127.0.0.1:14318
-  file:
-    path: /tmp/otelcol-gym-metrics.jsonl
-service:
-  extensions: [health_check, pprof]
-  pipelines:
-    metrics:
-      receivers: [gym, otlp]
-      processors: [memory_limiter, batch]
-      exporters: [debug, prometheus, otlp_grpc, otlp_http, file]
-`

@@ -35,17 +35,15 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
-	"github.com/gym-telemetry/otelcol-gym/bench/internal/harness"
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 type options struct {
@@ -78,13 +76,7 @@ func main() {
 	flag.IntVar(&o.profile, "profile", 30, "seconds of CPU profile under load (0: skip)")
 	flag.DurationVar(&o.interval, "collection-interval", 10*time.Second, "the receiver's collection_interval")
 	flag.Parse()
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o); err != nil {
-		fmt.Fprintln(os.Stderr, "bench/e2e:", err)
-		os.Exit(1)
-	}
+	harness.Main("bench/e2e", func(ctx context.Context) error { return run(ctx, o) })
 }
 
 func run(ctx context.Context, o options) error {
@@ -127,22 +119,9 @@ func run(ctx context.Context, o options) error {
 	return nil
 }
 
-func startGym(ctx context.Context, o options, sink *harness.Sink, name string, env ...string) (*harness.Collector, harness.GymPorts, error) {
-	ports, err := harness.NewGymPorts()
-	if err != nil {
-		return nil, ports, err
-	}
-	c, err := harness.Start(ctx, harness.StartOptions{
-		Name:      name,
-		Bin:       o.collector,
-		Config:    harness.GymConfig(ports, sink.URL, "", o.interval.String()),
-		Env:       env,
-		Dir:       o.outDir,
-		HealthURL: fmt.Sprintf("http://127.0.0.1:%d/", ports.Health),
-		PprofAddr: fmt.Sprintf("127.0.0.1:%d", ports.Pprof),
-		Telemetry: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Telemetry),
-	})
-	return c, ports, err
+func startGym(ctx context.Context, o options, sink *harness.Sink, name string, env ...string) (*harness.Service, harness.GymPorts, error) {
+	return harness.StartGym(ctx, harness.ServiceOptions{Name: name, Bin: o.collector, Env: env, Dir: o.outDir},
+		sink.URL, "", o.interval.String())
 }
 
 type runResult struct {
@@ -242,7 +221,7 @@ func genArgs(o options, endpoint string, events int64, seed uint64) []string {
 	}
 }
 
-func measureRun(ctx context.Context, o options, sink *harness.Sink, c *harness.Collector, endpoint string, seed uint64) (runResult, error) {
+func measureRun(ctx context.Context, o options, sink *harness.Sink, c *harness.Service, endpoint string, seed uint64) (runResult, error) {
 	cpu0, err := c.CPU()
 	if err != nil {
 		return runResult{}, err

@@ -22,7 +22,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gym-telemetry/otelcol-gym/bench/internal/harness"
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 type options struct {
@@ -146,7 +146,7 @@ func pipelineConfig(base string, p harness.GymPorts, promPort int, otlp [2]int, 
 	return c, errors.Join(errs...)
 }
 
-func start(ctx context.Context, o options, base, bin, name string, expire time.Duration) (*harness.Collector, harness.GymPorts, int, error) {
+func start(ctx context.Context, o options, base, bin, name string, expire time.Duration) (*harness.Service, harness.GymPorts, int, error) {
 	p, err := harness.NewGymPorts()
 	if err != nil {
 		return nil, p, 0, err
@@ -164,7 +164,7 @@ func start(ctx context.Context, o options, base, bin, name string, expire time.D
 	if err != nil {
 		return nil, p, 0, err
 	}
-	c, err := harness.Start(ctx, harness.StartOptions{
+	c, err := harness.StartService(ctx, harness.ServiceOptions{
 		Name: name, Bin: bin, Config: config,
 		Env: []string{"GOMAXPROCS=2"}, Dir: dir,
 		HealthURL: fmt.Sprintf("http://127.0.0.1:%d/", p.Health),
@@ -176,7 +176,7 @@ func start(ctx context.Context, o options, base, bin, name string, expire time.D
 
 type snapshot struct{ heap, rss int64 }
 
-func measure(ctx context.Context, c *harness.Collector) (snapshot, error) {
+func measure(ctx context.Context, c *harness.Service) (snapshot, error) {
 	h, err := c.HeapAfterGC(ctx)
 	if err != nil {
 		return snapshot{}, err

@@ -4,7 +4,7 @@
 //
 //	go run ./bench/otlppeer --peer _build/otlppeer/otelcol-otlppeer [--collector _build/otelcol-gym] [--rounds 3]
 //
-// The load (bench/internal/harness/otlpgen.go) is generated once, in memory: OTLP/HTTP
+// The load (e2e/harness/otlpgen.go) is generated once, in memory: OTLP/HTTP
 // protobuf exports of --resources Gym processes, every schema instrument with its kind, unit
 // and bucket boundaries, declared attributes with values to normalise (failure kinds, fallback
 // enums, identifiers, an over-long dispatch name), undeclared attributes to drop, --workers SDK
@@ -29,21 +29,19 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
-	"github.com/gym-telemetry/otelcol-gym/bench/internal/harness"
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
@@ -81,12 +79,7 @@ func main() {
 		fmt.Print(harness.TransformConfig(harness.GymOTTL(o.grouped)))
 		return
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o); err != nil {
-		fmt.Fprintln(os.Stderr, "bench/otlppeer:", err)
-		os.Exit(1)
-	}
+	harness.Main("bench/otlppeer", func(ctx context.Context) error { return run(ctx, o) })
 }
 
 // setup is one of the four measured collector runs.
@@ -187,19 +180,22 @@ func kinds(m map[string]int64) string {
 
 // start starts the collector of s on a configuration with exporter sink (or the measured
 // exporter when sinkURL is "").
-func start(ctx context.Context, o options, s setup, name string, statements []string, sinkURL, env string) (*harness.Collector, harness.OTLPPorts, error) {
+func start(ctx context.Context, o options, s setup, name string, statements []string, sinkURL, env string) (*harness.Service, harness.OTLPPorts, error) {
 	ports, err := harness.NewOTLPPorts()
 	if err != nil {
 		return nil, ports, err
 	}
-	cfg := harness.OTLPConfig{Ports: ports, Health: s.health, Processor: s.processor, Statements: statements, SinkURL: sinkURL}
+	cfg, err := harness.OTLPConfig{Ports: ports, Health: s.health, Processor: s.processor, Statements: statements, SinkURL: sinkURL}.Config()
+	if err != nil {
+		return nil, ports, err
+	}
 	telemetry := fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Telemetry)
 	health := "" // the stock build has no health_check: the receiver's port is the sign
 	if s.health {
 		health = fmt.Sprintf("http://127.0.0.1:%d/", ports.Health)
 	}
-	c, err := harness.Start(ctx, harness.StartOptions{
-		Name: name, Bin: s.bin, Dir: o.outDir, Env: []string{env}, Config: cfg.String(),
+	c, err := harness.StartService(ctx, harness.ServiceOptions{
+		Name: name, Bin: s.bin, Dir: o.outDir, Env: []string{env}, Config: cfg,
 		Ready:     harness.Listening(fmt.Sprintf("127.0.0.1:%d", ports.HTTP), health),
 		PprofAddr: fmt.Sprintf("127.0.0.1:%d", ports.Pprof), Telemetry: telemetry,
 	})

@@ -12,7 +12,7 @@
 //   - otelcol-gym with its files transport (and, for reference, over HTTP: the same stream
 //     posted by `gymevents gen --pregen`),
 //   - the stock collector with file_log + json_parser -> signal_to_metrics (the Gym
-//     metrics that signal_to_metrics can express: see bench/internal/harness/config.go) ->
+//     metrics that signal_to_metrics can express: see e2e/harness/config.go) ->
 //     nop,
 //
 // until its own telemetry says every line was read (otelcol_receiver_gym_lines_* for
@@ -27,16 +27,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
-	"github.com/gym-telemetry/otelcol-gym/bench/internal/harness"
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 type options struct {
@@ -60,12 +58,7 @@ func main() {
 	flag.Uint64Var(&o.seed, "seed", 1, "generator seed")
 	flag.DurationVar(&o.limit, "limit", 15*time.Minute, "give up on a collector that has not read the stream within this long")
 	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o); err != nil {
-		fmt.Fprintln(os.Stderr, "bench/peer:", err)
-		os.Exit(1)
-	}
+	harness.Main("bench/peer", func(ctx context.Context) error { return run(ctx, o) })
 }
 
 type result struct {
@@ -145,7 +138,7 @@ func feed(stream, dir string) error {
 
 // waitRead polls read() until it reaches want, the collector has used no CPU for 5 s
 // (stalled), or limit passes.
-func waitRead(ctx context.Context, c *harness.Collector, want float64, limit time.Duration, read func() float64) (bool, float64) {
+func waitRead(ctx context.Context, c *harness.Service, want float64, limit time.Duration, read func() float64) (bool, float64) {
 	deadline := time.Now().Add(limit)
 	lastCPU, _ := c.CPU()
 	still := time.Now()
@@ -173,48 +166,51 @@ func runGymFile(ctx context.Context, o options, stream string, rep harness.GenRe
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return r, err
 	}
-	ports, err := harness.NewGymPorts()
-	if err != nil {
-		return r, err
-	}
 	sink, err := harness.StartSink()
 	if err != nil {
 		return r, err
 	}
 	defer sink.Close()
-	c, err := harness.Start(ctx, harness.StartOptions{
+	c, _, err := harness.StartGym(ctx, harness.ServiceOptions{
 		Name: "otelcol-gym-files", Bin: o.collector, Dir: o.outDir, Env: []string{env},
-		Config:    harness.GymConfig(ports, sink.URL, filepath.Join(dir, "*.jsonl"), "10s"),
-		HealthURL: fmt.Sprintf("http://127.0.0.1:%d/", ports.Health),
-		PprofAddr: fmt.Sprintf("127.0.0.1:%d", ports.Pprof),
-		Telemetry: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Telemetry),
-	})
+	}, sink.URL, filepath.Join(dir, "*.jsonl"), "10s")
 	if err != nil {
 		return r, err
 	}
 	defer c.Stop()
 	time.Sleep(time.Second)
+	if err := measureRead(ctx, o, c, &r, stream, dir, rep,
+		"otelcol_receiver_gym_lines_accepted", "otelcol_receiver_gym_lines_rejected", "otelcol_receiver_gym_lines_unknown"); err != nil {
+		return r, err
+	}
+	if !r.complete {
+		fmt.Printf("WARNING: otelcol-gym read %.0f of %d lines\n", r.readToNumber, rep.Lines)
+	}
+	return r, nil
+}
+
+// measureRead feeds the stream into dir, where c reads it, and waits until c's own metrics
+// (the sum of read) count every line: r gets the wall and CPU time, the peak RSS and whether
+// every line was read.
+func measureRead(ctx context.Context, o options, c *harness.Service, r *result, stream, dir string, rep harness.GenReport, read ...string) error {
 	cpu0, _ := c.CPU()
 	t0 := time.Now()
 	if err := feed(stream, dir); err != nil {
-		return r, err
+		return err
 	}
 	r.complete, r.readToNumber = waitRead(ctx, c, float64(rep.Lines), o.limit, func() float64 {
 		m, err := c.Metrics(ctx)
 		if err != nil {
 			return 0
 		}
-		return harness.Sum(m, "otelcol_receiver_gym_lines_accepted", "otelcol_receiver_gym_lines_rejected", "otelcol_receiver_gym_lines_unknown")
+		return harness.Sum(m, read...)
 	})
 	r.wall = time.Since(t0)
 	cpu1, _ := c.CPU()
 	r.cpu = cpu1 - cpu0
 	mem, _ := harness.ProcMem(c.Pid)
 	r.hwm = mem.HWM
-	if !r.complete {
-		fmt.Printf("WARNING: otelcol-gym read %.0f of %d lines\n", r.readToNumber, rep.Lines)
-	}
-	return r, nil
+	return nil
 }
 
 func runPeer(ctx context.Context, o options, stream string, rep harness.GenReport, env string) (result, error) {
@@ -223,41 +219,18 @@ func runPeer(ctx context.Context, o options, stream string, rep harness.GenRepor
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return r, err
 	}
-	p, err := harness.FreePorts(2)
-	if err != nil {
-		return r, err
-	}
-	ports := harness.PeerPorts{Pprof: p[0], Telemetry: p[1]}
-	telemetry := fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Telemetry)
-	c, err := harness.Start(ctx, harness.StartOptions{
+	c, err := harness.StartPeer(ctx, harness.ServiceOptions{
 		Name: "otelcol-peer", Bin: o.peer, Dir: o.outDir, Env: []string{env},
-		Config:    harness.PeerConfig(ports, filepath.Join(dir, "*.jsonl"), false),
-		HealthURL: telemetry, // no health_check extension in the stock build: its telemetry answers once it runs
-		PprofAddr: fmt.Sprintf("127.0.0.1:%d", ports.Pprof),
-		Telemetry: telemetry,
-	})
+	}, filepath.Join(dir, "*.jsonl"), false)
 	if err != nil {
 		return r, err
 	}
 	defer c.Stop()
 	time.Sleep(time.Second) // file_log's first poll has found nothing
-	cpu0, _ := c.CPU()
-	t0 := time.Now()
-	if err := feed(stream, dir); err != nil {
+	if err := measureRead(ctx, o, c, &r, stream, dir, rep,
+		"otelcol_receiver_accepted_log_records", "otelcol_receiver_refused_log_records", "otelcol_receiver_failed_log_records"); err != nil {
 		return r, err
 	}
-	r.complete, r.readToNumber = waitRead(ctx, c, float64(rep.Lines), o.limit, func() float64 {
-		m, err := c.Metrics(ctx)
-		if err != nil {
-			return 0
-		}
-		return harness.Sum(m, "otelcol_receiver_accepted_log_records", "otelcol_receiver_refused_log_records", "otelcol_receiver_failed_log_records")
-	})
-	r.wall = time.Since(t0)
-	cpu1, _ := c.CPU()
-	r.cpu = cpu1 - cpu0
-	mem, _ := harness.ProcMem(c.Pid)
-	r.hwm = mem.HWM
 	if !r.complete {
 		fmt.Printf("WARNING: the stock collector read %.0f of %d lines (its log: %s)\n", r.readToNumber, rep.Lines, c.LogPath)
 	}
@@ -287,17 +260,9 @@ func checkPeer(ctx context.Context, o options, stream, env string) error {
 		cut += i + 1
 		n++
 	}
-	p, err := harness.FreePorts(2)
-	if err != nil {
-		return err
-	}
-	ports := harness.PeerPorts{Pprof: p[0], Telemetry: p[1]}
-	telemetry := fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Telemetry)
-	c, err := harness.Start(ctx, harness.StartOptions{
+	c, err := harness.StartPeer(ctx, harness.ServiceOptions{
 		Name: "otelcol-peer-check", Bin: o.peer, Dir: o.outDir, Env: []string{env},
-		Config:    harness.PeerConfig(ports, filepath.Join(dir, "*.jsonl"), true),
-		HealthURL: telemetry, Telemetry: telemetry,
-	})
+	}, filepath.Join(dir, "*.jsonl"), true)
 	if err != nil {
 		return err
 	}
@@ -330,22 +295,14 @@ func checkPeer(ctx context.Context, o options, stream, env string) error {
 
 func runGymHTTP(ctx context.Context, o options, shape []string, env string) (result, error) {
 	r := result{name: "otelcol-gym", input: "HTTP (gymevents gen --pregen)"}
-	ports, err := harness.NewGymPorts()
-	if err != nil {
-		return r, err
-	}
 	sink, err := harness.StartSink()
 	if err != nil {
 		return r, err
 	}
 	defer sink.Close()
-	c, err := harness.Start(ctx, harness.StartOptions{
+	c, ports, err := harness.StartGym(ctx, harness.ServiceOptions{
 		Name: "otelcol-gym-http", Bin: o.collector, Dir: o.outDir, Env: []string{env},
-		Config:    harness.GymConfig(ports, sink.URL, "", "10s"),
-		HealthURL: fmt.Sprintf("http://127.0.0.1:%d/", ports.Health),
-		PprofAddr: fmt.Sprintf("127.0.0.1:%d", ports.Pprof),
-		Telemetry: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Telemetry),
-	})
+	}, sink.URL, "", "10s")
 	if err != nil {
 		return r, err
 	}

@@ -19,14 +19,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"runtime"
 	"slices"
 	"strconv"
-	"syscall"
 	"time"
 
-	"github.com/gym-telemetry/otelcol-gym/bench/internal/harness"
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 type sample struct {
@@ -50,13 +48,11 @@ func main() {
 		conns     = flag.Int("connections", 4, "HTTP connections of the generator")
 	)
 	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	flat, err := run(ctx, *collector, *gymevents, *outDir, *duration, *rate, *interval, *processes, *conns)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench/soak:", err)
-		os.Exit(1)
-	}
+	var flat bool
+	harness.Main("bench/soak", func(ctx context.Context) (err error) {
+		flat, err = run(ctx, *collector, *gymevents, *outDir, *duration, *rate, *interval, *processes, *conns)
+		return err
+	})
 	if !flat {
 		os.Exit(3)
 	}
@@ -71,17 +67,8 @@ func run(ctx context.Context, collector, gymevents, outDir string, duration time
 		return false, err
 	}
 	defer sink.Close()
-	ports, err := harness.NewGymPorts()
-	if err != nil {
-		return false, err
-	}
-	c, err := harness.Start(ctx, harness.StartOptions{
-		Name: "otelcol-gym-soak", Bin: collector, Dir: outDir,
-		Config:    harness.GymConfig(ports, sink.URL, "", "10s"),
-		HealthURL: fmt.Sprintf("http://127.0.0.1:%d/", ports.Health),
-		PprofAddr: fmt.Sprintf("127.0.0.1:%d", ports.Pprof),
-		Telemetry: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Telemetry),
-	})
+	c, ports, err := harness.StartGym(ctx, harness.ServiceOptions{Name: "otelcol-gym-soak", Bin: collector, Dir: outDir},
+		sink.URL, "", "10s")
 	if err != nil {
 		return false, err
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -18,38 +19,8 @@ import (
 	"time"
 )
 
-// FreePort returns a TCP port free on 127.0.0.1 now.
-func FreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// FreePorts returns n distinct free loopback ports.
-func FreePorts(n int) ([]int, error) {
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
-	var ports []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
-// Collector is a collector process started by the harness.
-type Collector struct {
+// Service is a collector (or a stock peer) that a bench program started: context-bound, no *testing.T.
+type Service struct {
 	Name    string
 	Cmd     *exec.Cmd
 	Pid     int
@@ -62,8 +33,8 @@ type Collector struct {
 	exitErr      error
 }
 
-// StartOptions start a collector.
-type StartOptions struct {
+// ServiceOptions start a collector.
+type ServiceOptions struct {
 	Name       string
 	Bin        string
 	Config     string   // YAML
@@ -76,8 +47,8 @@ type StartOptions struct {
 	StartLimit time.Duration
 }
 
-// Start writes the configuration, starts the collector and waits until it is up.
-func Start(ctx context.Context, o StartOptions) (*Collector, error) {
+// StartService writes the configuration, starts the collector and waits until it is up.
+func StartService(ctx context.Context, o ServiceOptions) (*Service, error) {
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -97,7 +68,7 @@ func Start(ctx context.Context, o StartOptions) (*Collector, error) {
 		logf.Close()
 		return nil, err
 	}
-	c := &Collector{Name: o.Name, Cmd: cmd, Pid: cmd.Process.Pid, Dir: o.Dir, LogPath: logPath,
+	c := &Service{Name: o.Name, Cmd: cmd, Pid: cmd.Process.Pid, Dir: o.Dir, LogPath: logPath,
 		PprofAddr: o.PprofAddr, TelemetryURL: o.Telemetry, done: make(chan struct{})}
 	go func() {
 		c.exitErr = cmd.Wait()
@@ -169,7 +140,7 @@ func getOK(ctx context.Context, url string) error {
 }
 
 // Alive tells whether the process still runs.
-func (c *Collector) Alive() bool {
+func (c *Service) Alive() bool {
 	select {
 	case <-c.done:
 		return false
@@ -179,7 +150,7 @@ func (c *Collector) Alive() bool {
 }
 
 // Stop stops the collector: SIGTERM, then SIGKILL after 15 s.
-func (c *Collector) Stop() {
+func (c *Service) Stop() {
 	if !c.Alive() {
 		return
 	}
@@ -193,10 +164,10 @@ func (c *Collector) Stop() {
 }
 
 // CPU is the process's CPU time so far.
-func (c *Collector) CPU() (time.Duration, error) { return ProcCPU(c.Pid) }
+func (c *Service) CPU() (time.Duration, error) { return ProcCPU(c.Pid) }
 
 // LogTail returns the last n lines of the collector's log.
-func (c *Collector) LogTail(n int) string {
+func (c *Service) LogTail(n int) string {
 	data, _ := os.ReadFile(c.LogPath)
 	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
 	if len(lines) > n {
@@ -206,7 +177,7 @@ func (c *Collector) LogTail(n int) string {
 }
 
 // Goroutines reads the goroutine count from the pprof extension.
-func (c *Collector) Goroutines(ctx context.Context) (int, error) {
+func (c *Service) Goroutines(ctx context.Context) (int, error) {
 	data, err := Get(ctx, "http://"+c.PprofAddr+"/debug/pprof/goroutine?debug=1", 1<<22)
 	if err != nil {
 		return 0, err
@@ -228,7 +199,7 @@ var memStatRE = regexp.MustCompile(`(?m)^# (HeapAlloc|HeapInuse|Sys) = (\d+)$`)
 
 // HeapAfterGC asks the pprof extension for a heap profile after a garbage collection
 // (gc=1) and reads the runtime's memory statistics printed with it: the live heap.
-func (c *Collector) HeapAfterGC(ctx context.Context) (Heap, error) {
+func (c *Service) HeapAfterGC(ctx context.Context) (Heap, error) {
 	data, err := Get(ctx, "http://"+c.PprofAddr+"/debug/pprof/heap?gc=1&debug=1", 64<<20)
 	if err != nil {
 		return Heap{}, err
@@ -252,7 +223,7 @@ func (c *Collector) HeapAfterGC(ctx context.Context) (Heap, error) {
 }
 
 // CPUProfile captures seconds of CPU profile from the pprof extension into path.
-func (c *Collector) CPUProfile(ctx context.Context, seconds int, path string) error {
+func (c *Service) CPUProfile(ctx context.Context, seconds int, path string) error {
 	client := &http.Client{Timeout: time.Duration(seconds+30) * time.Second}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", c.PprofAddr, seconds), nil)
 	if err != nil {
@@ -279,7 +250,7 @@ func (c *Collector) CPUProfile(ctx context.Context, seconds int, path string) er
 
 // Metrics scrapes the collector's own metrics and sums every sample of each metric name
 // (labels dropped).
-func (c *Collector) Metrics(ctx context.Context) (map[string]float64, error) {
+func (c *Service) Metrics(ctx context.Context) (map[string]float64, error) {
 	data, err := Get(ctx, c.TelemetryURL, 16<<20)
 	if err != nil {
 		return nil, err
@@ -356,4 +327,16 @@ func Get(ctx context.Context, url string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %s", url, resp.Status)
 	}
 	return data, nil
+}
+
+// Main runs a bench program's body with a context that SIGINT and SIGTERM cancel, and exits
+// with status 1 and the error, prefixed with name, when it fails.
+func Main(name string, run func(context.Context) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, name+":", err)
+		os.Exit(1)
+	}
 }
