@@ -12,15 +12,15 @@ import (
 // Objects and arrays inside a line: resource attributes, snapshots, flagged checks. The
 // line has been validated by parseTop, so the iterators below only walk it.
 
-// decIter walks the members of an object or the elements of an array.
-type decIter struct{ i int }
+// cursor walks the members of an object or the elements of an array.
+type cursor struct{ i int }
 
 // iter starts walking the object or array of s.
-func (d *Decoder) iter(s *decSlot) decIter { return decIter{i: int(s.start) + 1} }
+func (d *Decoder) iter(s *slot) cursor { return cursor{i: int(s.start) + 1} }
 
 // nextMember returns the next member of the object being walked: its value, and its key in
 // *key (the slots travel in registers, two of them would not).
-func (d *Decoder) nextMember(it *decIter, key *decSlot) (val decSlot, ok bool) {
+func (d *Decoder) nextMember(it *cursor, key *slot) (val slot, ok bool) {
 	b := d.line
 	i := gymjson.SkipSpace(b, it.i)
 	if i >= len(b) || b[i] != '"' {
@@ -35,7 +35,7 @@ func (d *Decoder) nextMember(it *decIter, key *decSlot) (val decSlot, ok bool) {
 			return val, false
 		}
 	}
-	*key = decMakeSlot(i, ke, gymjson.String, kesc)
+	*key = makeSlot(i, ke, gymjson.String, kesc)
 	i = gymjson.SkipSpace(b, ke)
 	if i >= len(b) || b[i] != ':' {
 		d.invalid(gymjson.SyntaxError(b, i, "want ':'"))
@@ -54,7 +54,7 @@ func (d *Decoder) nextMember(it *decIter, key *decSlot) (val decSlot, ok bool) {
 }
 
 // nextElem returns the next element of the array being walked.
-func (d *Decoder) nextElem(it *decIter) (val decSlot, ok bool) {
+func (d *Decoder) nextElem(it *cursor) (val slot, ok bool) {
 	b := d.line
 	i := gymjson.SkipSpace(b, it.i)
 	if i >= len(b) || b[i] == ']' {
@@ -75,25 +75,25 @@ func (d *Decoder) nextElem(it *decIter) (val decSlot, ok bool) {
 // scanSlot scans the value at b[i] of an object or array being walked (already validated:
 // its depth is not checked again) into a slot, plain strings and numbers by their fast paths.
 // It returns the slot and the index just past the value, or -1 after recording an error.
-func (d *Decoder) scanSlot(b []byte, i int) (decSlot, int) {
+func (d *Decoder) scanSlot(b []byte, i int) (slot, int) {
 	if i < len(b) {
 		switch c := b[i]; {
 		case c == '"':
 			if e, _, _, _ := gymjson.ScanPlainString(b, i); e >= 0 {
-				return decMakeSlot(i, e, gymjson.String, false), e
+				return makeSlot(i, e, gymjson.String, false), e
 			}
 		case c == '-' || (c >= '0' && c <= '9'):
 			if e, mant, num := gymjson.ScanPlainNumber(b, i); e >= 0 {
-				return decSlot{start: int32(i), end: int32(e), kind: gymjson.Number, num: num, mant: mant}, e
+				return slot{start: int32(i), end: int32(e), kind: gymjson.Number, num: num, mant: mant}, e
 			}
 		}
 	}
 	e, kind, esc, err := gymjson.ScanValue(b, i, 1)
 	if err != nil {
 		d.invalid(err)
-		return decSlot{}, -1
+		return slot{}, -1
 	}
-	return decMakeSlot(i, e, kind, esc), e
+	return makeSlot(i, e, kind, esc), e
 }
 
 // invalid records a syntax error found while walking (cannot happen on a validated line).
@@ -105,8 +105,8 @@ func (d *Decoder) invalid(err error) {
 
 // ---- members deduplicated by key (last occurrence wins) ----
 
-// decLinearMembers is the member count up to which lookups scan linearly.
-const decLinearMembers = 8
+// linearMembers is the member count up to which lookups scan linearly.
+const linearMembers = 8
 
 // resetMembers starts collecting the members of a new object.
 func (d *Decoder) resetMembers() {
@@ -117,13 +117,13 @@ func (d *Decoder) resetMembers() {
 // member returns the index of key in d.members, appending it when new.
 func (d *Decoder) member(key []byte) (idx int, found bool) {
 	n := len(d.members)
-	if n < decLinearMembers {
+	if n < linearMembers {
 		for i := range d.members {
 			if bytes.Equal(d.members[i].key, key) {
 				return i, true
 			}
 		}
-		d.members = append(d.members, decMember{key: key})
+		d.members = append(d.members, objectMember{key: key})
 		return n, false
 	}
 	if d.mask == 0 || 2*(n+1) > d.mask+1 {
@@ -134,7 +134,7 @@ func (d *Decoder) member(key []byte) (idx int, found bool) {
 		j := d.table[h]
 		if j == 0 {
 			d.table[h] = int32(n + 1)
-			d.members = append(d.members, decMember{key: key})
+			d.members = append(d.members, objectMember{key: key})
 			return n, false
 		}
 		if bytes.Equal(d.members[j-1].key, key) {
@@ -180,7 +180,7 @@ func (d *Decoder) decodeResource(ev *Event) {
 	}
 	d.resetMembers()
 	it := d.iter(s)
-	var k decSlot
+	var k slot
 	for {
 		v, ok := d.nextMember(&it, &k)
 		if !ok || d.err != nil {
@@ -192,7 +192,7 @@ func (d *Decoder) decodeResource(ev *Event) {
 			return
 		}
 		if len(key) > schema.ResourceMaxKeyBytes {
-			d.fail(ReasonInvalidValue, `field "attributes": key %s is %d bytes, over %d`, decQuote(key), len(key), schema.ResourceMaxKeyBytes)
+			d.fail(ReasonInvalidValue, `field "attributes": key %s is %d bytes, over %d`, quote(key), len(key), schema.ResourceMaxKeyBytes)
 			return
 		}
 		idx, found := d.member(key)
@@ -211,7 +211,7 @@ func (d *Decoder) decodeResource(ev *Event) {
 		switch m.val.kind {
 		case gymjson.String:
 			a.Kind = ValueString
-			a.Str = decCutRunes(d.str(&m.val), schema.DefaultStringMaxBytes)
+			a.Str = cutRunes(d.str(&m.val), schema.DefaultStringMaxBytes)
 		case gymjson.True, gymjson.False:
 			a.Kind = ValueBool
 			a.Bool = m.val.kind == gymjson.True
@@ -219,12 +219,12 @@ func (d *Decoder) decodeResource(ev *Event) {
 			a.Kind = ValueInt
 			v, st := d.intOf(&m.val, false)
 			if st != gymjson.IntOK {
-				d.intFail(`field "attributes": key `+decQuote(m.key), &m.val, false, st)
+				d.intFail(`field "attributes": key `+quote(m.key), &m.val, false, st)
 				return
 			}
 			a.Int = v
 		default:
-			d.wrongTypeAt(`field "attributes": key `+decQuote(m.key), "a string, an integer or a boolean", &m.val)
+			d.wrongTypeAt(`field "attributes": key `+quote(m.key), "a string, an integer or a boolean", &m.val)
 			return
 		}
 		ev.Attrs = append(ev.Attrs, a)
@@ -252,7 +252,7 @@ func (d *Decoder) decodeFlagged(ev *Event) {
 			return
 		}
 		if v.kind != gymjson.String {
-			d.wrongTypeAt(decField(fmt.Sprintf("flagged_checks[%d]", j)), "a string", &v)
+			d.wrongTypeAt(fieldLabel(fmt.Sprintf("flagged_checks[%d]", j)), "a string", &v)
 			return
 		}
 		ev.Flagged = append(ev.Flagged, d.str(&v))
@@ -273,7 +273,7 @@ func (d *Decoder) decodeCounts(ev *Event) {
 	}
 	d.resetMembers()
 	it := d.iter(s)
-	var k decSlot
+	var k slot
 	for {
 		v, ok := d.nextMember(&it, &k)
 		if !ok || d.err != nil {
@@ -300,10 +300,10 @@ func (d *Decoder) decodeCounts(ev *Event) {
 }
 
 // memberCount converts the value of a snapshot entry, an integer >= 0.
-func (d *Decoder) memberCount(field string, m *decMember) (int64, bool) {
+func (d *Decoder) memberCount(field string, m *objectMember) (int64, bool) {
 	v, st := d.intOf(&m.val, true)
 	if st != gymjson.IntOK {
-		d.intFail(decField(field)+": key "+decQuote(m.key), &m.val, true, st)
+		d.intFail(fieldLabel(field)+": key "+quote(m.key), &m.val, true, st)
 		return 0, false
 	}
 	return v, true
@@ -326,7 +326,7 @@ func (d *Decoder) decodeResponses(ev *Event) {
 	}
 	d.resetMembers()
 	it := d.iter(s)
-	var k decSlot
+	var k slot
 	for {
 		v, ok := d.nextMember(&it, &k)
 		if !ok || d.err != nil {
@@ -363,15 +363,15 @@ func (d *Decoder) statusCode(key []byte) (int64, bool) {
 	var v int64
 	for _, c := range key {
 		if c < '0' || c > '9' {
-			d.fail(ReasonInvalidValue, `field "responses": key %s is not a status code (want ASCII digits)`, decQuote(key))
+			d.fail(ReasonInvalidValue, `field "responses": key %s is not a status code (want ASCII digits)`, quote(key))
 			return 0, false
 		}
-		if v <= decStatusMax { // saturate
+		if v <= statusMax { // saturate
 			v = v*10 + int64(c-'0')
 		}
 	}
-	if v < decStatusMin || v > decStatusMax {
-		d.fail(ReasonOutOfRange, `field "responses": status code %s is outside %d..%d`, decQuote(key), decStatusMin, decStatusMax)
+	if v < statusMin || v > statusMax {
+		d.fail(ReasonOutOfRange, `field "responses": status code %s is outside %d..%d`, quote(key), statusMin, statusMax)
 		return 0, false
 	}
 	return v, true
@@ -381,8 +381,8 @@ func (d *Decoder) statusCode(key []byte) (int64, bool) {
 // `route` (string, required), `response_started` (boolean, required) and `count` (integer
 // >= 0, required); other keys are ignored, a duplicate key is last-wins and null is absent.
 func (d *Decoder) decodeCancelled(ev *Event) {
-	var m [decMaxMembers]decSlot
-	d.eachObject(fkCancelled, false, "an array of {route, response_started, count}", func(j int, e decSlot) {
+	var m [maxMembers]slot
+	d.eachObject(fkCancelled, false, "an array of {route, response_started, count}", func(j int, e slot) {
 		d.readMembers(&e, cancelledMembers, &m)
 		route, started, count := &m[0], &m[1], &m[2]
 		var c CancelledCount
@@ -393,7 +393,7 @@ func (d *Decoder) decodeCancelled(ev *Event) {
 		case gymjson.String:
 			c.Route = d.str(route)
 		default:
-			d.wrongTypeAt(decField(fmt.Sprintf("cancelled[%d].route", j)), "a string", route)
+			d.wrongTypeAt(fieldLabel(fmt.Sprintf("cancelled[%d].route", j)), "a string", route)
 			return
 		}
 		switch started.kind {
@@ -403,10 +403,10 @@ func (d *Decoder) decodeCancelled(ev *Event) {
 		case gymjson.True, gymjson.False:
 			c.ResponseStarted = started.kind == gymjson.True
 		default:
-			d.wrongTypeAt(decField(fmt.Sprintf("cancelled[%d].response_started", j)), "a boolean", started)
+			d.wrongTypeAt(fieldLabel(fmt.Sprintf("cancelled[%d].response_started", j)), "a boolean", started)
 			return
 		}
-		c.Count = d.integerAt(decPlace{field: "cancelled", idx: j, member: "count"}, count, true, true)
+		c.Count = d.integerAt(place{field: "cancelled", idx: j, member: "count"}, count, true, true)
 		if d.err == nil {
 			ev.Cancelled = append(ev.Cancelled, c)
 		}
@@ -424,7 +424,7 @@ func (d *Decoder) gcTriple(k int, out *[3]int64) {
 	}
 	s, ok := d.get(k)
 	if !ok {
-		d.missing(decKeyNames[k])
+		d.missing(keyNames[k])
 		return
 	}
 	if s.kind != gymjson.Array {
@@ -441,7 +441,7 @@ func (d *Decoder) gcTriple(k int, out *[3]int64) {
 		if n < 3 {
 			x, st := d.intOf(&v, true)
 			if st != gymjson.IntOK {
-				d.intFail(decField(fmt.Sprintf("%s[%d]", decKeyNames[k], n)), &v, true, st)
+				d.intFail(fieldLabel(fmt.Sprintf("%s[%d]", keyNames[k], n)), &v, true, st)
 				return
 			}
 			out[n] = x
@@ -449,6 +449,6 @@ func (d *Decoder) gcTriple(k int, out *[3]int64) {
 		n++
 	}
 	if d.err == nil && n != 3 {
-		d.fail(ReasonWrongType, "field %q: want an array of 3 integers >= 0, got %d elements", decKeyNames[k], n)
+		d.fail(ReasonWrongType, "field %q: want an array of 3 integers >= 0, got %d elements", keyNames[k], n)
 	}
 }

@@ -10,15 +10,17 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/gymjson"
 )
 
 // ---- helpers ----
 
 func b(s string) []byte { return []byte(s) }
 
-// decEventString renders the non-zero fields of ev, []byte as quoted strings, for diffs and
+// eventString renders the non-zero fields of ev, []byte as quoted strings, for diffs and
 // comparisons (NaN compares equal to NaN there).
-func decEventString(ev *Event) string {
+func eventString(ev *Event) string {
 	var sb strings.Builder
 	v := reflect.ValueOf(ev).Elem()
 	t := v.Type()
@@ -27,12 +29,12 @@ func decEventString(ev *Event) string {
 		if f.IsZero() || (f.Kind() == reflect.Slice && f.Len() == 0 && f.Type().Elem().Kind() != reflect.Uint8) {
 			continue
 		}
-		fmt.Fprintf(&sb, "%s=%s ", t.Field(i).Name, decValueString(f))
+		fmt.Fprintf(&sb, "%s=%s ", t.Field(i).Name, valueString(f))
 	}
 	return strings.TrimSpace(sb.String())
 }
 
-func decValueString(f reflect.Value) string {
+func valueString(f reflect.Value) string {
 	switch f.Kind() {
 	case reflect.Slice:
 		if f.Type().Elem().Kind() == reflect.Uint8 {
@@ -43,7 +45,7 @@ func decValueString(f reflect.Value) string {
 		}
 		parts := make([]string, f.Len())
 		for i := range parts {
-			parts[i] = decValueString(f.Index(i))
+			parts[i] = valueString(f.Index(i))
 		}
 		return "[" + strings.Join(parts, " ") + "]"
 	case reflect.Struct:
@@ -52,7 +54,7 @@ func decValueString(f reflect.Value) string {
 			if f.Field(i).IsZero() {
 				continue
 			}
-			parts = append(parts, f.Type().Field(i).Name+":"+decValueString(f.Field(i)))
+			parts = append(parts, f.Type().Field(i).Name+":"+valueString(f.Field(i)))
 		}
 		return "{" + strings.Join(parts, " ") + "}"
 	case reflect.Float64:
@@ -422,7 +424,7 @@ func TestDecodeValid(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Decode: %v", err)
 			}
-			if got, want := decEventString(ev), decEventString(&tt.want); got != want {
+			if got, want := eventString(ev), eventString(&tt.want); got != want {
 				t.Errorf("\ngot  %s\nwant %s", got, want)
 			}
 		})
@@ -442,7 +444,7 @@ func TestDecodeNilWhenAbsent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if ev.FailureClass != nil || ev.FailureKind != nil || ev.FailureType != nil {
-		t.Errorf("failure fields not nil: %s", decEventString(ev))
+		t.Errorf("failure fields not nil: %s", eventString(ev))
 	}
 	ev, err = decodeOne(t, `{"event":"rollout.completed","outcome":"failed","dispatch_name":"m","failure_kind":""}`)
 	if err != nil {
@@ -631,7 +633,7 @@ func TestDecodeRejected(t *testing.T) {
 		{"resource huge int", `{"event":"resource","attributes":{"a":1e19}}`, ReasonOutOfRange, `field "attributes": key "a": want an integer within int64, got 1e19`},
 		{"resource empty key", `{"event":"resource","attributes":{"":"x"}}`, ReasonInvalidValue, `field "attributes": empty key`},
 		{"resource long key", `{"event":"resource","attributes":{"` + strings.Repeat("k", 129) + `":"x"}}`, ReasonInvalidValue, `field "attributes": key "` + strings.Repeat("k", 64) + `"... is 129 bytes, over 128`},
-		{"resource 33 attributes", `{"event":"resource","attributes":{` + decAttrs(33) + `}}`, ReasonTooManyAttributes, `field "attributes": more than 32 attributes`},
+		{"resource 33 attributes", `{"event":"resource","attributes":{` + attrsJSON(33) + `}}`, ReasonTooManyAttributes, `field "attributes": more than 32 attributes`},
 
 		// limits
 		{"too deep", `{"event":"x","a":` + strings.Repeat("[", 64) + strings.Repeat("]", 64) + `}`, ReasonTooDeep, `nesting deeper than 64`},
@@ -647,7 +649,7 @@ func TestDecodeRejected(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ev, err := decodeOne(t, tt.line)
 			if err == nil {
-				t.Fatalf("Decode accepted the line: %s", decEventString(ev))
+				t.Fatalf("Decode accepted the line: %s", eventString(ev))
 			}
 			if Reason(err) != tt.reason {
 				t.Errorf("Reason = %q, want %q (%v)", Reason(err), tt.reason, err)
@@ -663,7 +665,7 @@ func TestDecodeRejected(t *testing.T) {
 	}
 }
 
-func decAttrs(n int) string {
+func attrsJSON(n int) string {
 	parts := make([]string, n)
 	for i := range parts {
 		parts[i] = fmt.Sprintf(`"k%d":%d`, i, i)
@@ -698,7 +700,7 @@ func TestDecodeTypeOfRejectedLine(t *testing.T) {
 
 func TestDecodeAttributes(t *testing.T) {
 	// 32 attributes are fine, duplicates do not count twice.
-	line := `{"event":"resource","attributes":{` + decAttrs(32) + `,"k0":"again","k31":true}}`
+	line := `{"event":"resource","attributes":{` + attrsJSON(32) + `,"k0":"again","k31":true}}`
 	ev, err := decodeOne(t, line)
 	if err != nil {
 		t.Fatal(err)
@@ -707,10 +709,10 @@ func TestDecodeAttributes(t *testing.T) {
 		t.Fatalf("%d attributes, want 32", len(ev.Attrs))
 	}
 	if a := ev.Attrs[0]; string(a.Key) != "k0" || a.Kind != ValueString || string(a.Str) != "again" {
-		t.Errorf("Attrs[0] = %s", decValueString(reflect.ValueOf(a)))
+		t.Errorf("Attrs[0] = %s", valueString(reflect.ValueOf(a)))
 	}
 	if a := ev.Attrs[31]; string(a.Key) != "k31" || a.Kind != ValueBool || !a.Bool {
-		t.Errorf("Attrs[31] = %s", decValueString(reflect.ValueOf(a)))
+		t.Errorf("Attrs[31] = %s", valueString(reflect.ValueOf(a)))
 	}
 
 	// A key of 128 bytes is fine.
@@ -876,7 +878,7 @@ func TestDecodeManyFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	if string(ev.Provider) != "p9000" || ev.Delta != 9000 {
-		t.Errorf("got %s", decEventString(&ev))
+		t.Errorf("got %s", eventString(&ev))
 	}
 
 	// 10,000 snapshot entries, with duplicates (hash dedupe), keep document order.
@@ -913,7 +915,7 @@ func TestDecodeManyFields(t *testing.T) {
 	if err := d.Decode([]byte(`{"event":"http.pool.connects","counts":{"a":1,"b":2,"a":3}}`), &ev); err != nil {
 		t.Fatal(err)
 	}
-	if got := decEventString(&ev); got != `Type=http.pool.connects Counts=[{Name:"a" Count:3} {Name:"b" Count:2}]` {
+	if got := eventString(&ev); got != `Type=http.pool.connects Counts=[{Name:"a" Count:3} {Name:"b" Count:2}]` {
 		t.Errorf("got %s", got)
 	}
 }
@@ -951,10 +953,10 @@ func TestDecodeReuseLeaksNothing(t *testing.T) {
 			if err := d.Decode([]byte(s), &ev); err != nil {
 				t.Fatalf("%s: %v", s, err)
 			}
-			got := decEventString(&ev)
+			got := eventString(&ev)
 			want, _ := decodeOne(t, s)
-			if got != decEventString(want) {
-				t.Errorf("after %s\n got %s\nwant %s", f, got, decEventString(want))
+			if got != eventString(want) {
+				t.Errorf("after %s\n got %s\nwant %s", f, got, eventString(want))
 			}
 			if ev.ServerType != nil || ev.FailureKind != nil || ev.FailureClass != nil || ev.FailureType != nil {
 				t.Errorf("after %s: stale optional strings in %s", f, got)
@@ -970,7 +972,7 @@ func TestDecodeReuseClearsEverything(t *testing.T) {
 		`{"event":"rollout.completed","outcome":"failed","dispatch_name":"m","failure_class":"c","failure_kind":"k","failure_type":"T","reward":1,"masked":true}`,
 		`{"event":"server.startup_stage","stage":"s","server_name":"n","server_type":"t","worker":true,"duration_ms":1}`,
 		`{"event":"gc.pause","generation":2,"duration_ms":1}`,
-	}, decMix...)
+	}, validMix...)
 	d := NewDecoder(0)
 	var ev Event
 	unknown := func(after string) {
@@ -978,7 +980,7 @@ func TestDecodeReuseClearsEverything(t *testing.T) {
 		if err := d.Decode([]byte(`{"event":"unknown"}`), &ev); err != nil {
 			t.Fatal(err)
 		}
-		if got := decEventString(&ev); got != "" {
+		if got := eventString(&ev); got != "" {
 			t.Errorf("after %s: %s", after, got)
 		}
 	}
@@ -1008,32 +1010,32 @@ func TestDecodeReuseClearsEverything(t *testing.T) {
 	if err := d.Decode([]byte(`{"event":"unknown"}`), &ev2); err != nil {
 		t.Fatal(err)
 	}
-	if got := decEventString(&ev2); got != "" {
+	if got := eventString(&ev2); got != "" {
 		t.Errorf("fresh Event: %s", got)
 	}
 }
 
-func TestDecNameTables(t *testing.T) {
-	for i, n := range decKeyNames {
-		if got := decLookupKey([]byte(n)); got != i {
+func TestNameTables(t *testing.T) {
+	for i, n := range keyNames {
+		if got := lookupKey([]byte(n)); got != i {
 			t.Errorf("key %q: %d, want %d", n, got, i)
 		}
 		for _, other := range []string{n + "x", n[:len(n)-1], strings.ToUpper(n), "x" + n[1:]} {
-			if got := decLookupKey([]byte(other)); got >= 0 && decKeyNames[got] != other {
-				t.Errorf("%q found as %q", other, decKeyNames[got])
+			if got := lookupKey([]byte(other)); got >= 0 && keyNames[got] != other {
+				t.Errorf("%q found as %q", other, keyNames[got])
 			}
 		}
 	}
 	for i, n := range EventNames {
-		if got := decLookupEvent([]byte(n)); got != EventType(i) {
+		if got := lookupEvent([]byte(n)); got != EventType(i) {
 			t.Errorf("event %q: %v, want %v", n, got, EventType(i))
 		}
 	}
 	for _, n := range []string{"", "x", "resourcE", "gc.paus", "gc.pauses", "ts"} {
-		if decLookupKey([]byte(n)) != -1 && n != "" {
+		if lookupKey([]byte(n)) != -1 && n != "" {
 			t.Errorf("key %q found", n)
 		}
-		if decLookupEvent([]byte(n)) != EventUnknown {
+		if lookupEvent([]byte(n)) != EventUnknown {
 			t.Errorf("event %q found", n)
 		}
 	}
@@ -1051,54 +1053,54 @@ func TestDecodeNegativeZeroDuration(t *testing.T) {
 
 // ---- numbers ----
 
-func TestDecParseInt(t *testing.T) {
+func TestParseInt(t *testing.T) {
 	cases := []struct {
 		tok  string
 		want int64
-		st   decIntStatus
+		st   gymjson.IntStatus
 	}{
-		{"0", 0, decIntOK},
-		{"-0", 0, decIntOK},
-		{"3", 3, decIntOK},
-		{"3.0", 3, decIntOK},
-		{"3.000000000000000000000000000000", 3, decIntOK},
-		{"3e0", 3, decIntOK},
-		{"3E+2", 300, decIntOK},
-		{"0.3e1", 3, decIntOK},
-		{"30e-1", 3, decIntOK},
-		{"3.5", 0, decIntNotIntegral},
-		{"1e-1", 0, decIntNotIntegral},
-		{"0.0000001", 0, decIntNotIntegral},
-		{"123456789012345678", 123456789012345678, decIntOK},
-		{"1234567890123456789", 1234567890123456789, decIntOK},
-		{"9223372036854775807", math.MaxInt64, decIntOK},
-		{"9223372036854775808", 0, decIntOutOfRange},
-		{"-9223372036854775808", math.MinInt64, decIntOK},
-		{"-9223372036854775809", 0, decIntOutOfRange},
-		{"9.223372036854775807e18", math.MaxInt64, decIntOK},
-		{"92233720368547758070e-1", math.MaxInt64, decIntOK},
-		{"10000000000000000000", 0, decIntOutOfRange},
-		{"1e18", 1e18, decIntOK},
-		{"1e19", 0, decIntOutOfRange},
-		{"1e30", 0, decIntOutOfRange},
-		{"1e400", 0, decIntOutOfRange},
-		{"1e99999999999999999999999", 0, decIntOutOfRange},
-		{"1e-99999999999999999999999", 0, decIntNotIntegral},
-		{"0e99999999999999999999999", 0, decIntOK},
-		{"9007199254740993", 9007199254740993, decIntOK}, // not exact as a double
-		{"NaN", 0, decIntNotIntegral},
-		{"Infinity", 0, decIntOutOfRange},
-		{"-Infinity", 0, decIntOutOfRange},
+		{"0", 0, gymjson.IntOK},
+		{"-0", 0, gymjson.IntOK},
+		{"3", 3, gymjson.IntOK},
+		{"3.0", 3, gymjson.IntOK},
+		{"3.000000000000000000000000000000", 3, gymjson.IntOK},
+		{"3e0", 3, gymjson.IntOK},
+		{"3E+2", 300, gymjson.IntOK},
+		{"0.3e1", 3, gymjson.IntOK},
+		{"30e-1", 3, gymjson.IntOK},
+		{"3.5", 0, gymjson.IntNotIntegral},
+		{"1e-1", 0, gymjson.IntNotIntegral},
+		{"0.0000001", 0, gymjson.IntNotIntegral},
+		{"123456789012345678", 123456789012345678, gymjson.IntOK},
+		{"1234567890123456789", 1234567890123456789, gymjson.IntOK},
+		{"9223372036854775807", math.MaxInt64, gymjson.IntOK},
+		{"9223372036854775808", 0, gymjson.IntOutOfRange},
+		{"-9223372036854775808", math.MinInt64, gymjson.IntOK},
+		{"-9223372036854775809", 0, gymjson.IntOutOfRange},
+		{"9.223372036854775807e18", math.MaxInt64, gymjson.IntOK},
+		{"92233720368547758070e-1", math.MaxInt64, gymjson.IntOK},
+		{"10000000000000000000", 0, gymjson.IntOutOfRange},
+		{"1e18", 1e18, gymjson.IntOK},
+		{"1e19", 0, gymjson.IntOutOfRange},
+		{"1e30", 0, gymjson.IntOutOfRange},
+		{"1e400", 0, gymjson.IntOutOfRange},
+		{"1e99999999999999999999999", 0, gymjson.IntOutOfRange},
+		{"1e-99999999999999999999999", 0, gymjson.IntNotIntegral},
+		{"0e99999999999999999999999", 0, gymjson.IntOK},
+		{"9007199254740993", 9007199254740993, gymjson.IntOK}, // not exact as a double
+		{"NaN", 0, gymjson.IntNotIntegral},
+		{"Infinity", 0, gymjson.IntOutOfRange},
+		{"-Infinity", 0, gymjson.IntOutOfRange},
 	}
 	for _, c := range cases {
-		v, st := decParseInt([]byte(c.tok))
+		v, st := gymjson.ParseInt([]byte(c.tok))
 		if v != c.want || st != c.st {
 			t.Errorf("%s: got %d %d, want %d %d", c.tok, v, st, c.want, c.st)
 		}
 	}
 }
 
-func TestDecParseFloat(t *testing.T) {
+func TestParseFloat(t *testing.T) {
 	cases := []struct {
 		tok  string
 		want float64
@@ -1109,19 +1111,19 @@ func TestDecParseFloat(t *testing.T) {
 		{"Infinity", math.Inf(1)}, {"-Infinity", math.Inf(-1)},
 	}
 	for _, c := range cases {
-		if got := decParseFloat([]byte(c.tok)); got != c.want {
+		if got := gymjson.ParseFloat([]byte(c.tok)); got != c.want {
 			t.Errorf("%s: got %v, want %v", c.tok, got, c.want)
 		}
 	}
-	if got := decParseFloat([]byte("NaN")); !math.IsNaN(got) {
+	if got := gymjson.ParseFloat([]byte("NaN")); !math.IsNaN(got) {
 		t.Errorf("NaN: got %v", got)
 	}
 }
 
 // ---- allocations ----
 
-// decMix is a realistic mix of lines, in the proportions a busy Gym process sends them.
-var decMix = []string{
+// validMix is a realistic mix of lines, in the proportions a busy Gym process sends them.
+var validMix = []string{
 	`{"event":"resource","attributes":{"service.name":"nemo-gym/math","service.instance.id":"r1-rank0","nemo.run.id":"r1","nemo.gym.server.name":"math","nemo.gym.server.type":"resources_servers","process.pid":4242,"host.name":"node7"}}`,
 	`{"event":"rollout.completed","outcome":"scored","dispatch_name":"math","reward":0.5,"ts":1712345678.123456}`,
 	`{"event":"rollout.completed","outcome":"scored","dispatch_name":"math","reward":1.0,"masked":false,"ts":1712345678.223456}`,
@@ -1149,7 +1151,7 @@ var decMix = []string{
 	`{"event":"some.future.event","x":{"y":[1,2,3]}}`,
 }
 
-func TestDecodeZeroAllocs(t *testing.T) { assertZeroAllocs(t, decMix) }
+func TestDecodeZeroAllocs(t *testing.T) { assertZeroAllocs(t, validMix) }
 
 // assertZeroAllocs decodes every line of mix once, then checks that decoding the mix again
 // allocates nothing.
