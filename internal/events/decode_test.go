@@ -65,12 +65,31 @@ func decodeOne(t *testing.T, line string) (*Event, error) {
 	return &ev, err
 }
 
+// validCase is a line that decodes (Accepted) to want.
+type validCase struct {
+	name string
+	line string
+	want Event
+}
+
+// checkValid decodes each case's line and compares the event with its want, field by field.
+func checkValid(t *testing.T, cases []validCase) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			ev, err := decodeOne(t, tt.line)
+			if err != nil {
+				t.Fatalf("Decode: %v", err)
+			}
+			if got, want := eventString(ev), eventString(&tt.want); got != want {
+				t.Errorf("\ngot  %s\nwant %s", got, want)
+			}
+		})
+	}
+}
+
 func TestDecodeValid(t *testing.T) {
-	tests := []struct {
-		name string
-		line string
-		want Event
-	}{
+	tests := []validCase{
 		{
 			name: "resource",
 			line: `{"event":"resource","attributes":{"service.name":"nemo-gym/math","service.instance.id":"r1-rank0","process.pid":4242,"pid2":4242.0,"debug":true,"off":false,"neg":-7}}`,
@@ -410,17 +429,7 @@ func TestDecodeValid(t *testing.T) {
 			want: Event{Type: EventSandboxActive, Provider: b("p")},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ev, err := decodeOne(t, tt.line)
-			if err != nil {
-				t.Fatalf("Decode: %v", err)
-			}
-			if got, want := eventString(ev), eventString(&tt.want); got != want {
-				t.Errorf("\ngot  %s\nwant %s", got, want)
-			}
-		})
-	}
+	checkValid(t, tests)
 }
 
 func TestDecodeNilWhenAbsent(t *testing.T) {

@@ -53,61 +53,13 @@ func (d *Decoder) readMembers(s *slot, names []string, vals *[maxMembers]slot) {
 	}
 }
 
-// eachObject walks array field k (want describes it in the message of another type), whose
-// elements must be objects: f reads element j while no error is recorded. Absent or null, it
-// is missing when required, else nothing.
-func (d *Decoder) eachObject(k int, required bool, want string, f func(j int, e slot)) {
-	if d.err != nil {
-		return
-	}
-	s, ok := d.get(k)
-	if !ok {
-		if required {
-			d.missing(keyNames[k])
-		}
-		return
-	}
-	if s.kind != gymjson.Array {
-		d.wrongType(k, want, s)
-		return
-	}
-	it := d.iter(s)
-	for j := 0; ; j++ {
-		e, ok := d.nextElem(&it)
-		if !ok || d.err != nil {
-			return
-		}
-		if e.kind != gymjson.Object {
-			d.wrongTypeAt(fieldLabel(place{field: keyNames[k], idx: j}.String()), "an object", &e)
-			return
-		}
-		f(j, e)
-		if d.err != nil {
-			return
-		}
-	}
-}
-
-// object returns the slot of field k when it is an object (ok=false when absent or null).
-func (d *Decoder) object(k int, want string) (*slot, bool) {
-	s, ok := d.get(k)
-	if d.err != nil || !ok {
-		return nil, false
-	}
-	if s.kind != gymjson.Object {
-		d.wrongType(k, want, s)
-		return nil, false
-	}
-	return s, true
-}
-
 // ---- concurrency.limits ----
 
 var limitMembers = []string{"component", "limit_name", "server_name", "limit", "active", "queue_depth", "admission_timeouts", "admission_cancelled"}
 
 func (d *Decoder) decodeLimits(ev *Event) {
 	var m [maxMembers]slot
-	d.eachObject(fkLimits, true, "an array of limits", func(j int, e slot) {
+	d.eachElement(fkLimits, true, "an array of limits", gymjson.Object, "an object", func(j int, e slot) {
 		at := func(member string) place { return place{field: "limits", idx: j, member: member} }
 		d.readMembers(&e, limitMembers, &m)
 		var l ConcurrencyLimit
@@ -134,7 +86,7 @@ func (d *Decoder) decodeModelCall(ev *Event) {
 	ev.DurationMS, ev.HasDuration = d.optDuration(fkDurationMS)
 	ev.TTFTMS, ev.HasTTFT = d.optDuration(fkTTFTMS)
 	ev.FinishReason = d.optString(fkFinishReason)
-	if s, ok := d.object(fkTokens, "an object of token type to count"); ok {
+	if s, ok := d.container(fkTokens, gymjson.Object, false, "an object of token type to count"); ok {
 		it := d.iter(s)
 		var k slot
 		for {
@@ -175,7 +127,7 @@ const maxPID = 1<<31 - 1
 
 func (d *Decoder) decodeMemorySample(ev *Event) {
 	var m [maxMembers]slot
-	d.eachObject(fkServers, false, "an array of servers", func(j int, e slot) {
+	d.eachElement(fkServers, false, "an array of servers", gymjson.Object, "an object", func(j int, e slot) {
 		at := func(member string) place { return place{field: "servers", idx: j, member: member} }
 		d.readMembers(&e, serverMemoryMembers, &m)
 		var sm ServerMemory
@@ -197,7 +149,7 @@ func (d *Decoder) decodeMemorySample(ev *Event) {
 	if d.err != nil {
 		return
 	}
-	if s, ok := d.object(fkHost, "an object {usage, available, total, peak}"); ok {
+	if s, ok := d.container(fkHost, gymjson.Object, false, "an object {usage, available, total, peak}"); ok {
 		d.readMembers(s, hostMemoryMembers, &m)
 		at := func(member string) place { return place{field: "host", idx: -1, member: member} }
 		h := &ev.Host

@@ -17,11 +17,7 @@ var gymTodayMix = []string{
 }
 
 func TestDecodeGymTodayValid(t *testing.T) {
-	tests := []struct {
-		name string
-		line string
-		want Event
-	}{
+	tests := []validCase{
 		{
 			name: "concurrency.limits",
 			line: gymTodayMix[0],
@@ -85,17 +81,7 @@ func TestDecodeGymTodayValid(t *testing.T) {
 		{name: "servers.active", line: gymTodayMix[6], want: Event{Type: EventServersActive, ServersActive: 4}},
 		{name: "servers.active integral float", line: `{"event":"servers.active","count":2.0}`, want: Event{Type: EventServersActive, ServersActive: 2}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ev, err := decodeOne(t, tt.line)
-			if err != nil {
-				t.Fatalf("Decode: %v", err)
-			}
-			if got, want := eventString(ev), eventString(&tt.want); got != want {
-				t.Errorf("\ngot  %s\nwant %s", got, want)
-			}
-		})
-	}
+	checkValid(t, tests)
 }
 
 func TestDecodeGymTodayRejected(t *testing.T) {

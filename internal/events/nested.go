@@ -103,6 +103,27 @@ func (d *Decoder) invalid(err error) {
 	}
 }
 
+// container returns the slot of field k when it is an object or array of kind (want
+// describes it in the message of another type). ok is false when an error is already
+// recorded, when the field is absent or null (missing when required), or of another type.
+func (d *Decoder) container(k int, kind gymjson.Kind, required bool, want string) (*slot, bool) {
+	if d.err != nil {
+		return nil, false
+	}
+	s, ok := d.get(k)
+	if !ok {
+		if required {
+			d.missing(keyNames[k])
+		}
+		return nil, false
+	}
+	if s.kind != kind {
+		d.wrongType(k, want, s)
+		return nil, false
+	}
+	return s, true
+}
+
 // ---- members deduplicated by key (last occurrence wins) ----
 
 // linearMembers is the member count up to which lookups scan linearly.
@@ -166,43 +187,62 @@ func (d *Decoder) rehash(n int) {
 	}
 }
 
-// ---- resource ----
-
-func (d *Decoder) decodeResource(ev *Event) {
-	s, ok := d.get(fkAttributes)
+// eachElement walks array field k (want describes it in the message of another type), whose
+// elements must be of kind (elemWant in the message of another type): f reads element j
+// while no error is recorded. Absent or null, it is missing when required, else nothing.
+func (d *Decoder) eachElement(k int, required bool, want string, kind gymjson.Kind, elemWant string, f func(j int, e slot)) {
+	s, ok := d.container(k, gymjson.Array, required, want)
 	if !ok {
-		d.missing("attributes")
 		return
 	}
-	if s.kind != gymjson.Object {
-		d.wrongType(fkAttributes, "an object", s)
-		return
+	it := d.iter(s)
+	for j := 0; ; j++ {
+		e, ok := d.nextElem(&it)
+		if !ok || d.err != nil {
+			return
+		}
+		if e.kind != kind {
+			d.wrongTypeAt(fieldLabel(place{field: keyNames[k], idx: j}.String()), elemWant, &e)
+			return
+		}
+		f(j, e)
+		if d.err != nil {
+			return
+		}
+	}
+}
+
+// collectMembers gathers the members of required object field k (want describes it in the
+// message of another type) into d.members: a repeated key keeps the place of its first
+// occurrence and takes the value of its last. keep checks each key, told whether it was seen
+// before; it returns false after recording an error, which ends the walk. The result is
+// false when an error is recorded.
+func (d *Decoder) collectMembers(k int, want string, keep func(key []byte, seen bool) bool) bool {
+	s, ok := d.container(k, gymjson.Object, true, want)
+	if !ok {
+		return false
 	}
 	d.resetMembers()
 	it := d.iter(s)
-	var k slot
+	var ks slot
 	for {
-		v, ok := d.nextMember(&it, &k)
+		v, ok := d.nextMember(&it, &ks)
 		if !ok || d.err != nil {
-			break
+			return d.err == nil
 		}
-		key := d.str(&k)
-		if len(key) == 0 {
-			d.fail(ReasonInvalidValue, `field "attributes": empty key`)
-			return
-		}
-		if len(key) > schema.ResourceMaxKeyBytes {
-			d.fail(ReasonInvalidValue, `field "attributes": key %s is %d bytes, over %d`, quote(key), len(key), schema.ResourceMaxKeyBytes)
-			return
-		}
-		idx, found := d.member(key)
+		key := d.str(&ks)
+		idx, seen := d.member(key)
 		d.members[idx].val = v
-		if !found && len(d.members) > schema.ResourceMaxAttributes {
-			d.fail(ReasonTooManyAttributes, `field "attributes": more than %d attributes`, schema.ResourceMaxAttributes)
-			return
+		if !keep(key, seen) {
+			return false
 		}
 	}
-	if d.err != nil {
+}
+
+// ---- resource ----
+
+func (d *Decoder) decodeResource(ev *Event) {
+	if !d.collectMembers(fkAttributes, "an object", d.resourceKey) {
 		return
 	}
 	for i := range d.members {
@@ -231,62 +271,35 @@ func (d *Decoder) decodeResource(ev *Event) {
 	}
 }
 
+// resourceKey checks a key of `attributes`: non-empty, bounded, and at most so many distinct.
+func (d *Decoder) resourceKey(key []byte, seen bool) bool {
+	if len(key) == 0 {
+		d.fail(ReasonInvalidValue, `field "attributes": empty key`)
+		return false
+	}
+	if len(key) > schema.ResourceMaxKeyBytes {
+		d.fail(ReasonInvalidValue, `field "attributes": key %s is %d bytes, over %d`, quote(key), len(key), schema.ResourceMaxKeyBytes)
+		return false
+	}
+	if !seen && len(d.members) > schema.ResourceMaxAttributes {
+		d.fail(ReasonTooManyAttributes, `field "attributes": more than %d attributes`, schema.ResourceMaxAttributes)
+		return false
+	}
+	return true
+}
+
 // ---- rollout.health ----
 
 func (d *Decoder) decodeFlagged(ev *Event) {
-	if d.err != nil {
-		return
-	}
-	s, ok := d.get(fkFlaggedChecks)
-	if !ok {
-		return
-	}
-	if s.kind != gymjson.Array {
-		d.wrongType(fkFlaggedChecks, "an array of strings", s)
-		return
-	}
-	it := d.iter(s)
-	for j := 0; ; j++ {
-		v, ok := d.nextElem(&it)
-		if !ok || d.err != nil {
-			return
-		}
-		if v.kind != gymjson.String {
-			d.wrongTypeAt(fieldLabel(fmt.Sprintf("flagged_checks[%d]", j)), "a string", &v)
-			return
-		}
+	d.eachElement(fkFlaggedChecks, false, "an array of strings", gymjson.String, "a string", func(_ int, v slot) {
 		ev.Flagged = append(ev.Flagged, d.str(&v))
-	}
+	})
 }
 
 // ---- http.pool.connects ----
 
 func (d *Decoder) decodeCounts(ev *Event) {
-	s, ok := d.get(fkCounts)
-	if !ok {
-		d.missing("counts")
-		return
-	}
-	if s.kind != gymjson.Object {
-		d.wrongType(fkCounts, "an object of server name to count", s)
-		return
-	}
-	d.resetMembers()
-	it := d.iter(s)
-	var k slot
-	for {
-		v, ok := d.nextMember(&it, &k)
-		if !ok || d.err != nil {
-			break
-		}
-		if k.start == k.end {
-			d.fail(ReasonInvalidValue, `field "counts": empty server name`)
-			return
-		}
-		idx, _ := d.member(d.str(&k))
-		d.members[idx].val = v
-	}
-	if d.err != nil {
+	if !d.collectMembers(fkCounts, "an object of server name to count", d.serverNameKey) {
 		return
 	}
 	for i := range d.members {
@@ -297,6 +310,15 @@ func (d *Decoder) decodeCounts(ev *Event) {
 		}
 		ev.Counts = append(ev.Counts, NamedCount{Name: m.key, Count: n})
 	}
+}
+
+// serverNameKey checks a key of `counts`, a server name: non-empty.
+func (d *Decoder) serverNameKey(key []byte, _ bool) bool {
+	if len(key) == 0 {
+		d.fail(ReasonInvalidValue, `field "counts": empty server name`)
+		return false
+	}
+	return true
 }
 
 // memberCount converts the value of a snapshot entry, an integer >= 0.
@@ -312,34 +334,7 @@ func (d *Decoder) memberCount(field string, m *objectMember) (int64, bool) {
 // ---- server.requests ----
 
 func (d *Decoder) decodeResponses(ev *Event) {
-	if d.err != nil {
-		return
-	}
-	s, ok := d.get(fkResponses)
-	if !ok {
-		d.missing("responses")
-		return
-	}
-	if s.kind != gymjson.Object {
-		d.wrongType(fkResponses, "an object of status code to count", s)
-		return
-	}
-	d.resetMembers()
-	it := d.iter(s)
-	var k slot
-	for {
-		v, ok := d.nextMember(&it, &k)
-		if !ok || d.err != nil {
-			break
-		}
-		key := d.str(&k)
-		if _, ok := d.statusCode(key); !ok {
-			return
-		}
-		idx, _ := d.member(key)
-		d.members[idx].val = v
-	}
-	if d.err != nil {
+	if !d.collectMembers(fkResponses, "an object of status code to count", d.statusCodeKey) {
 		return
 	}
 	for i := range d.members {
@@ -351,6 +346,12 @@ func (d *Decoder) decodeResponses(ev *Event) {
 		}
 		ev.Responses = append(ev.Responses, StatusCount{Code: code, Count: n})
 	}
+}
+
+// statusCodeKey checks a key of `responses`, a status code.
+func (d *Decoder) statusCodeKey(key []byte, _ bool) bool {
+	_, ok := d.statusCode(key)
+	return ok
 }
 
 // statusCode converts a status-code key: ASCII digits (leading zeros allowed) with a value
@@ -382,7 +383,7 @@ func (d *Decoder) statusCode(key []byte) (int64, bool) {
 // >= 0, required); other keys are ignored, a duplicate key is last-wins and null is absent.
 func (d *Decoder) decodeCancelled(ev *Event) {
 	var m [maxMembers]slot
-	d.eachObject(fkCancelled, false, "an array of {route, response_started, count}", func(j int, e slot) {
+	d.eachElement(fkCancelled, false, "an array of {route, response_started, count}", gymjson.Object, "an object", func(j int, e slot) {
 		d.readMembers(&e, cancelledMembers, &m)
 		route, started, count := &m[0], &m[1], &m[2]
 		var c CancelledCount
@@ -419,16 +420,8 @@ var cancelledMembers = []string{"route", "response_started", "count"}
 
 // gcTriple reads required field k, an array of exactly 3 integers >= 0 (one per generation).
 func (d *Decoder) gcTriple(k int, out *[3]int64) {
-	if d.err != nil {
-		return
-	}
-	s, ok := d.get(k)
+	s, ok := d.container(k, gymjson.Array, true, "an array of 3 integers >= 0")
 	if !ok {
-		d.missing(keyNames[k])
-		return
-	}
-	if s.kind != gymjson.Array {
-		d.wrongType(k, "an array of 3 integers >= 0", s)
 		return
 	}
 	it := d.iter(s)
