@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/gymjson"
+	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
 // This file is the line decoder of the event stream (docs/receiver.md). Decode makes one validating pass over the
@@ -57,7 +58,7 @@ import (
 //   - Syntax error positions are 0-based byte offsets into the line.
 
 // DefaultMaxLineBytes is max_line_bytes when NewDecoder is given 0 or less.
-const DefaultMaxLineBytes = 64 << 10
+const DefaultMaxLineBytes = schema.DefaultMaxLineBytes
 
 // Decoder decodes one line at a time into a reused Event. Not safe for concurrent use; one
 // per stream.
