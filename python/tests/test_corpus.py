@@ -89,12 +89,9 @@ def _fill_requests(s: Any) -> None:
     rc = s.requests
     for code in (200, 200, 200, 422, 503):
         rc.count_response(code)
-    rc.count_cancellation("/run", False)
-    rc.count_cancellation("/run", True)
-    rc.count_cancellation("/v1/responses", True)
-    rc.in_flight += 2
-    rc.unhandled_exceptions += 1
-    rc.outbound_in_flight += 3
+    for route, started in (("/run", False), ("/run", True), ("/v1/responses", True)):
+        rc.count_cancellation(route, started)
+    rc.in_flight, rc.unhandled_exceptions, rc.outbound_in_flight = 2, 1, 3
 
 
 def _fill_driver(s: Any) -> None:
