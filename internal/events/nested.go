@@ -212,12 +212,21 @@ func (d *Decoder) eachElement(k int, required bool, want string, kind gymjson.Ki
 	}
 }
 
+// keyRule names the check of an object's keys (a switch in the loop, not a func value: a
+// call more per key showed on resource lines).
+type keyRule uint8
+
+const (
+	resourceKeys   keyRule = iota // `attributes`: resourceKey
+	serverNameKeys                // `counts`: serverNameKey
+	statusCodeKeys                // `responses`: statusCodeKey
+)
+
 // collectMembers gathers the members of required object field k (want describes it in the
 // message of another type) into d.members: a repeated key keeps the place of its first
-// occurrence and takes the value of its last. keep checks each key, told whether it was seen
-// before; it returns false after recording an error, which ends the walk. The result is
-// false when an error is recorded.
-func (d *Decoder) collectMembers(k int, want string, keep func(key []byte, seen bool) bool) bool {
+// occurrence and takes the value of its last. Each key is checked by rule, which ends the
+// walk at the first error. The result is false when an error is recorded.
+func (d *Decoder) collectMembers(k int, want string, rule keyRule) bool {
 	s, ok := d.container(k, gymjson.Object, true, want)
 	if !ok {
 		return false
@@ -233,7 +242,15 @@ func (d *Decoder) collectMembers(k int, want string, keep func(key []byte, seen 
 		key := d.str(&ks)
 		idx, seen := d.member(key)
 		d.members[idx].val = v
-		if !keep(key, seen) {
+		switch rule {
+		case resourceKeys:
+			ok = d.resourceKey(key, seen)
+		case serverNameKeys:
+			ok = d.serverNameKey(key)
+		default:
+			ok = d.statusCodeKey(key)
+		}
+		if !ok {
 			return false
 		}
 	}
@@ -242,7 +259,7 @@ func (d *Decoder) collectMembers(k int, want string, keep func(key []byte, seen 
 // ---- resource ----
 
 func (d *Decoder) decodeResource(ev *Event) {
-	if !d.collectMembers(fkAttributes, "an object", d.resourceKey) {
+	if !d.collectMembers(fkAttributes, "an object", resourceKeys) {
 		return
 	}
 	for i := range d.members {
@@ -299,7 +316,7 @@ func (d *Decoder) decodeFlagged(ev *Event) {
 // ---- http.pool.connects ----
 
 func (d *Decoder) decodeCounts(ev *Event) {
-	if !d.collectMembers(fkCounts, "an object of server name to count", d.serverNameKey) {
+	if !d.collectMembers(fkCounts, "an object of server name to count", serverNameKeys) {
 		return
 	}
 	for i := range d.members {
@@ -313,7 +330,7 @@ func (d *Decoder) decodeCounts(ev *Event) {
 }
 
 // serverNameKey checks a key of `counts`, a server name: non-empty.
-func (d *Decoder) serverNameKey(key []byte, _ bool) bool {
+func (d *Decoder) serverNameKey(key []byte) bool {
 	if len(key) == 0 {
 		d.fail(ReasonInvalidValue, `field "counts": empty server name`)
 		return false
@@ -334,7 +351,7 @@ func (d *Decoder) memberCount(field string, m *objectMember) (int64, bool) {
 // ---- server.requests ----
 
 func (d *Decoder) decodeResponses(ev *Event) {
-	if !d.collectMembers(fkResponses, "an object of status code to count", d.statusCodeKey) {
+	if !d.collectMembers(fkResponses, "an object of status code to count", statusCodeKeys) {
 		return
 	}
 	for i := range d.members {
@@ -349,7 +366,7 @@ func (d *Decoder) decodeResponses(ev *Event) {
 }
 
 // statusCodeKey checks a key of `responses`, a status code.
-func (d *Decoder) statusCodeKey(key []byte, _ bool) bool {
+func (d *Decoder) statusCodeKey(key []byte) bool {
 	_, ok := d.statusCode(key)
 	return ok
 }
