@@ -2,17 +2,13 @@ package events
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"math"
 	"math/bits"
-	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/gymjson"
-	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
@@ -61,60 +57,8 @@ import (
 //     it is EventUnknown).
 //   - Syntax error positions are 0-based byte offsets into the line.
 
-// Reasons: the categories of DecodeError, a fixed set for self-telemetry (those that other
-// decoders share are defined in ingest).
-const (
-	ReasonTooLong           = ingest.ReasonTooLong
-	ReasonInvalidUTF8       = ingest.ReasonInvalidUTF8
-	ReasonInvalidJSON       = ingest.ReasonInvalidJSON
-	ReasonWrongType         = ingest.ReasonWrongType
-	ReasonMissingField      = ingest.ReasonMissingField
-	ReasonOutOfRange        = ingest.ReasonOutOfRange
-	ReasonInvalidValue      = ingest.ReasonInvalidValue
-	ReasonTooDeep           = "too_deep"
-	ReasonTooManyAttributes = "too_many_attributes"
-)
-
-// Reasons are every Reason constant: the receiver makes each one's series exist at 0.
-var Reasons = []string{
-	ReasonTooLong, ReasonInvalidUTF8, ReasonInvalidJSON, ReasonWrongType, ReasonMissingField,
-	ReasonOutOfRange, ReasonInvalidValue, ReasonTooDeep, ReasonTooManyAttributes,
-}
-
-// DecodeError is the error of a rejected line: a short reason naming the field, and its
-// category.
-type DecodeError struct {
-	reason string
-	msg    string
-}
-
-// NewDecodeError returns a rejection with one of the Reason constants (or another package's
-// reason, such as the aggregator's too_many_resources) and its message.
-func NewDecodeError(reason, msg string) *DecodeError { return &DecodeError{reason: reason, msg: msg} }
-
-func (e *DecodeError) Error() string { return e.msg }
-
-// Reason returns the category of the error (one of the Reason constants).
-func (e *DecodeError) Reason() string { return e.reason }
-
-// ErrBlank is returned for a blank line (only whitespace). It is not a rejection.
-var ErrBlank = errors.New("blank line")
-
-// Reason returns the category of an error returned by Decode: one of the Reason constants,
-// "" for nil and ErrBlank, and ReasonInvalidJSON for any other error.
-func Reason(err error) string {
-	if err == nil || errors.Is(err, ErrBlank) {
-		return ""
-	}
-	var de *DecodeError
-	if errors.As(err, &de) {
-		return de.reason
-	}
-	return ReasonInvalidJSON
-}
-
 // DefaultMaxLineBytes is max_line_bytes when NewDecoder is given 0 or less.
-const DefaultMaxLineBytes = 64 << 10
+const DefaultMaxLineBytes = schema.DefaultMaxLineBytes
 
 // Decoder decodes one line at a time into a reused Event. Not safe for concurrent use; one
 // per stream.
@@ -124,7 +68,7 @@ type Decoder struct {
 	err  error // first error of the current line
 
 	gen   uint32
-	slots [decNumKeys]decSlot // last occurrence of each known top-level key
+	slots [numKeys]slot // last occurrence of each known top-level key
 
 	scratch []byte // unescaped strings of the current line
 
@@ -134,20 +78,20 @@ type Decoder struct {
 	lastEv   *Event    // the Event of the previous call
 	lastType EventType // the type whose fields that call wrote into it
 
-	members []decMember // entries of the object being read (dedupe by key)
-	table   []int32     // open-addressing index into members (index+1), when large
+	members []objectMember // entries of the object being read (dedupe by key)
+	table   []int32        // open-addressing index into members (index+1), when large
 	mask    int
 	seed    maphash.Seed
 }
 
-// decSlot is the span of one JSON value in the line. For a string it is the text between
+// slot is the span of one JSON value in the line. For a string it is the text between
 // the quotes (esc tells whether it holds backslash escapes); for anything else the whole
 // token, brackets included.
 //
-// A decSlot has 7 fields: with a receiver and one more argument, or with a bool result, it
+// A slot has 7 fields: with a receiver and one more argument, or with a bool result, it
 // still fits the 9 integer registers Go passes arguments and results in (a struct that does
 // not fit goes through memory, which showed in profiles); hence the packed gymjson.Plain.
-type decSlot struct {
+type slot struct {
 	start, end int32
 	gen        uint32 // Decoder.gen of the line that wrote it (top-level slots only)
 	kind       gymjson.Kind
@@ -156,18 +100,18 @@ type decSlot struct {
 	mant       uint64        // its digits as an integer
 }
 
-func decMakeSlot(start, end int, kind gymjson.Kind, esc bool) decSlot {
+func makeSlot(start, end int, kind gymjson.Kind, esc bool) slot {
 	if kind == gymjson.String {
 		start++
 		end--
 	}
-	return decSlot{start: int32(start), end: int32(end), kind: kind, esc: esc}
+	return slot{start: int32(start), end: int32(end), kind: kind, esc: esc}
 }
 
-// decMember is one key of an object the decoder reads, with the value of its last occurrence.
-type decMember struct {
+// objectMember is one key of an object the decoder reads, with the value of its last occurrence.
+type objectMember struct {
 	key []byte
-	val decSlot
+	val slot
 }
 
 // NewDecoder returns a decoder that rejects lines over maxLineBytes bytes (newline not
@@ -190,9 +134,9 @@ func NewDecoder(maxLineBytes int) *Decoder {
 // EventUnknown), and the other fields of ev hold nothing meaningful.
 func (d *Decoder) Decode(line []byte, ev *Event) error {
 	if ev == d.lastEv {
-		decClearType(ev, d.lastType) // the only fields this decoder wrote
+		clearType(ev, d.lastType) // the only fields this decoder wrote
 	} else {
-		decResetEvent(ev)
+		resetEvent(ev)
 		d.lastEv = ev
 	}
 	d.lastType = EventUnknown
@@ -210,7 +154,7 @@ func (d *Decoder) Decode(line []byte, ev *Event) error {
 	d.scratch = d.scratch[:0]
 	d.gen++
 	if d.gen == 0 {
-		d.slots = [decNumKeys]decSlot{}
+		d.slots = [numKeys]slot{}
 		d.gen = 1
 	}
 	err := d.parseTop(i)
@@ -219,7 +163,7 @@ func (d *Decoder) Decode(line []byte, ev *Event) error {
 		if !utf8.Valid(line) {
 			// A line that is not UTF-8 is invalid_utf8 whatever else is wrong with it, and
 			// its event is not read (the scan may have stopped at another error first).
-			err = decInvalidUTF8(line)
+			err = invalidUTF8(line)
 		} else if s, ok := d.get(fkEvent); ok && s.kind == gymjson.String {
 			// Tell the caller what the line was meant to be when `event` came before the
 			// error, so that a broken resource line is known as one.
@@ -233,39 +177,16 @@ func (d *Decoder) Decode(line []byte, ev *Event) error {
 	return err
 }
 
-// scanError is the rejection of a fault gymjson found (any other error as it is).
-func scanError(err error) error {
-	// gymjson returns its errors unwrapped; errors.As would move je to the heap for every
-	// rejected line.
-	je, ok := err.(*gymjson.Error) //nolint:errorlint // see above
-	if !ok {
-		return err
-	}
-	switch je.Cause {
-	case gymjson.CauseTooDeep:
-		return errTooDeep
-	case gymjson.CauseInvalidUTF8:
-		return &DecodeError{reason: ReasonInvalidUTF8, msg: je.Error()}
-	}
-	return &DecodeError{reason: ReasonInvalidJSON, msg: je.Error()}
-}
-
-var errTooDeep = &DecodeError{reason: ReasonTooDeep, msg: gymjson.ErrTooDeep.Error()}
-
-func decInvalidUTF8(line []byte) error {
-	return &DecodeError{reason: ReasonInvalidUTF8, msg: fmt.Sprintf("not valid UTF-8 (at byte %d)", gymjson.FirstInvalidUTF8(line))}
-}
-
-// decResetEvent clears ev, keeping the backing arrays of its slices.
-func decResetEvent(ev *Event) {
+// resetEvent clears ev, keeping the backing arrays of its slices.
+func resetEvent(ev *Event) {
 	flagged, counts, responses, cancelled, attrs := ev.Flagged[:0], ev.Counts[:0], ev.Responses[:0], ev.Cancelled[:0], ev.Attrs[:0]
 	limits, servers := ev.Limits[:0], ev.Servers[:0]
 	*ev = Event{Flagged: flagged, Counts: counts, Responses: responses, Cancelled: cancelled, Attrs: attrs, Limits: limits, Servers: servers}
 }
 
-// decClearType clears the fields of ev that the decoding of an event of type t writes
+// clearType clears the fields of ev that the decoding of an event of type t writes
 // (cheaper than clearing the whole Event; TestDecodeReuseLeaksNothing keeps it complete).
-func decClearType(ev *Event, t EventType) {
+func clearType(ev *Event, t EventType) {
 	ev.Type = EventUnknown
 	switch t {
 	case EventResource:
@@ -353,7 +274,7 @@ func (d *Decoder) parseTop(i int) error {
 				id, ke int
 				err    error
 			)
-			if i+8 <= len(b) && binary.LittleEndian.Uint64(b[i:]) == decEventKeyWord {
+			if i+8 <= len(b) && binary.LittleEndian.Uint64(b[i:]) == eventKeyWord {
 				id, ke = fkEvent, i+7 // `"event":`, the first member of nearly every line
 			} else if id, ke, err = d.topKey(b, i); err != nil {
 				return err
@@ -380,7 +301,7 @@ func (d *Decoder) parseTop(i int) error {
 					ve, vesc, err = gymjson.ScanString(b, i)
 				} else if id == fkEvent {
 					// The event type, from the words just scanned.
-					evType = EventType(max(0, decEventTable.findWords(w0, w1, w2, ve-i-2)))
+					evType = EventType(max(0, eventTable.findWords(w0, w1, w2, ve-i-2)))
 					evTypeSet = true
 				}
 			} else if i < len(b) && (b[i] >= '0' && b[i] <= '9' || b[i] == '-') {
@@ -429,8 +350,8 @@ func (d *Decoder) parseTop(i int) error {
 	return nil
 }
 
-// decEventKeyWord is `"event":` as a little-endian word.
-var decEventKeyWord = binary.LittleEndian.Uint64([]byte(`"event":`))
+// eventKeyWord is `"event":` as a little-endian word.
+var eventKeyWord = binary.LittleEndian.Uint64([]byte(`"event":`))
 
 // topKey scans the top-level key whose opening quote is b[i]. It returns the key's field
 // (-1 for a name no event reads) and the index just past the closing quote.
@@ -443,13 +364,13 @@ func (d *Decoder) topKey(b []byte, i int) (id, end int, err error) {
 		w0 := binary.LittleEndian.Uint64(b[ks:])
 		if m := gymjson.StopBytes(w0); m != 0 {
 			if p := bits.TrailingZeros64(m) >> 3; b[ks+p] == '"' {
-				return decKeyTable.findWords(w0&gymjson.WordMasks[p&7], 0, 0, p), ks + p + 1, nil
+				return keyTable.findWords(w0&gymjson.WordMasks[p&7], 0, 0, p), ks + p + 1, nil
 			}
 		} else if ks+16 <= len(b) {
 			w1 := binary.LittleEndian.Uint64(b[ks+8:])
 			if m := gymjson.StopBytes(w1); m != 0 {
 				if p := bits.TrailingZeros64(m) >> 3; b[ks+8+p] == '"' {
-					return decKeyTable.findWords(w0, w1&gymjson.WordMasks[p&7], 0, 8+p), ks + 8 + p + 1, nil
+					return keyTable.findWords(w0, w1&gymjson.WordMasks[p&7], 0, 8+p), ks + 8 + p + 1, nil
 				}
 			}
 		}
@@ -461,11 +382,11 @@ func (d *Decoder) topKey(b []byte, i int) (id, end int, err error) {
 		return -1, end, err
 	}
 	if !esc {
-		return decKeyTable.find(b[ks : end-1]), end, nil
+		return keyTable.find(b[ks : end-1]), end, nil
 	}
 	n := len(d.scratch)
 	d.scratch = gymjson.AppendUnescaped(d.scratch, b[ks:end-1])
-	id = decLookupKey(d.scratch[n:])
+	id = lookupKey(d.scratch[n:])
 	d.scratch = d.scratch[:n]
 	return id, end, nil
 }
@@ -486,7 +407,7 @@ func (d *Decoder) decodeFields(ev *Event) error {
 	case EventResource:
 		d.decodeResource(ev)
 	case EventRolloutCompleted:
-		ev.Outcome = d.enum(fkOutcome, &decCompletedOutcomes)
+		ev.Outcome = d.enum(fkOutcome, &completedOutcomes)
 		ev.DispatchName = d.name(fkDispatchName)
 		ev.FailureClass = d.optString(fkFailureClass)
 		ev.FailureKind = d.optString(fkFailureKind)
@@ -498,8 +419,8 @@ func (d *Decoder) decodeFields(ev *Event) error {
 		ev.DispatchName = d.name(fkDispatchName)
 		ev.Masked = d.optBool(fkMasked)
 	case EventRolloutHealth:
-		ev.Verdict = d.enum(fkVerdict, &decVerdicts)
-		ev.Outcome = d.enum(fkOutcome, &decHealthOutcomes)
+		ev.Verdict = d.enum(fkVerdict, &verdicts)
+		ev.Outcome = d.enum(fkOutcome, &healthOutcomes)
 		d.decodeFlagged(ev)
 	case EventRolloutSize:
 		var has bool
@@ -530,12 +451,12 @@ func (d *Decoder) decodeFields(ev *Event) error {
 		ev.Worker = d.optBool(fkWorker)
 		ev.DurationMS = d.duration(fkDurationMS)
 	case EventHTTPPoolQueue:
-		ev.QueueConstraint = d.enum(fkQueueConstraint, &decQueueConstraints)
-		ev.QueueOutcome = d.enum(fkQueueOutcome, &decQueueOutcomes)
+		ev.QueueConstraint = d.enum(fkQueueConstraint, &queueConstraints)
+		ev.QueueOutcome = d.enum(fkQueueOutcome, &queueOutcomes)
 		ev.ServerName = d.name(fkServerName)
 		ev.DurationMS = d.duration(fkDurationMS)
 	case EventHTTPPoolConnect:
-		ev.ConnectOutcome = d.enum(fkOutcome, &decConnectOutcomes)
+		ev.ConnectOutcome = d.enum(fkOutcome, &connectOutcomes)
 		ev.ServerName = d.name(fkServerName)
 		ev.DurationMS = d.duration(fkDurationMS)
 	case EventHTTPPoolConnects:
@@ -584,671 +505,4 @@ func (d *Decoder) decodeFields(ev *Event) error {
 		ev.ServersActive = d.integer(fkCount, true)
 	}
 	return d.err
-}
-
-// ---- top-level fields ----
-
-// Field keys: every top-level field name some event reads.
-const (
-	fkEvent = iota
-	fkOutcome
-	fkDispatchName
-	fkFailureClass
-	fkFailureKind
-	fkFailureType
-	fkReward
-	fkMasked
-	fkVerdict
-	fkFlaggedChecks
-	fkInputItems
-	fkOutputItems
-	fkTurns
-	fkToolCalls
-	fkProvider
-	fkDelta
-	fkDurationMS
-	fkStage
-	fkServerName
-	fkServerType
-	fkWorker
-	fkQueueConstraint
-	fkQueueOutcome
-	fkCounts
-	fkLoop
-	fkLagMS
-	fkTasks
-	fkGeneration
-	fkCollections
-	fkCollected
-	fkUncollectable
-	fkCount
-	fkInFlight
-	fkUnhandledExceptions
-	fkResponses
-	fkCancelled
-	fkOutboundInFlight
-	fkOffered
-	fkResident
-	fkActive
-	fkBytes
-	fkAttributes
-	fkLimits
-	fkDialect
-	fkTTFTMS
-	fkTokens
-	fkFinishReason
-	fkServers
-	fkHost
-	fkCompleted
-	decNumKeys
-)
-
-// decKeyNames are the wire names of the field keys.
-var decKeyNames = [decNumKeys]string{
-	fkEvent:               "event",
-	fkOutcome:             "outcome",
-	fkDispatchName:        "dispatch_name",
-	fkFailureClass:        "failure_class",
-	fkFailureKind:         "failure_kind",
-	fkFailureType:         "failure_type",
-	fkReward:              "reward",
-	fkMasked:              "masked",
-	fkVerdict:             "verdict",
-	fkFlaggedChecks:       "flagged_checks",
-	fkInputItems:          "input_items",
-	fkOutputItems:         "output_items",
-	fkTurns:               "turns",
-	fkToolCalls:           "tool_calls",
-	fkProvider:            "provider",
-	fkDelta:               "delta",
-	fkDurationMS:          "duration_ms",
-	fkStage:               "stage",
-	fkServerName:          "server_name",
-	fkServerType:          "server_type",
-	fkWorker:              "worker",
-	fkQueueConstraint:     "queue_constraint",
-	fkQueueOutcome:        "queue_outcome",
-	fkCounts:              "counts",
-	fkLoop:                "loop",
-	fkLagMS:               "lag_ms",
-	fkTasks:               "tasks",
-	fkGeneration:          "generation",
-	fkCollections:         "collections",
-	fkCollected:           "collected",
-	fkUncollectable:       "uncollectable",
-	fkCount:               "count",
-	fkInFlight:            "in_flight",
-	fkUnhandledExceptions: "unhandled_exceptions",
-	fkResponses:           "responses",
-	fkCancelled:           "cancelled",
-	fkOutboundInFlight:    "outbound_in_flight",
-	fkOffered:             "offered",
-	fkResident:            "resident",
-	fkActive:              "active",
-	fkBytes:               "bytes",
-	fkAttributes:          "attributes",
-	fkLimits:              "limits",
-	fkDialect:             "dialect",
-	fkTTFTMS:              "ttft_ms",
-	fkTokens:              "tokens",
-	fkFinishReason:        "finish_reason",
-	fkServers:             "servers",
-	fkHost:                "host",
-	fkCompleted:           "completed",
-}
-
-// decNameTable finds a name among a fixed set (field keys, event names) with one multiply and
-// a compare of whole words, no byte loop: the name is read as three little-endian words,
-// zero-padded (decNameWords; parseTop gets them while scanning a key), the words are mixed
-// and multiplied by a constant chosen at init so that no two names of the set share a slot,
-// and the slot's entry is compared word for word.
-type decNameTable struct {
-	mul     uint64
-	lookup  [256]uint8 // index into entries; entries[0] is the empty name, found as -1
-	entries [64]decNameEntry
-}
-
-type decNameEntry struct {
-	w   [3]uint64
-	n   int
-	idx int
-}
-
-// decNameMax is the longest name a table can hold: three words.
-const decNameMax = 24
-
-// decNameWords reads the name k (at most decNameMax bytes) as three zero-padded words.
-func decNameWords(k []byte) (w [3]uint64) {
-	var buf [decNameMax]byte
-	copy(buf[:], k)
-	w[0] = binary.LittleEndian.Uint64(buf[0:])
-	w[1] = binary.LittleEndian.Uint64(buf[8:])
-	w[2] = binary.LittleEndian.Uint64(buf[16:])
-	return w
-}
-
-func (t *decNameTable) slot(w0, w1, w2 uint64, n int) uint8 {
-	x := w0 ^ bits.RotateLeft64(w1, 31) ^ bits.RotateLeft64(w2, 17) ^ uint64(n)
-	return uint8((x * t.mul) >> 56)
-}
-
-func decMakeNameTable(names []string) *decNameTable {
-	t := &decNameTable{}
-	var entries []decNameEntry
-	for i, n := range names {
-		if n == "" {
-			continue
-		}
-		if len(n) > decNameMax {
-			panic("protocol: name " + n + " is too long for a name table")
-		}
-		entries = append(entries, decNameEntry{w: decNameWords([]byte(n)), n: len(n), idx: i})
-	}
-	if len(entries) >= len(t.entries) {
-		panic("protocol: too many names for a name table")
-	}
-	copy(t.entries[1:], entries)
-	t.entries[0].idx = -1 // the empty name (n == 0, all words zero) matches entries[0]: not found
-	// Multipliers from a fixed sequence (splitmix64), so that every run builds the same table.
-	state := uint64(0)
-	for range 1 << 16 {
-		state += 0x9e3779b97f4a7c15
-		z := state
-		z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-		z = (z ^ z>>27) * 0x94d049bb133111eb
-		t.mul = (z ^ z>>31) | 1
-		t.lookup = [256]uint8{}
-		ok := true
-		for i := 1; i <= len(entries) && ok; i++ {
-			e := &t.entries[i]
-			h := t.slot(e.w[0], e.w[1], e.w[2], e.n)
-			ok = t.lookup[h] == 0
-			t.lookup[h] = uint8(i)
-		}
-		if ok {
-			return t
-		}
-	}
-	panic("protocol: no collision-free hash for the name table")
-}
-
-// findWords returns the index (in the table's names) of the name of n bytes whose
-// zero-padded words are w0, w1, w2, or -1.
-func (t *decNameTable) findWords(w0, w1, w2 uint64, n int) int {
-	e := &t.entries[t.lookup[t.slot(w0, w1, w2, n)]%64]
-	// One branch, on the whole compare (a miss is rare, but a chain of branches is slower).
-	if (e.w[0]^w0)|(e.w[1]^w1)|(e.w[2]^w2)|uint64(e.n^n) == 0 {
-		return e.idx
-	}
-	return -1
-}
-
-// find returns the index (in the table's names) of k, or -1 (also for "").
-func (t *decNameTable) find(k []byte) int {
-	if len(k) == 0 || len(k) > decNameMax {
-		return -1
-	}
-	w := decNameWords(k)
-	return t.findWords(w[0], w[1], w[2], len(k))
-}
-
-// findIn returns the index of the name b[start:start+n], or -1, reading its words from b
-// without a copy when b has room for them.
-func (t *decNameTable) findIn(b []byte, start, n int) int {
-	if n > 0 && n <= 8 && start+8 <= len(b) {
-		return t.findWords(binary.LittleEndian.Uint64(b[start:])&gymjson.WordMasks[n], 0, 0, n)
-	}
-	if n > 8 && n <= 16 && start+16 <= len(b) {
-		return t.findWords(binary.LittleEndian.Uint64(b[start:]), binary.LittleEndian.Uint64(b[start+8:])&gymjson.WordMasks[n-8], 0, n)
-	}
-	return t.find(b[start : start+n])
-}
-
-var (
-	decKeyTable   = decMakeNameTable(decKeyNames[:])
-	decEventTable = decMakeNameTable(EventNames[:])
-)
-
-// decLookupKey returns the field key of a top-level name, or -1.
-func decLookupKey(k []byte) int { return decKeyTable.find(k) }
-
-// decLookupEvent returns the event type named v, or EventUnknown.
-func decLookupEvent(v []byte) EventType {
-	if i := decEventTable.find(v); i > 0 {
-		return EventType(i)
-	}
-	return EventUnknown
-}
-
-// event returns the event type named by string slot s (the slot of `event`), or
-// EventUnknown.
-func (d *Decoder) event(s *decSlot) EventType {
-	if d.evTypeSet {
-		return d.evType
-	}
-	if s.esc {
-		return decLookupEvent(d.str(s))
-	}
-	if i := decEventTable.findIn(d.line, int(s.start), int(s.end-s.start)); i > 0 {
-		return EventType(i)
-	}
-	return EventUnknown
-}
-
-// get returns the last occurrence of field k in the current line, unless absent or null. The
-// slot is the decoder's own, read in place: parseTop has just written it field by field, and
-// reading it back whole (a copy) would stall on those stores.
-func (d *Decoder) get(k int) (*decSlot, bool) {
-	s := &d.slots[k]
-	if s.gen != d.gen || s.kind == gymjson.Null {
-		return s, false
-	}
-	return s, true
-}
-
-// str returns the text of a string slot: a sub-slice of the line, or of the scratch buffer
-// when it holds escapes. The capacity is cut so that appending to it copies.
-func (d *Decoder) str(s *decSlot) []byte {
-	if !s.esc {
-		return d.line[s.start:s.end:s.end]
-	}
-	n := len(d.scratch)
-	d.scratch = gymjson.AppendUnescaped(d.scratch, d.line[s.start:s.end])
-	return d.scratch[n:len(d.scratch):len(d.scratch)]
-}
-
-// raw returns the JSON text of a slot, shortened for a message.
-func (d *Decoder) raw(s *decSlot) string {
-	switch s.kind {
-	case gymjson.Object, gymjson.Array:
-		return s.kind.String()
-	case gymjson.String:
-		return decQuote(d.str(s))
-	}
-	t := d.line[s.start:s.end]
-	if len(t) > 40 {
-		return string(t[:40]) + "..."
-	}
-	return string(t)
-}
-
-// decQuote quotes v for a message, cut to 64 bytes at a rune boundary.
-func decQuote(v []byte) string {
-	if len(v) > 64 {
-		return strconv.Quote(string(decCutRunes(v, 64))) + "..."
-	}
-	return strconv.Quote(string(v))
-}
-
-// decCutRunes cuts valid UTF-8 v to at most n bytes at a rune boundary.
-func decCutRunes(v []byte, n int) []byte {
-	if len(v) <= n {
-		return v
-	}
-	for n > 0 && !utf8.RuneStart(v[n]) {
-		n--
-	}
-	return v[:n:n]
-}
-
-// fail records the first error of the line.
-func (d *Decoder) fail(reason, format string, args ...any) {
-	if d.err == nil {
-		d.err = &DecodeError{reason: reason, msg: fmt.Sprintf(format, args...)}
-	}
-}
-
-func (d *Decoder) missing(field string) {
-	d.fail(ReasonMissingField, "missing required field %q", field)
-}
-
-func (d *Decoder) wrongType(k int, want string, s *decSlot) {
-	if d.err == nil {
-		d.wrongTypeAt(decField(decKeyNames[k]), want, s)
-	}
-}
-
-// wrongTypeAt records a wrong type; where names the place (`field "x"`).
-func (d *Decoder) wrongTypeAt(where, want string, s *decSlot) {
-	if d.err == nil {
-		d.fail(ReasonWrongType, "%s: want %s, got %s", where, want, d.raw(s))
-	}
-}
-
-// decField names a field in a message.
-func decField(name string) string { return "field " + strconv.Quote(name) }
-
-// A place names a value in messages: a top-level field (`event`), a member of one of its
-// objects (`host.usage`) or of an array's element (`limits[2].active`). It is formatted only
-// when a value there is rejected.
-type decPlace struct {
-	field  string
-	idx    int    // the element of field's array, or -1
-	member string // the member of the object, or ""
-}
-
-func decTop(k int) decPlace { return decPlace{field: decKeyNames[k], idx: -1} }
-
-func (p decPlace) String() string {
-	s := p.field
-	if p.idx >= 0 {
-		s += "[" + strconv.Itoa(p.idx) + "]"
-	}
-	if p.member != "" {
-		s += "." + p.member
-	}
-	return s
-}
-
-// present reports whether slot s holds a value (not absent, not null).
-func decPresent(s *decSlot, ok bool) bool {
-	return ok && s.kind != gymjson.None && s.kind != gymjson.Null
-}
-
-// name returns required non-empty string field k.
-func (d *Decoder) name(k int) []byte {
-	s, ok := d.get(k)
-	return d.nameAt(decTop(k), s, ok)
-}
-
-// nameAt is name for the value s at p (ok: present).
-func (d *Decoder) nameAt(p decPlace, s *decSlot, ok bool) []byte {
-	if d.err != nil {
-		return nil
-	}
-	if !decPresent(s, ok) {
-		d.missing(p.String())
-		return nil
-	}
-	if s.kind != gymjson.String {
-		d.wrongTypeAt(decField(p.String()), "a non-empty string", s)
-		return nil
-	}
-	if s.start == s.end {
-		d.fail(ReasonInvalidValue, "field %q: want a non-empty string, got \"\"", p.String())
-		return nil
-	}
-	return d.str(s)
-}
-
-// optString returns optional string field k, nil when absent or null.
-func (d *Decoder) optString(k int) []byte {
-	s, ok := d.get(k)
-	return d.optStringAt(decTop(k), s, ok)
-}
-
-func (d *Decoder) optStringAt(p decPlace, s *decSlot, ok bool) []byte {
-	if d.err != nil || !decPresent(s, ok) {
-		return nil
-	}
-	if s.kind != gymjson.String {
-		d.wrongTypeAt(decField(p.String()), "a string", s)
-		return nil
-	}
-	return d.str(s)
-}
-
-// optBool returns optional boolean field k, false when absent or null.
-func (d *Decoder) optBool(k int) bool {
-	if d.err != nil {
-		return false
-	}
-	s, ok := d.get(k)
-	if !ok {
-		return false
-	}
-	if s.kind != gymjson.True && s.kind != gymjson.False {
-		d.wrongType(k, "a boolean", s)
-		return false
-	}
-	return s.kind == gymjson.True
-}
-
-// boolean returns required boolean field k.
-func (d *Decoder) boolean(k int) bool {
-	if d.err != nil {
-		return false
-	}
-	if _, ok := d.get(k); !ok {
-		d.missing(decKeyNames[k])
-		return false
-	}
-	return d.optBool(k)
-}
-
-// optNumber returns optional number field k, any number (NaN and infinities too).
-func (d *Decoder) optNumber(k int) (float64, bool) {
-	if d.err != nil {
-		return 0, false
-	}
-	s, ok := d.get(k)
-	if !ok {
-		return 0, false
-	}
-	if s.kind != gymjson.Number {
-		d.wrongType(k, "a number", s)
-		return 0, false
-	}
-	return d.float(s), true
-}
-
-// number returns required number field k, any number (NaN and infinities too); the bool is
-// false when it is missing or not a number.
-func (d *Decoder) number(k int) (float64, bool) {
-	if d.err != nil {
-		return 0, false
-	}
-	if _, ok := d.get(k); !ok {
-		d.missing(decKeyNames[k])
-		return 0, false
-	}
-	return d.optNumber(k)
-}
-
-// duration returns required field k, a finite number >= 0.
-func (d *Decoder) duration(k int) float64 {
-	s, ok := d.get(k)
-	if d.err == nil && !ok {
-		d.missing(decKeyNames[k])
-		return 0
-	}
-	f, _ := d.durationAt(decTop(k), s, ok)
-	return f
-}
-
-// optDuration returns optional field k, a finite number >= 0 when present.
-func (d *Decoder) optDuration(k int) (float64, bool) {
-	s, ok := d.get(k)
-	return d.durationAt(decTop(k), s, ok)
-}
-
-// durationAt reads the value s at p, when present, as a duration: a finite number >= 0
-// (-0 is given as 0).
-func (d *Decoder) durationAt(p decPlace, s *decSlot, ok bool) (float64, bool) {
-	if d.err != nil || !decPresent(s, ok) {
-		return 0, false
-	}
-	if s.kind != gymjson.Number {
-		d.wrongTypeAt(decField(p.String()), "a finite number >= 0", s)
-		return 0, false
-	}
-	f := d.float(s)
-	if !(f >= 0 && f <= math.MaxFloat64) { // also NaN
-		d.fail(ReasonOutOfRange, "field %q: want a finite number >= 0, got %s", p.String(), d.raw(s))
-		return 0, false
-	}
-	return f + 0, true // -0 becomes 0
-}
-
-// integer returns required integer field k (>= 0 when nonneg).
-func (d *Decoder) integer(k int, nonneg bool) int64 {
-	s, ok := d.get(k)
-	return d.integerAt(decTop(k), s, ok, nonneg)
-}
-
-// integerAt is integer for the value s at p.
-func (d *Decoder) integerAt(p decPlace, s *decSlot, ok, nonneg bool) int64 {
-	if d.err != nil {
-		return 0
-	}
-	if !decPresent(s, ok) {
-		d.missing(p.String())
-		return 0
-	}
-	v, _ := d.optIntegerAt(p, s, ok, nonneg)
-	return v
-}
-
-// optCount returns optional integer field k, >= 0.
-func (d *Decoder) optCount(k int) (int64, bool) {
-	s, ok := d.get(k)
-	return d.optIntegerAt(decTop(k), s, ok, true)
-}
-
-// optIntegerAt reads the value s at p, when present, by the integer rule.
-func (d *Decoder) optIntegerAt(p decPlace, s *decSlot, ok, nonneg bool) (int64, bool) {
-	if d.err != nil || !decPresent(s, ok) {
-		return 0, false
-	}
-	v, st := d.intOf(s, nonneg)
-	if st != gymjson.IntOK {
-		d.intFail(decField(p.String()), s, nonneg, st)
-		return 0, false
-	}
-	return v, true
-}
-
-// float converts number slot s, as gymjson.ParseFloat does its text.
-func (d *Decoder) float(s *decSlot) float64 {
-	if f, ok := gymjson.PlainFloat(s.mant, s.num); ok {
-		return f // converted on the way
-	}
-	return gymjson.ParseFloat(d.line[s.start:s.end])
-}
-
-// intOf converts s by the integer rule (>= 0 when nonneg).
-func (d *Decoder) intOf(s *decSlot, nonneg bool) (int64, gymjson.IntStatus) {
-	if s.kind != gymjson.Number {
-		return 0, gymjson.IntNotNumber
-	}
-	v, ok := gymjson.PlainInt(s.mant, s.num) // converted on the way: within int64
-	var st gymjson.IntStatus
-	if !ok {
-		v, st = gymjson.ParseInt(d.line[s.start:s.end])
-	}
-	if st == gymjson.IntOK && nonneg && v < 0 {
-		return 0, gymjson.IntNegative
-	}
-	return v, st
-}
-
-// intFail records the error of a value s that intOf refused with st; where names the place
-// (`field "x"`).
-func (d *Decoder) intFail(where string, s *decSlot, nonneg bool, st gymjson.IntStatus) {
-	want := "an integer"
-	if nonneg {
-		want = "an integer >= 0"
-	}
-	switch st {
-	case gymjson.IntNotNumber:
-		d.wrongTypeAt(where, want, s)
-	case gymjson.IntNotIntegral:
-		d.fail(ReasonWrongType, "%s: want %s, got %s", where, want, d.raw(s))
-	case gymjson.IntOutOfRange:
-		d.fail(ReasonOutOfRange, "%s: want %s within int64, got %s", where, want, d.raw(s))
-	default:
-		d.fail(ReasonOutOfRange, "%s: want %s, got %s", where, want, d.raw(s))
-	}
-}
-
-// ---- enumerations ----
-
-// decEnum is an enumerated set of string values, from the schema.
-type decEnum struct {
-	vals [][]byte
-	list string // "a, b, c" for messages
-}
-
-func decMakeEnum(what string, vals []string) decEnum {
-	if len(vals) == 0 {
-		panic("protocol: the schema gives no values for " + what)
-	}
-	e := decEnum{list: strings.Join(vals, ", ")}
-	for _, v := range vals {
-		e.vals = append(e.vals, []byte(v))
-	}
-	return e
-}
-
-// The enumerations the decoder checks, built once from the schema.
-var (
-	decCompletedOutcomes = decMakeEnum("outcome", schema.Get(schema.GymRolloutCompletedTotal).AttrValues(schema.AttrNemoGymRolloutOutcome))
-	decHealthOutcomes    = decMakeEnum("health outcome", schema.Get(schema.GymRolloutHealthVerdictTotal).AttrValues(schema.AttrNemoGymRolloutOutcome))
-	decVerdicts          = decMakeEnum("verdict", schema.Attr(schema.AttrNemoGymHealthVerdict).Values)
-	decQueueConstraints  = decMakeEnum("queue_constraint", schema.Attr(schema.AttrNemoGymHttpConnectionPoolQueueConstraint).Values)
-	decQueueOutcomes     = decMakeEnum("queue_outcome", schema.Attr(schema.AttrNemoGymHttpConnectionPoolQueueOutcome).Values)
-	decConnectOutcomes   = decMakeEnum("connect outcome", schema.Get(schema.GymHttpConnectionPoolConnectDurationMs).AttrValues(schema.AttrNemoGymHttpConnectionPoolConnectOutcome))
-
-	decGenerations    = schema.Attr(schema.AttrNemoGymGcGeneration).IntValues
-	decGenerationList = func() string {
-		s := make([]string, len(decGenerations))
-		for i, g := range decGenerations {
-			s[i] = strconv.FormatInt(g, 10)
-		}
-		return strings.Join(s, ", ")
-	}()
-	decStatusMin = schema.Attr(schema.AttrHttpResponseStatusCode).Min
-	decStatusMax = schema.Attr(schema.AttrHttpResponseStatusCode).Max
-)
-
-// enum returns required string field k, one of e's values. The result is the schema's own
-// copy of the value.
-func (d *Decoder) enum(k int, e *decEnum) []byte {
-	if d.err != nil {
-		return nil
-	}
-	s, ok := d.get(k)
-	if !ok {
-		d.missing(decKeyNames[k])
-		return nil
-	}
-	if s.kind != gymjson.String {
-		d.wrongType(k, "one of "+e.list, s)
-		return nil
-	}
-	v := d.line[s.start:s.end]
-	if s.esc {
-		v = d.str(s)
-	}
-	for _, a := range e.vals {
-		if string(v) == string(a) {
-			return a[:len(a):len(a)]
-		}
-	}
-	d.fail(ReasonInvalidValue, "field %q: %s is not one of %s", decKeyNames[k], decQuote(v), e.list)
-	return nil
-}
-
-// generation returns required field k, one of the schema's GC generations.
-func (d *Decoder) generation(k int) int64 {
-	if d.err != nil {
-		return 0
-	}
-	s, ok := d.get(k)
-	if !ok {
-		d.missing(decKeyNames[k])
-		return 0
-	}
-	v, st := d.intOf(s, false)
-	if st != gymjson.IntOK {
-		d.intFail(decField(decKeyNames[k]), s, false, st)
-		return 0
-	}
-	for _, g := range decGenerations {
-		if v == g {
-			return v
-		}
-	}
-	d.fail(ReasonInvalidValue, "field %q: %d is not one of %s", decKeyNames[k], v, decGenerationList)
-	return 0
 }

@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// BenchmarkDecode decodes each line of decMix on its own, one sub-benchmark per event.
+// BenchmarkDecode decodes each line of validMix on its own, one sub-benchmark per event.
 func BenchmarkDecode(b *testing.B) {
 	seen := map[string]int{}
-	for _, l := range decMix {
+	for _, l := range validMix {
 		d := NewDecoder(0)
 		var ev Event
 		line := []byte(l)
@@ -38,9 +38,9 @@ func BenchmarkDecode(b *testing.B) {
 func BenchmarkDecodeMix(b *testing.B) {
 	d := NewDecoder(0)
 	var ev Event
-	lines := make([][]byte, len(decMix))
+	lines := make([][]byte, len(validMix))
 	size := 0
-	for i, l := range decMix {
+	for i, l := range validMix {
 		lines[i] = []byte(l)
 		size += len(l)
 	}
@@ -69,8 +69,8 @@ func BenchmarkDecodeRejected(b *testing.B) {
 
 // BenchmarkEncodingJSONMix is a reference point: encoding/json into a map, per mix.
 func BenchmarkEncodingJSONMix(b *testing.B) {
-	lines := make([][]byte, 0, len(decMix))
-	for _, l := range decMix {
+	lines := make([][]byte, 0, len(validMix))
+	for _, l := range validMix {
 		if !strings.Contains(l, "NaN") && !strings.Contains(l, "Infinity") {
 			lines = append(lines, []byte(l))
 		}

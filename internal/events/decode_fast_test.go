@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/gymjson"
 )
 
 // The decoder's fast paths (keys and short strings read a word at a time and looked up as
@@ -67,19 +69,19 @@ func TestDecodeFastPathEdges(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := decEventString(ev); got != tc.want {
+			if got := eventString(ev); got != tc.want {
 				t.Fatalf("got  %s\nwant %s", got, tc.want)
 			}
 		})
 	}
 }
 
-// decParseFloat's fast path gives what strconv.ParseFloat gives, bit for bit.
-func TestDecParseFloatFastPathIsExact(t *testing.T) {
+// gymjson.ParseFloat's fast path gives what strconv.ParseFloat gives, bit for bit.
+func TestParseFloatFastPathIsExact(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	check := func(s string) {
 		want, _ := strconv.ParseFloat(s, 64)
-		if got := decParseFloat([]byte(s)); math.Float64bits(got) != math.Float64bits(want) {
+		if got := gymjson.ParseFloat([]byte(s)); math.Float64bits(got) != math.Float64bits(want) {
 			t.Fatalf("%s: got %v, want %v", s, got, want)
 		}
 	}

@@ -12,10 +12,10 @@ import (
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
-// decFuzzMax is max_line_bytes in the fuzz target: small, so that the limit is reached.
-const decFuzzMax = 4096
+// fuzzMax is max_line_bytes in the fuzz target: small, so that the limit is reached.
+const fuzzMax = 4096
 
-var decReasons = map[string]bool{
+var reasonSet = map[string]bool{
 	ReasonTooLong: true, ReasonInvalidUTF8: true, ReasonInvalidJSON: true, ReasonWrongType: true,
 	ReasonMissingField: true, ReasonOutOfRange: true, ReasonInvalidValue: true, ReasonTooDeep: true,
 	ReasonTooManyAttributes: true,
@@ -25,7 +25,7 @@ var decReasons = map[string]bool{
 // on the same decoder or a new one, gives the same Event), that what it accepts obeys
 // docs/receiver.md, and that it agrees with encoding/json on JSON syntax and on string values.
 func FuzzDecode(f *testing.F) {
-	for _, l := range append(append([]string{}, decMix...), decMixGymToday...) {
+	for _, l := range append(append([]string{}, validMix...), gymTodayMix...) {
 		f.Add([]byte(l))
 	}
 	for _, l := range []string{
@@ -37,7 +37,7 @@ func FuzzDecode(f *testing.F) {
 	} {
 		f.Add([]byte(l))
 	}
-	d := NewDecoder(decFuzzMax)
+	d := NewDecoder(fuzzMax)
 	var ev, ev2, ev3 Event
 	f.Fuzz(func(t *testing.T, line []byte) {
 		orig := bytes.Clone(line)
@@ -47,40 +47,40 @@ func FuzzDecode(f *testing.F) {
 		}
 		if err != nil && !errors.Is(err, ErrBlank) {
 			r := Reason(err)
-			if !decReasons[r] {
+			if !reasonSet[r] {
 				t.Fatalf("Reason %q of %v not in the fixed set", r, err)
 			}
 			if err.Error() == "" {
 				t.Fatal("empty error message")
 			}
 		}
-		decFuzzSyntax(t, line, err)
+		fuzzSyntax(t, line, err)
 		if err != nil {
 			return
 		}
-		want := decEventString(&ev)
+		want := eventString(&ev)
 		if err := d.Decode(line, &ev2); err != nil {
 			t.Fatalf("second decode failed: %v", err)
 		}
-		if got := decEventString(&ev2); got != want {
+		if got := eventString(&ev2); got != want {
 			t.Fatalf("second decode differs\n got %s\nwant %s", got, want)
 		}
-		if err := NewDecoder(decFuzzMax).Decode(line, &ev3); err != nil {
+		if err := NewDecoder(fuzzMax).Decode(line, &ev3); err != nil {
 			t.Fatalf("fresh decoder failed: %v", err)
 		}
-		if got := decEventString(&ev3); got != want {
+		if got := eventString(&ev3); got != want {
 			t.Fatalf("fresh decoder differs\n got %s\nwant %s", got, want)
 		}
 		// Strings are valid until the next Decode: decode once more before reading them.
 		_ = d.Decode(line, &ev)
-		decFuzzInvariants(t, &ev)
-		decFuzzAgainstEncodingJSON(t, line, &ev)
+		fuzzInvariants(t, &ev)
+		fuzzAgainstEncodingJSON(t, line, &ev)
 	})
 }
 
-// decFuzzSyntax compares the decoder's view of JSON syntax with encoding/json's.
-func decFuzzSyntax(t *testing.T, line []byte, err error) {
-	if len(line) > decFuzzMax || !utf8.Valid(line) || errors.Is(err, ErrBlank) {
+// fuzzSyntax compares the decoder's view of JSON syntax with encoding/json's.
+func fuzzSyntax(t *testing.T, line []byte, err error) {
+	if len(line) > fuzzMax || !utf8.Valid(line) || errors.Is(err, ErrBlank) {
 		return
 	}
 	r := Reason(err)
@@ -94,8 +94,8 @@ func decFuzzSyntax(t *testing.T, line []byte, err error) {
 	}
 }
 
-// decFuzzInvariants checks what an accepted Event must satisfy.
-func decFuzzInvariants(t *testing.T, ev *Event) {
+// fuzzInvariants checks what an accepted Event must satisfy.
+func fuzzInvariants(t *testing.T, ev *Event) {
 	in := func(v []byte, vals []string) bool {
 		for _, s := range vals {
 			if string(v) == s {
@@ -236,9 +236,9 @@ func decFuzzInvariants(t *testing.T, ev *Event) {
 	}
 }
 
-// decFuzzAgainstEncodingJSON compares the decoded strings with encoding/json's reading of the
+// fuzzAgainstEncodingJSON compares the decoded strings with encoding/json's reading of the
 // line (which also resolves lone surrogates to U+FFFD and lets the last duplicate key win).
-func decFuzzAgainstEncodingJSON(t *testing.T, line []byte, ev *Event) {
+func fuzzAgainstEncodingJSON(t *testing.T, line []byte, ev *Event) {
 	if bytes.Contains(line, []byte("NaN")) || bytes.Contains(line, []byte("Infinity")) {
 		return
 	}

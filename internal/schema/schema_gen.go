@@ -8,6 +8,7 @@ const (
 	ResourceMaxAttributes   = 32
 	ResourceMaxKeyBytes     = 128
 	DefaultCardinalityLimit = 2000
+	DefaultMaxLineBytes     = 65536
 	OverflowAttribute       = "otel.metric.overflow"
 	ResourceSourceKey       = "gym.source"
 	ResourceFilePathKey     = "log.file.path"

@@ -123,14 +123,14 @@ func (s *Schema) Python() ([]byte, error) {
 		return id
 	}
 	for _, fixed := range []string{"Attribute", "InstrumentAttribute", "Instrument", "NamedTuple", "Optional", "annotations",
-		"DEFAULT_STRING_MAX_BYTES", "RESOURCE_MAX_ATTRIBUTES", "RESOURCE_MAX_KEY_BYTES", "DEFAULT_CARDINALITY_LIMIT",
+		"DEFAULT_STRING_MAX_BYTES", "RESOURCE_MAX_ATTRIBUTES", "RESOURCE_MAX_KEY_BYTES", "DEFAULT_CARDINALITY_LIMIT", "DEFAULT_MAX_LINE_BYTES",
 		"OVERFLOW_ATTRIBUTE", "RESOURCE_SOURCE_KEY", "RESOURCE_FILE_PATH_KEY", "FAILURE_KINDS", "HEALTH_CHECKS", "ATTRIBUTES", "INSTRUMENTS"} {
 		names[fixed] = "the module's own " + fixed
 	}
 	b.WriteString(pyPrelude)
 	p("\n# Limits and keys.\n")
-	p("DEFAULT_STRING_MAX_BYTES = %d\nRESOURCE_MAX_ATTRIBUTES = %d\nRESOURCE_MAX_KEY_BYTES = %d\nDEFAULT_CARDINALITY_LIMIT = %d\n",
-		s.Limits.StringMaxBytes, s.Limits.ResourceMaxAttributes, s.Limits.ResourceMaxKeyBytes, s.Limits.DefaultCardinalityLimit)
+	p("DEFAULT_STRING_MAX_BYTES = %d\nRESOURCE_MAX_ATTRIBUTES = %d\nRESOURCE_MAX_KEY_BYTES = %d\nDEFAULT_CARDINALITY_LIMIT = %d\nDEFAULT_MAX_LINE_BYTES = %d\n",
+		s.Limits.StringMaxBytes, s.Limits.ResourceMaxAttributes, s.Limits.ResourceMaxKeyBytes, s.Limits.DefaultCardinalityLimit, s.Limits.DefaultMaxLineBytes)
 	p("OVERFLOW_ATTRIBUTE = %s\nRESOURCE_SOURCE_KEY = %s\nRESOURCE_FILE_PATH_KEY = %s\n",
 		pyString(s.OverflowAttribute), pyString(s.DefaultResource.SourceKey), pyString(s.DefaultResource.FilePathKey))
 	p("\n# Bucket boundary sets.\n")

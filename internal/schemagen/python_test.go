@@ -140,7 +140,7 @@ import json, sys
 sys.path.insert(0, sys.argv[1])
 import _schema as s
 print(json.dumps({
-    "limits": [s.DEFAULT_STRING_MAX_BYTES, s.RESOURCE_MAX_ATTRIBUTES, s.RESOURCE_MAX_KEY_BYTES, s.DEFAULT_CARDINALITY_LIMIT],
+    "limits": [s.DEFAULT_STRING_MAX_BYTES, s.RESOURCE_MAX_ATTRIBUTES, s.RESOURCE_MAX_KEY_BYTES, s.DEFAULT_CARDINALITY_LIMIT, s.DEFAULT_MAX_LINE_BYTES],
     "keys": [s.OVERFLOW_ATTRIBUTE, s.RESOURCE_SOURCE_KEY, s.RESOURCE_FILE_PATH_KEY],
     "buckets": {k[len("BUCKETS_"):]: [[b, type(b).__name__] for b in v] for k, v in vars(s).items() if k.startswith("BUCKETS_")},
     "failure_kinds": list(s.FAILURE_KINDS),
@@ -215,7 +215,7 @@ func goView(t *testing.T, s *Schema) any {
 		byName = append(byName, true)
 	}
 	view := map[string]any{
-		"limits":        []int{s.Limits.StringMaxBytes, s.Limits.ResourceMaxAttributes, s.Limits.ResourceMaxKeyBytes, s.Limits.DefaultCardinalityLimit},
+		"limits":        []int{s.Limits.StringMaxBytes, s.Limits.ResourceMaxAttributes, s.Limits.ResourceMaxKeyBytes, s.Limits.DefaultCardinalityLimit, s.Limits.DefaultMaxLineBytes},
 		"keys":          []string{s.OverflowAttribute, s.DefaultResource.SourceKey, s.DefaultResource.FilePathKey},
 		"buckets":       buckets,
 		"failure_kinds": s.Registries.FailureKinds,

@@ -13,9 +13,11 @@ from __future__ import annotations
 from json.encoder import encode_basestring_ascii as _encode_string  # type: ignore[attr-defined]
 from typing import Any, Callable
 
-# The receiver's default max_line_bytes: a longer line would be rejected there, so it is not
-# sent (every line is ASCII: json's escaping, so characters are bytes).
-MAX_LINE_BYTES = 65536
+from ._schema import DEFAULT_MAX_LINE_BYTES
+
+# The receiver's default max_line_bytes (metadata.yaml): a longer line would be rejected there,
+# so it is not sent (every line is ASCII: json's escaping, so characters are bytes).
+MAX_LINE_BYTES = DEFAULT_MAX_LINE_BYTES
 
 _MAX_FLOAT = 1.7976931348623157e308
 _INT64_MAX = (1 << 63) - 1

@@ -88,6 +88,16 @@ class Emitter:
 
     # -- caller side --
 
+    def put(self, item: tuple) -> None:
+        """Queues one tuple (a recorder's, when telemetry is on). The hot recorders inline
+        this: a second call would double their cost."""
+        if self.on:
+            q = self.queue
+            if len(q) < self.cap:
+                q.append(item)
+            else:
+                self.overflow(item)
+
     def overflow(self, item: tuple) -> None:
         """The slow path of a recorder: start the thread, or count a drop."""
         with self.lock:
@@ -234,24 +244,14 @@ class Emitter:
         for it in items:
             kind = it[0]
             c = cacheable[kind]
+            line = None
             if c:
                 key = it if c == CACHE else (it, type(it[1]))
                 try:
                     line = cache.get(key)
                 except TypeError:  # an unhashable value: the formatter rejects it
-                    line = None
-                if line is None:
-                    try:
-                        line = fmts[kind](it)
-                        if len(line) > MAX_LINE_BYTES:
-                            raise Invalid("line over %d bytes" % MAX_LINE_BYTES)
-                    except Exception:
-                        bad += 1
-                        continue
-                    if len(cache) >= LINE_CACHE_SIZE:
-                        cache.clear()
-                    cache[key] = line
-            else:
+                    pass
+            if line is None:
                 try:
                     line = fmts[kind](it)
                     if len(line) > MAX_LINE_BYTES:
@@ -259,6 +259,10 @@ class Emitter:
                 except Exception:
                     bad += 1
                     continue
+                if c:
+                    if len(cache) >= LINE_CACHE_SIZE:
+                        cache.clear()
+                    cache[key] = line
             out.append(line)
             n += len(line)
         if bad:

@@ -9,7 +9,7 @@ import http.client
 import select
 import socket
 import ssl
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 from ._settings import Endpoint
 
@@ -93,11 +93,16 @@ class HTTPTransport:
 
     def close(self) -> None:
         if self.conn is not None:
-            try:
-                self.conn.close()
-            except Exception:
-                pass
+            _close_quietly(self.conn)
             self.conn = None
+
+
+def _close_quietly(conn: Any) -> None:
+    """Closes a connection that may be broken already: there is nothing left to tell."""
+    try:
+        conn.close()
+    except Exception:
+        pass
 
 
 def _rejected_of(answer: bytes) -> int:
@@ -169,10 +174,7 @@ class StreamTransport:
 
     def close(self) -> None:
         if self.sock is not None:
-            try:
-                self.sock.close()
-            except OSError:
-                pass
+            _close_quietly(self.sock)
             self.sock = None
 
 

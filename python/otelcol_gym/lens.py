@@ -46,39 +46,23 @@ _SERVERS_ACTIVE = register_kind(_fmt_servers_active, CACHE_TYPED)
 
 
 # ---- the recorders (the caller's thread: one tuple, one append) ----
+#
+# Once per rollout at most: the emitter's put serves them (gym_metrics' hot recorders inline it).
 
 
 def record_rollout_duration(duration_ms: float) -> None:
     """Record one rollout's wall-clock in ``gym.rollout.duration_ms``, failed rollouts too."""
-    e = _E
-    if e.on:
-        q = e.queue
-        if len(q) < e.cap:
-            q.append((_ROLLOUT_DURATION, duration_ms))
-        else:
-            e.overflow((_ROLLOUT_DURATION, duration_ms))
+    _E.put((_ROLLOUT_DURATION, duration_ms))
 
 
 def record_verify(duration_ms: Optional[float], completed: bool = True) -> None:
     """Record one verification: its time in ``gym.verify.duration_ms`` (None: not known,
     nothing recorded) and whether it completed. The collector keeps
     ``gym.verify.success_rate``, the completed ones over all since the process's first."""
-    e = _E
-    if e.on:
-        q = e.queue
-        if len(q) < e.cap:
-            q.append((_VERIFY, duration_ms, completed))
-        else:
-            e.overflow((_VERIFY, duration_ms, completed))
+    _E.put((_VERIFY, duration_ms, completed))
 
 
 def set_servers_active(count: int) -> None:
     """Set ``gym.servers.active``, the Gym servers the orchestrator started (the
     orchestrator's process only)."""
-    e = _E
-    if e.on:
-        q = e.queue
-        if len(q) < e.cap:
-            q.append((_SERVERS_ACTIVE, count))
-        else:
-            e.overflow((_SERVERS_ACTIVE, count))
+    _E.put((_SERVERS_ACTIVE, count))

@@ -265,14 +265,7 @@ def _fmt_sample(it: tuple) -> str:
 _SAMPLE = register_kind(_fmt_sample)
 
 
-def _put(item: tuple) -> None:
-    e = _E
-    if e.on:
-        q = e.queue
-        if len(q) < e.cap:
-            q.append(item)
-        else:
-            e.overflow(item)
+_put = _E.put
 
 
 # ---- the profiler ----

@@ -286,14 +286,7 @@ _SIZE = register_kind(_fmt_size, CACHE_TYPED)
 _SIZES = register_kind(_fmt_sizes)
 
 
-def _put(item: tuple) -> None:
-    e = _E
-    if e.on:
-        q = e.queue
-        if len(q) < e.cap:
-            q.append(item)
-        else:
-            e.overflow(item)
+_put = _E.put
 
 
 class _Histogram:

@@ -24,7 +24,7 @@ const (
 	defaultMaxBodyBytes       = 16 << 20
 	defaultCollectionInterval = 10 * time.Second
 	defaultExpireAfter        = 5 * time.Minute
-	defaultMaxLineBytes       = 64 << 10
+	defaultMaxLineBytes       = schema.DefaultMaxLineBytes
 	defaultHTTPReadTimeout    = 30 * time.Second
 	defaultMaxResources       = 10000
 )

@@ -6,7 +6,7 @@ import (
 )
 
 // The events of Gym's newer releases, as the emitter writes them (docs/receiver.md).
-var decMixGymToday = []string{
+var gymTodayMix = []string{
 	`{"event":"concurrency.limits","limits":[{"component":"model_server","limit_name":"max_requests","server_name":"policy","limit":64,"active":60,"queue_depth":12,"admission_timeouts":3,"admission_cancelled":1},{"component":"agent","limit_name":"sandboxes","limit":8,"active":8,"queue_depth":0,"admission_cancelled":0}],"ts":1712345680.1}`,
 	`{"event":"model_call","server_name":"policy","dialect":"responses","outcome":"ok","duration_ms":1834.5,"ttft_ms":212.25,"tokens":{"input":1200,"output":350,"reasoning":120},"finish_reason":"completed","ts":1712345680.2}`,
 	`{"event":"model_call","dialect":"chat","outcome":"rate_limited","duration_ms":15.5}`,
@@ -17,14 +17,10 @@ var decMixGymToday = []string{
 }
 
 func TestDecodeGymTodayValid(t *testing.T) {
-	tests := []struct {
-		name string
-		line string
-		want Event
-	}{
+	tests := []validCase{
 		{
 			name: "concurrency.limits",
-			line: decMixGymToday[0],
+			line: gymTodayMix[0],
 			want: Event{Type: EventConcurrencyLimits, Limits: []ConcurrencyLimit{
 				{Component: b("model_server"), LimitName: b("max_requests"), ServerName: b("policy"), Limit: 64, Active: 60, QueueDepth: 12, AdmissionTimeouts: 3, HasTimeouts: true, AdmissionCancelled: 1},
 				{Component: b("agent"), LimitName: b("sandboxes"), Limit: 8, Active: 8},
@@ -42,7 +38,7 @@ func TestDecodeGymTodayValid(t *testing.T) {
 		},
 		{
 			name: "model_call",
-			line: decMixGymToday[1],
+			line: gymTodayMix[1],
 			want: Event{Type: EventModelCall, ServerName: b("policy"), Dialect: b("responses"), CallOutcome: b("ok"),
 				DurationMS: 1834.5, HasDuration: true, TTFTMS: 212.25, HasTTFT: true,
 				Tokens: [NumTokenTypes]int64{1200, 350, 120}, HasTokens: [NumTokenTypes]bool{true, true, true}, FinishReason: b("completed")},
@@ -59,7 +55,7 @@ func TestDecodeGymTodayValid(t *testing.T) {
 		},
 		{
 			name: "memory.sample",
-			line: decMixGymToday[3],
+			line: gymTodayMix[3],
 			want: Event{Type: EventMemorySample, Servers: []ServerMemory{{ServerName: b("math"), ServerType: b("resources_servers"), PID: 4243,
 				RSS: 1 << 30, PSS: 900 << 20, HasPSS: true, RSSPeak: 2 << 30, PSSPeak: 1000 << 20, HasPSSPeak: true, Processes: 3}},
 				Host: HostMemory{Usage: 10 << 30, Available: 54 << 30, Total: 64 << 30, Peak: 12 << 30}, HasHost: true},
@@ -79,23 +75,13 @@ func TestDecodeGymTodayValid(t *testing.T) {
 			line: `{"event":"memory.sample","servers":null,"host":null}`,
 			want: Event{Type: EventMemorySample},
 		},
-		{name: "rollout.duration", line: decMixGymToday[4], want: Event{Type: EventRolloutDuration, DurationMS: 41234.5}},
-		{name: "verify", line: decMixGymToday[5], want: Event{Type: EventVerify, DurationMS: 230.5, HasDuration: true, Completed: true}},
+		{name: "rollout.duration", line: gymTodayMix[4], want: Event{Type: EventRolloutDuration, DurationMS: 41234.5}},
+		{name: "verify", line: gymTodayMix[5], want: Event{Type: EventVerify, DurationMS: 230.5, HasDuration: true, Completed: true}},
 		{name: "verify without duration", line: `{"event":"verify","completed":false}`, want: Event{Type: EventVerify}},
-		{name: "servers.active", line: decMixGymToday[6], want: Event{Type: EventServersActive, ServersActive: 4}},
+		{name: "servers.active", line: gymTodayMix[6], want: Event{Type: EventServersActive, ServersActive: 4}},
 		{name: "servers.active integral float", line: `{"event":"servers.active","count":2.0}`, want: Event{Type: EventServersActive, ServersActive: 2}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ev, err := decodeOne(t, tt.line)
-			if err != nil {
-				t.Fatalf("Decode: %v", err)
-			}
-			if got, want := decEventString(ev), decEventString(&tt.want); got != want {
-				t.Errorf("\ngot  %s\nwant %s", got, want)
-			}
-		})
-	}
+	checkValid(t, tests)
 }
 
 func TestDecodeGymTodayRejected(t *testing.T) {
@@ -154,8 +140,8 @@ func TestDecodeGymTodayRejected(t *testing.T) {
 func TestDecodeGymTodayReuse(t *testing.T) {
 	d := NewDecoder(0)
 	var ev Event
-	for _, first := range append(append([]string{}, decMix...), decMixGymToday...) {
-		for _, next := range append(append([]string{}, decMixGymToday...), decMix...) {
+	for _, first := range append(append([]string{}, validMix...), gymTodayMix...) {
+		for _, next := range append(append([]string{}, gymTodayMix...), validMix...) {
 			if err := d.Decode([]byte(first), &ev); err != nil {
 				t.Fatalf("%s: %v", first, err)
 			}
@@ -163,18 +149,18 @@ func TestDecodeGymTodayReuse(t *testing.T) {
 				t.Fatalf("%s: %v", next, err)
 			}
 			want, _ := decodeOne(t, next)
-			if got := decEventString(&ev); got != decEventString(want) {
-				t.Errorf("after %s\n got %s\nwant %s", first, got, decEventString(want))
+			if got := eventString(&ev); got != eventString(want) {
+				t.Errorf("after %s\n got %s\nwant %s", first, got, eventString(want))
 			}
 		}
 	}
 }
 
-func TestDecodeGymTodayZeroAllocs(t *testing.T) { assertZeroAllocs(t, decMixGymToday) }
+func TestDecodeGymTodayZeroAllocs(t *testing.T) { assertZeroAllocs(t, gymTodayMix) }
 
 // The escaped spelling of a member name is the same member.
 func TestDecodeGymTodayEscapedMembers(t *testing.T) {
-	line := strings.Replace(decMixGymToday[0], `"queue_depth":12`, `"queue\u005fdepth":12`, 1)
+	line := strings.Replace(gymTodayMix[0], `"queue_depth":12`, `"queue\u005fdepth":12`, 1)
 	ev, err := decodeOne(t, line)
 	if err != nil {
 		t.Fatal(err)

@@ -12,15 +12,15 @@ import (
 // Objects and arrays inside a line: resource attributes, snapshots, flagged checks. The
 // line has been validated by parseTop, so the iterators below only walk it.
 
-// decIter walks the members of an object or the elements of an array.
-type decIter struct{ i int }
+// cursor walks the members of an object or the elements of an array.
+type cursor struct{ i int }
 
 // iter starts walking the object or array of s.
-func (d *Decoder) iter(s *decSlot) decIter { return decIter{i: int(s.start) + 1} }
+func (d *Decoder) iter(s *slot) cursor { return cursor{i: int(s.start) + 1} }
 
 // nextMember returns the next member of the object being walked: its value, and its key in
 // *key (the slots travel in registers, two of them would not).
-func (d *Decoder) nextMember(it *decIter, key *decSlot) (val decSlot, ok bool) {
+func (d *Decoder) nextMember(it *cursor, key *slot) (val slot, ok bool) {
 	b := d.line
 	i := gymjson.SkipSpace(b, it.i)
 	if i >= len(b) || b[i] != '"' {
@@ -35,7 +35,7 @@ func (d *Decoder) nextMember(it *decIter, key *decSlot) (val decSlot, ok bool) {
 			return val, false
 		}
 	}
-	*key = decMakeSlot(i, ke, gymjson.String, kesc)
+	*key = makeSlot(i, ke, gymjson.String, kesc)
 	i = gymjson.SkipSpace(b, ke)
 	if i >= len(b) || b[i] != ':' {
 		d.invalid(gymjson.SyntaxError(b, i, "want ':'"))
@@ -54,7 +54,7 @@ func (d *Decoder) nextMember(it *decIter, key *decSlot) (val decSlot, ok bool) {
 }
 
 // nextElem returns the next element of the array being walked.
-func (d *Decoder) nextElem(it *decIter) (val decSlot, ok bool) {
+func (d *Decoder) nextElem(it *cursor) (val slot, ok bool) {
 	b := d.line
 	i := gymjson.SkipSpace(b, it.i)
 	if i >= len(b) || b[i] == ']' {
@@ -75,25 +75,25 @@ func (d *Decoder) nextElem(it *decIter) (val decSlot, ok bool) {
 // scanSlot scans the value at b[i] of an object or array being walked (already validated:
 // its depth is not checked again) into a slot, plain strings and numbers by their fast paths.
 // It returns the slot and the index just past the value, or -1 after recording an error.
-func (d *Decoder) scanSlot(b []byte, i int) (decSlot, int) {
+func (d *Decoder) scanSlot(b []byte, i int) (slot, int) {
 	if i < len(b) {
 		switch c := b[i]; {
 		case c == '"':
 			if e, _, _, _ := gymjson.ScanPlainString(b, i); e >= 0 {
-				return decMakeSlot(i, e, gymjson.String, false), e
+				return makeSlot(i, e, gymjson.String, false), e
 			}
 		case c == '-' || (c >= '0' && c <= '9'):
 			if e, mant, num := gymjson.ScanPlainNumber(b, i); e >= 0 {
-				return decSlot{start: int32(i), end: int32(e), kind: gymjson.Number, num: num, mant: mant}, e
+				return slot{start: int32(i), end: int32(e), kind: gymjson.Number, num: num, mant: mant}, e
 			}
 		}
 	}
 	e, kind, esc, err := gymjson.ScanValue(b, i, 1)
 	if err != nil {
 		d.invalid(err)
-		return decSlot{}, -1
+		return slot{}, -1
 	}
-	return decMakeSlot(i, e, kind, esc), e
+	return makeSlot(i, e, kind, esc), e
 }
 
 // invalid records a syntax error found while walking (cannot happen on a validated line).
@@ -103,10 +103,31 @@ func (d *Decoder) invalid(err error) {
 	}
 }
 
+// container returns the slot of field k when it is an object or array of kind (want
+// describes it in the message of another type). ok is false when an error is already
+// recorded, when the field is absent or null (missing when required), or of another type.
+func (d *Decoder) container(k int, kind gymjson.Kind, required bool, want string) (*slot, bool) {
+	if d.err != nil {
+		return nil, false
+	}
+	s, ok := d.get(k)
+	if !ok {
+		if required {
+			d.missing(keyNames[k])
+		}
+		return nil, false
+	}
+	if s.kind != kind {
+		d.wrongType(k, want, s)
+		return nil, false
+	}
+	return s, true
+}
+
 // ---- members deduplicated by key (last occurrence wins) ----
 
-// decLinearMembers is the member count up to which lookups scan linearly.
-const decLinearMembers = 8
+// linearMembers is the member count up to which lookups scan linearly.
+const linearMembers = 8
 
 // resetMembers starts collecting the members of a new object.
 func (d *Decoder) resetMembers() {
@@ -117,13 +138,13 @@ func (d *Decoder) resetMembers() {
 // member returns the index of key in d.members, appending it when new.
 func (d *Decoder) member(key []byte) (idx int, found bool) {
 	n := len(d.members)
-	if n < decLinearMembers {
+	if n < linearMembers {
 		for i := range d.members {
 			if bytes.Equal(d.members[i].key, key) {
 				return i, true
 			}
 		}
-		d.members = append(d.members, decMember{key: key})
+		d.members = append(d.members, objectMember{key: key})
 		return n, false
 	}
 	if d.mask == 0 || 2*(n+1) > d.mask+1 {
@@ -134,7 +155,7 @@ func (d *Decoder) member(key []byte) (idx int, found bool) {
 		j := d.table[h]
 		if j == 0 {
 			d.table[h] = int32(n + 1)
-			d.members = append(d.members, decMember{key: key})
+			d.members = append(d.members, objectMember{key: key})
 			return n, false
 		}
 		if bytes.Equal(d.members[j-1].key, key) {
@@ -166,43 +187,79 @@ func (d *Decoder) rehash(n int) {
 	}
 }
 
-// ---- resource ----
-
-func (d *Decoder) decodeResource(ev *Event) {
-	s, ok := d.get(fkAttributes)
+// eachElement walks array field k (want describes it in the message of another type), whose
+// elements must be of kind (elemWant in the message of another type): f reads element j
+// while no error is recorded. Absent or null, it is missing when required, else nothing.
+func (d *Decoder) eachElement(k int, required bool, want string, kind gymjson.Kind, elemWant string, f func(j int, e slot)) {
+	s, ok := d.container(k, gymjson.Array, required, want)
 	if !ok {
-		d.missing("attributes")
 		return
 	}
-	if s.kind != gymjson.Object {
-		d.wrongType(fkAttributes, "an object", s)
-		return
+	it := d.iter(s)
+	for j := 0; ; j++ {
+		e, ok := d.nextElem(&it)
+		if !ok || d.err != nil {
+			return
+		}
+		if e.kind != kind {
+			d.wrongTypeAt(fieldLabel(place{field: keyNames[k], idx: j}.String()), elemWant, &e)
+			return
+		}
+		f(j, e)
+		if d.err != nil {
+			return
+		}
+	}
+}
+
+// keyRule names the check of an object's keys (a switch in the loop, not a func value: a
+// call more per key showed on resource lines).
+type keyRule uint8
+
+const (
+	resourceKeys   keyRule = iota // `attributes`: resourceKey
+	serverNameKeys                // `counts`: serverNameKey
+	statusCodeKeys                // `responses`: statusCodeKey
+)
+
+// collectMembers gathers the members of required object field k (want describes it in the
+// message of another type) into d.members: a repeated key keeps the place of its first
+// occurrence and takes the value of its last. Each key is checked by rule, which ends the
+// walk at the first error. The result is false when an error is recorded.
+func (d *Decoder) collectMembers(k int, want string, rule keyRule) bool {
+	s, ok := d.container(k, gymjson.Object, true, want)
+	if !ok {
+		return false
 	}
 	d.resetMembers()
 	it := d.iter(s)
-	var k decSlot
+	var ks slot
 	for {
-		v, ok := d.nextMember(&it, &k)
+		v, ok := d.nextMember(&it, &ks)
 		if !ok || d.err != nil {
-			break
+			return d.err == nil
 		}
-		key := d.str(&k)
-		if len(key) == 0 {
-			d.fail(ReasonInvalidValue, `field "attributes": empty key`)
-			return
-		}
-		if len(key) > schema.ResourceMaxKeyBytes {
-			d.fail(ReasonInvalidValue, `field "attributes": key %s is %d bytes, over %d`, decQuote(key), len(key), schema.ResourceMaxKeyBytes)
-			return
-		}
-		idx, found := d.member(key)
+		key := d.str(&ks)
+		idx, seen := d.member(key)
 		d.members[idx].val = v
-		if !found && len(d.members) > schema.ResourceMaxAttributes {
-			d.fail(ReasonTooManyAttributes, `field "attributes": more than %d attributes`, schema.ResourceMaxAttributes)
-			return
+		switch rule {
+		case resourceKeys:
+			ok = d.resourceKey(key, seen)
+		case serverNameKeys:
+			ok = d.serverNameKey(key)
+		default:
+			ok = d.statusCodeKey(key)
+		}
+		if !ok {
+			return false
 		}
 	}
-	if d.err != nil {
+}
+
+// ---- resource ----
+
+func (d *Decoder) decodeResource(ev *Event) {
+	if !d.collectMembers(fkAttributes, "an object", resourceKeys) {
 		return
 	}
 	for i := range d.members {
@@ -211,7 +268,7 @@ func (d *Decoder) decodeResource(ev *Event) {
 		switch m.val.kind {
 		case gymjson.String:
 			a.Kind = ValueString
-			a.Str = decCutRunes(d.str(&m.val), schema.DefaultStringMaxBytes)
+			a.Str = cutRunes(d.str(&m.val), schema.DefaultStringMaxBytes)
 		case gymjson.True, gymjson.False:
 			a.Kind = ValueBool
 			a.Bool = m.val.kind == gymjson.True
@@ -219,74 +276,47 @@ func (d *Decoder) decodeResource(ev *Event) {
 			a.Kind = ValueInt
 			v, st := d.intOf(&m.val, false)
 			if st != gymjson.IntOK {
-				d.intFail(`field "attributes": key `+decQuote(m.key), &m.val, false, st)
+				d.intFail(`field "attributes": key `+quote(m.key), &m.val, false, st)
 				return
 			}
 			a.Int = v
 		default:
-			d.wrongTypeAt(`field "attributes": key `+decQuote(m.key), "a string, an integer or a boolean", &m.val)
+			d.wrongTypeAt(`field "attributes": key `+quote(m.key), "a string, an integer or a boolean", &m.val)
 			return
 		}
 		ev.Attrs = append(ev.Attrs, a)
 	}
 }
 
+// resourceKey checks a key of `attributes`: non-empty, bounded, and at most so many distinct.
+func (d *Decoder) resourceKey(key []byte, seen bool) bool {
+	if len(key) == 0 {
+		d.fail(ReasonInvalidValue, `field "attributes": empty key`)
+		return false
+	}
+	if len(key) > schema.ResourceMaxKeyBytes {
+		d.fail(ReasonInvalidValue, `field "attributes": key %s is %d bytes, over %d`, quote(key), len(key), schema.ResourceMaxKeyBytes)
+		return false
+	}
+	if !seen && len(d.members) > schema.ResourceMaxAttributes {
+		d.fail(ReasonTooManyAttributes, `field "attributes": more than %d attributes`, schema.ResourceMaxAttributes)
+		return false
+	}
+	return true
+}
+
 // ---- rollout.health ----
 
 func (d *Decoder) decodeFlagged(ev *Event) {
-	if d.err != nil {
-		return
-	}
-	s, ok := d.get(fkFlaggedChecks)
-	if !ok {
-		return
-	}
-	if s.kind != gymjson.Array {
-		d.wrongType(fkFlaggedChecks, "an array of strings", s)
-		return
-	}
-	it := d.iter(s)
-	for j := 0; ; j++ {
-		v, ok := d.nextElem(&it)
-		if !ok || d.err != nil {
-			return
-		}
-		if v.kind != gymjson.String {
-			d.wrongTypeAt(decField(fmt.Sprintf("flagged_checks[%d]", j)), "a string", &v)
-			return
-		}
+	d.eachElement(fkFlaggedChecks, false, "an array of strings", gymjson.String, "a string", func(_ int, v slot) {
 		ev.Flagged = append(ev.Flagged, d.str(&v))
-	}
+	})
 }
 
 // ---- http.pool.connects ----
 
 func (d *Decoder) decodeCounts(ev *Event) {
-	s, ok := d.get(fkCounts)
-	if !ok {
-		d.missing("counts")
-		return
-	}
-	if s.kind != gymjson.Object {
-		d.wrongType(fkCounts, "an object of server name to count", s)
-		return
-	}
-	d.resetMembers()
-	it := d.iter(s)
-	var k decSlot
-	for {
-		v, ok := d.nextMember(&it, &k)
-		if !ok || d.err != nil {
-			break
-		}
-		if k.start == k.end {
-			d.fail(ReasonInvalidValue, `field "counts": empty server name`)
-			return
-		}
-		idx, _ := d.member(d.str(&k))
-		d.members[idx].val = v
-	}
-	if d.err != nil {
+	if !d.collectMembers(fkCounts, "an object of server name to count", serverNameKeys) {
 		return
 	}
 	for i := range d.members {
@@ -299,11 +329,20 @@ func (d *Decoder) decodeCounts(ev *Event) {
 	}
 }
 
+// serverNameKey checks a key of `counts`, a server name: non-empty.
+func (d *Decoder) serverNameKey(key []byte) bool {
+	if len(key) == 0 {
+		d.fail(ReasonInvalidValue, `field "counts": empty server name`)
+		return false
+	}
+	return true
+}
+
 // memberCount converts the value of a snapshot entry, an integer >= 0.
-func (d *Decoder) memberCount(field string, m *decMember) (int64, bool) {
+func (d *Decoder) memberCount(field string, m *objectMember) (int64, bool) {
 	v, st := d.intOf(&m.val, true)
 	if st != gymjson.IntOK {
-		d.intFail(decField(field)+": key "+decQuote(m.key), &m.val, true, st)
+		d.intFail(fieldLabel(field)+": key "+quote(m.key), &m.val, true, st)
 		return 0, false
 	}
 	return v, true
@@ -312,34 +351,7 @@ func (d *Decoder) memberCount(field string, m *decMember) (int64, bool) {
 // ---- server.requests ----
 
 func (d *Decoder) decodeResponses(ev *Event) {
-	if d.err != nil {
-		return
-	}
-	s, ok := d.get(fkResponses)
-	if !ok {
-		d.missing("responses")
-		return
-	}
-	if s.kind != gymjson.Object {
-		d.wrongType(fkResponses, "an object of status code to count", s)
-		return
-	}
-	d.resetMembers()
-	it := d.iter(s)
-	var k decSlot
-	for {
-		v, ok := d.nextMember(&it, &k)
-		if !ok || d.err != nil {
-			break
-		}
-		key := d.str(&k)
-		if _, ok := d.statusCode(key); !ok {
-			return
-		}
-		idx, _ := d.member(key)
-		d.members[idx].val = v
-	}
-	if d.err != nil {
+	if !d.collectMembers(fkResponses, "an object of status code to count", statusCodeKeys) {
 		return
 	}
 	for i := range d.members {
@@ -353,6 +365,12 @@ func (d *Decoder) decodeResponses(ev *Event) {
 	}
 }
 
+// statusCodeKey checks a key of `responses`, a status code.
+func (d *Decoder) statusCodeKey(key []byte) bool {
+	_, ok := d.statusCode(key)
+	return ok
+}
+
 // statusCode converts a status-code key: ASCII digits (leading zeros allowed) with a value
 // within the schema's range.
 func (d *Decoder) statusCode(key []byte) (int64, bool) {
@@ -363,15 +381,15 @@ func (d *Decoder) statusCode(key []byte) (int64, bool) {
 	var v int64
 	for _, c := range key {
 		if c < '0' || c > '9' {
-			d.fail(ReasonInvalidValue, `field "responses": key %s is not a status code (want ASCII digits)`, decQuote(key))
+			d.fail(ReasonInvalidValue, `field "responses": key %s is not a status code (want ASCII digits)`, quote(key))
 			return 0, false
 		}
-		if v <= decStatusMax { // saturate
+		if v <= statusMax { // saturate
 			v = v*10 + int64(c-'0')
 		}
 	}
-	if v < decStatusMin || v > decStatusMax {
-		d.fail(ReasonOutOfRange, `field "responses": status code %s is outside %d..%d`, decQuote(key), decStatusMin, decStatusMax)
+	if v < statusMin || v > statusMax {
+		d.fail(ReasonOutOfRange, `field "responses": status code %s is outside %d..%d`, quote(key), statusMin, statusMax)
 		return 0, false
 	}
 	return v, true
@@ -381,8 +399,8 @@ func (d *Decoder) statusCode(key []byte) (int64, bool) {
 // `route` (string, required), `response_started` (boolean, required) and `count` (integer
 // >= 0, required); other keys are ignored, a duplicate key is last-wins and null is absent.
 func (d *Decoder) decodeCancelled(ev *Event) {
-	var m [decMaxMembers]decSlot
-	d.eachObject(fkCancelled, false, "an array of {route, response_started, count}", func(j int, e decSlot) {
+	var m [maxMembers]slot
+	d.eachElement(fkCancelled, false, "an array of {route, response_started, count}", gymjson.Object, "an object", func(j int, e slot) {
 		d.readMembers(&e, cancelledMembers, &m)
 		route, started, count := &m[0], &m[1], &m[2]
 		var c CancelledCount
@@ -393,7 +411,7 @@ func (d *Decoder) decodeCancelled(ev *Event) {
 		case gymjson.String:
 			c.Route = d.str(route)
 		default:
-			d.wrongTypeAt(decField(fmt.Sprintf("cancelled[%d].route", j)), "a string", route)
+			d.wrongTypeAt(fieldLabel(fmt.Sprintf("cancelled[%d].route", j)), "a string", route)
 			return
 		}
 		switch started.kind {
@@ -403,10 +421,10 @@ func (d *Decoder) decodeCancelled(ev *Event) {
 		case gymjson.True, gymjson.False:
 			c.ResponseStarted = started.kind == gymjson.True
 		default:
-			d.wrongTypeAt(decField(fmt.Sprintf("cancelled[%d].response_started", j)), "a boolean", started)
+			d.wrongTypeAt(fieldLabel(fmt.Sprintf("cancelled[%d].response_started", j)), "a boolean", started)
 			return
 		}
-		c.Count = d.integerAt(decPlace{field: "cancelled", idx: j, member: "count"}, count, true, true)
+		c.Count = d.integerAt(place{field: "cancelled", idx: j, member: "count"}, count, true, true)
 		if d.err == nil {
 			ev.Cancelled = append(ev.Cancelled, c)
 		}
@@ -419,16 +437,8 @@ var cancelledMembers = []string{"route", "response_started", "count"}
 
 // gcTriple reads required field k, an array of exactly 3 integers >= 0 (one per generation).
 func (d *Decoder) gcTriple(k int, out *[3]int64) {
-	if d.err != nil {
-		return
-	}
-	s, ok := d.get(k)
+	s, ok := d.container(k, gymjson.Array, true, "an array of 3 integers >= 0")
 	if !ok {
-		d.missing(decKeyNames[k])
-		return
-	}
-	if s.kind != gymjson.Array {
-		d.wrongType(k, "an array of 3 integers >= 0", s)
 		return
 	}
 	it := d.iter(s)
@@ -441,7 +451,7 @@ func (d *Decoder) gcTriple(k int, out *[3]int64) {
 		if n < 3 {
 			x, st := d.intOf(&v, true)
 			if st != gymjson.IntOK {
-				d.intFail(decField(fmt.Sprintf("%s[%d]", decKeyNames[k], n)), &v, true, st)
+				d.intFail(fieldLabel(fmt.Sprintf("%s[%d]", keyNames[k], n)), &v, true, st)
 				return
 			}
 			out[n] = x
@@ -449,6 +459,6 @@ func (d *Decoder) gcTriple(k int, out *[3]int64) {
 		n++
 	}
 	if d.err == nil && n != 3 {
-		d.fail(ReasonWrongType, "field %q: want an array of 3 integers >= 0, got %d elements", decKeyNames[k], n)
+		d.fail(ReasonWrongType, "field %q: want an array of 3 integers >= 0, got %d elements", keyNames[k], n)
 	}
 }

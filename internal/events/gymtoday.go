@@ -6,7 +6,7 @@ import (
 
 // The events of Gym's newer releases: concurrency.limits, model_call and memory.sample carry
 // objects and arrays of objects; their members are read by name with the same accessors, and
-// the same rules, as the top-level fields (decPlace names them in messages).
+// the same rules, as the top-level fields (place names them in messages).
 //
 // Decisions where the event format is silent:
 //   - An entry of `limits` or `servers` that is not an object is wrong_type; its unknown
@@ -26,15 +26,15 @@ import (
 //   - `available` is limit - active as given, negative when a limit shrank below what is
 //     held; every count is an integer >= 0, a pid an integer within 0..2147483647.
 
-// decMaxMembers is the most members an entry reader asks for.
-const decMaxMembers = 8
+// maxMembers is the most members an entry reader asks for.
+const maxMembers = 8
 
 // readMembers reads the members named in names of the object s (last occurrence wins; others
 // ignored) into vals, in the order of names. Absent ones are left with kind None.
-func (d *Decoder) readMembers(s *decSlot, names []string, vals *[decMaxMembers]decSlot) {
-	*vals = [decMaxMembers]decSlot{}
+func (d *Decoder) readMembers(s *slot, names []string, vals *[maxMembers]slot) {
+	*vals = [maxMembers]slot{}
 	it := d.iter(s)
-	var k decSlot
+	var k slot
 	for {
 		v, ok := d.nextMember(&it, &k)
 		if !ok || d.err != nil {
@@ -53,62 +53,14 @@ func (d *Decoder) readMembers(s *decSlot, names []string, vals *[decMaxMembers]d
 	}
 }
 
-// eachObject walks array field k (want describes it in the message of another type), whose
-// elements must be objects: f reads element j while no error is recorded. Absent or null, it
-// is missing when required, else nothing.
-func (d *Decoder) eachObject(k int, required bool, want string, f func(j int, e decSlot)) {
-	if d.err != nil {
-		return
-	}
-	s, ok := d.get(k)
-	if !ok {
-		if required {
-			d.missing(decKeyNames[k])
-		}
-		return
-	}
-	if s.kind != gymjson.Array {
-		d.wrongType(k, want, s)
-		return
-	}
-	it := d.iter(s)
-	for j := 0; ; j++ {
-		e, ok := d.nextElem(&it)
-		if !ok || d.err != nil {
-			return
-		}
-		if e.kind != gymjson.Object {
-			d.wrongTypeAt(decField(decPlace{field: decKeyNames[k], idx: j}.String()), "an object", &e)
-			return
-		}
-		f(j, e)
-		if d.err != nil {
-			return
-		}
-	}
-}
-
-// object returns the slot of field k when it is an object (ok=false when absent or null).
-func (d *Decoder) object(k int, want string) (*decSlot, bool) {
-	s, ok := d.get(k)
-	if d.err != nil || !ok {
-		return nil, false
-	}
-	if s.kind != gymjson.Object {
-		d.wrongType(k, want, s)
-		return nil, false
-	}
-	return s, true
-}
-
 // ---- concurrency.limits ----
 
 var limitMembers = []string{"component", "limit_name", "server_name", "limit", "active", "queue_depth", "admission_timeouts", "admission_cancelled"}
 
 func (d *Decoder) decodeLimits(ev *Event) {
-	var m [decMaxMembers]decSlot
-	d.eachObject(fkLimits, true, "an array of limits", func(j int, e decSlot) {
-		at := func(member string) decPlace { return decPlace{field: "limits", idx: j, member: member} }
+	var m [maxMembers]slot
+	d.eachElement(fkLimits, true, "an array of limits", gymjson.Object, "an object", func(j int, e slot) {
+		at := func(member string) place { return place{field: "limits", idx: j, member: member} }
 		d.readMembers(&e, limitMembers, &m)
 		var l ConcurrencyLimit
 		l.Component = d.nameAt(at("component"), &m[0], true)
@@ -134,9 +86,9 @@ func (d *Decoder) decodeModelCall(ev *Event) {
 	ev.DurationMS, ev.HasDuration = d.optDuration(fkDurationMS)
 	ev.TTFTMS, ev.HasTTFT = d.optDuration(fkTTFTMS)
 	ev.FinishReason = d.optString(fkFinishReason)
-	if s, ok := d.object(fkTokens, "an object of token type to count"); ok {
+	if s, ok := d.container(fkTokens, gymjson.Object, false, "an object of token type to count"); ok {
 		it := d.iter(s)
-		var k decSlot
+		var k slot
 		for {
 			v, ok := d.nextMember(&it, &k)
 			if !ok || d.err != nil {
@@ -145,11 +97,11 @@ func (d *Decoder) decodeModelCall(ev *Event) {
 			key := d.str(&k)
 			t := tokenType(key)
 			if t < 0 {
-				d.fail(ReasonInvalidValue, `field "tokens": key %s is not a token type (want input, output or reasoning)`, decQuote(key))
+				d.fail(ReasonInvalidValue, `field "tokens": key %s is not a token type (want input, output or reasoning)`, quote(key))
 				return
 			}
 			// Last wins: a later null makes the type not reported again.
-			ev.Tokens[t], ev.HasTokens[t] = d.optIntegerAt(decPlace{field: "tokens", idx: -1, member: TokenTypeNames[t]}, &v, true, true)
+			ev.Tokens[t], ev.HasTokens[t] = d.optIntegerAt(place{field: "tokens", idx: -1, member: TokenTypeNames[t]}, &v, true, true)
 		}
 	}
 }
@@ -170,20 +122,20 @@ var (
 	hostMemoryMembers   = []string{"usage", "available", "total", "peak"}
 )
 
-// decMaxPID is the schema's bound of process.pid.
-const decMaxPID = 1<<31 - 1
+// maxPID is the schema's bound of process.pid.
+const maxPID = 1<<31 - 1
 
 func (d *Decoder) decodeMemorySample(ev *Event) {
-	var m [decMaxMembers]decSlot
-	d.eachObject(fkServers, false, "an array of servers", func(j int, e decSlot) {
-		at := func(member string) decPlace { return decPlace{field: "servers", idx: j, member: member} }
+	var m [maxMembers]slot
+	d.eachElement(fkServers, false, "an array of servers", gymjson.Object, "an object", func(j int, e slot) {
+		at := func(member string) place { return place{field: "servers", idx: j, member: member} }
 		d.readMembers(&e, serverMemoryMembers, &m)
 		var sm ServerMemory
 		sm.ServerName = d.nameAt(at("server_name"), &m[0], true)
 		sm.ServerType = d.nameAt(at("server_type"), &m[1], true)
 		sm.PID = d.integerAt(at("pid"), &m[2], true, true)
-		if d.err == nil && sm.PID > decMaxPID {
-			d.fail(ReasonOutOfRange, "field %q: want a process id within 0..%d, got %s", at("pid").String(), decMaxPID, d.raw(&m[2]))
+		if d.err == nil && sm.PID > maxPID {
+			d.fail(ReasonOutOfRange, "field %q: want a process id within 0..%d, got %s", at("pid").String(), maxPID, d.raw(&m[2]))
 		}
 		sm.RSS = d.integerAt(at("rss"), &m[3], true, true)
 		sm.PSS, sm.HasPSS = d.optIntegerAt(at("pss"), &m[4], true, true)
@@ -197,9 +149,9 @@ func (d *Decoder) decodeMemorySample(ev *Event) {
 	if d.err != nil {
 		return
 	}
-	if s, ok := d.object(fkHost, "an object {usage, available, total, peak}"); ok {
+	if s, ok := d.container(fkHost, gymjson.Object, false, "an object {usage, available, total, peak}"); ok {
 		d.readMembers(s, hostMemoryMembers, &m)
-		at := func(member string) decPlace { return decPlace{field: "host", idx: -1, member: member} }
+		at := func(member string) place { return place{field: "host", idx: -1, member: member} }
 		h := &ev.Host
 		h.Usage = d.integerAt(at("usage"), &m[0], true, true)
 		h.Available = d.integerAt(at("available"), &m[1], true, true)
