@@ -32,8 +32,12 @@ func (l *Logger) Warn(msg string, fields ...zap.Field) bool {
 	l.mu.Lock()
 	ok, held := l.limit.Take(l.Now())
 	l.mu.Unlock()
-	if ok {
-		l.logger.Warn(msg, append(fields, zap.Int64(HeldField, held))...)
+	if !ok {
+		return false
 	}
-	return ok
+	// Check first: a logger that drops warnings costs no field appended.
+	if ce := l.logger.Check(zap.WarnLevel, msg); ce != nil {
+		ce.Write(append(fields, zap.Int64(HeldField, held))...)
+	}
+	return true
 }
