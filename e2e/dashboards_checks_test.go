@@ -98,16 +98,22 @@ func everyQueryAnswers(t *testing.T, prom string, checks, vars []queryCheck) {
 	require.NoError(t, err, "queries with an error or no data:\n  %s\nscrape targets: %s", strings.Join(failing, "\n  "), targetHealth(prom))
 }
 
-// promtoolCheckMetrics runs `promtool check metrics` on a scrape and returns its complaints,
-// one per line ("name: problem"). Exit status 3 means it found some.
-func promtoolCheckMetrics(t *testing.T, text string) []string {
+// promtoolBinary is the promtool beside the Prometheus the tests run, else the one on PATH.
+func promtoolBinary(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(filepath.Dir(harness.PrometheusBinary(t)), "promtool")
 	if _, err := os.Stat(bin); err != nil {
 		bin, err = exec.LookPath("promtool")
 		require.NoError(t, err, "promtool ships with Debian's prometheus")
 	}
-	cmd := exec.Command(bin, "check", "metrics")
+	return bin
+}
+
+// promtoolCheckMetrics runs `promtool check metrics` on a scrape and returns its complaints,
+// one per line ("name: problem"). Exit status 3 means it found some.
+func promtoolCheckMetrics(t *testing.T, text string) []string {
+	t.Helper()
+	cmd := exec.Command(promtoolBinary(t), "check", "metrics")
 	cmd.Stdin = strings.NewReader(text)
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError

@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -151,6 +153,97 @@ func TestAlertRunbookURLs(t *testing.T) {
 	for base := range bases {
 		assert.Contains(t, string(doc), "`"+base+"`", "docs/alerts.md names the runbook base")
 	}
+}
+
+// TestRunStalledWindowRecipe runs the command docs/alerts.md gives to change GymRunStalled's
+// window to 30 minutes: it rewrites that alert alone, and promtool's unit test of the result
+// finds the new window everywhere (a run stalled from its start is silent until 30 minutes,
+// one whose completions stop at 10m fires 30 minutes later, not 10).
+func TestRunStalledWindowRecipe(t *testing.T) {
+	t.Parallel()
+	promtool := promtoolBinary(t)
+	doc, err := os.ReadFile(filepath.Join(harness.Root, "docs", "alerts.md"))
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(doc), "\n### GymRunStalled\n")
+	require.True(t, ok, "docs/alerts.md has no GymRunStalled section")
+	section, _, _ = strings.Cut(section, "\n### ")
+	m := regexp.MustCompile(`(?s)sed '([^']+)' \\\s+(\S+) >`).FindStringSubmatch(section)
+	require.NotNil(t, m, "no sed command in the GymRunStalled section")
+	require.Equal(t, "deploy/prometheus/gym.rules.yaml", m[2])
+	original := filepath.Join(harness.Root, m[2])
+	rewritten, err := exec.Command("sed", m[1], original).Output()
+	require.NoError(t, err, "sed %s", m[1])
+
+	type rulesFile struct {
+		Groups []struct {
+			Rules []map[string]any `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	rules := func(data []byte) map[string]map[string]any {
+		var f rulesFile
+		require.NoError(t, yaml.Unmarshal(data, &f))
+		out := map[string]map[string]any{}
+		for _, g := range f.Groups {
+			for _, r := range g.Rules {
+				name, _ := r["alert"].(string)
+				if name == "" {
+					name, _ = r["record"].(string)
+				}
+				out[name] = r
+			}
+		}
+		return out
+	}
+	before, err := os.ReadFile(original)
+	require.NoError(t, err)
+	was, now := rules(before), rules(rewritten)
+	require.Equal(t, len(was), len(now))
+	for name, r := range was {
+		if name != "GymRunStalled" {
+			assert.Equal(t, r, now[name], "%s changed", name)
+		}
+	}
+	stalled := now["GymRunStalled"]
+	require.NotNil(t, stalled)
+	assert.NotContains(t, stalled["expr"], "10m")
+	assert.Equal(t, 3, strings.Count(stalled["expr"].(string), "30m"), "the window's three places:\n%s", stalled["expr"])
+
+	annotations := stalled["annotations"].(map[string]any)
+	alert := func(run string) map[string]any {
+		return map[string]any{
+			"exp_labels": map[string]string{"severity": "warning", "nemo_run_id": run},
+			"exp_annotations": map[string]any{
+				"summary":     fmt.Sprintf("Run %s has 16 rollouts in flight and completed none in 30 minutes", run),
+				"description": annotations["description"],
+				"runbook_url": annotations["runbook_url"],
+			},
+		}
+	}
+	at := func(eval string, alerts ...map[string]any) map[string]any {
+		return map[string]any{"alertname": "GymRunStalled", "eval_time": eval, "exp_alerts": append([]map[string]any{}, alerts...)}
+	}
+	tests := map[string]any{
+		"rule_files":          []string{"gym.rules.yaml"},
+		"evaluation_interval": "1m",
+		"tests": []any{map[string]any{
+			"interval": "1m",
+			"input_series": []map[string]string{
+				{"series": `gym_driver_rollouts_resident{nemo_run_id="r1",job="nemo-gym/driver"}`, "values": "16x50"},
+				{"series": `gym_driver_rollouts_resident{nemo_run_id="r2",job="nemo-gym/driver"}`, "values": "16x50"},
+				{"series": `gym_rollout_completed_total{nemo_run_id="r2",job="nemo-gym/driver",nemo_gym_rollout_outcome="scored"}`, "values": "0+5x10 50x40"},
+			},
+			"alert_rule_test": []any{at("29m"), at("35m", alert("r1")), at("41m", alert("r1"), alert("r2"))},
+		}},
+	}
+	testYAML, err := yaml.Marshal(tests)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "gym.rules.yaml"), rewritten, 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "window.test.yaml"), testYAML, 0o600))
+	cmd := exec.Command(promtool, "test", "rules", "window.test.yaml")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "promtool test rules on the rewritten rules:\n%s\n%s", out, testYAML)
 }
 
 // TestRemoteWriteNamesAsScrape: the gateway's remote write (deploy/gateway.yaml) names Gym's
