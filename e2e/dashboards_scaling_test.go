@@ -155,6 +155,10 @@ func TestDashboardScaling(t *testing.T) {
 			}
 		}
 	}
+	// Gym's model calls arrive under the same job as vLLM's series (the verdicts join on it): the
+	// streamed call to policy of each stage has a time to first token.
+	waitVector(t, prom, `sum by (job, nemo_gym_server_name) (gym_model_call_ttft_ms_count)`, map[string]float64{
+		fmt.Sprintf(`{job=%q,nemo_gym_server_name="policy"}`, job): dashNewerStages})
 	saturated := 0.0
 	if sample(vllm, "vllm:num_requests_waiting") > 0 &&
 		(sample(dcgm, "DCGM_FI_DEV_GPU_UTIL") >= 90 || sample(vllm, "vllm:kv_cache_usage_perc") >= 0.9) {
