@@ -69,11 +69,69 @@ func metricResources(exports []pmetric.Metrics) map[string]pcommon.Map {
 // dcgm-exporter and node_exporter (captures served on loopback), receives OTLP, follows the
 // job's run files, sends OTLP/HTTP with Gym's identity and token, writes JSON lines under
 // <job dir>/otel/, and stops on Gym's own `pkill -f '^<binary> --config <file>'`.
-func TestGymSubmitDropIn(t *testing.T) {
-	t.Parallel()
+// gymSubmitToken is the ingest token Gym's rendered configuration reads from OTEL_TOKEN.
+const gymSubmitToken = "ingest-token-123"
+
+// gymSubmitJob is otelcol-gym run as Gym's job collector: deploy/otelcol-gym-submit on the
+// configuration Gym renders (testdata/gym-submit/collector.yaml.tmpl), in a job directory
+// holding a Gym run's files, scraping the vLLM, dcgm-exporter and node_exporter captures served
+// on loopback, exporting to backend.
+type gymSubmitJob struct {
+	p           *harness.Process
+	dir, config string
+	wrapper     string
+	ports       harness.Ports // Gym: the events port; Telemetry: the collector's own metrics
+}
+
+// startGymSubmit starts it and waits for Gym's health check; more are configurations merged
+// after Gym's (paths), given to the wrapper as further --config flags.
+func startGymSubmit(t *testing.T, backend string, more ...string) *gymSubmitJob {
+	t.Helper()
 	harness.UseCollector()
 	vllm, dcgm, node := serveMetricsText(t, "vllm.prom"), serveMetricsText(t, "dcgm.prom"), serveMetricsText(t, "node.prom")
+	// The job directory as Gym lays it out: the run's files at its top, otel/ for the collector.
+	j := &gymSubmitJob{dir: t.TempDir(), ports: harness.NewPorts(t), wrapper: filepath.Join(harness.Root, "deploy", "otelcol-gym-submit")}
+	require.NoError(t, os.Mkdir(filepath.Join(j.dir, "otel"), 0o755))
+	run := filepath.Join(harness.Root, "testdata", "rollouts", "run1")
+	entries, err := os.ReadDir(run)
+	require.NoError(t, err)
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(run, e.Name()))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(j.dir, e.Name()), data, 0o644))
+	}
+	tmpl, err := os.ReadFile(filepath.Join("testdata", "gym-submit", "collector.yaml.tmpl"))
+	require.NoError(t, err)
+	j.config = filepath.Join(j.dir, "otel", "collector.yaml")
+	require.NoError(t, os.WriteFile(j.config, []byte(harness.Render(t, string(tmpl), map[string]any{
+		"Health": j.ports.Health, "VLLM": vllm, "DCGM": dcgm, "Node": node,
+		"OTLPGRPC": j.ports.OTLPGRPC, "OTLPHTTP": j.ports.OTLPHTTP, "Backend": backend, "JobDir": j.dir,
+	})), 0o644))
+	args := []string{"bash", j.wrapper, "--config", j.config}
+	for _, c := range more {
+		args = append(args, "--config", c)
+	}
+	j.p = harness.StartProcessEnv(t, "otelcol-gym-submit", []string{
+		"OTELCOL_GYM_BIN=" + harness.Bin,
+		"OTEL_TOKEN=" + gymSubmitToken,
+		"SLURM_JOB_ID=4242",
+		"OTELCOL_GYM_COLLECTION_INTERVAL=1s",
+		fmt.Sprintf("OTELCOL_GYM_SUBMIT_EVENTS_PORT=%d", j.ports.Gym),
+		fmt.Sprintf("OTELCOL_GYM_SUBMIT_TELEMETRY_PORT=%d", j.ports.Telemetry),
+	}, args...)
+	// Gym's health check: curl -sf http://localhost:<port>/health.
+	require.NoError(t, j.p.WaitReady(fmt.Sprintf("http://localhost:%d/health", j.ports.Health), 60*time.Second))
+	return j
+}
 
+// Gym's `gym eval submit` starts `<otel.binary> --config <job dir>/otel/collector.yaml` with
+// the otelcol-contrib configuration it rendered; deploy/otelcol-gym-submit as that binary runs
+// otelcol-gym on deploy/gym-submit.yaml and Gym's configuration: it scrapes vLLM,
+// dcgm-exporter and node_exporter (captures served on loopback), receives OTLP, follows the
+// job's run files, sends OTLP/HTTP with Gym's identity and token, writes JSON lines under
+// <job dir>/otel/, and stops on Gym's own `pkill -f '^<binary> --config <file>'`.
+func TestGymSubmitDropIn(t *testing.T) {
+	t.Parallel()
 	sink := &otlpSignalSink{}
 	var authMu sync.Mutex
 	var auth []string
@@ -84,40 +142,8 @@ func TestGymSubmitDropIn(t *testing.T) {
 		sink.ServeHTTP(w, r)
 	}))
 	t.Cleanup(backend.Close)
-
-	// The job directory as Gym lays it out: the run's files at its top, otel/ for the collector.
-	job := t.TempDir()
-	require.NoError(t, os.Mkdir(filepath.Join(job, "otel"), 0o755))
-	run := filepath.Join(harness.Root, "testdata", "rollouts", "run1")
-	entries, err := os.ReadDir(run)
-	require.NoError(t, err)
-	for _, e := range entries {
-		data, err := os.ReadFile(filepath.Join(run, e.Name()))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(job, e.Name()), data, 0o644))
-	}
-
-	health, grpcPort, httpPort := harness.Port(t), harness.Port(t), harness.Port(t)
-	tmpl, err := os.ReadFile(filepath.Join("testdata", "gym-submit", "collector.yaml.tmpl"))
-	require.NoError(t, err)
-	config := filepath.Join(job, "otel", "collector.yaml")
-	require.NoError(t, os.WriteFile(config, []byte(harness.Render(t, string(tmpl), map[string]any{
-		"Health": health, "VLLM": vllm, "DCGM": dcgm, "Node": node,
-		"OTLPGRPC": grpcPort, "OTLPHTTP": httpPort, "Backend": backend.URL, "JobDir": job,
-	})), 0o644))
-
-	wrapper := filepath.Join(harness.Root, "deploy", "otelcol-gym-submit")
-	const token = "ingest-token-123"
-	p := harness.StartProcessEnv(t, "otelcol-gym-submit", []string{
-		"OTELCOL_GYM_BIN=" + harness.Bin,
-		"OTEL_TOKEN=" + token,
-		"SLURM_JOB_ID=4242",
-		"OTELCOL_GYM_COLLECTION_INTERVAL=1s",
-		fmt.Sprintf("OTELCOL_GYM_SUBMIT_EVENTS_PORT=%d", harness.Port(t)),
-		fmt.Sprintf("OTELCOL_GYM_SUBMIT_TELEMETRY_PORT=%d", harness.Port(t)),
-	}, "bash", wrapper, "--config", config)
-	// Gym's health check: curl -sf http://localhost:<port>/health.
-	require.NoError(t, p.WaitReady(fmt.Sprintf("http://localhost:%d/health", health), 60*time.Second))
+	j := startGymSubmit(t, backend.URL)
+	p, job, config, wrapper, httpPort, token := j.p, j.dir, j.config, j.wrapper, j.ports.OTLPHTTP, gymSubmitToken
 
 	// Gym's pkill pattern matches the process's command line: the wrapper exec'd the collector
 	// under the name and first arguments Gym started.

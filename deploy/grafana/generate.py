@@ -152,6 +152,24 @@ def share(num_sel, all_sel, metric, by, rate=True):
         return f"{grp}(rate({metric}{{{sel}}}[{RI}]))" if rate else f"{grp}({metric}{{{sel}}})"
     return f"({f(num_sel)} or 0 * {f(all_sel)}) / {f(all_sel)}"
 
+# The tiers beside Gym, scraped by the job collector (deploy/gym-submit.yaml) under their own
+# names: vLLM's (vllm:..., colons kept), dcgm-exporter's (DCGM_FI_...) and node_exporter's
+# (node_...). In that collector every series of a job, Gym's included, has the job's routing
+# service.name as job: picking the service picks its model server, GPUs and node. With All, or
+# scraped by Prometheus directly (job vllm, dcgm, node), the panels show every target.
+INFRA = 'job=~"$service"'
+# vLLM V1 calls its KV-cache gauge kv_cache_usage_perc, V0 gpu_cache_usage_perc: a server has one.
+KV_CACHE = f"(vllm:kv_cache_usage_perc{{{INFRA}}} or vllm:gpu_cache_usage_perc{{{INFRA}}})"
+VLLM_BY = "job, model_name"
+GPU_DCGM_BY = "Hostname, gpu"
+
+
+def infra_quantiles(metric, by, legend):
+    """p50 and p99 of an exporter's histogram (metric: its _bucket series) by the labels of by."""
+    return [q(f"histogram_quantile({x}, sum by ({by}, le) (rate({metric}{{{INFRA}}}[{RI}])))", f"{legend} p{int(x * 100)}")
+            for x in (0.5, 0.99)]
+
+
 DASHBOARDS = [
     {
         "uid": "gym-rollouts",
@@ -464,6 +482,65 @@ DASHBOARDS = [
             timeseries("Host memory in use (share of total)", [
                 q(f"max by (host_name) (gym_host_memory_usage{{{PROC}}}) / max by (host_name) (gym_host_memory_total{{{PROC}}})",
                   "{{host_name}}")], unit="percentunit"),
+        ],
+    },
+    {
+        "uid": "gym-scaling",
+        "title": "Gym / Scaling",
+        "description": "Where scaling stops: rollout throughput against concurrency beside Gym's model calls, the model server's queue, KV cache and latencies (vLLM), GPUs (dcgm-exporter) and the node (node_exporter).",
+        "panels": [
+            timeseries("Rollout throughput", [
+                q(f"sum(rate(gym_rollout_completed_total{{{PROC}}}[{RI}]))", "completed/s")], unit="ops",
+                description="Rollouts completed per second, every outcome."),
+            timeseries("Rollouts active and resident (driver)", [
+                q(f"sum(gym_driver_rollouts_active{{{PROC}}})", "active"),
+                q(f"sum(gym_driver_rollouts_resident{{{PROC}}})", "resident")],
+                description="The concurrency the driver runs at: throughput should follow active; where it stops following, a tier is saturated."),
+            timeseries("Throughput per active rollout", [
+                q(f"sum(rate(gym_rollout_completed_total{{{PROC}}}[{RI}])) / sum(gym_driver_rollouts_active{{{PROC}}})", "completed/s per active")],
+                unit="ops", description="Falls as concurrency rises once a tier is saturated."),
+            timeseries("Admission wait (p50, p99) and rollouts waiting", quantiles("gym_driver_admission_duration_ms_bucket", [], PROC)
+                + [q(f"sum(rate(gym_driver_admission_duration_ms_sum{{{PROC}}}[{RI}])) / 1000", "waiting (mean)")], unit="ms",
+                description="How long rollouts wait for the driver to admit them; waiting: ms of waiting per second / 1000, the mean number of rollouts waiting (Little's law)."),
+            timeseries("Gym model-call latency by server (p50, p99)", quantiles(
+                MODEL_CALL + "_bucket", ["nemo_gym_server_name"], PROC, legend="{{nemo_gym_server_name}}"), unit="ms",
+                description="As Gym sees its calls to the model server, failed calls included: queueing in the model server shows here first."),
+            timeseries("Gym time to first token by server (p50, p99)", quantiles(
+                TTFT + "_bucket", ["nemo_gym_server_name"], PROC, legend="{{nemo_gym_server_name}}"), unit="ms",
+                description="Streamed calls only."),
+            timeseries("vLLM requests running and waiting", [
+                q(f"sum by ({VLLM_BY}) (vllm:num_requests_running{{{INFRA}}})", "running {{job}} {{model_name}}"),
+                q(f"sum by ({VLLM_BY}) (vllm:num_requests_waiting{{{INFRA}}})", "waiting {{job}} {{model_name}}")],
+                description="vllm:num_requests_running and vllm:num_requests_waiting: waiting above 0 means the engine's batch is full."),
+            timeseries("vLLM KV-cache usage", [
+                q(f"max by ({VLLM_BY}) {KV_CACHE}", "{{job}} {{model_name}}")], unit="percentunit",
+                description="vllm:kv_cache_usage_perc (vLLM V1; gpu_cache_usage_perc before): near 1, requests wait or are preempted."),
+            timeseries("vLLM time to first token (p50, p99)", infra_quantiles("vllm:time_to_first_token_seconds_bucket", VLLM_BY, "{{job}} {{model_name}}"),
+                unit="s", description="The engine's own, to compare with Gym's: the difference is time spent between Gym and the engine."),
+            timeseries("vLLM end-to-end request latency (p50, p99)", infra_quantiles("vllm:e2e_request_latency_seconds_bucket", VLLM_BY, "{{job}} {{model_name}}"),
+                unit="s"),
+            timeseries("vLLM tokens per second", [
+                q(f"sum by ({VLLM_BY}) (rate(vllm:prompt_tokens_total{{{INFRA}}}[{RI}]))", "prompt {{job}} {{model_name}}"),
+                q(f"sum by ({VLLM_BY}) (rate(vllm:generation_tokens_total{{{INFRA}}}[{RI}]))", "generation {{job}} {{model_name}}")],
+                description="Prefill and generated tokens: flat while concurrency rises, the engine is at its capacity."),
+            timeseries("GPU utilisation (dcgm-exporter)", [
+                q(f"max by ({GPU_DCGM_BY}) (DCGM_FI_DEV_GPU_UTIL{{{INFRA}}})", "{{Hostname}} GPU {{gpu}}")], unit="percent",
+                description="DCGM_FI_DEV_GPU_UTIL, in percent."),
+            timeseries("GPU memory used and free (dcgm-exporter)", [
+                q(f"max by ({GPU_DCGM_BY}) (DCGM_FI_DEV_FB_USED{{{INFRA}}})", "used {{Hostname}} GPU {{gpu}}"),
+                q(f"max by ({GPU_DCGM_BY}) (DCGM_FI_DEV_FB_FREE{{{INFRA}}})", "free {{Hostname}} GPU {{gpu}}")], unit="mbytes",
+                description="DCGM_FI_DEV_FB_USED and DCGM_FI_DEV_FB_FREE, framebuffer memory in MiB. vLLM reserves most of it up front: the KV-cache panel says how full it is."),
+            timeseries("Node CPU busy", [
+                q(f'1 - avg by (job, instance) (rate(node_cpu_seconds_total{{{INFRA}, mode="idle"}}[{RI}]))', "{{job}} {{instance}}")],
+                unit="percentunit", description="node_cpu_seconds_total outside idle, averaged over the node's CPUs."),
+            timeseries("Node memory in use", [
+                q(f"1 - sum by (job, instance) (node_memory_MemAvailable_bytes{{{INFRA}}}) / sum by (job, instance) (node_memory_MemTotal_bytes{{{INFRA}}})",
+                  "{{job}} {{instance}}")], unit="percentunit",
+                description="1 - node_memory_MemAvailable_bytes / node_memory_MemTotal_bytes."),
+            timeseries("Which tier saturates first", [
+                q(f"max by (job) (gym:scaling_{tier}_saturated{{{INFRA}}})", f"{tier.replace('_', ' ')} {{{{job}}}}")
+                for tier in ("model_server", "gym_side", "node")],
+                description="The recording rules of deploy/prometheus/gym.rules.yaml (docs/alerts.md, \"Where scaling stops\"), 1 while a tier is saturated: the first line to rise names the tier that stopped scaling."),
         ],
     },
     {

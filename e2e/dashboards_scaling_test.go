@@ -1,0 +1,169 @@
+//go:build linux
+
+package e2e
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
+)
+
+// The Scaling dashboard and the gym.scaling rules read vLLM's, dcgm-exporter's and
+// node_exporter's series beside Gym's: TestDashboardScaling proves them on the job collector's
+// scrapes; the runs of the other dashboard tests have no such exporter.
+const scalingUID, scalingRecordPrefix = "gym-scaling", "gym:scaling_"
+
+// splitScaling parts the dashboards and recording rules into the Scaling ones and the others.
+func splitScaling(dashboards []grafanaDashboard, records map[string]string) (scaling, others []grafanaDashboard, scalingRecords, otherRecords map[string]string) {
+	for _, d := range dashboards {
+		if d.UID == scalingUID {
+			scaling = append(scaling, d)
+		} else {
+			others = append(others, d)
+		}
+	}
+	scalingRecords, otherRecords = map[string]string{}, map[string]string{}
+	for name, expr := range records {
+		if strings.HasPrefix(name, scalingRecordPrefix) {
+			scalingRecords[name] = expr
+		} else {
+			otherRecords[name] = expr
+		}
+	}
+	return scaling, others, scalingRecords, otherRecords
+}
+
+// scalingExporter is the job collector's metrics pipeline with the Prometheus exporter of
+// config/otelcol-gym.yaml (its labels and translation) added on port.
+func scalingExporter(t *testing.T, port int) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(harness.Root, "config", "otelcol-gym.yaml"))
+	require.NoError(t, err)
+	var shipped struct {
+		Exporters map[string]map[string]any `yaml:"exporters"`
+	}
+	require.NoError(t, yaml.Unmarshal(data, &shipped))
+	exporter := shipped.Exporters["prometheus"]
+	require.NotNil(t, exporter)
+	exporter["endpoint"] = fmt.Sprintf("127.0.0.1:%d", port)
+	out, err := yaml.Marshal(map[string]any{
+		"exporters": map[string]any{"prometheus": exporter},
+		"service": map[string]any{"pipelines": map[string]any{"metrics": map[string]any{
+			"exporters": []string{"otlp_http/managed", "file/metrics", "prometheus"}}}},
+	})
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "scaling-exporter.yaml")
+	require.NoError(t, os.WriteFile(path, out, 0o600))
+	return path
+}
+
+// TestDashboardScaling: otelcol-gym as Gym's job collector (deploy/otelcol-gym-submit on Gym's
+// rendered configuration) scrapes vLLM, dcgm-exporter and node_exporter (captures written from
+// their documented names, served on loopback) and receives a generated Gym run's events; a real
+// Prometheus scrapes it with deploy/prometheus/gym.rules.yaml loaded. Every panel query and
+// variable of the Scaling dashboard, and every gym.scaling recording rule, answers with data;
+// the vLLM panel and the model-server verdict say what the captures imply.
+func TestDashboardScaling(t *testing.T) {
+	t.Parallel()
+	harness.PrometheusBinary(t)
+	rulesData, err := os.ReadFile(filepath.Join(harness.Root, "deploy", "prometheus", "gym.rules.yaml"))
+	require.NoError(t, err)
+	all, _ := recordingRules(t, rulesData)
+	dashboards, _, records, _ := splitScaling(loadDashboards(t), all)
+	require.Len(t, dashboards, 1, "deploy/grafana/dashboards/%s.json", scalingUID)
+	require.NotEmpty(t, records)
+
+	backend := httptest.NewServer(&otlpSignalSink{})
+	t.Cleanup(backend.Close)
+	exporterPort := harness.Port(t)
+	j := startGymSubmit(t, backend.URL, scalingExporter(t, exporterPort))
+	prom := harness.StartPrometheusWith(t,
+		harness.Config(t, "prometheus-gym.yml", map[string]any{
+			"P": harness.Ports{Prometheus: exporterPort, Telemetry: j.ports.Telemetry}, "interval": "1s", "rules": true}),
+		map[string]string{"gym.rules.yaml": string(rulesData)})
+
+	// Gym's events (a generated run of 4 processes, process 0 the rollout driver, and the
+	// model calls of Gym's newer releases) in three parts a few scrapes apart.
+	stream := filepath.Join(t.TempDir(), "run.jsonl")
+	out, err := exec.Command(gymeventsBin, "gen", "--seed", "7", "--processes", "4", "--events", "6000",
+		"--batch", "500", "--out", stream).CombinedOutput()
+	require.NoError(t, err, "gymevents gen: %s", out)
+	data, err := os.ReadFile(stream)
+	require.NoError(t, err)
+	bodies := splitBatches(data)
+	require.Greater(t, len(bodies), 3)
+	col := &harness.Collector{Process: j.p, GymURL: fmt.Sprintf("http://127.0.0.1:%d", j.ports.Gym)}
+	post := func(body string) {
+		status, ans := col.PostEvents(t, body)
+		require.Equal(t, http.StatusOK, status)
+		require.Zero(t, ans.Rejected+ans.Unknown, "%+v", ans)
+	}
+	third := len(bodies) / 3
+	for k, part := range [][]string{bodies[:third], bodies[third : 2*third], bodies[2*third:]} {
+		for _, body := range part {
+			post(body)
+		}
+		body, _ := dashNewerEvents(k + 1)
+		post(body)
+		time.Sleep(2 * time.Second)
+	}
+
+	checks, vars, _ := dashboardChecks(t, dashboards, records)
+	everyQueryAnswers(t, prom, checks, vars)
+
+	// What the captures imply: vLLM's running requests as served, under the job's routing
+	// service.name (Gym's resource processor), and the model-server verdict of the rules.
+	capture := func(name string) string {
+		data, err := os.ReadFile(filepath.Join("testdata", "gym-submit", name))
+		require.NoError(t, err)
+		return string(data)
+	}
+	vllm, dcgm := capture("vllm.prom"), capture("dcgm.prom")
+	// The highest sample of a series name in a capture.
+	sample := func(text, name string) float64 {
+		v := math.Inf(-1)
+		for _, line := range strings.Split(text, "\n") {
+			if rest, ok := strings.CutPrefix(line, name+"{"); ok {
+				_, s := harness.ParseSample("{" + rest)
+				x, err := strconv.ParseFloat(s, 64)
+				require.NoError(t, err, line)
+				v = math.Max(v, x)
+			}
+		}
+		require.False(t, math.IsInf(v, -1), "no %s in the capture", name)
+		return v
+	}
+	const job = "my-eval-service"
+	for _, d := range dashboards {
+		for _, p := range d.Panels {
+			if p.Title == "vLLM requests running and waiting" {
+				waitVector(t, prom, substitute(p.Targets[0].Expr), map[string]float64{
+					fmt.Sprintf(`{job=%q,model_name="Qwen/Qwen2.5-7B-Instruct"}`, job): sample(vllm, "vllm:num_requests_running")})
+			}
+		}
+	}
+	// Gym's model calls arrive under the same job as vLLM's series (the verdicts join on it): the
+	// streamed call to policy of each stage has a time to first token.
+	waitVector(t, prom, `sum by (job, nemo_gym_server_name) (gym_model_call_ttft_ms_count)`, map[string]float64{
+		fmt.Sprintf(`{job=%q,nemo_gym_server_name="policy"}`, job): dashNewerStages})
+	saturated := 0.0
+	if sample(vllm, "vllm:num_requests_waiting") > 0 &&
+		(sample(dcgm, "DCGM_FI_DEV_GPU_UTIL") >= 90 || sample(vllm, "vllm:kv_cache_usage_perc") >= 0.9) {
+		saturated = 1
+	}
+	waitVector(t, prom, "gym:scaling_model_server_saturated", map[string]float64{fmt.Sprintf(`{__name__="gym:scaling_model_server_saturated",job=%q}`, job): saturated})
+	everyRuleHealthy(t, prom, sortedKeys(records))
+}
