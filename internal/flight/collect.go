@@ -239,3 +239,10 @@ func (r *Recorder) writeLogs(ld plog.Logs, ts pcommon.Timestamp) {
 	clear(r.pending)
 	r.pending = r.pending[:0]
 }
+
+// Kept returns how many rollouts the recorder keeps, in flight and finished.
+func (r *Recorder) Kept() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.byID)
+}
