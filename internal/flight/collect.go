@@ -51,14 +51,16 @@ type event struct {
 	silent                    bool
 }
 
-func (r *Recorder) log(k kind, ro *rollout, now, idle time.Duration) {
+// log queues a record of ro for the next collection; nil when maxPending wait (counted).
+func (r *Recorder) log(k kind, ro *rollout, now, idle time.Duration) *event {
 	if len(r.pending) >= maxPending {
 		r.stats.LogsDropped++
-		return
+		return nil
 	}
 	r.pending = append(r.pending, event{kind: k, id: ro.id, run: ro.run, server: ro.server,
 		lastSpan: ro.lastSpan, stage: ro.stage, calls: ro.calls, errors: ro.errors,
 		elapsed: now - ro.firstSeen, idle: idle})
+	return &r.pending[len(r.pending)-1]
 }
 
 // seriesKey names one series: its run (the resource) and attributes.
@@ -138,9 +140,6 @@ func (r *Recorder) sweep(now time.Duration) {
 		switch {
 		case idle > r.cfg.FinishedAfter:
 			r.finish(ro, now, idle, reasonSilent)
-			if n := len(r.pending); n > 0 && r.pending[n-1].id == ro.id && r.pending[n-1].kind == kindFinished {
-				r.pending[n-1].silent = true
-			}
 		case idle > r.cfg.StallAfter && !ro.stalled:
 			ro.stalled = true
 			r.countStall(ro)

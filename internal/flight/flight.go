@@ -261,7 +261,9 @@ func (r *Recorder) finish(ro *rollout, now, idle time.Duration, why reason) {
 		r.stats.Expired++
 	}
 	if ro.stalled {
-		r.log(kindFinished, ro, now, idle)
+		if e := r.log(kindFinished, ro, now, idle); e != nil {
+			e.silent = why == reasonSilent
+		}
 	}
 	ro.stalled = false
 }

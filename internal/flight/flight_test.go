@@ -177,6 +177,57 @@ func TestResumeAndLate(t *testing.T) {
 	assert.Equal(t, 0.0, got["gym.rollout.in_flight||agent|model_call"])
 	assert.Empty(t, logs, "a rollout that was not stalled finishes without a log record")
 	assert.Equal(t, int64(1), r.Stats().LateSpans)
+
+	// finished_after past its last span, the finished rollout is forgotten (and its run's
+	// stall counter with it); a span with its id then starts a new rollout.
+	c.Advance(29 * time.Minute)
+	collect(r)
+	assert.Equal(t, 1, r.Kept(), "kept finished_after past its last span")
+	c.Advance(2 * time.Minute)
+	got, _ = collect(r)
+	assert.Equal(t, 0, r.Kept())
+	assert.Empty(t, got, "nothing in flight, no counter of a run no longer kept")
+	r.ConsumeTraces(traces("", "agent", sp{id: "a", name: "gym.verify", end: t0}))
+	got, _ = collect(r)
+	assert.Equal(t, 1.0, got["gym.rollout.in_flight||agent|verify"])
+}
+
+// TestStallSeriesBounded: past maxStallSeries stall counters, a new series' stall is counted in
+// its run's overflow series.
+func TestStallSeriesBounded(t *testing.T) {
+	r, c := newTest(Config{MaxRollouts: maxStallSeries + 10, StallAfter: time.Minute, FinishedAfter: time.Hour})
+	for i := range maxStallSeries + 5 {
+		r.ConsumeTraces(traces("r", fmt.Sprint("server-", i), sp{id: fmt.Sprint(i), name: "gym.verify", end: t0}))
+	}
+	c.Advance(2 * time.Minute)
+	md := pmetric.NewMetrics()
+	r.Collect(md, plog.NewLogs())
+	var series, overflow int
+	for _, m := range metricsOf(md, MetricStalls) {
+		for _, dp := range m.Sum().DataPoints().All() {
+			series++
+			if _, ok := dp.Attributes().Get("otel.metric.overflow"); ok {
+				overflow++
+				assert.Equal(t, int64(5), dp.IntValue(), "the five stalls beyond the limit")
+			}
+		}
+	}
+	assert.Equal(t, maxStallSeries+1, series)
+	assert.Equal(t, 1, overflow)
+}
+
+func metricsOf(md pmetric.Metrics, name string) []pmetric.Metric {
+	var out []pmetric.Metric
+	for _, rm := range md.ResourceMetrics().All() {
+		for _, sm := range rm.ScopeMetrics().All() {
+			for _, m := range sm.Metrics().All() {
+				if m.Name() == name {
+					out = append(out, m)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // TestSkewedSender: a sender whose clock is hours ahead or behind changes nothing: idle time is
