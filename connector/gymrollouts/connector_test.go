@@ -11,8 +11,11 @@ import (
 	"go.opentelemetry.io/collector/connector/connectortest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
 	"github.com/gym-telemetry/otelcol-gym/connector/gymrollouts/internal/metadata"
+	"github.com/gym-telemetry/otelcol-gym/connector/gymrollouts/internal/metadatatest"
 	"github.com/gym-telemetry/otelcol-gym/internal/flight"
 )
 
@@ -77,4 +80,24 @@ func TestLogsSideAlone(t *testing.T) {
 	r := toLogs.(*side).Unwrap()
 	assert.Equal(t, flight.Stats{}, r.rec.Stats())
 	assert.Equal(t, 1, r.rec.Kept(), "recorded by the logs side")
+}
+
+// TestOwnTelemetry: the recorder's counts reach the connector's own metrics, each once.
+func TestOwnTelemetry(t *testing.T) {
+	tt := componenttest.NewTelemetry()
+	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
+	cfg := createDefaultConfig()
+	cfg.CollectionInterval, cfg.MaxRollouts = time.Hour, 1
+	c, err := NewFactory().CreateTracesToMetrics(context.Background(), metadatatest.NewSettings(tt), cfg, new(consumertest.MetricsSink))
+	require.NoError(t, err)
+	require.NoError(t, c.Start(context.Background(), componenttest.NewNopHost()))
+	defer func() { require.NoError(t, c.Shutdown(context.Background())) }()
+	bad := spans("a", "b") // two rollouts for one place: one evicted
+	bad.ResourceSpans().At(0).ScopeSpans().At(0).Spans().AppendEmpty().Attributes().PutInt(flight.KeyRolloutID, 3)
+	require.NoError(t, c.ConsumeTraces(context.Background(), bad))
+	r := c.(*side).Unwrap()
+	r.collect(context.Background())
+	r.collect(context.Background()) // nothing new: nothing added
+	metadatatest.AssertEqualConnectorGymrolloutsRolloutsEvicted(t, tt, []metricdata.DataPoint[int64]{{Value: 1}}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualConnectorGymrolloutsSpansInvalid(t, tt, []metricdata.DataPoint[int64]{{Value: 1}}, metricdatatest.IgnoreTimestamp())
 }
