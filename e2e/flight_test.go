@@ -87,6 +87,7 @@ func flightRecords(t *testing.T, path string) map[string]map[string]any {
 				for _, lr := range sl.LogRecords().All() {
 					a := lr.Attributes().AsRaw()
 					a["body"] = lr.Body().Str()
+					a["trace_id"] = lr.TraceID()
 					out[fmt.Sprintf("%s %v", lr.EventName(), a["nemo.gym.rollout.id"])] = a
 				}
 			}
@@ -169,6 +170,7 @@ func TestFlightRecorder(t *testing.T) {
 	assert.Equal(t, "gym.sandbox.exec", stall["nemo.gym.rollout.last_span"])
 	assert.GreaterOrEqual(t, stall["nemo.gym.rollout.idle_s"], 3.0)
 	assert.Contains(t, stall["body"], "rollout silent stalled")
+	assert.Equal(t, pcommon.TraceID{byte(len("silent")), 's'}, stall["trace_id"], "linked to the trace of its last span")
 	assert.Len(t, records, 1, "only the silent rollout stalled: %v", records)
 
 	// The silent one's next span resumes it; the busy one ends; then the silent one ends.

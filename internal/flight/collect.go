@@ -49,6 +49,8 @@ type event struct {
 	calls, errors             uint32
 	elapsed, idle             time.Duration
 	silent                    bool
+	trace                     pcommon.TraceID
+	span                      pcommon.SpanID
 }
 
 // log queues a record of ro for the next collection; nil when maxPending wait (counted).
@@ -59,7 +61,7 @@ func (r *Recorder) log(k kind, ro *rollout, now, idle time.Duration) *event {
 	}
 	r.pending = append(r.pending, event{kind: k, id: ro.id, run: ro.run, server: ro.server,
 		lastSpan: ro.lastSpan, stage: ro.stage, calls: ro.calls, errors: ro.errors,
-		elapsed: now - ro.firstSeen, idle: idle})
+		elapsed: now - ro.firstSeen, idle: idle, trace: ro.trace, span: ro.span})
 	return &r.pending[len(r.pending)-1]
 }
 
@@ -200,6 +202,8 @@ func (r *Recorder) writeLogs(ld plog.Logs, ts pcommon.Timestamp) {
 		lr.SetTimestamp(ts)
 		lr.SetObservedTimestamp(ts)
 		lr.SetEventName(kindNames[e.kind])
+		lr.SetTraceID(e.trace) // the last span's: a backend links the record to the rollout's trace
+		lr.SetSpanID(e.span)
 		a := lr.Attributes()
 		a.PutStr(KeyRolloutID, e.id)
 		if e.run != "" {

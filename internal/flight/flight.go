@@ -86,6 +86,8 @@ type rollout struct {
 	finished, stalled         bool
 	calls, errors             uint32
 	firstSeen, lastSeen       time.Duration
+	trace                     pcommon.TraceID // of the last span: its log records link to it
+	span                      pcommon.SpanID
 	prev, next                *rollout // in flight: by first seen; finished: by finish
 }
 
@@ -209,6 +211,7 @@ func (r *Recorder) span(s ptrace.Span, run, resServer string, now time.Duration)
 	}
 	idle := now - ro.lastSeen
 	ro.lastSeen = now
+	ro.trace, ro.span = s.TraceID(), s.SpanID()
 	if ro.run == "" && run != "" {
 		ro.run = keep(run) // the rollout span may come from the one process that knows the run
 	}

@@ -39,6 +39,8 @@ func traces(run, server string, spans ...sp) ptrace.Traces {
 		span.SetName(s.name)
 		span.SetStartTimestamp(pcommon.NewTimestampFromTime(s.end.Add(-time.Second)))
 		span.SetEndTimestamp(pcommon.NewTimestampFromTime(s.end))
+		span.SetTraceID(pcommon.TraceID{1, byte(len(s.id))})
+		span.SetSpanID(pcommon.SpanID{2, byte(len(s.name))})
 		if s.id != "" {
 			span.Attributes().PutStr(KeyRolloutID, s.id)
 		}
@@ -137,6 +139,8 @@ func TestFinishedBusySilent(t *testing.T) {
 		"nemo.gym.rollout.elapsed_s": 360.0, "nemo.gym.rollout.idle_s": 360.0, "nemo.gym.rollout.last_span": "gym.sandbox.exec",
 		"nemo.gym.rollout.calls": int64(1), "nemo.gym.rollout.errors": int64(0)}, a)
 	assert.Contains(t, logs[0].Body().Str(), "rollout silent stalled: no span for 6m0s")
+	assert.Equal(t, pcommon.TraceID{1, 6}, logs[0].TraceID(), "the last span's trace")
+	assert.Equal(t, pcommon.SpanID{2, byte(len("gym.sandbox.exec"))}, logs[0].SpanID())
 
 	_, logs = collect(r)
 	assert.Empty(t, logs, "a stall is logged once")
