@@ -198,3 +198,49 @@ func TestFlightRecorder(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultConfigFlightRecorder: the shipped configuration has the flight recorder between
+// its traces pipeline and its metrics pipeline: a silent rollout's spans by OTLP become
+// gym_rollout_in_flight and gym_rollout_stalled on its Prometheus endpoint, the run a label
+// (stall_after and collection_interval shortened by an override).
+func TestDefaultConfigFlightRecorder(t *testing.T) {
+	t.Parallel()
+	_, ports := harness.StartDefaultCollector(t, "connectors:\n  gymrollouts:\n    collection_interval: 200ms\n    stall_after: 1s\n")
+	postOK(t, fmt.Sprintf("http://127.0.0.1:%d/v1/traces", ports.OTLPHTTP),
+		gymSpans(t, 0, "quiet/gym.model.responses/policy_model"))
+	want := map[string]string{"nemo_run_id": "run-e2e", "nemo_gym_server_name": "policy_model", "nemo_gym_rollout_stage": "model_call"}
+	var text string
+	err := harness.Eventually(30*time.Second, 200*time.Millisecond, func() error {
+		text = exposition(t, ports.Prometheus)
+		if v, ok := sampleOf(text, "gym_rollout_stalled", want); !ok || v != 1 {
+			return harness.ErrNotYet
+		}
+		return nil
+	})
+	require.NoError(t, err, "%s", text)
+	v, ok := sampleOf(text, "gym_rollout_in_flight", want)
+	assert.True(t, ok && v == 1, "gym_rollout_in_flight %v %v", v, ok)
+	v, ok = sampleOf(text, "gym_rollout_stalls_total", want)
+	assert.True(t, ok && v == 1, "gym_rollout_stalls_total %v %v", v, ok)
+}
+
+// sampleOf is the value of the sample of metric in an exposition whose labels include want.
+func sampleOf(text, metric string, want map[string]string) (float64, bool) {
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, metric+"{") {
+			continue
+		}
+		match := true
+		for k, v := range want {
+			match = match && strings.Contains(line, k+`="`+v+`"`)
+		}
+		if !match {
+			continue
+		}
+		var v float64
+		if _, err := fmt.Sscan(line[strings.LastIndex(line, "}")+1:], &v); err == nil {
+			return v, true
+		}
+	}
+	return 0, false
+}
