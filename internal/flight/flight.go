@@ -255,18 +255,23 @@ func (r *Recorder) admit(id, run string, now time.Duration) *rollout {
 	return ro
 }
 
-// finish moves a rollout in flight to the finished ones; a stalled one is logged.
+// finish ends a rollout in flight; a stalled one is logged. One whose gym.rollout span came is
+// kept finished (a late span of it changes nothing) until finished_after past its last span;
+// one taken as finished after finished_after of silence is forgotten at once, its silence
+// having lasted as long: a span of it after that starts it again.
 func (r *Recorder) finish(ro *rollout, now, idle time.Duration, why reason) {
 	r.inFlight.remove(ro)
-	r.finished.push(ro)
-	ro.finished = true
-	if why == reasonSilent {
-		r.stats.Expired++
-	}
 	if ro.stalled {
 		if e := r.log(kindFinished, ro, now, idle); e != nil {
 			e.silent = why == reasonSilent
 		}
 	}
 	ro.stalled = false
+	if why == reasonSilent {
+		r.stats.Expired++
+		delete(r.byID, ro.id)
+		return
+	}
+	r.finished.push(ro)
+	ro.finished = true
 }

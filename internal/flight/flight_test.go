@@ -157,6 +157,13 @@ func TestFinishedBusySilent(t *testing.T) {
 	assert.Equal(t, "gym.rollout.finished", logs[1].EventName())
 	assert.Equal(t, true, logs[1].Attributes().AsRaw()["nemo.gym.rollout.silent"])
 	assert.Equal(t, int64(1), r.Stats().Expired)
+
+	// Taken as finished after its silence, it is forgotten: its next span starts it again.
+	r.ConsumeTraces(traces("run-1", "math_agent", sp{id: "silent", name: "gym.verify", end: t0}))
+	got, logs = collect(r)
+	assert.Equal(t, 1.0, got["gym.rollout.in_flight|run-1|math_agent|verify"])
+	assert.Empty(t, logs)
+	assert.Equal(t, int64(0), r.Stats().LateSpans)
 }
 
 // TestResumeAndLate: a stalled rollout whose span arrives resumes (logged), its gym.rollout
