@@ -40,7 +40,7 @@ TEST_TIMEOUT ?= 25m
 
 # Everything that goes into the collector binary: the root module's non-test Go files and
 # embedded files, its go.mod/go.sum, the ocb manifest and the ocb version.
-COLLECTOR_SRCS := $(shell find receiver processor extension internal -type f \
+COLLECTOR_SRCS := $(shell find receiver processor extension connector internal -type f \
 		-not -name '*_test.go' -not -path '*/testdata/*' 2>/dev/null) \
 	$(wildcard metadata.yaml) go.mod go.sum builder-config.yaml tools/go.mod tools/go.sum
 GYMEVENTS_SRCS := $(shell find cmd/gymevents internal/gymgen -name '*.go' -not -name '*_test.go') go.mod go.sum
@@ -343,7 +343,7 @@ lint:
 
 generate:
 	$(GO) generate ./...
-	@for m in $$(find receiver processor extension internal/bound -name metadata.yaml -not -path '*/testdata/*' 2>/dev/null); do \
+	@for m in $$(find receiver processor extension connector internal/bound -name metadata.yaml -not -path '*/testdata/*' 2>/dev/null); do \
 		d=$$(dirname $$m); \
 		echo "mdatagen $$m"; \
 		(cd $$d && $(TOOLS) mdatagen metadata.yaml) || exit 1; \

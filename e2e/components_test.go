@@ -16,8 +16,8 @@ import (
 	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
-// TestValidateDistribution: the binary has the gymattrs processor and the file_storage and
-// bearertokenauth extensions, `validate` accepts a configuration that uses them, and names
+// TestValidateDistribution: the binary has the gymattrs processor, the gymrollouts connector
+// and the file_storage and bearertokenauth extensions, `validate` accepts a configuration that uses them, and names
 // the key of a bad gymattrs setting.
 func TestValidateDistribution(t *testing.T) {
 	t.Parallel()
@@ -25,7 +25,7 @@ func TestValidateDistribution(t *testing.T) {
 	out, err := exec.Command(harness.Bin, "components").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	distribution := harness.Config(t, "distribution.yaml", nil)
-	for _, name := range []string{"name: gymattrs", "name: file_storage", "name: bearertokenauth", "name: gym_console"} {
+	for _, name := range []string{"name: gymattrs", "name: file_storage", "name: bearertokenauth", "name: gym_console", "name: gymrollouts"} {
 		assert.Contains(t, string(out), name, "otelcol-gym components")
 	}
 	// The standard components (docs/deployment.md, Components), each in its section, and the
@@ -40,16 +40,18 @@ func TestValidateDistribution(t *testing.T) {
 		Processors []component `yaml:"processors"`
 		Exporters  []component `yaml:"exporters"`
 		Extensions []component `yaml:"extensions"`
+		Connectors []component `yaml:"connectors"`
 		Providers  []component `yaml:"providers"`
 	}
 	require.NoError(t, yaml.Unmarshal(out, &list))
 	comps := map[string][]component{"receivers": list.Receivers, "processors": list.Processors,
-		"exporters": list.Exporters, "extensions": list.Extensions, "providers": list.Providers}
+		"exporters": list.Exporters, "extensions": list.Extensions, "connectors": list.Connectors, "providers": list.Providers}
 	for section, names := range map[string][]string{
 		"receivers":  {"gym", "otlp", "prometheus", "host_metrics"},
 		"processors": {"gymattrs", "memory_limiter", "batch", "resource", "groupbyattrs"},
 		"exporters":  {"otlp_grpc", "otlp_http", "prometheus", "prometheus_remote_write"},
 		"extensions": {"file_storage", "bearertokenauth", "zpages", "health_check"},
+		"connectors": {"gymrollouts"},
 		"providers":  {"env", "file", "yaml", "http", "https"},
 	} {
 		var got []string
@@ -63,7 +65,7 @@ func TestValidateDistribution(t *testing.T) {
 			assert.Contains(t, got, n, "otelcol-gym components: %s", section)
 		}
 		for _, c := range comps[section] {
-			if section == "extensions" && (c.Name == "file_storage" || c.Name == "bearertokenauth") {
+			if section == "extensions" && (c.Name == "file_storage" || c.Name == "bearertokenauth") || c.Name == "gymrollouts" {
 				assert.True(t, strings.HasPrefix(c.Module, "github.com/gym-telemetry/otelcol-gym "), "%s is ours (checked, counted): %s", c.Name, c.Module)
 			}
 		}
@@ -78,6 +80,7 @@ func TestValidateDistribution(t *testing.T) {
 		{"series_idle_timeout: 10m", "series_idle_timout: 10m", "series_idle_timout"},
 		{"max_line_bytes: 4194304", "max_line_bytes: 10", "max_line_bytes"},
 		{"cardinality_limit: 1500", "cardinality_limit: 0", "cardinality_limit"},
+		{"stall_after: 2m", "stall_after: 30m", "finished_after"},
 	} {
 		bad := replaceOnce(t, distribution, c.from, c.to)
 		vout, err := validate(t, bad)

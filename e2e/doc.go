@@ -12,7 +12,8 @@
 // rows, a restart on file_storage), the Python emitter (python/otelcol_gym) driven by a
 // simulated Gym deployment over HTTP, TCP and a Unix socket (TestPythonEmitter), and Gym's
 // console telemetry (the gym_console receiver: a growing stdout log and a Python process piping
-// into its socket).
+// into its socket), and the flight recorder (the gymrollouts connector: Gym's spans by OTLP
+// into rollouts in flight and stalled, and the stall's log record; TestFlightRecorder).
 // The deployment of deploy/ runs too: three node agents and two gateways into Prometheus'
 // remote-write receiver through a gateway failure and an agent restart (TestTopology), and the
 // Slurm launcher on a fake job step (TestSlurmLauncher).

@@ -23,6 +23,7 @@ var engine = []string{
 	"internal/bound", "internal/transport", "internal/follow", "internal/procstats",
 	"internal/checkpoint", "internal/gymjson", "internal/ingest", "internal/normalize",
 	"internal/schema", "internal/clock", "internal/ratelog", "internal/storagerepair",
+	"internal/flight",
 }
 
 // tooling are the packages under internal/ that are not the engine: what builds it, tests it
@@ -47,6 +48,7 @@ var forbidden = []struct {
 	{"internal/events", "the events decoder knows nothing of what applies its events", without(engine, "internal/events", "internal/gymjson", "internal/ingest", "internal/schema", "internal/ratelog", "internal/clock")},
 	{"internal/console", "the console decoders hand pdata to a sink; they know no aggregator or rules", without(engine, "internal/console", "internal/gymjson", "internal/ingest", "internal/ratelog", "internal/clock")},
 	{"internal/bound", "the bounding rules are pdata in, pdata out", without(engine, "internal/bound", "internal/normalize", "internal/schema", "internal/ratelog", "internal/clock")},
+	{"internal/flight", "the flight recorder reads spans: it knows no decoder, aggregator or bounding rule", without(engine, "internal/flight", "internal/normalize", "internal/schema", "internal/clock")},
 	{"internal/gymjson", "the one JSON scanner is a leaf that every decoder stands on", without(engine, "internal/gymjson")},
 	{"internal/ingest", "the vocabulary of transports and decoders is a leaf", without(engine, "internal/ingest")},
 	{"internal/schema", "the schema is the leaf everything derives from", without(engine, "internal/schema")},

@@ -164,6 +164,9 @@ func TestString(t *testing.T) {
 		{schema.AttrNemoGymRolloutOutcome, "", nilOut, false},
 		{schema.AttrNemoGymHealthVerdict, "unobserved", "unobserved", true},
 		{schema.AttrNemoGymHealthVerdict, "sick", nilOut, false},
+		{schema.AttrNemoGymRolloutStage, "model_call", "model_call", true},
+		{schema.AttrNemoGymRolloutStage, "other", "other", true},
+		{schema.AttrNemoGymRolloutStage, "thinking", nilOut, false},
 		{schema.AttrNemoGymHttpConnectionPoolQueueConstraint, "per_host", "per_host", true},
 		{schema.AttrNemoGymHttpConnectionPoolQueueConstraint, "other", nilOut, false},
 		// Gym's older connection-pool code, by OTLP: its otlp_values are kept

@@ -56,6 +56,7 @@ const (
 	AttrNemoGymSandboxProvider
 	AttrNemoGymStartupStage
 	AttrNemoGymServerName
+	AttrNemoGymRolloutStage
 	AttrNemoGymServerType
 	AttrNemoGymServerWorker
 	AttrNemoGymHttpConnectionPoolQueueConstraint
@@ -125,6 +126,7 @@ var Attributes = [NumAttributes]Attribute{
 	AttrNemoGymSandboxProvider:                   {Key: "nemo.gym.sandbox.provider", Type: AttrString, Rule: RuleString, Description: "The sandbox provider.", MaxBytes: 256},
 	AttrNemoGymStartupStage:                      {Key: "nemo.gym.startup.stage", Type: AttrString, Rule: RuleString, Description: "The server startup stage.", MaxBytes: 256},
 	AttrNemoGymServerName:                        {Key: "nemo.gym.server.name", Type: AttrString, Rule: RuleString, Description: "The name of the server that starts.", MaxBytes: 256},
+	AttrNemoGymRolloutStage:                      {Key: "nemo.gym.rollout.stage", Type: AttrString, Rule: RuleEnum, Description: "What a rollout in flight was doing: the kind of its last span (the gymrollouts connector): model_call (gym.model.*), verify (gym.verify), agent (gym.agent.responses), sandbox (gym.sandbox.*), http (HTTP client spans), other (another span with a rollout id).", Values: []string{"model_call", "verify", "agent", "sandbox", "http", "other"}},
 	AttrNemoGymServerType:                        {Key: "nemo.gym.server.type", Type: AttrString, Rule: RuleFallbackEnum, Description: "The type of the server that starts.", Values: []string{"resources_servers", "responses_api_agents", "responses_api_models", "environment_servers", "orchestrator"}, Fallback: "other"},
 	AttrNemoGymServerWorker:                      {Key: "nemo.gym.server.worker", Type: AttrBool, Rule: RuleBool, Description: "Whether the stage ran in a worker process."},
 	AttrNemoGymHttpConnectionPoolQueueConstraint: {Key: "nemo.gym.http.connection_pool.queue_constraint", Type: AttrString, Rule: RuleEnum, Description: "The pool limit a request queued behind; from Gym's older connection-pool code (by OTLP), which records every attempt, also none (it never queued) and mixed (both limits).", Values: []string{"total", "per_host", "unknown"}, OTLPValues: []string{"none", "mixed"}},
@@ -185,6 +187,10 @@ const (
 	GymRolloutRewardedTotal
 	GymRolloutHealthVerdictTotal
 	GymRolloutHealthFlaggedTotal
+	GymRolloutInFlight
+	GymRolloutStalled
+	GymRolloutStallsTotal
+	GymRolloutOldestInFlightAge
 	GymSandboxActive
 	GymSandboxStartupDurationMs
 	GymSandboxExecDurationMs
@@ -323,6 +329,37 @@ var Instruments = [NumInstruments]Instrument{
 			{ID: AttrNemoGymHealthCheck},
 			{ID: AttrNemoGymRolloutOutcome, Values: []string{"scored", "failed"}},
 		},
+	},
+	GymRolloutInFlight: {
+		Name: "gym.rollout.in_flight", Description: "Rollouts whose spans arrive and whose gym.rollout span has not, by stage and server.", Group: "Rollouts in flight",
+		Kind: KindGauge, ValueType: ValueInt, Unit: "{rollout}", Source: "spans", Snapshot: false,
+		Note: "One resource per run (nemo.run.id). The server and stage are those of the rollout's last span received; a series that drains is exported once more at 0.",
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymServerName},
+			{ID: AttrNemoGymRolloutStage},
+		},
+	},
+	GymRolloutStalled: {
+		Name: "gym.rollout.stalled", Description: "Rollouts in flight with no span received for longer than stall_after.", Group: "Rollouts in flight",
+		Kind: KindGauge, ValueType: ValueInt, Unit: "{rollout}", Source: "spans", Snapshot: false,
+		Note: "Idle time is measured on the collector's clock, from when it received the rollout's last span.",
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymServerName},
+			{ID: AttrNemoGymRolloutStage},
+		},
+	},
+	GymRolloutStallsTotal: {
+		Name: "gym.rollout.stalls_total", Description: "Rollouts that stalled (went longer than stall_after without a span while in flight).", Group: "Rollouts in flight",
+		Kind: KindCounter, ValueType: ValueInt, Unit: "{rollout}", Source: "spans", Snapshot: false,
+		Note: "A run's counters are kept while the connector keeps a rollout of the run.",
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymServerName},
+			{ID: AttrNemoGymRolloutStage},
+		},
+	},
+	GymRolloutOldestInFlightAge: {
+		Name: "gym.rollout.oldest_in_flight_age", Description: "Age of the oldest rollout in flight, from when the collector received its first span.", Group: "Rollouts in flight",
+		Kind: KindGauge, ValueType: ValueDouble, Unit: "s", Source: "spans", Snapshot: false,
 	},
 	GymSandboxActive: {
 		Name: "gym.sandbox.active", Description: "Sandboxes this process currently holds.", Group: "Sandboxes",

@@ -56,6 +56,8 @@ func (s *Schema) Markdown() []byte {
 			fed = "gymattrs `genai_conventions`, from Gym's model calls; or OTLP"
 		case "run_files":
 			fed = "run files: " + in.Row
+		case "spans":
+			fed = "the gymrollouts connector, from Gym's spans; or OTLP"
 		default:
 			fed = "`" + strings.Join(in.Events, "`, `") + "`"
 			if in.Snapshot {

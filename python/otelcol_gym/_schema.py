@@ -147,6 +147,8 @@ ATTR_NEMO_GYM_SANDBOX_PROVIDER = Attribute("nemo.gym.sandbox.provider", "string"
 ATTR_NEMO_GYM_STARTUP_STAGE = Attribute("nemo.gym.startup.stage", "string", "string", max_bytes=256)
 # The name of the server that starts.
 ATTR_NEMO_GYM_SERVER_NAME = Attribute("nemo.gym.server.name", "string", "string", max_bytes=256)
+# What a rollout in flight was doing: the kind of its last span (the gymrollouts connector): model_call (gym.model.*), verify (gym.verify), agent (gym.agent.responses), sandbox (gym.sandbox.*), http (HTTP client spans), other (another span with a rollout id).
+ATTR_NEMO_GYM_ROLLOUT_STAGE = Attribute("nemo.gym.rollout.stage", "string", "enum", values=("model_call", "verify", "agent", "sandbox", "http", "other"))
 # The type of the server that starts.
 ATTR_NEMO_GYM_SERVER_TYPE = Attribute("nemo.gym.server.type", "string", "fallback_enum", values=("resources_servers", "responses_api_agents", "responses_api_models", "environment_servers", "orchestrator"), fallback="other")
 # Whether the stage ran in a worker process.
@@ -309,6 +311,50 @@ GYM_ROLLOUT_HEALTH_FLAGGED_TOTAL = Instrument(
         InstrumentAttribute(ATTR_NEMO_GYM_HEALTH_CHECK.key),
         InstrumentAttribute(ATTR_NEMO_GYM_ROLLOUT_OUTCOME.key, values=("scored", "failed")),
     ),
+)
+# Rollouts whose spans arrive and whose gym.rollout span has not, by stage and server. One resource per run (nemo.run.id). The server and stage are those of the rollout's last span received; a series that drains is exported once more at 0.
+GYM_ROLLOUT_IN_FLIGHT = Instrument(
+    name="gym.rollout.in_flight",
+    kind="gauge",
+    unit="{rollout}",
+    value_type="int",
+    source="spans",
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_SERVER_NAME.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_ROLLOUT_STAGE.key),
+    ),
+)
+# Rollouts in flight with no span received for longer than stall_after. Idle time is measured on the collector's clock, from when it received the rollout's last span.
+GYM_ROLLOUT_STALLED = Instrument(
+    name="gym.rollout.stalled",
+    kind="gauge",
+    unit="{rollout}",
+    value_type="int",
+    source="spans",
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_SERVER_NAME.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_ROLLOUT_STAGE.key),
+    ),
+)
+# Rollouts that stalled (went longer than stall_after without a span while in flight). A run's counters are kept while the connector keeps a rollout of the run.
+GYM_ROLLOUT_STALLS_TOTAL = Instrument(
+    name="gym.rollout.stalls_total",
+    kind="counter",
+    unit="{rollout}",
+    value_type="int",
+    source="spans",
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_SERVER_NAME.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_ROLLOUT_STAGE.key),
+    ),
+)
+# Age of the oldest rollout in flight, from when the collector received its first span.
+GYM_ROLLOUT_OLDEST_IN_FLIGHT_AGE = Instrument(
+    name="gym.rollout.oldest_in_flight_age",
+    kind="gauge",
+    unit="s",
+    value_type="double",
+    source="spans",
 )
 # Sandboxes this process currently holds.
 GYM_SANDBOX_ACTIVE = Instrument(
@@ -1497,6 +1543,7 @@ ATTRIBUTES: dict[str, Attribute] = {
     ATTR_NEMO_GYM_SANDBOX_PROVIDER.key: ATTR_NEMO_GYM_SANDBOX_PROVIDER,
     ATTR_NEMO_GYM_STARTUP_STAGE.key: ATTR_NEMO_GYM_STARTUP_STAGE,
     ATTR_NEMO_GYM_SERVER_NAME.key: ATTR_NEMO_GYM_SERVER_NAME,
+    ATTR_NEMO_GYM_ROLLOUT_STAGE.key: ATTR_NEMO_GYM_ROLLOUT_STAGE,
     ATTR_NEMO_GYM_SERVER_TYPE.key: ATTR_NEMO_GYM_SERVER_TYPE,
     ATTR_NEMO_GYM_SERVER_WORKER.key: ATTR_NEMO_GYM_SERVER_WORKER,
     ATTR_NEMO_GYM_HTTP_CONNECTION_POOL_QUEUE_CONSTRAINT.key: ATTR_NEMO_GYM_HTTP_CONNECTION_POOL_QUEUE_CONSTRAINT,
@@ -1557,6 +1604,10 @@ INSTRUMENTS: dict[str, Instrument] = {
     GYM_ROLLOUT_REWARDED_TOTAL.name: GYM_ROLLOUT_REWARDED_TOTAL,
     GYM_ROLLOUT_HEALTH_VERDICT_TOTAL.name: GYM_ROLLOUT_HEALTH_VERDICT_TOTAL,
     GYM_ROLLOUT_HEALTH_FLAGGED_TOTAL.name: GYM_ROLLOUT_HEALTH_FLAGGED_TOTAL,
+    GYM_ROLLOUT_IN_FLIGHT.name: GYM_ROLLOUT_IN_FLIGHT,
+    GYM_ROLLOUT_STALLED.name: GYM_ROLLOUT_STALLED,
+    GYM_ROLLOUT_STALLS_TOTAL.name: GYM_ROLLOUT_STALLS_TOTAL,
+    GYM_ROLLOUT_OLDEST_IN_FLIGHT_AGE.name: GYM_ROLLOUT_OLDEST_IN_FLIGHT_AGE,
     GYM_SANDBOX_ACTIVE.name: GYM_SANDBOX_ACTIVE,
     GYM_SANDBOX_STARTUP_DURATION_MS.name: GYM_SANDBOX_STARTUP_DURATION_MS,
     GYM_SANDBOX_EXEC_DURATION_MS.name: GYM_SANDBOX_EXEC_DURATION_MS,
