@@ -53,7 +53,7 @@ func TestComposeStackPrometheus(t *testing.T) {
 	rulesData, err := os.ReadFile(filepath.Join(harness.Root, "deploy", "prometheus", "gym.rules.yaml"))
 	require.NoError(t, err)
 	all, alerts := recordingRules(t, rulesData)
-	_, dashboards, _, records := splitScaling(loadDashboards(t), all) // no vLLM, DCGM, node here
+	_, dashboards, _, records := splitDashboards("", loadDashboards(t), all) // no vLLM, DCGM, node, spans here
 	require.NotEmpty(t, records)
 	checks, vars, _ := dashboardChecks(t, dashboards, records)
 	everyQueryAnswers(t, run.prom, checks, vars)

@@ -23,27 +23,43 @@ import (
 
 // The Scaling dashboard and the gym.scaling rules read vLLM's, dcgm-exporter's and
 // node_exporter's series beside Gym's: TestDashboardScaling proves them on the job collector's
-// scrapes; the runs of the other dashboard tests have no such exporter.
+// scrapes. The Rollouts in flight dashboard reads the flight recorder's series, made from Gym's
+// spans: TestDashboardInFlight. The runs of the other dashboard tests have neither.
 const scalingUID, scalingRecordPrefix = "gym-scaling", "gym:scaling_"
+const inFlightUID = "gym-inflight"
 
-// splitScaling parts the dashboards and recording rules into the Scaling ones and the others.
-func splitScaling(dashboards []grafanaDashboard, records map[string]string) (scaling, others []grafanaDashboard, scalingRecords, otherRecords map[string]string) {
+// ownTests: the dashboards a test of their own proves, with the prefix of their recording
+// rules ("": none).
+var ownTests = map[string]string{scalingUID: scalingRecordPrefix, inFlightUID: ""}
+
+// splitDashboards parts the dashboards and recording rules into those of uid and the others
+// that no test of their own proves.
+func splitDashboards(uid string, dashboards []grafanaDashboard, records map[string]string) (mine, others []grafanaDashboard, myRecords, otherRecords map[string]string) {
 	for _, d := range dashboards {
-		if d.UID == scalingUID {
-			scaling = append(scaling, d)
-		} else {
+		_, own := ownTests[d.UID]
+		switch {
+		case d.UID == uid:
+			mine = append(mine, d)
+		case !own:
 			others = append(others, d)
 		}
 	}
-	scalingRecords, otherRecords = map[string]string{}, map[string]string{}
+	myRecords, otherRecords = map[string]string{}, map[string]string{}
 	for name, expr := range records {
-		if strings.HasPrefix(name, scalingRecordPrefix) {
-			scalingRecords[name] = expr
-		} else {
+		owner := "" // the prefix of the test's rules that name belongs to
+		for _, prefix := range ownTests {
+			if prefix != "" && strings.HasPrefix(name, prefix) {
+				owner = prefix
+			}
+		}
+		switch {
+		case owner == "":
 			otherRecords[name] = expr
+		case owner == ownTests[uid]:
+			myRecords[name] = expr
 		}
 	}
-	return scaling, others, scalingRecords, otherRecords
+	return mine, others, myRecords, otherRecords
 }
 
 // scalingExporter is the job collector's metrics pipeline with the Prometheus exporter of
@@ -82,7 +98,7 @@ func TestDashboardScaling(t *testing.T) {
 	rulesData, err := os.ReadFile(filepath.Join(harness.Root, "deploy", "prometheus", "gym.rules.yaml"))
 	require.NoError(t, err)
 	all, _ := recordingRules(t, rulesData)
-	dashboards, _, records, _ := splitScaling(loadDashboards(t), all)
+	dashboards, _, records, _ := splitDashboards(scalingUID, loadDashboards(t), all)
 	require.Len(t, dashboards, 1, "deploy/grafana/dashboards/%s.json", scalingUID)
 	require.NotEmpty(t, records)
 

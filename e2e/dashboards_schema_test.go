@@ -99,9 +99,12 @@ var (
 	gymNameRE = regexp.MustCompile(`\b((?:gym|process)_[a-zA-Z0-9_]*)\b(\{?)`)
 )
 
+// procMatchers are the matchers of a Gym process's variables, by variable.
+var procMatchers = map[string]string{"run": `nemo_run_id=~"$run"`, "service": `job=~"$service"`, "instance": `instance=~"$instance"`}
+
 // TestDashboardSelectorsFollowMetadata: in every Gym dashboard, each Gym series a query names is
 // an instrument of metadata.yaml, read through a selector with the run, service and instance
-// matchers, and with the matcher of each attribute variable whose attribute the instrument
+// matchers (the run's alone on the Rollouts in flight dashboard, of per-run series), and with the matcher of each attribute variable whose attribute the instrument
 // carries (the dashboard then has that variable); every attribute variable of a dashboard
 // filters at least one of its selectors.
 func TestDashboardSelectorsFollowMetadata(t *testing.T) {
@@ -116,8 +119,17 @@ func TestDashboardSelectorsFollowMetadata(t *testing.T) {
 		for _, v := range d.Templating.List {
 			vars[v.Name] = true
 		}
-		for _, v := range []string{"run", "service", "instance"} {
+		// A dashboard of per-run series (one resource per run, made in the collector) has no
+		// service or instance: those labels are the collector's scrape target there.
+		want, notWant := []string{"run", "service", "instance"}, []string(nil)
+		if d.UID == inFlightUID {
+			want, notWant = want[:1], want[1:]
+		}
+		for _, v := range want {
 			assert.True(t, vars[v], "%s: no %s variable", d.UID, v)
+		}
+		for _, v := range notWant {
+			assert.False(t, vars[v], "%s: a %s variable", d.UID, v)
 		}
 		used := map[string]bool{}
 		for _, p := range d.Panels {
@@ -133,8 +145,11 @@ func TestDashboardSelectorsFollowMetadata(t *testing.T) {
 					if !ok {
 						continue
 					}
-					for _, want := range []string{`nemo_run_id=~"$run"`, `job=~"$service"`, `instance=~"$instance"`} {
-						assert.Contains(t, m[2], want, "%s: %s", where, m[0])
+					for _, v := range want {
+						assert.Contains(t, m[2], procMatchers[v], "%s: %s", where, m[0])
+					}
+					for _, v := range notWant {
+						assert.NotContains(t, m[2], procMatchers[v], "%s: %s", where, m[0])
 					}
 					for _, av := range attrVariables {
 						matcher := fmt.Sprintf(`%s=~"$%s"`, strings.ReplaceAll(av.attr, ".", "_"), av.name)

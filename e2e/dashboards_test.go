@@ -285,8 +285,9 @@ func TestDashboardsAndRulesOnRealData(t *testing.T) {
 	rulesData, err := os.ReadFile(filepath.Join(harness.Root, "deploy", "prometheus", "gym.rules.yaml"))
 	require.NoError(t, err)
 	all, alerts := recordingRules(t, rulesData)
-	// The Scaling dashboard and its rules need vLLM, DCGM and node_exporter: TestDashboardScaling.
-	_, dashboards, _, records := splitScaling(loadDashboards(t), all)
+	// The Scaling dashboard and its rules need vLLM, DCGM and node_exporter (TestDashboardScaling),
+	// the Rollouts in flight dashboard Gym's spans (TestDashboardInFlight).
+	_, dashboards, _, records := splitDashboards("", loadDashboards(t), all)
 	require.NotEmpty(t, records)
 	run := startGymRun(t)
 

@@ -48,6 +48,31 @@ func gymSpans(t *testing.T, skew time.Duration, spans ...string) []byte {
 	return body
 }
 
+// flightRollouts is one export of three rollouts: "done" finished (its gym.rollout span came),
+// "busy" in a model call, "silent" after a sandbox command.
+func flightRollouts(t *testing.T, skew time.Duration) []byte {
+	return gymSpans(t, skew, "done/gym.agent.responses/math_agent", "done/gym.rollout/math_agent",
+		"busy/gym.model.chat_completions/policy_model", "silent/gym.sandbox.exec/sandbox")
+}
+
+// busyRollout sends a model call of the busy rollout to url every 200ms until stop is called.
+func busyRollout(t *testing.T, url string, skew time.Duration) (stop func()) {
+	done, wg := make(chan struct{}), sync.WaitGroup{}
+	wg.Go(func() {
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				postOK(t, url, gymSpans(t, skew, "busy/gym.model.chat_completions/policy_model"))
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
 // flightPoints reads the connector's metrics of run-e2e in md: "metric|server|stage" -> value.
 func flightPoints(md pmetric.Metrics) map[string]float64 {
 	out := map[string]float64{}
@@ -113,23 +138,8 @@ func TestFlightRecorder(t *testing.T) {
 	const skew = -3 * time.Hour
 	logs := filepath.Join(dir, "logs.jsonl")
 
-	postOK(t, url, gymSpans(t, skew, "done/gym.agent.responses/math_agent", "done/gym.rollout/math_agent",
-		"busy/gym.model.chat_completions/policy_model", "silent/gym.sandbox.exec/sandbox"))
-	stop, busyDone := make(chan struct{}), sync.WaitGroup{}
-	busyDone.Add(1)
-	go func() { // the busy rollout's model calls go on
-		defer busyDone.Done()
-		tick := time.NewTicker(200 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				postOK(t, url, gymSpans(t, skew, "busy/gym.model.chat_completions/policy_model"))
-			}
-		}
-	}()
+	postOK(t, url, flightRollouts(t, skew))
+	stopBusy := busyRollout(t, url, skew)
 
 	var got map[string]float64
 	err := harness.Eventually(60*time.Second, 100*time.Millisecond, func() error {
@@ -143,8 +153,7 @@ func TestFlightRecorder(t *testing.T) {
 		}
 		return nil
 	})
-	close(stop)
-	busyDone.Wait()
+	stopBusy()
 	require.NoError(t, err, "the silent rollout stalls: %v", got)
 	age := got["gym.rollout.oldest_in_flight_age||"]
 	assert.GreaterOrEqual(t, age, 3.0, "the oldest in flight is at least as old as its stall")

@@ -73,6 +73,11 @@ def carriers(attr, instruments):
 # The selectors of a Gym process: run, service (job) and instance. Every variable's "All"
 # is the regex .*, which also matches a series without the label.
 PROC = 'nemo_run_id=~"$run", job=~"$service", instance=~"$instance"'
+# The run's selector alone, for series made in the collector with one resource per run (the
+# flight recorder's, from Gym's spans): their job and instance are the collector's scrape
+# target, no Gym process's, so a dashboard of them has the run variable and no service or
+# instance variable.
+RUN = 'nemo_run_id=~"$run"'
 # The collector's own metrics (otelcol_*), from its telemetry endpoint.
 COL = 'job=~"$collector", receiver=~"$receiver"'
 RI = "$__rate_interval"
@@ -89,6 +94,12 @@ def timeseries(title, targets, unit="short", stack=False, description=""):
 
 def stat(title, targets, unit="short", description=""):
     return {"kind": "stat", "title": title, "targets": targets, "unit": unit,
+            "description": description}
+
+
+def table(title, targets, description=""):
+    """The series of instant queries (format table) as rows, one column per label."""
+    return {"kind": "table", "title": title, "targets": targets, "unit": "short",
             "description": description}
 
 
@@ -544,6 +555,31 @@ DASHBOARDS = [
         ],
     },
     {
+        "uid": "gym-inflight",
+        "title": "Gym / Rollouts in flight",
+        "description": "The flight recorder (the gymrollouts connector, from Gym's spans): rollouts in flight and stalled by stage and server, stalls, the oldest rollout in flight.",
+        "per_run": True,
+        "panels": [
+            timeseries("Rollouts in flight by stage and server", [
+                q(f"sum by (nemo_gym_server_name, nemo_gym_rollout_stage) (gym_rollout_in_flight{{{RUN}}})",
+                  "{{nemo_gym_server_name}} {{nemo_gym_rollout_stage}}")], stack=True,
+                description="Rollouts whose spans arrive and whose gym.rollout span has not; the stage and server of each rollout's last span received."),
+            timeseries("Stalled rollouts by server", [
+                q(f"sum by (nemo_gym_server_name) (gym_rollout_stalled{{{RUN}}})", "{{nemo_gym_server_name}}")], stack=True,
+                description="Rollouts in flight with no span for longer than the connector's stall_after; the alert GymRolloutsStalled fires on them."),
+            timeseries("Stalls per minute by server", [
+                q(f"sum by (nemo_gym_server_name) (rate(gym_rollout_stalls_total{{{RUN}}}[{RI}])) * 60", "{{nemo_gym_server_name}}")],
+                description="Rollouts that stalled, per minute (one that resumes and stalls again counts again)."),
+            timeseries("Oldest rollout in flight", [
+                q(f"max by (nemo_run_id) (gym_rollout_oldest_in_flight_age{{{RUN}}})", "{{nemo_run_id}}")], unit="s",
+                description="Since the collector received its first span."),
+            table("Stalled rollouts", [
+                q(f"sum by (nemo_run_id, nemo_gym_server_name, nemo_gym_rollout_stage) (gym_rollout_stalled{{{RUN}}}) > 0",
+                  instant=True, fmt="table")],
+                description="Now, by run, server and stage. The connector's log record of each stall (event gym.rollout.stalled) names the rollout and links its trace."),
+        ],
+    },
+    {
         "uid": "gym-collector",
         "title": "Gym / Collector",
         "description": "otelcol-gym itself: lines accepted and rejected, unknown events, overflowed series, resources held, metric points.",
@@ -591,7 +627,7 @@ def variable(name, label, query):
 GYM_ONLY = '__name__=~"gym_.+"'
 
 
-def templating(collector, instruments=()):
+def templating(collector, instruments=(), per_run=False):
     ds = {
         "name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus",
         "hide": 0, "refresh": 1, "regex": "", "options": [],
@@ -600,19 +636,21 @@ def templating(collector, instruments=()):
         return [ds,
                 variable("collector", "Collector job", "label_values(otelcol_receiver_gym_lines_accepted, job)"),
                 variable("receiver", "Receiver", 'label_values(otelcol_receiver_gym_lines_accepted{job=~"$collector"}, receiver)')]
-    out = [ds,
-           variable("run", "Run", f'label_values({{{GYM_ONLY}, nemo_run_id!=""}}, nemo_run_id)'),
-           variable("service", "Service", f'label_values({{{GYM_ONLY}, nemo_run_id=~"$run", job!=""}}, job)'),
-           # A series without service.instance.id has the scrape target's address as instance
-           # (honor_labels): the collector's, not a Gym process's.
-           variable("instance", "Instance",
-                    f'label_values({{{GYM_ONLY}, nemo_run_id=~"$run", job=~"$service", instance!="", instance!~"[0-9.]+:[0-9]+"}}, instance)')]
+    out = [ds, variable("run", "Run", f'label_values({{{GYM_ONLY}, nemo_run_id!=""}}, nemo_run_id)')]
+    if not per_run:
+        out += [
+            variable("service", "Service", f'label_values({{{GYM_ONLY}, nemo_run_id=~"$run", job!=""}}, job)'),
+            # A series without service.instance.id has the scrape target's address as instance
+            # (honor_labels): the collector's, not a Gym process's.
+            variable("instance", "Instance",
+                     f'label_values({{{GYM_ONLY}, nemo_run_id=~"$run", job=~"$service", instance!="", instance!~"[0-9.]+:[0-9]+"}}, instance)')]
+    sel = RUN if per_run else PROC
     for name, label, attr in ATTR_VARIABLES:
         names = "|".join(carriers(attr, instruments))
         if names:
             lab = label_of(attr)
             out.append(variable(name, label,
-                                f'label_values({{__name__=~"{names}", {PROC}, {lab}!=""}}, {lab})'))
+                                f'label_values({{__name__=~"{names}", {sel}, {lab}!=""}}, {lab})'))
     return out
 
 
@@ -683,6 +721,14 @@ def panel_json(pid, p, x, y):
                           "showValue": "auto", "legend": {"show": True}, "tooltip": {"mode": "single"},
                           "exemplars": {"color": "rgba(255,0,255,0.7)"}}
         out["fieldConfig"] = {"defaults": {}, "overrides": []}
+    elif p["kind"] == "table":
+        out["gridPos"]["w"] = 24
+        out["fieldConfig"] = {"defaults": {"unit": p["unit"], "custom": {"align": "auto", "cellOptions": {"type": "auto"}, "inspect": False}},
+                              "overrides": []}
+        out["options"] = {"showHeader": True, "cellHeight": "sm", "frameIndex": 0,
+                          "footer": {"show": False, "reducer": ["sum"], "countRows": False, "fields": ""}}
+        # One row per series: its labels, and its value as "stalled"; the query's time column dropped.
+        out["transformations"] = [{"id": "organize", "options": {"excludeByName": {"Time": True}, "renameByName": {"Value": "stalled"}}}]
     return out
 
 
@@ -699,7 +745,7 @@ def dashboard_json(d):
         "tags": ["nemo-gym", "otelcol-gym"], "timezone": "browser", "editable": True,
         "schemaVersion": 39, "version": 1, "refresh": "30s", "graphTooltip": 1,
         "time": {"from": "now-1h", "to": "now"},
-        "templating": {"list": templating(d.get("collector", False), used)},
+        "templating": {"list": templating(d.get("collector", False), used, d.get("per_run", False))},
         "annotations": {"list": []},
         "links": [{"type": "dashboards", "tags": ["nemo-gym"], "asDropdown": True, "title": "Gym dashboards",
                    "icon": "external link", "tooltip": "", "targetBlank": False,
