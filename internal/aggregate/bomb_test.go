@@ -24,7 +24,7 @@ import (
 //
 // TestBomb runs bombN (100,000) distinct values per attribute and bombN distinct resources,
 // in every `go test` (with -race as well: under a minute there, seconds without). TestBombFull
-// runs the issue's full 1,000,000 values per attribute in a plain `go test` (a few seconds);
+// runs the full 1,000,000 values per attribute in a plain `go test` (a few seconds);
 // it is skipped with -short and under the race detector (where it would take minutes):
 //
 //	go test -run 'TestBomb' -v ./internal/aggregate
