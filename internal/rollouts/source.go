@@ -354,10 +354,9 @@ func (t *Source) paths(r *run) [3]string {
 	if r.report {
 		return [3]string{"", "", r.path}
 	}
-	stem := strings.TrimSuffix(r.path, ".jsonl")
 	var out [3]string
 	out[Main] = r.path
-	out[Failures] = stem + failuresSuffix
+	out[Failures] = FailuresPath(r.path)
 	if t.owner[filepath.Dir(r.path)] == r.path {
 		out[Verdicts] = filepath.Join(filepath.Dir(r.path), verdictsName)
 	}
