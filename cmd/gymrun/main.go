@@ -1,0 +1,142 @@
+// Command gymrun reads the files of NeMo Gym runs (gym eval run's STEM.jsonl and its failures
+// sidecar) and summarises them by benchmark.
+//
+//	gymrun summary [--json] PATH...
+//
+// PATH is a run's main output DIR/STEM.jsonl, or a directory whose main outputs are read (not
+// its subdirectories). Each main output is read with its sidecar STEM_failures.jsonl when there
+// is one, by the receiver's own decoding and mapping (internal/rollouts), so that the summary
+// counts what the collector's metrics count. A rejected row is reported on standard error with
+// its file and line and counted; the rows around it are read. Exit status: 0 when the summary
+// was written, 2 on a usage error or a file that cannot be read.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/rollouts"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usage = `usage: gymrun summary [--json] PATH...
+
+summary: reads Gym run files (PATH: a run's main output STEM.jsonl, with its sidecar
+STEM_failures.jsonl, or a directory of runs) and prints per benchmark attempts, failures,
+reward (with its denominator), tokens, truncated responses, tool calls and durations.
+`
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "summary" {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	fl := flag.NewFlagSet("summary", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	asJSON := fl.Bool("json", false, "write the gymrun.summary/v1 JSON document instead of tables")
+	if err := fl.Parse(args[1:]); err != nil {
+		return 2
+	}
+	if fl.NArg() == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	mains, err := mainOutputs(fl.Args())
+	if err != nil {
+		fmt.Fprintln(stderr, "gymrun:", err)
+		return 2
+	}
+	s := NewSummary()
+	var files []FileReport
+	for _, m := range mains {
+		f, err := readFile(s, m, rollouts.Main, stderr)
+		if err != nil {
+			fmt.Fprintln(stderr, "gymrun:", err)
+			return 2
+		}
+		files = append(files, f)
+		f, err = readFile(s, rollouts.FailuresPath(m), rollouts.Failures, stderr)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // a run without failures has no sidecar
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "gymrun:", err)
+			return 2
+		}
+		files = append(files, f)
+	}
+	r := s.report(files)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(r)
+	} else {
+		err = writeText(stdout, r)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "gymrun:", err)
+		return 2
+	}
+	return 0
+}
+
+// mainOutputs returns the main outputs the paths name: a file as given, a directory's main
+// outputs in name order. A path that cannot be read, or a directory without one, is an error.
+func mainOutputs(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !fi.IsDir() {
+			out = append(out, p)
+			continue
+		}
+		names, err := filepath.Glob(filepath.Join(p, "*.jsonl"))
+		if err != nil {
+			return nil, err
+		}
+		sort.Strings(names)
+		n := len(out)
+		for _, name := range names {
+			if fi, err := os.Stat(name); err == nil && fi.Mode().IsRegular() && rollouts.IsMainOutput(name) {
+				out = append(out, name)
+			}
+		}
+		if len(out) == n {
+			return nil, fmt.Errorf("%s: no run's main output (STEM.jsonl) in the directory", p)
+		}
+	}
+	return out, nil
+}
+
+// readFile applies the rows of one run file to s, reporting each rejected row on stderr.
+func readFile(s *Summary, path string, kind rollouts.Kind, stderr io.Writer) (FileReport, error) {
+	fr := FileReport{Path: path, Kind: kind.String(), ByReason: map[string]int64{}}
+	f, err := os.Open(path)
+	if err != nil {
+		return fr, err
+	}
+	defer f.Close()
+	s.cur = nil
+	fr.Rows, err = rollouts.ReadRows(f, kind, s, func(line int64, re *rollouts.RowError) {
+		fr.Rejected++
+		fr.ByReason[re.Reason]++
+		fmt.Fprintf(stderr, "gymrun: %s:%d: row rejected (%s): %s\n", path, line, re.Reason, re.Msg)
+	})
+	if err != nil {
+		return fr, fmt.Errorf("%s: %w", path, err)
+	}
+	return fr, nil
+}

@@ -1,0 +1,183 @@
+package main
+
+// The summary's report: the JSON document (gymrun.summary/v1) and the table a person reads.
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"text/tabwriter"
+)
+
+// Schema names the JSON document's format; a change of meaning gets a new version.
+const Schema = "gymrun.summary/v1"
+
+// Report is the JSON document.
+type Report struct {
+	Schema     string                 `json:"schema"`
+	Files      []FileReport           `json:"files"`
+	Benchmarks map[string]BenchReport `json:"benchmarks"`
+}
+
+// FileReport is one run file read: the rows applied and those rejected, by reason.
+type FileReport struct {
+	Path     string           `json:"path"`
+	Kind     string           `json:"kind"`
+	Rows     int64            `json:"rows"`
+	Rejected int64            `json:"rejected"`
+	ByReason map[string]int64 `json:"rejected_by_reason"`
+}
+
+// BenchReport is one benchmark's statistics.
+type BenchReport struct {
+	Attempts      int64                       `json:"attempts"`
+	Scored        int64                       `json:"scored"`
+	Failed        int64                       `json:"failed"`
+	FailedByClass map[string]int64            `json:"failed_by_class"`
+	FailedByKind  map[string]int64            `json:"failed_by_kind"`
+	Masked        int64                       `json:"masked"`
+	Reward        Reward                      `json:"reward"`
+	PassRate      *float64                    `json:"pass_rate"`
+	Responses     int64                       `json:"responses"`
+	Truncated     int64                       `json:"truncated"`
+	Tokens        map[string]map[string]int64 `json:"tokens"`
+	ToolCalls     ToolCalls                   `json:"tool_calls"`
+	DurationMS    *Durations                  `json:"duration_ms"`
+}
+
+// Reward is the mean reward over its explicit denominator n: scored, unmasked rows whose reward
+// is a finite number. The rows left out are counted apart.
+type Reward struct {
+	N        int64       `json:"n"`
+	Sum      float64     `json:"sum"`
+	Mean     *float64    `json:"mean"`
+	CI95     *[2]float64 `json:"ci95"`
+	NaN      int64       `json:"nan"`
+	Missing  int64       `json:"missing"`
+	Infinite int64       `json:"infinite"`
+}
+
+// ToolCalls are the function calls of the responses whose output is a list.
+type ToolCalls struct {
+	Rows int64 `json:"rows"`
+	Sum  int64 `json:"sum"`
+}
+
+// Durations are nearest-rank percentiles of ng_perf.total_latency_ms over N rows.
+type Durations struct {
+	N   int     `json:"n"`
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	P99 float64 `json:"p99"`
+}
+
+// report builds the JSON document of the summary and the files read.
+func (s *Summary) report(files []FileReport) Report {
+	out := Report{Schema: Schema, Files: files, Benchmarks: map[string]BenchReport{}}
+	for name, b := range s.benches {
+		br := BenchReport{
+			Attempts: b.attempts, Scored: b.scored, Failed: b.failed,
+			FailedByClass: b.failedByClass, FailedByKind: b.failedByKind, Masked: b.masked,
+			Reward:    Reward{N: b.rewardN, Sum: b.rewardSum, NaN: b.rewardNaN, Missing: b.rewardMissing, Infinite: b.rewardInf},
+			Responses: b.responses, Truncated: b.truncated, Tokens: b.tokens,
+			ToolCalls: ToolCalls{Rows: b.toolCallRows, Sum: b.toolCalls},
+		}
+		if b.rewardN > 0 {
+			mean := b.rewardMean
+			br.Reward.Mean = &mean
+			if b.rewardN > 1 {
+				// Normal approximation: mean ± 1.96 standard errors (sample standard deviation).
+				half := 1.96 * math.Sqrt(b.rewardM2/float64(b.rewardN-1)/float64(b.rewardN))
+				br.Reward.CI95 = &[2]float64{mean - half, mean + half}
+			}
+			if b.binary {
+				rate := float64(b.passes) / float64(b.rewardN)
+				br.PassRate = &rate
+			}
+		}
+		if len(b.durations) > 0 {
+			d := slices.Clone(b.durations)
+			slices.Sort(d)
+			br.DurationMS = &Durations{N: len(d), P50: percentile(d, 50), P90: percentile(d, 90), P99: percentile(d, 99)}
+		}
+		out.Benchmarks[name] = br
+	}
+	return out
+}
+
+// writeText writes the report as tables: one line per benchmark, then failures, tokens and
+// the files read.
+func writeText(w io.Writer, r Report) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	names := sortedNames(r.Benchmarks)
+	fmt.Fprintln(tw, "benchmark\tattempts\tscored\tfailed\tmasked\treward n\tmean\tci95\tpass\tnan/missing\ttruncated/responses\ttool calls\tp50 ms\tp90 ms\tp99 ms\t")
+	for _, n := range names {
+		b := r.Benchmarks[n]
+		mean, ci, pass := "-", "-", "-"
+		if b.Reward.Mean != nil {
+			mean = fmt.Sprintf("%.4f", *b.Reward.Mean)
+		}
+		if b.Reward.CI95 != nil {
+			ci = fmt.Sprintf("[%.4f, %.4f]", b.Reward.CI95[0], b.Reward.CI95[1])
+		}
+		if b.PassRate != nil {
+			pass = fmt.Sprintf("%.1f%%", 100**b.PassRate)
+		}
+		p50, p90, p99 := "-", "-", "-"
+		if d := b.DurationMS; d != nil {
+			p50, p90, p99 = fmt.Sprintf("%.0f", d.P50), fmt.Sprintf("%.0f", d.P90), fmt.Sprintf("%.0f", d.P99)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%d/%d\t%d/%d\t%d\t%s\t%s\t%s\t\n",
+			n, b.Attempts, b.Scored, b.Failed, b.Masked, b.Reward.N, mean, ci, pass,
+			b.Reward.NaN, b.Reward.Missing, b.Truncated, b.Responses, b.ToolCalls.Sum, p50, p90, p99)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var lines []string
+	for _, n := range names {
+		b := r.Benchmarks[n]
+		for _, c := range sortedNames(b.FailedByClass) {
+			lines = append(lines, fmt.Sprintf("  %s\tclass\t%s\t%d\t", n, c, b.FailedByClass[c]))
+		}
+		for _, k := range sortedNames(b.FailedByKind) {
+			lines = append(lines, fmt.Sprintf("  %s\tkind\t%s\t%d\t", n, k, b.FailedByKind[k]))
+		}
+	}
+	section(w, "\nfailures:", lines)
+	lines = lines[:0]
+	for _, n := range names {
+		b := r.Benchmarks[n]
+		for _, t := range sortedNames(b.Tokens) {
+			for _, m := range sortedNames(b.Tokens[t]) {
+				lines = append(lines, fmt.Sprintf("  %s\t%s\t%s\t%d\t", n, t, m, b.Tokens[t][m]))
+			}
+		}
+	}
+	section(w, "\ntokens (benchmark, type, model):", lines)
+	lines = lines[:0]
+	for _, f := range r.Files {
+		reasons := make([]string, 0, len(f.ByReason))
+		for _, reason := range sortedNames(f.ByReason) {
+			reasons = append(reasons, fmt.Sprintf("%s=%d", reason, f.ByReason[reason]))
+		}
+		lines = append(lines, fmt.Sprintf("  %s\t%s\t%d rows\t%d rejected\t%s\t", f.Path, f.Kind, f.Rows, f.Rejected, strings.Join(reasons, " ")))
+	}
+	section(w, "\nfiles:", lines)
+	return nil
+}
+
+// section writes a heading and its lines aligned, nothing when there are none.
+func section(w io.Writer, heading string, lines []string) {
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintln(w, heading)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, l := range lines {
+		fmt.Fprintln(tw, l)
+	}
+	_ = tw.Flush()
+}
