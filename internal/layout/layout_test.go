@@ -30,7 +30,7 @@ var engine = []string{
 // or shares a component's lifecycle. With engine, they are every package under internal/.
 var tooling = []string{
 	"internal/schemagen", "internal/gymgen", "internal/sharedcomponent", "internal/layout",
-	"internal/follow/followtest", "internal/procstats/procstatstest", "internal/storagetest",
+	"internal/follow/followtest", "internal/procstats/procstatstest", "internal/rollouts/rolloutstest", "internal/storagetest",
 	"internal/configtest",
 }
 

@@ -1,16 +1,10 @@
 package rollouts
 
 import (
-	"archive/tar"
-	"compress/gzip"
 	"encoding/json"
-	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
+	"github.com/gym-telemetry/otelcol-gym/internal/rollouts/rolloutstest"
 )
 
 // examplesDir is NeMo Gym's example rollouts (testdata/gym-examples, PROVENANCE.md there).
@@ -26,31 +21,7 @@ const examplesDir = "../../testdata/gym-examples"
 // unpackExamples writes the example rollout files into a directory of their own and returns
 // their paths.
 func unpackExamples(t *testing.T) (dir string, paths []string) {
-	t.Helper()
-	f, err := os.Open(filepath.Join(examplesDir, "example_rollouts.tar.gz"))
-	require.NoError(t, err)
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	require.NoError(t, err)
-	tr := tar.NewReader(zr)
-	dir = t.TempDir()
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		require.NoError(t, err)
-		p := filepath.Join(dir, filepath.FromSlash(h.Name))
-		require.True(t, strings.HasPrefix(p, dir+string(filepath.Separator)), h.Name)
-		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		data, err := io.ReadAll(tr)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(p, data, 0o644))
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	require.Greater(t, len(paths), 100)
-	return dir, paths
+	return rolloutstest.UnpackExamples(t, examplesDir)
 }
 
 // pythonCounts is what tokens.py, with Python's json module, counts in the files.
