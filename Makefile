@@ -24,6 +24,7 @@ TOOLS    := $(GO) tool -modfile=$(CURDIR)/tools/go.mod
 BUILD    := _build
 BIN      := $(BUILD)/otelcol-gym
 GYMEVENTS:= $(BUILD)/gymevents
+GYMRUN   := $(BUILD)/gymrun
 CONFIG   ?= config/otelcol-gym.yaml
 # Keep these in step with $(CONFIG).
 HEALTH_URL  ?= http://127.0.0.1:13133/
@@ -44,6 +45,8 @@ COLLECTOR_SRCS := $(shell find receiver processor extension connector internal -
 		-not -name '*_test.go' -not -path '*/testdata/*' 2>/dev/null) \
 	$(wildcard metadata.yaml) go.mod go.sum builder-config.yaml tools/go.mod tools/go.sum
 GYMEVENTS_SRCS := $(shell find cmd/gymevents internal/gymgen -name '*.go' -not -name '*_test.go') go.mod go.sum
+# gymrun reads run files with the engine's own code: every non-test Go file of internal/.
+GYMRUN_SRCS := $(shell find cmd/gymrun internal -name '*.go' -not -name '*_test.go') go.mod go.sum
 
 # The stock collector of `make bench-peer`, built by its own ocb (bench/peer/tools/go.mod).
 PEER_BIN   := $(BUILD)/peer/otelcol-peer
@@ -62,7 +65,7 @@ GATEWAY_FLAGS ?= --agents 8,64 --requests 120 --runs 3 --gomaxprocs 1
 DURATION    ?= 10m
 RATE        ?= 100000
 
-.PHONY: all build run test test-go test-python test-prometheus bench-python bench bench-peer bench-otlp-peer soak reliability lint generate clean gymevents
+.PHONY: all build run test test-go test-python test-prometheus bench-python bench bench-peer bench-otlp-peer soak reliability lint generate clean gymevents gymrun
 .PHONY: bench-memory bench-compare bench-gateway soak-load
 .PHONY: test-deploy image test-image dist test-dist test-run-dist stack stack-down
 .PHONY: packages test-packages
@@ -97,6 +100,12 @@ gymevents: $(GYMEVENTS)
 $(GYMEVENTS): $(GYMEVENTS_SRCS)
 	@mkdir -p $(BUILD)
 	$(GO) build -o $@ ./cmd/gymevents
+
+gymrun: $(GYMRUN)
+
+$(GYMRUN): $(GYMRUN_SRCS)
+	@mkdir -p $(BUILD)
+	$(GO) build -o $@ ./cmd/gymrun
 
 # The default configuration keeps its checkpoint, Gym's spans and logs in
 # $OTELCOL_GYM_STORAGE_DIR: for `make run`, this repository's _build/storage, an absolute path.
