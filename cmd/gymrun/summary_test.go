@@ -309,7 +309,8 @@ func TestSummaryGeneratedRun(t *testing.T) {
 
 	var gotN, gotNaN, gotMissing, gotMasked, attempts int64
 	var gotSum float64
-	for _, b := range r.Benchmarks {
+	for name, b := range r.Benchmarks {
+		assert.Equal(t, b.Scored, b.Reward.N+b.Masked+b.Reward.NaN+b.Reward.Missing+b.Reward.Infinite, "%s: every scored row in one place", name)
 		gotN += b.Reward.N
 		gotNaN += b.Reward.NaN
 		gotMissing += b.Reward.Missing
