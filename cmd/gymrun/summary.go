@@ -21,6 +21,9 @@ const absent = "(none)"
 // max_output_tokens, Chat's length, Anthropic's max_tokens): the alert rules' set.
 var truncated = map[string]bool{"max_output_tokens": true, "length": true, "max_tokens": true}
 
+// scoredOutcome is the outcome of a main output row (nemo.gym.rollout.outcome's first value).
+var scoredOutcome = schema.Attr(schema.AttrNemoGymRolloutOutcome).Values[0]
+
 // bench accumulates one benchmark (dispatch name).
 type bench struct {
 	attempts, scored, failed, masked int64
@@ -92,7 +95,7 @@ func (s *Summary) Apply(ev *events.Event) {
 		b := s.bench(ev.DispatchName)
 		s.cur = b
 		b.attempts++
-		if string(ev.Outcome) != string(schema.Attr(schema.AttrNemoGymRolloutOutcome).Values[0]) {
+		if string(ev.Outcome) != scoredOutcome {
 			b.failed++
 			b.failedByClass[name(normalize.FailureClass(ev.FailureClass))]++
 			b.failedByKind[name(s.reg.FailureKind(ev.FailureKind))]++

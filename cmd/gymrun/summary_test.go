@@ -258,13 +258,13 @@ func TestSummaryGeneratedRun(t *testing.T) {
 			"ng_perf": map[string]any{"num_turns": 2, "num_tool_calls": i % 4, "total_latency_ms": 100 * (i + 1)},
 			"response": map[string]any{"model": "policy", "status": "completed", "output": []any{map[string]any{"type": "function_call"}},
 				"usage": map[string]any{"input_tokens": 10 + i, "output_tokens": 5}}}
-		switch {
-		case i%10 == 7:
+		switch i % 10 {
+		case 7:
 			row["mask_sample"], row["reward"] = true, 1.0
 			masked++
-		case i%10 == 8:
+		case 8:
 			missing++
-		case i%10 == 9:
+		case 9:
 			nan++
 		default:
 			row["reward"] = float64(i % 2)
