@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -362,4 +363,18 @@ func TestSummaryUsage(t *testing.T) {
 	require.Equal(t, 0, run([]string{"summary", filepath.Join("..", "..", "testdata", "rollouts", "run1")}, &out, &errOut))
 	assert.Contains(t, out.String(), "benchmark")
 	assert.Contains(t, out.String(), "math_with_judge")
+}
+
+// TestTruncatedIsTheRulesSet: the finish reasons gymrun counts as truncated are those of the
+// recording rule behind GymResponsesTruncated, so the summary and the alert cannot drift.
+func TestTruncatedIsTheRulesSet(t *testing.T) {
+	rules, err := os.ReadFile("../../deploy/prometheus/gym.rules.yaml")
+	require.NoError(t, err)
+	m := regexp.MustCompile(`nemo_gym_rollout_finish_reason=~"([^"]+)"`).FindSubmatch(rules)
+	require.NotNil(t, m, "the truncation rule's finish reasons")
+	got := map[string]bool{}
+	for _, r := range strings.Split(string(m[1]), "|") {
+		got[r] = true
+	}
+	assert.Equal(t, got, truncated)
 }
