@@ -1,7 +1,7 @@
 // Command gymrun reads the files of NeMo Gym runs (gym eval run's STEM.jsonl and its failures
 // sidecar) and summarises them by benchmark.
 //
-//	gymrun summary [--json] PATH...
+//	gymrun summary [--json] [--out FILE] PATH...
 //
 // PATH is a run's main output DIR/STEM.jsonl, or a directory whose main outputs are read (not
 // its subdirectories). Each main output is read with its sidecar STEM_failures.jsonl when there
@@ -29,7 +29,7 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-const usage = `usage: gymrun summary [--json] PATH...
+const usage = `usage: gymrun summary [--json] [--out FILE] PATH...
 
 summary: reads Gym run files (PATH: a run's main output STEM.jsonl, with its sidecar
 STEM_failures.jsonl, or a directory of runs) and prints per benchmark attempts, failures,
@@ -44,6 +44,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("summary", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	asJSON := fl.Bool("json", false, "write the gymrun.summary/v1 JSON document instead of tables")
+	out := fl.String("out", "", "write to this file (whole, or not at all; its directory created) instead of standard output")
 	if err := fl.Parse(args[1:]); err != nil {
 		return 2
 	}
@@ -76,12 +77,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		files = append(files, f)
 	}
 	r := s.report(files)
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(r)
+	write := func(w io.Writer) error {
+		if *asJSON {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(r)
+		}
+		return writeText(w, r)
+	}
+	if *out != "" {
+		err = writeFile(*out, write)
 	} else {
-		err = writeText(stdout, r)
+		err = write(stdout)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "gymrun:", err)
@@ -139,4 +146,30 @@ func readFile(s *Summary, path string, kind rollouts.Kind, stderr io.Writer) (Fi
 		return fr, fmt.Errorf("%s: %w", path, err)
 	}
 	return fr, nil
+}
+
+// writeFile writes a file whole or not at all: a job's summary is read by other tools, which
+// must never see half of one. Its directory is created.
+func writeFile(path string, write func(io.Writer) error) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	if err = write(tmp); err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+	}
+	return err
 }
