@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
 
@@ -389,16 +391,14 @@ func TestSummaryOut(t *testing.T) {
 	assert.Contains(t, errOut.String(), "a-file")
 }
 
-// TestTruncatedIsTheRulesSet: the finish reasons gymrun counts as truncated are those of the
-// recording rule behind GymResponsesTruncated, so the summary and the alert cannot drift.
+// TestTruncatedIsTheRulesSet: the finish reasons gymrun counts as truncated (the schema's
+// registries.truncated_finish_reasons) are those of the recording rule behind
+// GymResponsesTruncated, so the summary and the alert cannot drift.
 func TestTruncatedIsTheRulesSet(t *testing.T) {
 	rules, err := os.ReadFile("../../deploy/prometheus/gym.rules.yaml")
 	require.NoError(t, err)
 	m := regexp.MustCompile(`nemo_gym_rollout_finish_reason=~"([^"]+)"`).FindSubmatch(rules)
 	require.NotNil(t, m, "the truncation rule's finish reasons")
-	got := map[string]bool{}
-	for _, r := range strings.Split(string(m[1]), "|") {
-		got[r] = true
-	}
-	assert.Equal(t, got, truncated)
+	assert.ElementsMatch(t, strings.Split(string(m[1]), "|"), schema.TruncatedFinishReasons)
+	assert.Len(t, truncated, len(schema.TruncatedFinishReasons))
 }

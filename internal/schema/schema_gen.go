@@ -42,6 +42,9 @@ var FailureKinds = []string{"transport_unreachable", "transport_peer_drop", "tra
 // HealthChecks is the registry of rollout health checks.
 var HealthChecks = []string{"check_execution_error", "record_unreadable", "rollout_duplicate_identity", "rollout_missing_agent_turns", "rollout_ended_on_failed_model_call", "agent_turn_hollow", "model_call_zero_completion_tokens", "model_call_missing_token_counts", "trajectory_capture_mismatch", "model_call_failed", "rollout_token_count_mismatch", "model_call_runaway_generation"}
 
+// TruncatedFinishReasons are the finish reasons of a response cut at its token limit.
+var TruncatedFinishReasons = []string{"max_output_tokens", "length", "max_tokens"}
+
 // Attribute IDs.
 const (
 	AttrNemoGymRolloutOutcome AttrID = iota

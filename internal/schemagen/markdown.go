@@ -96,6 +96,7 @@ func (s *Schema) Markdown() []byte {
 	}
 	p("\nRegistered failure kinds: %s.\n\n", "`"+strings.Join(s.Registries.FailureKinds, "`, `")+"`")
 	p("Registered health checks: %s.\n", "`"+strings.Join(s.Registries.HealthChecks, "`, `")+"`")
+	p("\nThe finish reasons of a response cut at its token limit (the truncation rule, `gymrun`'s `truncated`): %s.\n", "`"+strings.Join(s.Registries.TruncatedFinishReasons, "`, `")+"`")
 	return b.Bytes()
 }
 
