@@ -162,7 +162,10 @@ func TestBill(t *testing.T) {
 func TestSeries(t *testing.T) {
 	tab, err := Parse([]byte("models: {b: {input: 3, output: 4, cached_input: 1}, a: {input: 1, output: 2}}\n"))
 	require.NoError(t, err)
-	s := NewSeries(tab, "/etc/otelcol-gym/prices.yaml", "inst-1", "scope", "v1")
+	collector := pcommon.NewResource()
+	collector.Attributes().PutStr("service.name", "otelcol-gym")
+	collector.Attributes().PutStr("service.instance.id", "inst-1")
+	s := NewSeries(tab, "/etc/otelcol-gym/prices.yaml", collector, "scope", "v1")
 	require.Equal(t, 8, s.Points())
 	md := pmetric.NewMetrics()
 	s.AppendTo(md, pcommon.Timestamp(42))
@@ -191,7 +194,14 @@ func TestSeries(t *testing.T) {
 	}
 	// Without an instance id the resource has none.
 	md = pmetric.NewMetrics()
-	NewSeries(tab, "p.yaml", "", "scope", "v1").AppendTo(md, 1)
+	NewSeries(tab, "p.yaml", pcommon.NewResource(), "scope", "v1").AppendTo(md, 1)
 	_, has := md.ResourceMetrics().At(0).Resource().Attributes().Get("service.instance.id")
 	assert.False(t, has)
+}
+
+// The example table shipped beside the default configuration is a valid table.
+func TestExampleTable(t *testing.T) {
+	tab, err := Load(filepath.Join("..", "..", "config", "prices.example.yaml"))
+	require.NoError(t, err)
+	assert.NotEmpty(t, tab.Models())
 }

@@ -25,15 +25,15 @@ type Series struct {
 	points pmetric.NumberDataPointSlice
 }
 
-// NewSeries builds the price series of t, read from path, for the collector instance (""
-// when it has none) and the scope of the component that exports them.
-func NewSeries(t *Table, path, instance, scopeName, scopeVersion string) *Series {
+// NewSeries builds the price series of t, read from path, for the collector whose own
+// resource (its telemetry's) is collector, in the scope of the component that exports them.
+func NewSeries(t *Table, path string, collector pcommon.Resource, scopeName, scopeVersion string) *Series {
 	rm := pmetric.NewResourceMetrics()
 	attrs := rm.Resource().Attributes()
 	attrs.PutStr(schema.ResourceSourceKey, SourceName)
 	attrs.PutStr(schema.ResourceFilePathKey, string(normalize.Cap([]byte(strings.ToValidUTF8(path, "\uFFFD")), schema.DefaultStringMaxBytes)))
-	if instance != "" {
-		attrs.PutStr(instanceKey, instance)
+	if v, ok := collector.Attributes().Get(instanceKey); ok {
+		attrs.PutStr(instanceKey, v.AsString())
 	}
 	sm := rm.ScopeMetrics().AppendEmpty()
 	sm.Scope().SetName(scopeName)
