@@ -94,7 +94,7 @@ func TestSummaryPricesRefused(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "prices.yaml")
 	require.NoError(t, os.WriteFile(bad, []byte("models:\n  m: {input: .nan, output: 1}\n"), 0o600))
 	for path, want := range map[string]string{
-		bad:                               fmt.Sprintf(`gymrun: prices: %s: models: "m": input: NaN is not a price`, bad),
+		bad:                                fmt.Sprintf(`gymrun: prices: %s: models: "m": input: NaN is not a price`, bad),
 		filepath.Join(t.TempDir(), "nope"): "no such file",
 	} {
 		var out, errOut bytes.Buffer
