@@ -137,6 +137,13 @@ func TestDashboardCost(t *testing.T) {
 
 	checks, vars, _ := dashboardChecks(t, dashboards, records)
 	everyQueryAnswers(t, prom, checks, vars)
+	// promtool check metrics has nothing to say about the price series' name or unit.
+	scrape, err := harness.HTTPGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Prometheus))
+	require.NoError(t, err)
+	require.Contains(t, scrapedNames(scrape), "gym_token_price_per_million")
+	for _, problem := range promtoolCheckMetrics(t, scrape) {
+		require.False(t, strings.HasPrefix(problem, "gym_token_price_per_million"), "promtool check metrics: %s", problem)
+	}
 
 	// Each panel's numbers: gymrun's, by the panel's labels.
 	const run = `nemo_run_id="run-cost"`
