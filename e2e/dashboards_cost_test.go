@@ -88,17 +88,13 @@ type gymrunCost struct {
 // formula agree.
 func TestDashboardCost(t *testing.T) {
 	t.Parallel()
-	harness.PrometheusBinary(t)
-	rulesData, err := os.ReadFile(filepath.Join(harness.Root, "deploy", "prometheus", "gym.rules.yaml"))
-	require.NoError(t, err)
-	all, _ := recordingRules(t, rulesData)
-	dashboards, _, records, _ := splitDashboards(costUID, loadDashboards(t), all)
-	require.Len(t, dashboards, 1, "deploy/grafana/dashboards/%s.json", costUID)
+	dashboards, records, rulesData := ownDashboard(t, costUID)
 	require.NotEmpty(t, records)
 
 	dir := t.TempDir()
 	table := filepath.Join(dir, "prices.yaml")
-	require.NoError(t, os.WriteFile(table, []byte(costTable), 0o600))
+	err := os.WriteFile(table, []byte(costTable), 0o600)
+	require.NoError(t, err)
 	results := filepath.Join(dir, "results")
 	require.NoError(t, os.Mkdir(results, 0o755))
 	stem := filepath.Join(results, "eval.jsonl")

@@ -64,6 +64,20 @@ func splitDashboards(uid string, dashboards []grafanaDashboard, records map[stri
 	return mine, others, myRecords, otherRecords
 }
 
+// ownDashboard is the dashboard uid that a test of its own proves (one, in a slice, as
+// dashboardChecks takes them), its recording rules, and deploy/prometheus/gym.rules.yaml, which
+// the test's Prometheus loads.
+func ownDashboard(t *testing.T, uid string) (dashboards []grafanaDashboard, records map[string]string, rulesData []byte) {
+	t.Helper()
+	harness.PrometheusBinary(t)
+	rulesData, err := os.ReadFile(filepath.Join(harness.Root, "deploy", "prometheus", "gym.rules.yaml"))
+	require.NoError(t, err)
+	all, _ := recordingRules(t, rulesData)
+	dashboards, _, records, _ = splitDashboards(uid, loadDashboards(t), all)
+	require.Len(t, dashboards, 1, "deploy/grafana/dashboards/%s.json", uid)
+	return dashboards, records, rulesData
+}
+
 // scalingExporter is the job collector's metrics pipeline with the Prometheus exporter of
 // config/otelcol-gym.yaml (its labels and translation) added on port.
 func scalingExporter(t *testing.T, port int) string {
@@ -96,12 +110,7 @@ func scalingExporter(t *testing.T, port int) string {
 // the vLLM panel and the model-server verdict say what the captures imply.
 func TestDashboardScaling(t *testing.T) {
 	t.Parallel()
-	harness.PrometheusBinary(t)
-	rulesData, err := os.ReadFile(filepath.Join(harness.Root, "deploy", "prometheus", "gym.rules.yaml"))
-	require.NoError(t, err)
-	all, _ := recordingRules(t, rulesData)
-	dashboards, _, records, _ := splitDashboards(scalingUID, loadDashboards(t), all)
-	require.Len(t, dashboards, 1, "deploy/grafana/dashboards/%s.json", scalingUID)
+	dashboards, records, rulesData := ownDashboard(t, scalingUID)
 	require.NotEmpty(t, records)
 
 	backend := httptest.NewServer(&otlpSignalSink{})

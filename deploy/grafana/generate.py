@@ -187,7 +187,12 @@ def infra_quantiles(metric, by, legend):
 # so their selectors take the run, dispatch and model matchers as a Gym instrument's would.
 COST = 'nemo_run_id=~"$run", nemo_gym_rollout_dispatch_name=~"$dispatch"'
 COST_MODEL = COST + ', gen_ai_response_model=~"$model"'
-RUN_BENCH = "{{nemo_run_id}} {{nemo_gym_rollout_dispatch_name}}"
+
+
+def cost_by_bench(rule):
+    """A gym.cost rule by run and benchmark."""
+    return q(f"sum by (nemo_run_id, nemo_gym_rollout_dispatch_name) ({rule}{{{COST}}})",
+             "{{nemo_run_id}} {{nemo_gym_rollout_dispatch_name}}")
 
 
 DASHBOARDS = [
@@ -598,13 +603,13 @@ DASHBOARDS = [
                 q(f"sum by (nemo_run_id) (gym:cost_usd:sum{{{COST}}})", "{{nemo_run_id}}")], unit="currencyUSD",
                 description="USD of the priced tokens of each run's rollouts (Gym's run files) since it began: gym:cost_usd:sum."),
             timeseries("Cost by benchmark", [
-                q(f"sum by (nemo_run_id, nemo_gym_rollout_dispatch_name) (gym:cost_usd:sum{{{COST}}})", RUN_BENCH)], unit="currencyUSD",
+                cost_by_bench("gym:cost_usd:sum")], unit="currencyUSD",
                 description="USD by run and benchmark; per model: (input - cached_input) x its price + cached_input x its price + (output - reasoning) x its price + reasoning x its price, prices in USD per million tokens."),
             timeseries("Cost per scored rollout", [
-                q(f"sum by (nemo_run_id, nemo_gym_rollout_dispatch_name) (gym:cost_per_scored_rollout:usd{{{COST}}})", RUN_BENCH)], unit="currencyUSD",
+                cost_by_bench("gym:cost_per_scored_rollout:usd")], unit="currencyUSD",
                 description="The benchmark's cost over its scored rollouts: failed ones cost too, and are paid for by the scored."),
             timeseries("Full rewards per USD", [
-                q(f"sum by (nemo_run_id, nemo_gym_rollout_dispatch_name) (gym:cost_full_rewards_per_usd:ratio{{{COST}}})", RUN_BENCH)],
+                cost_by_bench("gym:cost_full_rewards_per_usd:ratio")],
                 description="Unmasked rollouts with reward 1 per USD: the reward per dollar of a pass/fail benchmark (rewards 0 or 1). gymrun summary --prices gives the reward per dollar of any reward."),
             timeseries("Cost by model (tokens x price)", [
                 q(f"sum by (gen_ai_response_model) (gym:cost_usd:by_model{{{COST_MODEL}}})", "{{gen_ai_response_model}}")], unit="currencyUSD", stack=True),
