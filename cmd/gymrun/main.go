@@ -1,14 +1,15 @@
 // Command gymrun reads the files of NeMo Gym runs (gym eval run's STEM.jsonl and its failures
 // sidecar) and summarises them by benchmark.
 //
-//	gymrun summary [--json] [--out FILE] PATH...
+//	gymrun summary [--json] [--prices FILE] [--out FILE] PATH...
 //
 // PATH is a run's main output DIR/STEM.jsonl, or a directory whose main outputs are read (not
 // its subdirectories). Each main output is read with its sidecar STEM_failures.jsonl when there
 // is one, by the receiver's own decoding and mapping (internal/rollouts), so that the summary
 // counts what the collector's metrics count. A rejected row is reported on standard error with
-// its file and line and counted; the rows around it are read. Exit status: 0 when the summary
-// was written, 2 on a usage error or a file that cannot be read.
+// its file and line and counted; the rows around it are read. With --prices, a price table
+// (internal/prices: USD per million tokens by model), each benchmark's cost too. Exit status: 0
+// when the summary was written, 2 on a usage error or a file (or price table) that cannot be read.
 package main
 
 import (
@@ -22,6 +23,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/prices"
 	"github.com/gym-telemetry/otelcol-gym/internal/rollouts"
 )
 
@@ -29,11 +31,12 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-const usage = `usage: gymrun summary [--json] [--out FILE] PATH...
+const usage = `usage: gymrun summary [--json] [--prices FILE] [--out FILE] PATH...
 
 summary: reads Gym run files (PATH: a run's main output STEM.jsonl, with its sidecar
 STEM_failures.jsonl, or a directory of runs) and prints per benchmark attempts, failures,
-reward (with its denominator), tokens, truncated responses, tool calls and durations.
+reward (with its denominator), tokens, truncated responses, tool calls and durations; with
+--prices FILE (USD per million tokens by model), the cost of each benchmark.
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -44,9 +47,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("summary", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	asJSON := fl.Bool("json", false, "write the gymrun.summary/v1 JSON document instead of tables")
+	pricesPath := fl.String("prices", "", "a price table (USD per million tokens by model, docs/gymrun.md): each benchmark's cost")
 	out := fl.String("out", "", "write to this file (whole, or not at all; its directory created) instead of standard output")
 	if err := fl.Parse(args[1:]); err != nil {
 		return 2
+	}
+	var table *prices.Table
+	if *pricesPath != "" {
+		var err error
+		if table, err = prices.Load(*pricesPath); err != nil {
+			fmt.Fprintln(stderr, "gymrun:", err)
+			return 2
+		}
 	}
 	if fl.NArg() == 0 {
 		fmt.Fprint(stderr, usage)
@@ -76,7 +88,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		files = append(files, f)
 	}
-	r := s.report(files)
+	r := s.report(files, table)
 	write := func(w io.Writer) error {
 		if *asJSON {
 			enc := json.NewEncoder(w)

@@ -287,6 +287,7 @@ const (
 	GenAiClientOperationDuration
 	GenAiClientTokenUsage
 	GenAiClientOperationTimeToFirstChunk
+	GymTokenPricePerMillion
 	NumInstruments
 )
 
@@ -1139,6 +1140,15 @@ var Instruments = [NumInstruments]Instrument{
 			{ID: AttrGenAiResponseModel, Optional: true, When: "the sender names it (never derived)"},
 			{ID: AttrNemoGymServerName, Optional: true, When: "the model-call point has it"},
 			{ID: AttrNemoGymModelCallDialect, Optional: true, When: "the model-call point has it"},
+		},
+	},
+	GymTokenPricePerMillion: {
+		Name: "gym.token.price_per_million", Description: "The price of a model's tokens of one type, in USD per million tokens, from the gym receiver's price table.", Group: "Prices",
+		Kind: KindGauge, ValueType: ValueDouble, Unit: "{USD}", Source: "prices", Snapshot: false,
+		Note: "One point per priced model and token type, every collection interval, on a resource of its own (gym.source prices, log.file.path the table's file, service.instance.id the collector's); a model without cached_input or reasoning prices has input's and output's. No table configured: no series.",
+		Attrs: []InstrumentAttr{
+			{ID: AttrGenAiResponseModel},
+			{ID: AttrGenAiTokenType},
 		},
 	},
 }

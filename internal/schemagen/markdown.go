@@ -58,6 +58,8 @@ func (s *Schema) Markdown() []byte {
 			fed = "run files: " + in.Row
 		case "spans":
 			fed = "the gymrollouts connector, from Gym's spans; or OTLP"
+		case "prices":
+			fed = "the gym receiver's price table (`prices`); or OTLP"
 		default:
 			fed = "`" + strings.Join(in.Events, "`, `") + "`"
 			if in.Snapshot {

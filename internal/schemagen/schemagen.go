@@ -365,9 +365,9 @@ func (s *Schema) checkInstrument(in *Instrument) error {
 	switch in.Source {
 	case "":
 		in.Source = "events"
-	case "events", "process", "run_files", "otlp", "derived", "spans":
+	case "events", "process", "run_files", "otlp", "derived", "spans", "prices":
 	default:
-		return fmt.Errorf("instrument %s: source %q is not events, process, run_files, otlp, derived or spans", in.Name, in.Source)
+		return fmt.Errorf("instrument %s: source %q is not events, process, run_files, otlp, derived, spans or prices", in.Name, in.Source)
 	}
 	if (in.Source == "events") != (len(in.Events) > 0) {
 		return fmt.Errorf("instrument %s: events are required exactly for source events", in.Name)
