@@ -7,6 +7,8 @@ package live
 
 import (
 	"cmp"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -24,14 +26,14 @@ import (
 // the default configuration gives it (job, instance and its resource_constant_labels), so that
 // two resources it merges into one series are one here too.
 const (
-	KeyRun          = "nemo.run.id"
-	keyServiceName  = "service.name"
-	keyServiceNS    = "service.namespace"
-	keyInstance     = "service.instance.id"
-	keyHost         = "host.name"
-	keyServerName   = "nemo.gym.server.name"
-	keyServerType   = "nemo.gym.server.type"
-	maxKeyAttrs     = 32 // data-point attributes sorted for a series' key; more are not keyed
+	KeyRun         = "nemo.run.id"
+	keyServiceName = "service.name"
+	keyServiceNS   = "service.namespace"
+	keyInstance    = "service.instance.id"
+	keyHost        = "host.name"
+	keyServerName  = "nemo.gym.server.name"
+	keyServerType  = "nemo.gym.server.type"
+	maxKeyAttrs    = 32 // data-point attributes sorted for a series' key; more are not keyed
 )
 
 // NoRun is the id of the run of the resources that carry no nemo.run.id.
@@ -41,15 +43,49 @@ const NoRun = "-"
 // gen_ai.token.type). The page shows its cost panel only when such series arrive.
 const PriceMetric = "gym.token.price_per_million"
 
-// Limits bound what the store keeps (docs/live.md, "Bounds").
+// Limits bound what the store keeps (docs/live.md, "Bounds"); the gymlive exporter squashes
+// them into its configuration.
 type Limits struct {
-	MaxRuns          int           // runs kept; the least recently updated is dropped first
-	MaxServers       int           // servers (resources with a service) kept per run
-	MaxSeries        int           // series kept per run
-	MaxChartSeries   int           // series per chart; the rest fold into "other"
-	Resolution       time.Duration // one chart point per Resolution
-	Horizon          time.Duration // chart points kept
-	SeriesExpiration time.Duration // a series not updated for this long is forgotten
+	// MaxRuns: runs kept; a new run beyond them drops the least recently updated.
+	MaxRuns int `mapstructure:"max_runs"`
+	// MaxServers: servers (resources that name a service) kept per run.
+	MaxServers int `mapstructure:"max_servers"`
+	// MaxSeries: series kept per run.
+	MaxSeries int `mapstructure:"max_series"`
+	// MaxChartSeries: series per chart; the rest fold into "other".
+	MaxChartSeries int `mapstructure:"max_chart_series"`
+	// Resolution: one chart point per Resolution.
+	Resolution time.Duration `mapstructure:"resolution"`
+	// Horizon: how far back the charts go.
+	Horizon time.Duration `mapstructure:"horizon"`
+	// SeriesExpiration: a series not updated for this long is forgotten, as the prometheus
+	// exporter forgets it after its metric_expiration (5m by default: keep them equal).
+	SeriesExpiration time.Duration `mapstructure:"series_expiration"`
+}
+
+// MaxChartPoints bounds Horizon/Resolution, the points of every chart series.
+const MaxChartPoints = 8640
+
+// Check names the key of a bad limit (its owner's Validate calls it).
+func (l Limits) Check() error {
+	var errs []error
+	for _, c := range []struct {
+		key string
+		v   int
+	}{{"max_runs", l.MaxRuns}, {"max_servers", l.MaxServers}, {"max_series", l.MaxSeries}, {"max_chart_series", l.MaxChartSeries}} {
+		if c.v < 1 {
+			errs = append(errs, fmt.Errorf("%s must be at least 1, got %d", c.key, c.v))
+		}
+	}
+	if l.Resolution < time.Second {
+		errs = append(errs, fmt.Errorf("resolution must be at least 1s, got %s", l.Resolution))
+	} else if l.Horizon < l.Resolution || l.Horizon/l.Resolution > MaxChartPoints {
+		errs = append(errs, fmt.Errorf("horizon must be between resolution and %d times it, got %s", MaxChartPoints, l.Horizon))
+	}
+	if l.SeriesExpiration <= 0 {
+		errs = append(errs, fmt.Errorf("series_expiration must be positive, got %s", l.SeriesExpiration))
+	}
+	return errors.Join(errs...)
 }
 
 // DefaultLimits are the limits of the default configuration.

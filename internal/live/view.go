@@ -135,8 +135,8 @@ type CostSection struct {
 
 // Price is one price series: USD per million tokens of a model and token type.
 type Price struct {
-	Model       string  `json:"model"`
-	TokenType   string  `json:"token_type"`
+	Model         string  `json:"model"`
+	TokenType     string  `json:"token_type"`
 	USDPerMillion float64 `json:"usd_per_million"`
 }
 
@@ -159,11 +159,11 @@ type agg struct {
 type tokenKey struct{ inst, typ, by string }
 
 type serverAgg struct {
-	lag, gc                           histAgg
-	mem, cpu, treeCPU, treeMem        *float64
-	gpuUtil, gpuMem                   *float64
-	treeMemByType                     map[string]float64
-	series                            int
+	lag, gc                    histAgg
+	mem, cpu, treeCPU, treeMem *float64
+	gpuUtil, gpuMem            *float64
+	treeMemByType              map[string]float64
+	series                     int
 }
 
 type histAgg struct {

@@ -83,10 +83,11 @@
     table(document.getElementById("failures"), [
       ["kind", (f) => f.name],
       ["rollouts", (f) => fmt(f.value), true, (f) => "failures." + f.name]], run.failures_by_kind);
-    const ranges = ["negative", "zero", "partial", "full", "above_one"];
+    // The reward ranges of nemo.gym.rollout.reward.range, with their bounds as the header.
+    const ranges = [["negative", "< 0"], ["zero", "0"], ["partial", "(0, 1)"], ["full", "1"], ["above_one", "> 1"]];
     table(document.getElementById("rewards"), [
       ["benchmark", (r) => r.dispatch || "–"],
-      ...ranges.map((g) => [g, (r) => fmt(r.by_range[g] || 0), true, (r) => "rewards." + r.dispatch + "." + g]),
+      ...ranges.map(([g, title]) => [title, (r) => fmt(r.by_range[g] || 0), true, (r) => "rewards." + r.dispatch + "." + g]),
       ["total", (r) => fmt(r.total), true, (r) => "rewards." + r.dispatch + ".total"]], run.rewards);
     table(document.getElementById("tokens"), [
       ["instrument", (t) => t.instrument],
