@@ -35,7 +35,8 @@ func NewHandler(store *Store, self *SelfMetrics, maxConcurrent int) *Handler {
 	static, _ := fs.Sub(assets, "assets")
 	files := http.FileServerFS(static)
 	h.mux.Handle("GET /{$}", files)
-	for _, p := range []string{"/app.js", "/style.css", "/vendor/uplot/"} {
+	// Only the files the page loads (not the vendored licence and notes).
+	for _, p := range []string{"/app.js", "/style.css", "/vendor/uplot/uPlot.iife.min.js", "/vendor/uplot/uPlot.min.css"} {
 		h.mux.Handle("GET "+p, files)
 	}
 	h.mux.HandleFunc("GET /api/v1/runs", h.runs)

@@ -55,7 +55,7 @@ func (h *history) record(now time.Time, values [nCharts]map[string]float64) {
 	// when it is written twice).
 	if slot >= h.last {
 		from := max(h.last+1, slot-int64(h.slots)+1, 0)
-		if slot == h.last {
+		if slot == h.last || h.last < 0 {
 			from = slot
 		}
 		for s := from; s <= slot; s++ {
@@ -108,34 +108,45 @@ func (c *chart) series(name string, h *history) ring {
 	return v
 }
 
-// perMinute is the rate of a chart's total over the last minute (from the point a minute or
-// more before now to total), nil without such a point.
-func (h *history) perMinute(c int, total float64, now time.Time) *float64 {
+// perMinute is the rate of a chart's total (its series summed) over the last minute of its
+// points: from the newest point back to the newest one a minute or more before it; nil
+// without such points.
+func (h *history) perMinute(c int) *float64 {
 	if h.last < 0 {
 		return nil
 	}
+	now, ok := h.total(c, h.last)
+	if !ok {
+		return nil
+	}
 	back := int64(time.Minute / h.res)
-	for s := h.slotOf(now) - back; s > h.last-int64(h.slots) && s >= 0; s-- {
-		i := int(s % int64(h.slots))
-		if h.times[i] != s || s > h.last {
+	for s := h.last - back; s > h.last-int64(h.slots) && s >= 0; s-- {
+		then, ok := h.total(c, s)
+		if !ok {
 			continue
 		}
-		var then float64
-		seen := false
-		for _, v := range h.charts[c].vals {
-			if !math.IsNaN(float64(v[i])) {
-				then += float64(v[i])
-				seen = true
-			}
-		}
-		if !seen {
-			continue
-		}
-		mins := now.Sub(time.Unix(0, s*int64(h.res))).Minutes()
-		r := (total - then) / mins
+		r := (now - then) / (time.Duration(h.last-s) * h.res).Minutes()
 		return &r
 	}
 	return nil
+}
+
+// total is the sum of chart c's series at slot s; false when the ring does not hold s or no
+// series has a point there.
+func (h *history) total(c int, s int64) (float64, bool) {
+	i := int(s % int64(h.slots))
+	if h.times[i] != s {
+		return 0, false
+	}
+	var t float64
+	seen := false
+	for _, v := range h.charts[c].vals {
+		if !math.IsNaN(float64(v[i])) {
+			t += float64(v[i])
+			seen = true
+		}
+	}
+	return t, seen
 }
 
 // History is a run's charts as the API gives them: T the time of each point (Unix seconds),

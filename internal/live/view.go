@@ -350,19 +350,19 @@ func tokenSeriesName(inst schema.InstrumentID, typ string) string {
 	return "rollout " + typ
 }
 
-func (s *Store) summary(r *run, a *agg) RunSummary {
+func summary(r *run, a *agg) RunSummary {
 	sum := RunSummary{ID: r.id, FirstSeen: r.first, LastSeen: r.seen, Servers: len(r.servers), Completed: a.completed,
 		InFlight: a.inFlight, Stalled: a.stalled}
 	for _, v := range a.completed {
 		sum.CompletedTotal += v
 	}
-	sum.PerMinute = r.hist.perMinute(chartRollouts, sum.CompletedTotal, s.clk.Now())
+	sum.PerMinute = r.hist.perMinute(chartRollouts)
 	return sum
 }
 
 func (s *Store) view(r *run) *RunView {
 	a := r.aggregate()
-	v := &RunView{RunSummary: s.summary(r, a), OldestAge: a.oldest, Series: a.nSeries,
+	v := &RunView{RunSummary: summary(r, a), OldestAge: a.oldest, Series: a.nSeries,
 		Failures: sortedCounts(a.failures), Rewards: []RewardRow{}, Tokens: []TokenRow{}, Flight: []FlightRow{}}
 	for d, m := range a.rewards {
 		row := RewardRow{Dispatch: d, ByRange: m}
@@ -424,7 +424,7 @@ func (s *Store) Runs() []RunSummary {
 	defer s.mu.Unlock()
 	out := make([]RunSummary, 0, len(s.runs))
 	for _, r := range s.runs {
-		out = append(out, s.summary(r, r.aggregate()))
+		out = append(out, summary(r, r.aggregate()))
 	}
 	slices.SortFunc(out, func(x, y RunSummary) int { return cmp.Or(y.LastSeen.Compare(x.LastSeen), cmp.Compare(x.ID, y.ID)) })
 	return out
