@@ -23,6 +23,7 @@ type liveExporter struct {
 	store *live.Store
 
 	server *http.Server
+	addr   string // where the page is served, once started
 	stop   chan struct{}
 	wg     sync.WaitGroup
 }
@@ -51,8 +52,8 @@ func (e *liveExporter) start(ctx context.Context, host component.Host) error {
 	limit := transport.NewConnLimit(e.cfg.MaxConnections, nil)
 	ln = limit.Listener(ln)
 	srv.ConnState = limit.ConnState(srv.ConnState)
-	e.server = srv
-	e.set.Logger.Info("gymlive: the live page", zap.String("url", "http://"+ln.Addr().String()+"/"))
+	e.server, e.addr = srv, ln.Addr().String()
+	e.set.Logger.Info("gymlive: the live page", zap.String("endpoint", e.addr))
 	e.wg.Add(2)
 	go func() {
 		defer e.wg.Done()

@@ -1,0 +1,53 @@
+package gymliveexporter
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/exporter/exportertest"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/gym-telemetry/otelcol-gym/exporter/gymliveexporter/internal/metadata"
+)
+
+// The exporter serves what it consumed on its endpoint, and stops serving at shutdown.
+func TestExporterServes(t *testing.T) {
+	cfg := createDefaultConfig()
+	cfg.NetAddr.Endpoint = "127.0.0.1:0"
+	cfg.SelfMetrics = ""
+	e := newLiveExporter(exportertest.NewNopSettings(metadata.Type), cfg)
+	require.NoError(t, e.start(context.Background(), componenttest.NewNopHost()))
+
+	md := pmetric.NewMetrics()
+	rm := md.ResourceMetrics().AppendEmpty()
+	rm.Resource().Attributes().PutStr("nemo.run.id", "run-7")
+	m := rm.ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
+	m.SetName("gym.rollout.completed_total")
+	s := m.SetEmptySum()
+	s.SetIsMonotonic(true)
+	s.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	dp := s.DataPoints().AppendEmpty()
+	dp.SetIntValue(12)
+	dp.Attributes().PutStr("nemo.gym.rollout.outcome", "scored")
+	require.NoError(t, e.consume(context.Background(), md))
+
+	resp, err := http.Get("http://" + e.addr + "/api/v1/runs/run-7")
+	require.NoError(t, err)
+	var v struct {
+		Run struct {
+			Completed map[string]float64 `json:"completed"`
+		} `json:"run"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&v))
+	resp.Body.Close()
+	assert.Equal(t, map[string]float64{"scored": 12}, v.Run.Completed)
+
+	require.NoError(t, e.shutdown(context.Background()))
+	_, err = http.Get("http://" + e.addr + "/api/v1/runs")
+	assert.Error(t, err, "closed at shutdown")
+}
