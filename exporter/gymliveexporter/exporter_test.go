@@ -3,22 +3,41 @@ package gymliveexporter
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/config/confignet"
 	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/gym-telemetry/otelcol-gym/exporter/gymliveexporter/internal/metadata"
 )
 
-// The exporter serves what it consumed on its endpoint, and stops serving at shutdown.
+// The exporter serves what it consumed on its endpoint (TCP or a Unix socket, as the Slurm
+// recipe has it), and stops serving at shutdown.
 func TestExporterServes(t *testing.T) {
-	cfg := createDefaultConfig()
-	cfg.NetAddr.Endpoint = "127.0.0.1:0"
+	t.Run("tcp", func(t *testing.T) {
+		cfg := createDefaultConfig()
+		cfg.NetAddr.Endpoint = "127.0.0.1:0"
+		testServes(t, cfg, http.DefaultClient, func(e *liveExporter) string { return "http://" + e.addr })
+	})
+	t.Run("unix", func(t *testing.T) {
+		cfg := createDefaultConfig()
+		cfg.NetAddr.Transport = confignet.TransportTypeUnix
+		cfg.NetAddr.Endpoint = filepath.Join(t.TempDir(), "live.sock")
+		client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", cfg.NetAddr.Endpoint)
+		}}}
+		testServes(t, cfg, client, func(*liveExporter) string { return "http://live" })
+	})
+}
+
+func testServes(t *testing.T, cfg *Config, client *http.Client, base func(*liveExporter) string) {
 	cfg.SelfMetrics = ""
 	e := newLiveExporter(exportertest.NewNopSettings(metadata.Type), cfg)
 	require.NoError(t, e.start(context.Background(), componenttest.NewNopHost()))
@@ -36,7 +55,7 @@ func TestExporterServes(t *testing.T) {
 	dp.Attributes().PutStr("nemo.gym.rollout.outcome", "scored")
 	require.NoError(t, e.consume(context.Background(), md))
 
-	resp, err := http.Get("http://" + e.addr + "/api/v1/runs/run-7")
+	resp, err := client.Get(base(e) + "/api/v1/runs/run-7")
 	require.NoError(t, err)
 	var v struct {
 		Run struct {
@@ -48,6 +67,6 @@ func TestExporterServes(t *testing.T) {
 	assert.Equal(t, map[string]float64{"scored": 12}, v.Run.Completed)
 
 	require.NoError(t, e.shutdown(context.Background()))
-	_, err = http.Get("http://" + e.addr + "/api/v1/runs")
+	_, err = client.Get(base(e) + "/api/v1/runs")
 	assert.Error(t, err, "closed at shutdown")
 }
