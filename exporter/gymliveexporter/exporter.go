@@ -9,6 +9,7 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
@@ -32,12 +33,19 @@ func newLiveExporter(set exporter.Settings, cfg *Config) *liveExporter {
 	return &liveExporter{cfg: cfg, set: set, store: live.NewStore(cfg.Limits, nil), stop: make(chan struct{})}
 }
 
-func (e *liveExporter) consume(_ context.Context, md pmetric.Metrics) error {
+// Capabilities: the exporter reads the batch and keeps none of it.
+func (e *liveExporter) Capabilities() consumer.Capabilities {
+	return consumer.Capabilities{MutatesData: false}
+}
+
+// ConsumeMetrics copies what the page shows; it never fails and never waits on a client.
+func (e *liveExporter) ConsumeMetrics(_ context.Context, md pmetric.Metrics) error {
 	e.store.Consume(md)
 	return nil
 }
 
-func (e *liveExporter) start(ctx context.Context, host component.Host) error {
+// Start serves the page and starts the charts' ticker.
+func (e *liveExporter) Start(ctx context.Context, host component.Host) error {
 	self := live.NewSelfMetrics(e.cfg.SelfMetrics, e.cfg.SelfMetricsTimeout)
 	h := live.NewHandler(e.store, self, e.cfg.MaxConcurrentRequests)
 	ln, err := e.cfg.ToListener(ctx)
@@ -77,12 +85,14 @@ func (e *liveExporter) start(ctx context.Context, host component.Host) error {
 	return nil
 }
 
-func (e *liveExporter) shutdown(ctx context.Context) error {
+// Shutdown stops serving (requests in progress finish, within ctx) and the ticker.
+func (e *liveExporter) Shutdown(ctx context.Context) error {
 	if e.server == nil {
 		return nil
 	}
 	close(e.stop)
 	err := e.server.Shutdown(ctx)
 	e.wg.Wait()
+	e.server = nil // a second Shutdown is a no-op
 	return err
 }

@@ -40,7 +40,7 @@ func TestExporterServes(t *testing.T) {
 func testServes(t *testing.T, cfg *Config, client *http.Client, base func(*liveExporter) string) {
 	cfg.SelfMetrics = ""
 	e := newLiveExporter(exportertest.NewNopSettings(metadata.Type), cfg)
-	require.NoError(t, e.start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, e.Start(context.Background(), componenttest.NewNopHost()))
 
 	md := pmetric.NewMetrics()
 	rm := md.ResourceMetrics().AppendEmpty()
@@ -53,7 +53,7 @@ func testServes(t *testing.T, cfg *Config, client *http.Client, base func(*liveE
 	dp := s.DataPoints().AppendEmpty()
 	dp.SetIntValue(12)
 	dp.Attributes().PutStr("nemo.gym.rollout.outcome", "scored")
-	require.NoError(t, e.consume(context.Background(), md))
+	require.NoError(t, e.ConsumeMetrics(context.Background(), md))
 
 	resp, err := client.Get(base(e) + "/api/v1/runs/run-7")
 	require.NoError(t, err)
@@ -66,7 +66,7 @@ func testServes(t *testing.T, cfg *Config, client *http.Client, base func(*liveE
 	resp.Body.Close()
 	assert.Equal(t, map[string]float64{"scored": 12}, v.Run.Completed)
 
-	require.NoError(t, e.shutdown(context.Background()))
+	require.NoError(t, e.Shutdown(context.Background()))
 	_, err = client.Get(base(e) + "/api/v1/runs")
 	assert.Error(t, err, "closed at shutdown")
 }

@@ -305,7 +305,11 @@ func (se *series) histogram(dp pmetric.HistogramDataPoint, delta bool) {
 	bc := dp.BucketCounts()
 	if !delta || len(se.buckets) != bc.Len() {
 		se.count, se.sum = 0, 0
-		se.bounds = append(se.bounds[:0], dp.ExplicitBounds().AsRaw()...)
+		eb := dp.ExplicitBounds()
+		se.bounds = se.bounds[:0]
+		for i := 0; i < eb.Len(); i++ {
+			se.bounds = append(se.bounds, eb.At(i))
+		}
 		if cap(se.buckets) < bc.Len() {
 			se.buckets = make([]uint64, bc.Len())
 		}
