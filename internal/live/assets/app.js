@@ -90,7 +90,7 @@
       ...ranges.map(([g, title]) => [title, (r) => fmt(r.by_range[g] || 0), true, (r) => "rewards." + r.dispatch + "." + g]),
       ["total", (r) => fmt(r.total), true, (r) => "rewards." + r.dispatch + ".total"]], run.rewards);
     table(document.getElementById("tokens"), [
-      ["instrument", (t) => t.instrument],
+      ["from", (t) => (t.instrument === "gym.model_call.tokens" ? "model calls" : "rollouts")],
       ["type", (t) => t.type],
       ["model or server", (t) => t.model || t.server || "–"],
       ["tokens", (t) => fmt(t.tokens), true, (t) => "tokens." + t.instrument + "." + t.type + "." + (t.model || t.server || "")],
@@ -122,16 +122,30 @@
       ["GPU MiB", (s) => fmt(s.gpu_memory_used_mib), true]], run.server_list);
   }
 
-  // rate turns a cumulative series into a per-minute rate between consecutive points.
+  // rate turns a cumulative series into its rise per minute over the last minute at each
+  // point (from the newest point a minute or more before it): steadier than point to point,
+  // as a total rises at each export rather than at each point.
   function rate(t, v) {
-    const out = [null];
-    for (let i = 1; i < v.length; i++) {
-      const a = v[i - 1], b = v[i];
-      out.push(a == null || b == null || b < a ? null : ((b - a) / (t[i] - t[i - 1])) * 60);
+    const out = [];
+    let j = 0;
+    for (let i = 0; i < v.length; i++) {
+      while (j + 1 < i && t[j + 1] <= t[i] - 60) j++;
+      const a = v[j], b = v[i];
+      out.push(i === 0 || t[i] - t[j] < 60 || a == null || b == null || b < a ? null : ((b - a) / (t[i] - t[j])) * 60);
     }
     return out;
   }
-  const COLORS = ["#1f77b4", "#d62728", "#7f7f7f", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"];
+  // compact writes an axis value short: 1.2M, 35k.
+  function compact(n) {
+    const a = Math.abs(n);
+    if (a >= 1e9) return +(n / 1e9).toFixed(1) + "G";
+    if (a >= 1e6) return +(n / 1e6).toFixed(1) + "M";
+    if (a >= 1e3) return +(n / 1e3).toFixed(1) + "k";
+    return String(+n.toFixed(2));
+  }
+  const COLORS = ["#1f77b4", "#ff7f0e", "#9467bd", "#8c564b", "#17becf", "#bcbd22", "#7f7f7f"];
+  // The series whose meaning has a colour keep it on every chart.
+  const NAMED = { scored: "#2ca02c", failed: "#d62728", omitted: "#7f7f7f", stalled: "#d62728", "in flight": "#1f77b4" };
   function renderChart(name, hist, cumulative) {
     const box = document.getElementById("chart-" + name);
     const ch = hist.charts[name] || { series: [] };
@@ -145,8 +159,8 @@
     if (!c) {
       const opts = {
         width: Math.max(box.clientWidth, 300), height: 180,
-        series: [{}, ...ch.series.map((s, i) => ({ label: s.name, stroke: COLORS[i % COLORS.length], spanGaps: false }))],
-        axes: [{}, { size: 60 }],
+        series: [{}, ...ch.series.map((s, i) => ({ label: s.name, stroke: NAMED[s.name] || COLORS[i % COLORS.length], spanGaps: false }))],
+        axes: [{}, { size: 50, values: (u, vals) => vals.map(compact) }],
       };
       c = charts[name] = { names, plot: new uPlot(opts, data, box) };
     } else {
