@@ -85,13 +85,6 @@ func (h *Handler) write(w http.ResponseWriter, status int, v any) {
 
 func (h *Handler) env() envelope { return envelope{Version: APIVersion, AsOf: h.store.clk.Now().UTC()} }
 
-func (h *Handler) notFound(w http.ResponseWriter, id string) {
-	h.write(w, http.StatusNotFound, struct {
-		envelope
-		Error string `json:"error"`
-	}{h.env(), "no run " + id})
-}
-
 func (h *Handler) runs(w http.ResponseWriter, _ *http.Request) {
 	h.write(w, http.StatusOK, struct {
 		envelope
@@ -101,29 +94,36 @@ func (h *Handler) runs(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	v := h.store.Run(id)
-	if v == nil {
-		h.notFound(w, id)
-		return
-	}
-	h.write(w, http.StatusOK, struct {
-		envelope
-		Run *RunView `json:"run"`
-	}{h.env(), v})
+	byID(h, w, r, h.store.Run, func(v *RunView) any {
+		return struct {
+			envelope
+			Run *RunView `json:"run"`
+		}{h.env(), v}
+	})
 }
 
 func (h *Handler) history(w http.ResponseWriter, r *http.Request) {
+	byID(h, w, r, h.store.History, func(v *History) any {
+		return struct {
+			envelope
+			History *History `json:"history"`
+		}{h.env(), v}
+	})
+}
+
+// byID answers what get gives for the request's run id, wrapped; 404 for a run the store does
+// not hold.
+func byID[T any](h *Handler, w http.ResponseWriter, r *http.Request, get func(string) *T, wrap func(*T) any) {
 	id := r.PathValue("id")
-	v := h.store.History(id)
+	v := get(id)
 	if v == nil {
-		h.notFound(w, id)
+		h.write(w, http.StatusNotFound, struct {
+			envelope
+			Error string `json:"error"`
+		}{h.env(), "no run " + id})
 		return
 	}
-	h.write(w, http.StatusOK, struct {
-		envelope
-		History *History `json:"history"`
-	}{h.env(), v})
+	h.write(w, http.StatusOK, wrap(v))
 }
 
 func (h *Handler) health(w http.ResponseWriter, r *http.Request) {

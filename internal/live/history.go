@@ -227,11 +227,5 @@ func (r *run) chartValues() [nCharts]map[string]float64 {
 
 // History returns the charts of run id, nil when the store has no such run.
 func (s *Store) History(id string) *History {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r := s.runs[id]
-	if r == nil {
-		return nil
-	}
-	return r.hist.export()
+	return ofRun(s, id, func(r *run) *History { return r.hist.export() })
 }

@@ -431,14 +431,17 @@ func (s *Store) Runs() []RunSummary {
 }
 
 // Run returns the current numbers of run id, nil when the store has no such run.
-func (s *Store) Run(id string) *RunView {
+func (s *Store) Run(id string) *RunView { return ofRun(s, id, s.view) }
+
+// ofRun is f of run id under the store's lock; nil when the store has no such run.
+func ofRun[T any](s *Store, id string, f func(*run) *T) *T {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.runs[id]
 	if r == nil {
 		return nil
 	}
-	return s.view(r)
+	return f(r)
 }
 
 // Status is the store's own state: what it holds, what its limits kept out, its exports.
