@@ -51,7 +51,7 @@ func TestHandlerAPI(t *testing.T) {
 
 	w = serve(h, "GET", "/api/v1/runs/r1/history")
 	require.Equal(t, http.StatusOK, w.Code)
-	assert.Contains(t, w.Body.String(), `"completed":{"series":[{"name":"scored","values":[7]}`)
+	assert.Contains(t, w.Body.String(), `"completed":{"series":[{"name":"failed","values":[3]},{"name":"scored","values":[7]}]}`)
 
 	assert.Equal(t, http.StatusNotFound, serve(h, "GET", "/api/v1/runs/nope").Code)
 	assert.Equal(t, http.StatusNotFound, serve(h, "GET", "/api/v1/runs/nope/history").Code)

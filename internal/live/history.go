@@ -1,6 +1,7 @@
 package live
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -72,8 +73,10 @@ func (h *history) record(now time.Time, values [nCharts]map[string]float64) {
 	i := int(slot % int64(h.slots))
 	for c := range h.charts {
 		ch := &h.charts[c]
-		for name, v := range values[c] {
-			ch.series(name, h).add(i, v)
+		// In name order: which series a chart admits before "other" does not depend on the
+		// order of a map.
+		for _, name := range slices.Sorted(maps.Keys(values[c])) {
+			ch.series(name, h).add(i, values[c][name])
 		}
 	}
 }

@@ -101,6 +101,7 @@ type Dropped struct {
 	Runs    uint64 `json:"runs"`
 	Servers uint64 `json:"servers"`
 	Series  uint64 `json:"series"`
+	Prices  uint64 `json:"prices"` // price points of a model and token type beyond the 256 kept
 }
 
 // Store holds the runs. Consume takes its lock for the copy of one batch; readers take it to
@@ -374,6 +375,7 @@ func (s *Store) consumePrices(m pmetric.Metric) {
 		dp := dps.At(i)
 		k := priceKey{str(dp.Attributes(), "gen_ai.response.model"), str(dp.Attributes(), "gen_ai.token.type")}
 		if _, ok := s.prices[k]; !ok && len(s.prices) >= maxPrices {
+			s.dropped.Prices++
 			continue
 		}
 		v := dp.DoubleValue()

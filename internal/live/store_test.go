@@ -1,6 +1,7 @@
 package live
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -255,8 +256,7 @@ func TestHistoryBounds(t *testing.T) {
 		names = append(names, sr.Name)
 		assert.Len(t, sr.Values, 30)
 	}
-	assert.Equal(t, otherSeries, names[2])
-	assert.Len(t, names, 3)
+	assert.Equal(t, []string{"rollout cached_input", "rollout input", otherSeries}, names, "the first two in name order, then other")
 	last := h.Charts["tokens"].Series[2].Values[29]
 	assert.Equal(t, float32(2*6*99), last, "two types folded into other")
 	assert.Equal(t, float32(6*99), h.Charts["completed"].Series[0].Values[29])
@@ -291,6 +291,7 @@ func TestQuantile(t *testing.T) {
 	assert.Equal(t, 4.0, quantile(0.99, bounds, []uint64{0, 0, 0, 5}), "the +Inf bucket: the highest bound")
 	assert.True(t, math.IsNaN(quantile(0.99, bounds, []uint64{0, 0, 0, 0})))
 	assert.True(t, math.IsNaN(quantile(0.99, bounds, []uint64{1})), "bounds and buckets disagree")
+	assert.True(t, math.IsNaN(quantile(0.99, nil, []uint64{3})), "no bounds: only the +Inf bucket")
 }
 
 func TestParseSelfMetrics(t *testing.T) {
@@ -329,4 +330,38 @@ func TestLimitsCheck(t *testing.T) {
 	for _, k := range []string{"max_runs", "max_chart_series", "series_expiration", "horizon"} {
 		assert.Contains(t, err.Error(), k)
 	}
+}
+
+// Points of odd shapes are taken without a panic: a histogram without bounds or buckets, an
+// exponential histogram and a summary of an instrument the page reads, a point flagged as
+// having no value, a price series beyond those kept (counted).
+func TestOddPoints(t *testing.T) {
+	s, _ := newTestStore(DefaultLimits())
+	b := newBatch()
+	ms := b.resource(serverRes("r1", "driver")...)
+	hist(ms, "gym.event_loop.lag_ms", nil, []uint64{4}, 8)
+	hist(ms, "gym.gc.pause_duration_ms", nil, nil, 0)
+	m := ms.AppendEmpty()
+	m.SetName("gym.event_loop.lag_ms")
+	m.SetEmptyExponentialHistogram().DataPoints().AppendEmpty().SetCount(3)
+	m = ms.AppendEmpty()
+	m.SetName("gym.gc.pause_duration_ms")
+	m.SetEmptySummary().DataPoints().AppendEmpty().SetCount(3)
+	sum(ms, "gym.rollout.completed_total", 5, false, "nemo.gym.rollout.outcome", "scored")
+	ms.At(ms.Len() - 1).Sum().DataPoints().At(0).SetFlags(pmetric.DefaultDataPointFlags.WithNoRecordedValue(true))
+	prices := b.resource()
+	for i := range maxPrices + 2 {
+		gauge(prices, PriceMetric, 1, "gen_ai.response.model", fmt.Sprint("m", i), "gen_ai.token.type", "input")
+	}
+	s.Consume(b.md)
+	v := s.Run("r1")
+	require.NotNil(t, v)
+	assert.Zero(t, v.CompletedTotal, "a point with no recorded value is no value")
+	require.NotNil(t, v.ServerRows[0].Lag)
+	assert.Equal(t, uint64(4), v.ServerRows[0].Lag.Count)
+	assert.Equal(t, 2.0, *v.ServerRows[0].Lag.Mean)
+	assert.Nil(t, v.ServerRows[0].Lag.P99, "no bounds: no quantile")
+	assert.Nil(t, v.ServerRows[0].GCPause, "no sample")
+	assert.Len(t, v.Cost.Prices, maxPrices)
+	assert.Equal(t, uint64(2), s.Status().Dropped.Prices)
 }

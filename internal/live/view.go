@@ -213,7 +213,7 @@ func quantile(q float64, bounds []float64, buckets []uint64) float64 {
 	for _, b := range buckets {
 		total += b
 	}
-	if total == 0 || len(buckets) != len(bounds)+1 {
+	if total == 0 || len(bounds) == 0 || len(buckets) != len(bounds)+1 {
 		return math.NaN()
 	}
 	rank := q * float64(total)
