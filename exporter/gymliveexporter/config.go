@@ -67,7 +67,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("self_metrics_timeout must be positive, got %s", c.SelfMetricsTimeout))
 		}
 	}
-	return errors.Join(append(errs, c.Limits.Check())...)
+	return errors.Join(append(errs, c.Check())...)
 }
 
 // checkLoopbackURL: the collector's own metrics are its own process's, read on loopback; the

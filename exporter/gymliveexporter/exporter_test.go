@@ -67,6 +67,9 @@ func testServes(t *testing.T, cfg *Config, client *http.Client, base func(*liveE
 	assert.Equal(t, map[string]float64{"scored": 12}, v.Run.Completed)
 
 	require.NoError(t, e.Shutdown(context.Background()))
-	_, err = client.Get(base(e) + "/api/v1/runs")
+	resp, err = client.Get(base(e) + "/api/v1/runs")
+	if err == nil {
+		resp.Body.Close()
+	}
 	assert.Error(t, err, "closed at shutdown")
 }
