@@ -30,18 +30,19 @@ CONFIG   ?= config/otelcol-gym.yaml
 HEALTH_URL  ?= http://127.0.0.1:13133/
 GYM_URL     ?= http://127.0.0.1:4390
 METRICS_URL ?= http://127.0.0.1:9464/metrics
+LIVE_URL    ?= http://127.0.0.1:8890/
 SAMPLE      ?= testdata/sample-run.jsonl
 # `make run` adds a debug exporter (one log line per batch) to the pipeline of $(CONFIG), which
 # has none; RUN_CONFIG= runs $(CONFIG) alone.
 RUN_CONFIG  ?= --config 'yaml:exporters::debug::verbosity: basic' \
-	--config 'yaml:service::pipelines::metrics::exporters: [prometheus, debug]'
+	--config 'yaml:service::pipelines::metrics::exporters: [prometheus, gymlive, debug]'
 # The end-to-end tests build the collector once per run in TestMain (outside go test's
 # -timeout); a cold `go test -race` of the whole module still takes minutes on 2 cores.
 TEST_TIMEOUT ?= 25m
 
 # Everything that goes into the collector binary: the root module's non-test Go files and
 # embedded files, its go.mod/go.sum, the ocb manifest and the ocb version.
-COLLECTOR_SRCS := $(shell find receiver processor extension connector internal -type f \
+COLLECTOR_SRCS := $(shell find receiver processor exporter extension connector internal -type f \
 		-not -name '*_test.go' -not -path '*/testdata/*' 2>/dev/null) \
 	$(wildcard metadata.yaml) go.mod go.sum builder-config.yaml tools/go.mod tools/go.sum
 GYMEVENTS_SRCS := $(shell find cmd/gymevents internal/gymgen -name '*.go' -not -name '*_test.go') go.mod go.sum
@@ -123,6 +124,7 @@ run: $(RUN_BIN) $(GYMEVENTS)
 	echo; \
 	echo "otelcol-gym is running (pid $$pid) with $(CONFIG)."; \
 	echo "  Gym metrics (Prometheus):  $(METRICS_URL)   e.g. curl -s $(METRICS_URL) | grep ^gym_"; \
+	echo "  live page:                 $(LIVE_URL)   (docs/live.md; JSON: $(LIVE_URL)api/v1/runs)"; \
 	echo "  OTLP from Gym's SDK:       grpc 127.0.0.1:4317, http http://127.0.0.1:4318 (docs/gym.md)"; \
 	echo "  send more events:          ./$(GYMEVENTS) send FILE --endpoint $(GYM_URL)"; \
 	echo "  health:                    $(HEALTH_URL)"; \
@@ -352,7 +354,7 @@ lint:
 
 generate:
 	$(GO) generate ./...
-	@for m in $$(find receiver processor extension connector internal/bound -name metadata.yaml -not -path '*/testdata/*' 2>/dev/null); do \
+	@for m in $$(find receiver processor exporter extension connector internal/bound -name metadata.yaml -not -path '*/testdata/*' 2>/dev/null); do \
 		d=$$(dirname $$m); \
 		echo "mdatagen $$m"; \
 		(cd $$d && $(TOOLS) mdatagen metadata.yaml) || exit 1; \

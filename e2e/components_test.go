@@ -16,8 +16,8 @@ import (
 	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
-// TestValidateDistribution: the binary has the gymattrs processor, the gymrollouts connector
-// and the file_storage and bearertokenauth extensions, `validate` accepts a configuration that uses them, and names
+// TestValidateDistribution: the binary has the gymattrs processor, the gymrollouts connector,
+// the gymlive exporter and the file_storage and bearertokenauth extensions, `validate` accepts a configuration that uses them, and names
 // the key of a bad gymattrs setting.
 func TestValidateDistribution(t *testing.T) {
 	t.Parallel()
@@ -25,7 +25,7 @@ func TestValidateDistribution(t *testing.T) {
 	out, err := exec.Command(harness.Bin, "components").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	distribution := harness.Config(t, "distribution.yaml", nil)
-	for _, name := range []string{"name: gymattrs", "name: file_storage", "name: bearertokenauth", "name: gym_console", "name: gymrollouts"} {
+	for _, name := range []string{"name: gymattrs", "name: file_storage", "name: bearertokenauth", "name: gym_console", "name: gymrollouts", "name: gymlive"} {
 		assert.Contains(t, string(out), name, "otelcol-gym components")
 	}
 	// The standard components (docs/deployment.md, Components), each in its section, and the
@@ -49,7 +49,7 @@ func TestValidateDistribution(t *testing.T) {
 	for section, names := range map[string][]string{
 		"receivers":  {"gym", "otlp", "prometheus", "host_metrics"},
 		"processors": {"gymattrs", "memory_limiter", "batch", "resource", "groupbyattrs"},
-		"exporters":  {"otlp_grpc", "otlp_http", "prometheus", "prometheus_remote_write"},
+		"exporters":  {"otlp_grpc", "otlp_http", "prometheus", "prometheus_remote_write", "gymlive"},
 		"extensions": {"file_storage", "bearertokenauth", "zpages", "health_check"},
 		"connectors": {"gymrollouts"},
 		"providers":  {"env", "file", "yaml", "http", "https"},
@@ -65,7 +65,7 @@ func TestValidateDistribution(t *testing.T) {
 			assert.Contains(t, got, n, "otelcol-gym components: %s", section)
 		}
 		for _, c := range comps[section] {
-			if section == "extensions" && (c.Name == "file_storage" || c.Name == "bearertokenauth") || c.Name == "gymrollouts" {
+			if section == "extensions" && (c.Name == "file_storage" || c.Name == "bearertokenauth") || c.Name == "gymrollouts" || c.Name == "gymlive" {
 				assert.True(t, strings.HasPrefix(c.Module, "github.com/gym-telemetry/otelcol-gym "), "%s is ours (checked, counted): %s", c.Name, c.Module)
 			}
 		}

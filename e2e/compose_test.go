@@ -34,6 +34,7 @@ func TestComposeStackPrometheus(t *testing.T) {
 				"0.0.0.0:4318", fmt.Sprintf("127.0.0.1:%d", p.OTLPHTTP),
 				"0.0.0.0:4390", fmt.Sprintf("127.0.0.1:%d", p.Gym),
 				"0.0.0.0:9464", fmt.Sprintf("127.0.0.1:%d", p.Prometheus),
+				"0.0.0.0:8890", fmt.Sprintf("127.0.0.1:%d", p.Live),
 				"host: 0.0.0.0", "host: 127.0.0.1",
 				"port: 8888", fmt.Sprintf("port: %d", p.Telemetry),
 				"/var/lib/gym/results/", results + "/",

@@ -121,6 +121,7 @@ func startGymSubmit(t *testing.T, backend string, more ...string) *gymSubmitJob 
 		"OTELCOL_GYM_COLLECTION_INTERVAL=1s",
 		fmt.Sprintf("OTELCOL_GYM_SUBMIT_EVENTS_PORT=%d", j.ports.Gym),
 		fmt.Sprintf("OTELCOL_GYM_SUBMIT_TELEMETRY_PORT=%d", j.ports.Telemetry),
+		fmt.Sprintf("OTELCOL_GYM_SUBMIT_LIVE_PORT=%d", j.ports.Live),
 	}, args...)
 	// Gym's health check: curl -sf http://localhost:<port>/health.
 	require.NoError(t, j.p.WaitReady(fmt.Sprintf("http://localhost:%d/health", j.ports.Health), 60*time.Second))

@@ -78,6 +78,8 @@ func TestPrintConfig(t *testing.T) {
 	assert.Equal(t, tokenFile, get("extensions", "bearertokenauth", "filename"))
 	assert.Nil(t, get("exporters", "otlp_grpc", "sending_queue", "storage"), "the step's null replaces agent.yaml's file_storage")
 	assert.Equal(t, []any{"health_check", "file_storage", "zpages", "bearertokenauth"}, get("service", "extensions"))
+	assert.Equal(t, "unix", get("exporters", "gymlive", "transport"), "the step's live page: a socket of the job user's")
+	assert.Equal(t, []any{"otlp_grpc", "gymlive"}, get("service", "pipelines", "metrics", "exporters"))
 
 	out, _ = run("unredacted")
 	assert.Contains(t, out, "Bearer "+secret, "--mode unredacted shows it")

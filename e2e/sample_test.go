@@ -99,20 +99,24 @@ func expectedPerProcess(t *testing.T, path string) (rollouts, sandboxes map[stri
 	return rollouts, sandboxes
 }
 
-// sumByLabel sums the samples of one metric in the Prometheus text format by one label,
-// keyed like harness.PromQuery: {label="value"}.
-func sumByLabel(text, metric, label string) map[string]float64 {
+// sumByLabel sums the samples of one metric in the Prometheus text format by its labels,
+// keyed like harness.PromQuery: {a="x",b="y"} in the order given.
+func sumByLabel(text, metric string, labels ...string) map[string]float64 {
 	out := map[string]float64{}
 	for _, line := range strings.Split(text, "\n") {
 		if !strings.HasPrefix(line, metric+"{") && !strings.HasPrefix(line, metric+" ") {
 			continue
 		}
-		labels, value := harness.ParseSample(line[len(metric):])
+		ls, value := harness.ParseSample(line[len(metric):])
 		v, err := strconv.ParseFloat(value, 64)
 		if err != nil {
 			continue
 		}
-		out[fmt.Sprintf("{%s=%q}", label, labels[label])] += v
+		parts := make([]string, len(labels))
+		for i, l := range labels {
+			parts[i] = fmt.Sprintf("%s=%q", l, ls[l])
+		}
+		out["{"+strings.Join(parts, ",")+"}"] += v
 	}
 	return out
 }

@@ -105,6 +105,10 @@ func TestSlurmLauncher(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, strings.Count(string(log), "Everything is ready"), "one agent on the node:\n%s", log)
 	assert.Contains(t, tasks[0].LogTail(1<<16), "nothing lost", "the first task's summary")
+	sock := filepath.Join(dir, "run", "live.sock")
+	assert.Contains(t, tasks[0].LogTail(1<<16), "ssh -N -L 8890:"+sock+" ", "how to reach the live page")
+	assert.Contains(t, string(log), "gymlive: the live page", "the live page was served:\n%s", log)
+	assert.NoFileExists(t, sock, "the agent's socket is gone with it")
 	got, err := harness.PromQuery(prom, `sum by (instance) (gym_rollout_completed_total{nemo_run_id="e2e-slurm"})`)
 	require.NoError(t, err)
 	want := map[string]float64{}

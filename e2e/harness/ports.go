@@ -70,6 +70,8 @@ type Ports struct {
 	Gym, Health, Telemetry, Prometheus, OTLPSink int
 	// The otlp receiver's endpoints in the default configuration.
 	OTLPGRPC, OTLPHTTP int
+	// The gymlive exporter's page in the default configuration.
+	Live int
 }
 
 // NewPorts picks a free port for every endpoint of a collector.
@@ -81,5 +83,6 @@ func NewPorts(t *testing.T) Ports {
 		Prometheus: Port(t),
 		OTLPGRPC:   Port(t),
 		OTLPHTTP:   Port(t),
+		Live:       Port(t),
 	}
 }

@@ -57,12 +57,18 @@ func PrometheusBinary(t *testing.T) string {
 	if p := FindPrometheus(""); p != "" {
 		return p
 	}
-	msg := "prometheus is not installed: `apt-get install prometheus` (.ci/run does it), or set PROMETHEUS_BIN"
+	Missing(t, "prometheus is not installed: `apt-get install prometheus` (.ci/run does it), or set PROMETHEUS_BIN")
+	return ""
+}
+
+// Missing ends a test that needs a tool which is not installed: it fails in CI (CI=true, where
+// .ci/run installs every tool) and is skipped elsewhere.
+func Missing(t *testing.T, msg string) {
+	t.Helper()
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg)
 	}
 	t.Skip(msg)
-	return ""
 }
 
 // StartPrometheus starts a Prometheus that scrapes target every second, on a free loopback
