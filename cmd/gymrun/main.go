@@ -28,10 +28,14 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "top" {
+		os.Exit(runTop(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 const usage = `usage: gymrun summary [--json] [--prices FILE] [--out FILE] PATH...
+       gymrun top [--url URL] [--run ID] [--interval D] [--once]
 
 summary: reads Gym run files (PATH: a run's main output STEM.jsonl, with its sidecar
 STEM_failures.jsonl, or a directory of runs) and prints per benchmark attempts, failures,

@@ -286,3 +286,20 @@ func Python(t *testing.T) string {
 	}
 	return p
 }
+
+// Tool is the path of the first of names on PATH: a Debian package's command a test needs
+// (.ci/run installs it). It is required in CI; elsewhere the test is skipped without it.
+func Tool(t *testing.T, pkg string, names ...string) string {
+	t.Helper()
+	for _, name := range names {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	msg := fmt.Sprintf("%s is not installed: `apt-get install %s` (.ci/run does it)", names[0], pkg)
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
