@@ -163,7 +163,8 @@ func readSummaryJSON(path string) (*side, error) {
 		case errors.As(err, &typ):
 			off = typ.Offset
 		}
-		line := 1 + bytes.Count(data[:min(off, int64(len(data)))], []byte("\n"))
+		// The error is at the offset's last byte read.
+		line := 1 + bytes.Count(data[:max(min(off, int64(len(data)))-1, 0)], []byte("\n"))
 		return nil, fmt.Errorf("%s:%d: not a valid summary JSON: %w", path, line, err)
 	}
 	for _, name := range sortedNames(r.Benchmarks) {

@@ -1,6 +1,9 @@
 package main
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // histBins is the number of bins of a benchmark's reward histogram.
 const histBins = 20
@@ -8,9 +11,9 @@ const histBins = 20
 // histogram counts rewards into histBins equal bins over [lo, lo + histBins·width], in fixed
 // memory whatever the number of rows: the first two distinct values set the range to exactly
 // theirs; a value outside it doubles the width (pairs of bins merged) until it fits, so the
-// range covers every value and is less than twice their spread. Until a second distinct value
-// comes, width is 0 and every value (all equal to lo) is in the first bin. Rewards of 0 and 1
-// only are two bars: the first bin and the last.
+// range covers every value. Until a second distinct value comes, width is 0 and every value
+// (all equal to lo) is in the first bin. Rewards of 0 and 1 only are two bars: the first bin
+// and the last.
 type histogram struct {
 	lo, width float64
 	counts    [histBins]int64
@@ -61,16 +64,28 @@ func (h *histogram) bin(v float64) int {
 }
 
 // Histogram is a reward histogram in JSON: len(counts) equal bins over [lo, hi] (the last bin
-// holds hi; lo = hi: every value is lo).
+// holds hi; lo = hi: one bin, every value is lo).
 type Histogram struct {
 	Lo     float64 `json:"lo"`
 	Hi     float64 `json:"hi"`
 	Counts []int64 `json:"counts"`
 }
 
+// report gives the bins from the first that counts a value to the last: at most histBins,
+// covering the values with less than a bin to spare at either end.
 func (h *histogram) report() *Histogram {
 	if h.n == 0 {
 		return nil
 	}
-	return &Histogram{Lo: h.lo, Hi: h.lo + histBins*h.width, Counts: h.counts[:]}
+	if h.width == 0 {
+		return &Histogram{Lo: h.lo, Hi: h.lo, Counts: []int64{h.n}}
+	}
+	first, last := 0, histBins-1
+	for h.counts[first] == 0 {
+		first++
+	}
+	for h.counts[last] == 0 {
+		last--
+	}
+	return &Histogram{Lo: h.lo + float64(first)*h.width, Hi: h.lo + float64(last+1)*h.width, Counts: slices.Clone(h.counts[first : last+1])}
 }
