@@ -16,7 +16,15 @@ import (
 //go:embed compare.html.tmpl
 var compareHTML string
 
-var compareTmpl = template.Must(template.New("compare").Parse(compareHTML))
+var compareTmpl = template.Must(template.New("compare").Funcs(template.FuncMap{"num": num}).Parse(compareHTML))
+
+// num formats a number that may be absent ("-").
+func num(format string, v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf(format, *v)
+}
 
 // Chart geometry, in SVG user units.
 const (
@@ -36,6 +44,8 @@ type htmlBench struct {
 	Name string
 	CompareBench
 	Causes   string
+	Head     string   // the test and the causes
+	Moved    []string // the changes behind the causes
 	Interval *intervalChart
 	Hist     *histChart
 }
@@ -44,7 +54,7 @@ type htmlBench struct {
 type intervalChart struct {
 	Verdict          string  // its class
 	X0, X, Lo, Hi    float64 // positions of 0, the change, the interval's ends
-	Min, Max         string  // the axis' end labels
+	Min, Max         string  // the axis' end labels, "" where 0's would overlap them
 	MinX, MaxX, MidY float64
 }
 
@@ -69,6 +79,7 @@ func writeHTMLFile(path string, r CompareReport) error {
 	for _, n := range sortedNames(r.Benchmarks) {
 		c := r.Benchmarks[n]
 		hb := htmlBench{Name: n, CompareBench: c, Causes: strings.Join(c.Causes, ", ")}
+		hb.Head, hb.Moved = compareDetail(c)
 		if c.Delta != nil {
 			hb.Interval = newIntervalChart(*c.Delta, *c.CI95, c.Verdict)
 		}
@@ -101,11 +112,19 @@ func newIntervalChart(delta float64, ci [2]float64, verdict string) *intervalCha
 	}
 	lo, hi = lo-pad, hi+pad
 	x := scale(lo, hi)
-	return &intervalChart{
+	c := &intervalChart{
 		Verdict: verdict, X0: x(0), X: x(delta), Lo: x(ci[0]), Hi: x(ci[1]),
 		Min: fmt.Sprintf("%.3f", lo), Max: fmt.Sprintf("%.3f", hi),
 		MinX: chartPad, MaxX: chartW - chartPad, MidY: intervalH / 2,
 	}
+	const room = 48 // a label's width, about
+	if c.X0-c.MinX < room {
+		c.Min = ""
+	}
+	if c.MaxX-c.X0 < room {
+		c.Max = ""
+	}
+	return c
 }
 
 func newHistChart(a, b *SideStats) *histChart {

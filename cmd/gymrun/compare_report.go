@@ -49,32 +49,41 @@ func fmtMean(m *float64) string {
 	return fmt.Sprintf("%.3f", *m)
 }
 
-// writeCompareDetail writes how a benchmark was judged: the test, the causes and each share that
-// moved, one a line.
+// writeCompareDetail writes how a benchmark was judged: the test, the causes and each change
+// behind them, one a line.
 func writeCompareDetail(w io.Writer, name string, c CompareBench) {
-	fmt.Fprintf(w, "\n%s: ", name)
+	head, lines := compareDetail(c)
+	fmt.Fprintf(w, "\n%s: %s\n", name, head)
+	for _, l := range lines {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+}
+
+// compareDetail says how a benchmark was judged (the text form's and the HTML report's words):
+// the test and the causes, then each change behind the causes.
+func compareDetail(c CompareBench) (head string, lines []string) {
 	switch {
 	case c.OnlyIn != "":
-		fmt.Fprintf(w, "only in %s\n", strings.ToUpper(c.OnlyIn))
-		return
+		return "only in " + strings.ToUpper(c.OnlyIn), nil
 	case c.Test == testPaired:
-		fmt.Fprintf(w, "paired over %d rollouts", c.Pairs)
+		head = fmt.Sprintf("paired over %d rollouts", c.Pairs)
 	case c.Test == testWelch:
-		fmt.Fprint(w, "Welch's t (unpaired)")
+		head = "Welch's t (unpaired)"
 	default:
-		fmt.Fprint(w, "too few rewards for an interval")
+		head = "too few rewards for an interval"
 	}
 	causes := "none"
 	if len(c.Causes) > 0 {
 		causes = strings.Join(c.Causes, ", ")
 	}
-	fmt.Fprintf(w, "; causes: %s\n", causes)
+	head += "; causes: " + causes
 	if c.A.N != c.B.N {
-		fmt.Fprintf(w, "  reward n       %d -> %d\n", c.A.N, c.B.N)
+		lines = append(lines, fmt.Sprintf("%-10s %d -> %d rewards", "reward n", c.A.N, c.B.N))
 	}
 	for _, s := range append(append([]string{}, attemptShares...), denominatorShares...) {
 		if sh := c.Shares[s]; sh.Moved {
-			fmt.Fprintf(w, "  %-8s of %-8s  %5.1f%% -> %5.1f%%  (z %+.2f)\n", s, sh.Of, 100*sh.A, 100*sh.B, sh.Z)
+			lines = append(lines, fmt.Sprintf("%-10s %.1f%% -> %.1f%% of %s (z %+.2f)", s, 100*sh.A, 100*sh.B, sh.Of, sh.Z))
 		}
 	}
+	return head, lines
 }
