@@ -1,6 +1,7 @@
 package rollouts
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -55,4 +56,25 @@ func TestIndices(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestIndicesAllocateNothing: reading the indices, long tokens included, and mapping them costs
+// no allocation per row.
+func TestIndicesAllocateNothing(t *testing.T) {
+	data := []byte(strings.Repeat(`{"_ng_task_index":12,"_ng_rollout_index":3,"reward":1,"_ng_environment_server":"m"}`+"\n", 32) +
+		strings.Repeat(`{"_ng_task_index":`+strings.Repeat("9", 300)+`,"_ng_rollout_index":"x"}`+"\n", 32))
+	rd := NewRowDecoder(0)
+	src := bytes.NewReader(data)
+	var row Row
+	var evs [MaxRowEvents]events.Event
+	rows := 0
+	allocs := testing.AllocsPerRun(20, func() {
+		src.Reset(data)
+		rd.Reset(src, 0, 0, 0)
+		for rows = 0; rd.Next(Main, &row) == nil; rows++ {
+			row.Events(Main, &evs)
+		}
+	})
+	assert.Equal(t, 64, rows)
+	assert.Zero(t, allocs)
 }
