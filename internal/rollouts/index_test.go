@@ -2,6 +2,7 @@ package rollouts
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -35,7 +36,7 @@ func TestIndices(t *testing.T) {
 		for _, c := range rows {
 			for _, bufBytes := range []int{0, 1, 5} {
 				n := 0
-				eachRow(kind, iotest.OneByteReader(strings.NewReader(c.row+"\n")), 0, bufBytes, func(_ *RowDecoder, row *Row, re *RowError) {
+				_, end := eachRow(kind, iotest.OneByteReader(strings.NewReader(c.row+"\n")), 0, bufBytes, func(_ *RowDecoder, row *Row, re *RowError) {
 					n++
 					if !assert.Nil(t, re, "%s %s", kind, c.row) {
 						return
@@ -53,6 +54,7 @@ func TestIndices(t *testing.T) {
 					}
 				})
 				assert.Equal(t, 1, n, c.row)
+				assert.ErrorIs(t, end, io.EOF)
 			}
 		}
 	}
