@@ -15,15 +15,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// mainRows are main-output rows of benchmark name: reward i is task i's rollout 0 (NaN
-// written as Python's json writes it); keyed false leaves the indices out, as older Gym.
+// mainRows are main-output rows of benchmark name: reward i is task i's rollout 0 (%v writes
+// NaN as Python's json does); keyed false leaves the indices out, as older Gym.
 func mainRows(name string, rewards []float64, keyed bool) []string {
 	var out []string
 	for i, r := range rewards {
 		row := fmt.Sprintf(`{"_ng_environment_server":%q,"reward":%v,"mask_sample":false,"response":{"model":"policy","status":"completed","usage":{"input_tokens":120,"output_tokens":40}},"ng_perf":{"num_turns":1,"total_latency_ms":%d}`, name, r, 800+37*i%500)
-		if math.IsNaN(r) {
-			row = strings.Replace(row, `"reward":NaN`, `"reward":NaN`, 1)
-		}
 		if keyed {
 			row += fmt.Sprintf(`,"_ng_task_index":%d,"_ng_rollout_index":0`, i)
 		}
@@ -66,16 +63,14 @@ func compareRun(t *testing.T, a, b string) (int, CompareReport, string) {
 }
 
 // summaryFile writes `gymrun summary --json` of a run to a file.
-func summaryFile(t *testing.T, run string) string {
+func summaryFile(t *testing.T, path string) string {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	require.Equal(t, 0, runMain([]string{"summary", "--json", run}, &out, &errOut), errOut.String())
+	require.Equal(t, 0, run([]string{"summary", "--json", path}, &out, &errOut), errOut.String())
 	p := filepath.Join(t.TempDir(), "summary.json")
 	require.NoError(t, os.WriteFile(p, out.Bytes(), 0o644))
 	return p
 }
-
-var runMain = run
 
 // TestCompareCases: generated runs, each a known change, read as run files (paired by rollout)
 // and as summary JSON files (Welch).
@@ -175,6 +170,10 @@ func TestComparePairing(t *testing.T) {
 	assert.Equal(t, verdictNoChange, extra.Verdict)
 	assert.Nil(t, extra.A)
 	assert.Equal(t, int64(100), extra.B.N)
+	var out, errOut bytes.Buffer
+	assert.Equal(t, 1, run([]string{"compare", unkeyedA, keyedB}, &out, &errOut))
+	assert.Contains(t, out.String(), "\nextra: only in B\n")
+	assert.Contains(t, out.String(), "\nmath: Welch's t (unpaired); causes: model\n")
 
 	// A directory of two runs of one benchmark keys each rollout twice: no pairing.
 	dir := t.TempDir()

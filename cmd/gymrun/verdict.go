@@ -30,8 +30,9 @@ const (
 
 // Shares of the attempts (infrastructure) and of the scored rows (denominator) that the causes
 // test, in the order reports list them.
+const shareFailed = "failed"
+
 var (
-	shareFailed       = "failed"
 	attemptShares     = append([]string{shareFailed}, failureGroups...)
 	denominatorShares = []string{"masked", "nan", "missing", "infinite"}
 )
