@@ -4,8 +4,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -22,11 +20,7 @@ import (
 // that run and server (its `for` not yet passed).
 func TestDashboardInFlight(t *testing.T) {
 	t.Parallel()
-	harness.PrometheusBinary(t)
-	rulesData, err := os.ReadFile(filepath.Join(harness.Root, "deploy", "prometheus", "gym.rules.yaml"))
-	require.NoError(t, err)
-	dashboards, _, _, _ := splitDashboards(inFlightUID, loadDashboards(t), nil)
-	require.Len(t, dashboards, 1, "deploy/grafana/dashboards/%s.json", inFlightUID)
+	dashboards, _, rulesData := ownDashboard(t, inFlightUID)
 
 	_, ports := harness.StartDefaultCollector(t, "connectors:\n  gymrollouts:\n    collection_interval: 200ms\n    stall_after: 1s\n")
 	prom := harness.StartPrometheusWith(t,

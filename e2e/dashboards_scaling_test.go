@@ -24,13 +24,15 @@ import (
 // The Scaling dashboard and the gym.scaling rules read vLLM's, dcgm-exporter's and
 // node_exporter's series beside Gym's: TestDashboardScaling proves them on the job collector's
 // scrapes. The Rollouts in flight dashboard reads the flight recorder's series, made from Gym's
-// spans: TestDashboardInFlight. The runs of the other dashboard tests have neither.
+// spans: TestDashboardInFlight. The Cost dashboard and the gym.cost rules read the price series
+// of a price table: TestDashboardCost. The runs of the other dashboard tests have none of these.
 const scalingUID, scalingRecordPrefix = "gym-scaling", "gym:scaling_"
 const inFlightUID = "gym-inflight"
+const costUID, costRecordPrefix = "gym-cost", "gym:cost_"
 
 // ownTests: the dashboards a test of their own proves, with the prefix of their recording
 // rules ("": none).
-var ownTests = map[string]string{scalingUID: scalingRecordPrefix, inFlightUID: ""}
+var ownTests = map[string]string{scalingUID: scalingRecordPrefix, inFlightUID: "", costUID: costRecordPrefix}
 
 // splitDashboards parts the dashboards and recording rules into those of uid and the others
 // that no test of their own proves.
@@ -60,6 +62,20 @@ func splitDashboards(uid string, dashboards []grafanaDashboard, records map[stri
 		}
 	}
 	return mine, others, myRecords, otherRecords
+}
+
+// ownDashboard is the dashboard uid that a test of its own proves (one, in a slice, as
+// dashboardChecks takes them), its recording rules, and deploy/prometheus/gym.rules.yaml, which
+// the test's Prometheus loads.
+func ownDashboard(t *testing.T, uid string) (dashboards []grafanaDashboard, records map[string]string, rulesData []byte) {
+	t.Helper()
+	harness.PrometheusBinary(t)
+	rulesData, err := os.ReadFile(filepath.Join(harness.Root, "deploy", "prometheus", "gym.rules.yaml"))
+	require.NoError(t, err)
+	all, _ := recordingRules(t, rulesData)
+	dashboards, _, records, _ = splitDashboards(uid, loadDashboards(t), all)
+	require.Len(t, dashboards, 1, "deploy/grafana/dashboards/%s.json", uid)
+	return dashboards, records, rulesData
 }
 
 // scalingExporter is the job collector's metrics pipeline with the Prometheus exporter of
@@ -94,12 +110,7 @@ func scalingExporter(t *testing.T, port int) string {
 // the vLLM panel and the model-server verdict say what the captures imply.
 func TestDashboardScaling(t *testing.T) {
 	t.Parallel()
-	harness.PrometheusBinary(t)
-	rulesData, err := os.ReadFile(filepath.Join(harness.Root, "deploy", "prometheus", "gym.rules.yaml"))
-	require.NoError(t, err)
-	all, _ := recordingRules(t, rulesData)
-	dashboards, _, records, _ := splitDashboards(scalingUID, loadDashboards(t), all)
-	require.Len(t, dashboards, 1, "deploy/grafana/dashboards/%s.json", scalingUID)
+	dashboards, records, rulesData := ownDashboard(t, scalingUID)
 	require.NotEmpty(t, records)
 
 	backend := httptest.NewServer(&otlpSignalSink{})

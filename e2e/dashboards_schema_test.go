@@ -99,12 +99,16 @@ var (
 	gymNameRE = regexp.MustCompile(`\b((?:gym|process)_[a-zA-Z0-9_]*)\b(\{?)`)
 )
 
+// perRunDashboards read series by run alone (the generator's per_run): the flight recorder's,
+// one resource per run made in the collector, and the cost rules', summed over processes.
+var perRunDashboards = map[string]bool{inFlightUID: true, costUID: true}
+
 // procMatchers are the matchers of a Gym process's variables, by variable.
 var procMatchers = map[string]string{"run": `nemo_run_id=~"$run"`, "service": `job=~"$service"`, "instance": `instance=~"$instance"`}
 
 // TestDashboardSelectorsFollowMetadata: in every Gym dashboard, each Gym series a query names is
 // an instrument of metadata.yaml, read through a selector with the run, service and instance
-// matchers (the run's alone on the Rollouts in flight dashboard, of per-run series), and with the matcher of each attribute variable whose attribute the instrument
+// matchers (the run's alone on the per-run dashboards, perRunDashboards), and with the matcher of each attribute variable whose attribute the instrument
 // carries (the dashboard then has that variable); every attribute variable of a dashboard
 // filters at least one of its selectors.
 func TestDashboardSelectorsFollowMetadata(t *testing.T) {
@@ -122,7 +126,7 @@ func TestDashboardSelectorsFollowMetadata(t *testing.T) {
 		// A dashboard of per-run series (one resource per run, made in the collector) has no
 		// service or instance: those labels are the collector's scrape target there.
 		want, notWant := []string{"run", "service", "instance"}, []string(nil)
-		if d.UID == inFlightUID {
+		if perRunDashboards[d.UID] {
 			want, notWant = want[:1], want[1:]
 		}
 		for _, v := range want {

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -113,6 +115,7 @@ func startGymSubmit(t *testing.T, backend string, more ...string) *gymSubmitJob 
 	}
 	j.p = harness.StartProcessEnv(t, "otelcol-gym-submit", []string{
 		"OTELCOL_GYM_BIN=" + harness.Bin,
+		"OTELCOL_GYM_GYMRUN=" + gymrunBin,
 		"OTEL_TOKEN=" + gymSubmitToken,
 		"SLURM_JOB_ID=4242",
 		"OTELCOL_GYM_COLLECTION_INTERVAL=1s",
@@ -145,12 +148,12 @@ func TestGymSubmitDropIn(t *testing.T) {
 	j := startGymSubmit(t, backend.URL)
 	p, job, config, wrapper, httpPort, token := j.p, j.dir, j.config, j.wrapper, j.ports.OTLPHTTP, gymSubmitToken
 
-	// Gym's pkill pattern matches the process's command line: the wrapper exec'd the collector
-	// under the name and first arguments Gym started.
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.Cmd.Process.Pid))
-	require.NoError(t, err)
-	gymPattern := "^" + regexp.QuoteMeta(wrapper) + " --config " + regexp.QuoteMeta(config)
-	assert.Regexp(t, gymPattern, strings.ReplaceAll(strings.TrimRight(string(cmdline), "\x00"), "\x00", " "))
+	// Gym's pkill pattern matches one process: the collector, which the wrapper started under
+	// the name and first arguments Gym started; not the wrapper (its interpreter comes first).
+	gymPattern := regexp.MustCompile("^" + regexp.QuoteMeta(wrapper) + " --config " + regexp.QuoteMeta(config))
+	collectors := processesMatching(t, gymPattern)
+	require.Len(t, collectors, 1, "Gym's pkill pattern finds the collector, once")
+	assert.NotEqual(t, p.Cmd.Process.Pid, collectors[0], "and not the wrapper")
 	log, err := os.ReadFile(p.LogPath)
 	require.NoError(t, err)
 	for _, left := range []string{"connectors", "processors.transform/identity", "processors.transform/metric_names", "service"} {
@@ -228,14 +231,20 @@ func TestGymSubmitDropIn(t *testing.T) {
 		return nil
 	}))
 
-	// Gym stops its collector with SIGTERM after the driver exits; the files are complete then.
-	require.NoError(t, syscall.Kill(p.Cmd.Process.Pid, syscall.SIGTERM))
+	// Gym stops its collector with `pkill -TERM -f <pattern>` after the driver exits; the files
+	// are complete then, and the wrapper writes their summary before it exits.
+	for _, pid := range processesMatching(t, gymPattern) {
+		require.NoError(t, syscall.Kill(pid, syscall.SIGTERM))
+	}
 	select {
 	case <-p.Done():
 	case <-time.After(30 * time.Second):
 		t.Fatal("the collector did not stop on SIGTERM")
 	}
 	require.NoError(t, p.Err(), "a clean exit")
+	// The summary counts what the collector exported from the same files.
+	attempts := summaryAttempts(t, filepath.Join(job, "otel", "summary.json"), p)
+	assert.Equal(t, wantCompleted, attempts, "summary.json's attempts are the rollouts the collector exported")
 
 	metricsFile := strings.Join(jsonLines(t, filepath.Join(job, "otel", "metrics.jsonl")), "\n")
 	for _, name := range want {
@@ -255,4 +264,48 @@ func latestSum(exports []pmetric.Metrics, name string) float64 {
 		}
 	}
 	return -1
+}
+
+// processesMatching are the processes whose command line (its arguments joined by spaces)
+// matches pattern, as `pkill -f` finds them.
+func processesMatching(t *testing.T, pattern *regexp.Regexp) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if pattern.MatchString(strings.ReplaceAll(strings.TrimRight(string(cmdline), "\x00"), "\x00", " ")) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// summaryAttempts reads a job's summary.json (gymrun.summary/v1), written by the process p of
+// a recipe, and returns its attempts over every benchmark.
+func summaryAttempts(t *testing.T, path string, p *harness.Process) float64 {
+	t.Helper()
+	var summary struct {
+		Schema     string `json:"schema"`
+		Benchmarks map[string]struct {
+			Attempts float64 `json:"attempts"`
+		} `json:"benchmarks"`
+	}
+	data, err := os.ReadFile(path)
+	require.NoError(t, err, "%s wrote the run's summary:\n%s", p.Name, p.LogTail(4000))
+	require.NoError(t, json.Unmarshal(data, &summary))
+	assert.Equal(t, "gymrun.summary/v1", summary.Schema)
+	attempts := 0.0
+	for _, b := range summary.Benchmarks {
+		attempts += b.Attempts
+	}
+	return attempts
 }

@@ -18,6 +18,9 @@ import (
 var (
 	// gymeventsBin is the gymevents CLI, built from cmd/gymevents.
 	gymeventsBin string
+	// gymrunBin is the gymrun CLI, built from cmd/gymrun: the recipes write a job's summary
+	// with it.
+	gymrunBin string
 )
 
 // TestMain builds the collector once per run, before m.Run starts go test's -timeout clock
@@ -52,10 +55,13 @@ func runMain(m *testing.M) int {
 		}
 		harness.Bin = filepath.Join(harness.Root, "_build", "otelcol-gym")
 	}
-	gymeventsBin = filepath.Join(tmp, "gymevents")
-	if out, err := command(harness.Root, "go", "build", "-o", gymeventsBin, "./cmd/gymevents"); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: building gymevents: %v\n%s", err, out)
-		return 1
+	gymeventsBin, gymrunBin = filepath.Join(tmp, "gymevents"), filepath.Join(tmp, "gymrun")
+	for _, bin := range []string{gymeventsBin, gymrunBin} {
+		name := filepath.Base(bin)
+		if out, err := command(harness.Root, "go", "build", "-o", bin, "./cmd/"+name); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: building %s: %v\n%s", name, err, out)
+			return 1
+		}
 	}
 	return m.Run()
 }

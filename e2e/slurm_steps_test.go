@@ -71,6 +71,7 @@ func slurmStepEnv(job int, dir string, more ...string) []string {
 	return append([]string{
 		fmt.Sprintf("SLURM_JOB_ID=%d", job), "SLURM_STEP_ID=0", "SLURM_NODEID=0",
 		"OTELCOL_GYM_BIN=" + harness.Bin,
+		"OTELCOL_GYM_GYMRUN=" + gymrunBin,
 		"OTELCOL_GYM_RUN_DIR=" + filepath.Join(dir, "run"),
 		"OTELCOL_GYM_PORT_RANGE=32000-32767",
 		// Only the final export, at the step's end, can deliver.
@@ -454,6 +455,11 @@ func TestSlurmRunFiles(t *testing.T) {
 		`{host_name="node-0",nemo_run_id="slurm-results-dir"}`: 5,
 		`{host_name="output-node",nemo_run_id="slurm-output"}`: 3,
 	}, got, "each run file counted once, by its step's first node")
+	// The step's first node writes the run's summary beside its files: the results directory's,
+	// or the --output file's; the same counts.
+	assert.Equal(t, 5.0, summaryAttempts(t, filepath.Join(results, "otel", "summary.json"), tasks[0]))
+	assert.Equal(t, 3.0, summaryAttempts(t, filepath.Join(filepath.Dir(output), "otel", "summary.json"), tasks[2]))
+	assert.NotContains(t, tasks[1].LogTail(8000), "summary.json", "only the first node writes it")
 }
 
 // TestSlurmGatewayTLS: TLS between the agents and the gateway, turned on as docs/deployment.md

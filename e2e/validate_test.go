@@ -27,8 +27,9 @@ func validate(t *testing.T, config string) (string, error) {
 	return string(out), err
 }
 
-// TestValidate: `otelcol-gym validate` accepts the shipped default and the README's example,
-// and rejects a bad gym key with a message that names it.
+// TestValidate: `otelcol-gym validate` accepts the shipped default, the README's example and the
+// example price table, and rejects a bad gym key, or a price table it cannot read or that is
+// not valid, with a message that names it.
 func TestValidate(t *testing.T) {
 	t.Parallel()
 	t.Run("default config", func(t *testing.T) {
@@ -43,10 +44,17 @@ func TestValidate(t *testing.T) {
 		out, err := validate(t, harness.Config(t, "all-components.yaml", nil))
 		assert.NoError(t, err, out)
 	})
+	t.Run("the example price table", func(t *testing.T) {
+		out, err := validate(t, gymConfig(t, "    prices: "+filepath.Join(harness.Root, "config", "prices.example.yaml")))
+		assert.NoError(t, err, out)
+	})
+	badPrices := filepath.Join(harness.Root, "receiver", "gymreceiver", "testdata", "prices-bad.yaml")
 	for _, c := range []struct {
 		name, gym, want string
 	}{
 		{"unknown key", "    colection_interval: 5s", "colection_interval"},
+		{"bad price table", "    prices: " + badPrices, "prices: " + badPrices + `: models: "model-a": input: -1 is not a price`},
+		{"missing price table", "    prices: /nonexistent/prices.yaml", "prices: open /nonexistent/prices.yaml: no such file or directory"},
 		{"bad rollouts key", "    rollouts:\n      include: [/results/*.jsonl]\n      start_at: middle", "rollouts.start_at"},
 		{"bad value", "    max_line_bytes: 10", "max_line_bytes"},
 		{"bad duration", "    collection_interval: -1s", "collection_interval"},

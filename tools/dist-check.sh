@@ -27,6 +27,8 @@ for platform in $platforms; do
 	want="$name/
 $name/README.md
 $name/gym-submit.yaml
+$name/gymevents
+$name/gymrun
 $name/otelcol-gym
 $name/otelcol-gym-submit
 $name/otelcol-gym.yaml"
@@ -55,6 +57,10 @@ $want"
 		case $out in *"$version"*) ;; *) fail "$bin --version: $out (want $version)" ;; esac
 		"$bin" validate --config "$work/$name/otelcol-gym.yaml" >/dev/null ||
 			fail "$bin validate --config otelcol-gym.yaml failed"
+		# The commands beside it run: gymrun summarises a run of testdata, gymevents checks a line.
+		"$work/$name/gymrun" summary --json testdata/rollouts/run1 | grep -q '"schema": "gymrun.summary/v1"' ||
+			fail "$work/$name/gymrun summary did not summarise testdata/rollouts/run1"
+		"$work/$name/gymevents" --help 2>&1 | grep -q gymevents || fail "$work/$name/gymevents does not run"
 	fi
 	sbom=$dist/$name.sbom.cdx.json
 	python3 - "$sbom" "$os" "$arch" <<'EOF' || fail "$sbom: not the SBOM of the binary"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make dist: reproducible release archives of otelcol-gym for linux/amd64, linux/arm64,
+# make dist: reproducible release archives of otelcol-gym (with gymrun and gymevents) for linux/amd64, linux/arm64,
 # darwin/amd64 and darwin/arm64, their SHA-256 sums and a CycloneDX SBOM per archive, in
 # _build/dist/.
 #
@@ -49,13 +49,20 @@ for platform in $platforms; do
 	mkdir -p "$dir"
 	(cd _build && CGO_ENABLED=0 GOOS=$os GOARCH=$arch \
 		$go build -trimpath -buildvcs=false -tags="$tags" -ldflags='-s -w -buildid=' -o "$dir/otelcol-gym" .)
+	# The two commands beside it, built the same way: gymrun (a run's files summarised and
+	# compared; the recipes write a job's summary with it) and gymevents (event lines sent,
+	# generated, checked).
+	for cmd in gymrun gymevents; do
+		CGO_ENABLED=0 GOOS=$os GOARCH=$arch \
+			$go build -trimpath -buildvcs=false -ldflags='-s -w -buildid=' -o "$dir/$cmd" "./cmd/$cmd"
+	done
 	# What a user runs beside the binary: the default configuration, and the drop-in for the
 	# collector `gym eval submit` starts (docs/gym.md), side by side as otelcol-gym-submit expects.
 	install -m 0644 config/otelcol-gym.yaml "$dir/otelcol-gym.yaml"
 	install -m 0644 deploy/gym-submit.yaml "$dir/gym-submit.yaml"
 	install -m 0755 deploy/otelcol-gym-submit "$dir/otelcol-gym-submit"
 	install -m 0644 README.md "$dir/README.md"
-	chmod 0755 "$dir" "$dir/otelcol-gym"
+	chmod 0755 "$dir" "$dir/otelcol-gym" "$dir/gymrun" "$dir/gymevents"
 	touch -h -d "@$SOURCE_DATE_EPOCH" "$dir" "$dir"/*
 	tar --sort=name --format=gnu --owner=0 --group=0 --numeric-owner \
 		--mtime="@$SOURCE_DATE_EPOCH" -C "$stage" -cf - "$name" | gzip -9 -n >"$out/$name.tar.gz"

@@ -48,21 +48,31 @@ for tool in rpm rpm2cpio cpio dpkg-deb debootstrap unshare nsenter ip; do
 	command -v "$tool" >/dev/null || fail "$tool not found (.ci/run installs rpm, debootstrap)"
 done
 
-# The binary of the release archive of ARCH, which both packages must carry unchanged.
+# The binaries of the release archive of ARCH, which both packages must carry unchanged.
+binaries="otelcol-gym gymrun gymevents"
 archive_sum() {
-	tar -xzOf "$dist/otelcol-gym_${version}_linux_$1.tar.gz" "otelcol-gym_${version}_linux_$1/otelcol-gym" | sha256sum | cut -d' ' -f1
+	tar -xzOf "$dist/otelcol-gym_${version}_linux_$1.tar.gz" "otelcol-gym_${version}_linux_$1/$2" | sha256sum | cut -d' ' -f1
+}
+# same_binaries ROOT PACKAGE: every binary under ROOT/usr/bin is the archive's.
+same_binaries() {
+	local b
+	for b in $binaries; do
+		[ "$(sha256sum <"$1/usr/bin/$b" | cut -d' ' -f1)" = "$(archive_sum "$arch" "$b")" ] ||
+			fail "$2: /usr/bin/$b is not the binary of $name.tar.gz"
+	done
 }
 
 want_files="/etc/otelcol-gym
 /etc/otelcol-gym/config.yaml
 /etc/otelcol-gym/otelcol-gym.conf
+/usr/bin/gymevents
+/usr/bin/gymrun
 /usr/bin/otelcol-gym
 /usr/lib/systemd/system/otelcol-gym.service
 /usr/share/doc/otelcol-gym/README.md"
 
 for arch in amd64 arm64; do
 	name=otelcol-gym_${version}_linux_${arch}
-	binsum=$(archive_sum "$arch")
 
 	# --- rpm ---
 	rpmf=$dist/$name.rpm
@@ -80,6 +90,8 @@ $want_files"
 	want="/etc/otelcol-gym drwxr-xr-x root:root 
 /etc/otelcol-gym/config.yaml -rw-r--r-- root:root cn
 /etc/otelcol-gym/otelcol-gym.conf -rw-r--r-- root:root cn
+/usr/bin/gymevents -rwxr-xr-x root:root 
+/usr/bin/gymrun -rwxr-xr-x root:root 
 /usr/bin/otelcol-gym -rwxr-xr-x root:root 
 /usr/lib/systemd/system/otelcol-gym.service -rw-r--r-- root:root 
 /usr/share/doc/otelcol-gym/README.md -rw-r--r-- root:root "
@@ -93,8 +105,7 @@ $want"
 	done
 	mkdir -p "$work/rpm-$arch"
 	(cd "$work/rpm-$arch" && rpm2cpio "$rpmf" | cpio -idm --quiet)
-	[ "$(sha256sum <"$work/rpm-$arch/usr/bin/otelcol-gym" | cut -d' ' -f1)" = "$binsum" ] ||
-		fail "$rpmf: /usr/bin/otelcol-gym is not the binary of $name.tar.gz"
+	same_binaries "$work/rpm-$arch" "$rpmf"
 	cmp -s "$work/rpm-$arch/etc/otelcol-gym/config.yaml" config/otelcol-gym.yaml ||
 		fail "$rpmf: /etc/otelcol-gym/config.yaml is not config/otelcol-gym.yaml"
 
@@ -110,6 +121,8 @@ Depends: procps"
 	got=$(dpkg-deb -c "$deb" | awk '$6 !~ /\/$/ {print $1, $2, $6}' | sed 's| \./| /|')
 	want="-rw-r--r-- root/root /etc/otelcol-gym/config.yaml
 -rw-r--r-- root/root /etc/otelcol-gym/otelcol-gym.conf
+-rwxr-xr-x root/root /usr/bin/gymevents
+-rwxr-xr-x root/root /usr/bin/gymrun
 -rwxr-xr-x root/root /usr/bin/otelcol-gym
 -rw-r--r-- root/root /usr/lib/systemd/system/otelcol-gym.service
 -rw-r--r-- root/root /usr/share/doc/otelcol-gym/README.md"
@@ -128,8 +141,7 @@ $want"
 			fail "$deb: ${s%%:*} is not deploy/packages/${s#*:}.sh"
 	done
 	dpkg-deb -x "$deb" "$work/deb-$arch"
-	[ "$(sha256sum <"$work/deb-$arch/usr/bin/otelcol-gym" | cut -d' ' -f1)" = "$binsum" ] ||
-		fail "$deb: /usr/bin/otelcol-gym is not the binary of $name.tar.gz"
+	same_binaries "$work/deb-$arch" "$deb"
 done
 echo "packages-check: rpm and deb metadata and files ok"
 
@@ -176,6 +188,9 @@ sys_max=$(awk '$1 == "SYS_UID_MAX" {print $2}' "$root/etc/login.defs")
 
 # The files, and the conffiles dpkg registered (with the md5 of what it installed).
 cmp -s "$root/etc/otelcol-gym/config.yaml" config/otelcol-gym.yaml || fail "config.yaml differs"
+# gymrun, installed beside it, summarises a run's files on the installed system.
+cp -r testdata/rollouts/run1 "$root/tmp/run1"
+in_root gymrun summary --json /tmp/run1 | grep -q '"schema": "gymrun.summary/v1"' || fail "gymrun summary failed in the installed root"
 cmp -s "$root/usr/lib/systemd/system/otelcol-gym.service" deploy/packages/otelcol-gym.service || fail "unit differs"
 got=$(in_root dpkg-query -W -f='${Conffiles}\n' otelcol-gym | awk 'NF {print $1, $2, $3}')
 want=" /etc/otelcol-gym/config.yaml $(md5sum <config/otelcol-gym.yaml | cut -d' ' -f1)

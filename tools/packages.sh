@@ -26,10 +26,10 @@ for arch in amd64 arm64; do
 	archive=$dist/$name.tar.gz
 	[ -f "$archive" ] || { echo "packages: $archive missing: run make dist first" >&2; exit 1; }
 	# The released binary itself, not a second build.
-	tar -xzf "$archive" -C "$stage" "$name/otelcol-gym"
-	# nfpm expands the environment in version and arch, not in a file's source: ${BIN} is
-	# replaced here. Every other path stays relative to the repository root.
-	sed "s|\${BIN}|$stage/$name/otelcol-gym|" deploy/packages/nfpm.yaml >"$stage/nfpm.yaml"
+	tar -xzf "$archive" -C "$stage" "$name/otelcol-gym" "$name/gymrun" "$name/gymevents"
+	# nfpm expands the environment in version and arch, not in a file's source: ${BIN} (the
+	# archive's directory) is replaced here. Every other path stays relative to the repository root.
+	sed "s|\${BIN}|$stage/$name|" deploy/packages/nfpm.yaml >"$stage/nfpm.yaml"
 	for format in deb rpm; do
 		rm -f "$dist/$name.$format"
 		VERSION=$version ARCH=$arch $nfpm package --config "$stage/nfpm.yaml" \

@@ -106,7 +106,7 @@ func loadSide(path string, stderr io.Writer) (*side, error) {
 	if len(s.benches) == 0 {
 		return nil, fmt.Errorf("%s: no row read: nothing to compare", path)
 	}
-	return &side{path: path, benches: s.report(files).Benchmarks, runs: s.benches}, nil
+	return &side{path: path, benches: s.report(files, nil).Benchmarks, runs: s.benches}, nil
 }
 
 // schemaOf is the "schema" string of the file's first JSON value when it is an object that has

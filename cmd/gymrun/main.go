@@ -1,16 +1,18 @@
 // Command gymrun reads the files of NeMo Gym runs (gym eval run's STEM.jsonl and its failures
 // sidecar) and summarises them by benchmark.
 //
-//	gymrun summary [--json] PATH...
+//	gymrun summary [--json] [--prices FILE] [--out FILE] PATH...
 //	gymrun compare [--json] [--html FILE] A B
 //
 // PATH is a run's main output DIR/STEM.jsonl, or a directory whose main outputs are read (not
 // its subdirectories). Each main output is read with its sidecar STEM_failures.jsonl when there
 // is one, by the receiver's own decoding and mapping (internal/rollouts), so that the summary
 // counts what the collector's metrics count. A rejected row is reported on standard error with
-// its file and line and counted; the rows around it are read. Exit status: 0 when the summary
-// was written, 2 on a usage error or a file that cannot be read. compare (compare.go) reads two
-// runs, or their summaries, and says per benchmark whether B's reward changed and why.
+// its file and line and counted; the rows around it are read. With --prices, a price table
+// (internal/prices: USD per million tokens by model), each benchmark's cost too. Exit status: 0
+// when the summary was written, 2 on a usage error or a file (or price table) that cannot be read.
+// compare (compare.go) reads two runs, or their summaries, and says per benchmark whether B's
+// reward changed and why.
 package main
 
 import (
@@ -24,6 +26,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/prices"
 	"github.com/gym-telemetry/otelcol-gym/internal/rollouts"
 )
 
@@ -31,12 +34,13 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-const usage = `usage: gymrun summary [--json] PATH...
+const usage = `usage: gymrun summary [--json] [--prices FILE] [--out FILE] PATH...
        gymrun compare [--json] [--html FILE] A B
 
 summary: reads Gym run files (PATH: a run's main output STEM.jsonl, with its sidecar
 STEM_failures.jsonl, or a directory of runs) and prints per benchmark attempts, failures,
-reward (with its denominator), tokens, truncated responses, tool calls and durations.
+reward (with its denominator), tokens, truncated responses, tool calls and durations; with
+--prices FILE (USD per million tokens by model), the cost of each benchmark.
 
 compare: is run B better than run A? Per benchmark, the change in mean reward with its 95%
 interval, a verdict (regression, improvement, no_change) and its causes (model,
@@ -55,8 +59,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("summary", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	asJSON := fl.Bool("json", false, "write the gymrun.summary/v1 JSON document instead of tables")
+	pricesPath := fl.String("prices", "", "a price table (USD per million tokens by model, docs/gymrun.md): each benchmark's cost")
+	out := fl.String("out", "", "write to this file (whole, or not at all; its directory created) instead of standard output")
 	if err := fl.Parse(args[1:]); err != nil {
 		return 2
+	}
+	var table *prices.Table
+	if *pricesPath != "" {
+		var err error
+		if table, err = prices.Load(*pricesPath); err != nil {
+			fmt.Fprintln(stderr, "gymrun:", err)
+			return 2
+		}
 	}
 	if fl.NArg() == 0 {
 		fmt.Fprint(stderr, usage)
@@ -68,13 +82,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gymrun:", err)
 		return 2
 	}
-	r := s.report(files)
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(r)
+	r := s.report(files, table)
+	write := func(w io.Writer) error {
+		if *asJSON {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(r)
+		}
+		return writeText(w, r)
+	}
+	if *out != "" {
+		err = writeFile(*out, write)
 	} else {
-		err = writeText(stdout, r)
+		err = write(stdout)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "gymrun:", err)
@@ -158,4 +178,30 @@ func readFile(s *Summary, path string, kind rollouts.Kind, stderr io.Writer) (Fi
 		return fr, fmt.Errorf("%s: %w", path, err)
 	}
 	return fr, nil
+}
+
+// writeFile writes a file whole or not at all: a job's summary is read by other tools, which
+// must never see half of one. Its directory is created.
+func writeFile(path string, write func(io.Writer) error) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	if err = write(tmp); err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+	}
+	return err
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/prices"
 )
 
 // Schema names the JSON document's format; a change of meaning gets a new version.
@@ -46,6 +48,7 @@ type BenchReport struct {
 	Tokens        map[string]map[string]int64 `json:"tokens"`
 	ToolCalls     ToolCalls                   `json:"tool_calls"`
 	DurationMS    *Durations                  `json:"duration_ms"`
+	Cost          *Cost                       `json:"cost,omitempty"` // with --prices only
 }
 
 // Reward is the mean reward over its explicit denominator n: scored, unmasked rows whose reward
@@ -76,8 +79,9 @@ type Durations struct {
 	P99 float64 `json:"p99"`
 }
 
-// report builds the JSON document of the summary and the files read.
-func (s *Summary) report(files []FileReport) Report {
+// report builds the JSON document of the summary and the files read; with a price table, each
+// benchmark's cost.
+func (s *Summary) report(files []FileReport, table *prices.Table) Report {
 	out := Report{Schema: Schema, Files: files, Benchmarks: map[string]BenchReport{}}
 	for name, b := range s.benches {
 		br := BenchReport{
@@ -104,6 +108,9 @@ func (s *Summary) report(files []FileReport) Report {
 			d := slices.Clone(b.durations)
 			slices.Sort(d)
 			br.DurationMS = &Durations{N: len(d), P50: percentile(d, 50), P90: percentile(d, 90), P99: percentile(d, 99)}
+		}
+		if table != nil {
+			br.Cost = cost(table, &br)
 		}
 		out.Benchmarks[name] = br
 	}
@@ -160,6 +167,7 @@ func writeText(w io.Writer, r Report) error {
 		}
 	}
 	section(w, "\ntokens (benchmark, type, model):", lines)
+	writeCost(w, r, names)
 	lines = lines[:0]
 	for _, f := range r.Files {
 		reasons := make([]string, 0, len(f.ByReason))

@@ -17,9 +17,15 @@ import (
 // attribute's rule, so it never stands for a value.
 const absent = "(none)"
 
-// truncated are the finish reasons of a response cut at its token limit (Responses'
-// max_output_tokens, Chat's length, Anthropic's max_tokens): the alert rules' set.
-var truncated = map[string]bool{"max_output_tokens": true, "length": true, "max_tokens": true}
+// truncated are the finish reasons of a response cut at its token limit: the schema's set,
+// which the alert rules use too.
+var truncated = func() map[string]bool {
+	m := map[string]bool{}
+	for _, r := range schema.TruncatedFinishReasons {
+		m[r] = true
+	}
+	return m
+}()
 
 // scoredOutcome is the outcome of a main output row (nemo.gym.rollout.outcome's first value).
 var scoredOutcome = schema.Attr(schema.AttrNemoGymRolloutOutcome).Values[0]

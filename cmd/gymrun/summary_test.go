@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
 
@@ -365,16 +367,38 @@ func TestSummaryUsage(t *testing.T) {
 	assert.Contains(t, out.String(), "math_with_judge")
 }
 
-// TestTruncatedIsTheRulesSet: the finish reasons gymrun counts as truncated are those of the
-// recording rule behind GymResponsesTruncated, so the summary and the alert cannot drift.
+// TestSummaryOut: --out writes the same document to a file, whole, creating its directory;
+// a file that cannot be written is an error, and nothing is left behind.
+func TestSummaryOut(t *testing.T) {
+	run1 := filepath.Join("..", "..", "testdata", "rollouts", "run1")
+	var want, out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"summary", "--json", run1}, &want, &errOut))
+	dir := filepath.Join(t.TempDir(), "job", "otel")
+	path := filepath.Join(dir, "summary.json")
+	require.Equal(t, 0, run([]string{"summary", "--json", "--out", path, run1}, &out, &errOut), errOut.String())
+	assert.Empty(t, out.String(), "nothing on standard output")
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, want.String(), string(got))
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "no temporary file left")
+
+	blocker := filepath.Join(t.TempDir(), "a-file")
+	require.NoError(t, os.WriteFile(blocker, nil, 0o600))
+	errOut.Reset()
+	assert.Equal(t, 2, run([]string{"summary", "--json", "--out", filepath.Join(blocker, "summary.json"), run1}, &out, &errOut))
+	assert.Contains(t, errOut.String(), "a-file")
+}
+
+// TestTruncatedIsTheRulesSet: the finish reasons gymrun counts as truncated (the schema's
+// registries.truncated_finish_reasons) are those of the recording rule behind
+// GymResponsesTruncated, so the summary and the alert cannot drift.
 func TestTruncatedIsTheRulesSet(t *testing.T) {
 	rules, err := os.ReadFile("../../deploy/prometheus/gym.rules.yaml")
 	require.NoError(t, err)
 	m := regexp.MustCompile(`nemo_gym_rollout_finish_reason=~"([^"]+)"`).FindSubmatch(rules)
 	require.NotNil(t, m, "the truncation rule's finish reasons")
-	got := map[string]bool{}
-	for _, r := range strings.Split(string(m[1]), "|") {
-		got[r] = true
-	}
-	assert.Equal(t, got, truncated)
+	assert.ElementsMatch(t, strings.Split(string(m[1]), "|"), schema.TruncatedFinishReasons)
+	assert.Len(t, truncated, len(schema.TruncatedFinishReasons))
 }

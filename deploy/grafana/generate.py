@@ -181,6 +181,20 @@ def infra_quantiles(metric, by, legend):
             for x in (0.5, 0.99)]
 
 
+# The cost of runs: the gym.cost recording rules of deploy/prometheus/gym.rules.yaml (the tokens
+# of Gym's run files at the user's prices, gym.token.price_per_million; internal/prices'
+# formula), by run and benchmark. The rules keep nemo_run_id and the dispatch and model labels,
+# so their selectors take the run, dispatch and model matchers as a Gym instrument's would.
+COST = 'nemo_run_id=~"$run", nemo_gym_rollout_dispatch_name=~"$dispatch"'
+COST_MODEL = COST + ', gen_ai_response_model=~"$model"'
+
+
+def cost_by_bench(rule):
+    """A gym.cost rule by run and benchmark."""
+    return q(f"sum by (nemo_run_id, nemo_gym_rollout_dispatch_name) ({rule}{{{COST}}})",
+             "{{nemo_run_id}} {{nemo_gym_rollout_dispatch_name}}")
+
+
 DASHBOARDS = [
     {
         "uid": "gym-rollouts",
@@ -577,6 +591,34 @@ DASHBOARDS = [
                 q(f"sum by (nemo_run_id, nemo_gym_server_name, nemo_gym_rollout_stage) (gym_rollout_stalled{{{RUN}}}) > 0",
                   instant=True, fmt="table")],
                 description="Now, by run, server and stage. The connector's log record of each stall (event gym.rollout.stalled) names the rollout and links its trace."),
+        ],
+    },
+    {
+        "uid": "gym-cost",
+        "title": "Gym / Cost",
+        "description": "What runs cost at your prices (the gym receiver's prices, USD per million tokens; never built in): by run, benchmark and model, per scored rollout, full rewards per USD, tokens without a price.",
+        "per_run": True,
+        "panels": [
+            stat("Cost by run", [
+                q(f"sum by (nemo_run_id) (gym:cost_usd:sum{{{COST}}})", "{{nemo_run_id}}")], unit="currencyUSD",
+                description="USD of the priced tokens of each run's rollouts (Gym's run files) since it began: gym:cost_usd:sum."),
+            timeseries("Cost by benchmark", [
+                cost_by_bench("gym:cost_usd:sum")], unit="currencyUSD",
+                description="USD by run and benchmark; per model: (input - cached_input) x its price + cached_input x its price + (output - reasoning) x its price + reasoning x its price, prices in USD per million tokens."),
+            timeseries("Cost per scored rollout", [
+                cost_by_bench("gym:cost_per_scored_rollout:usd")], unit="currencyUSD",
+                description="The benchmark's cost over its scored rollouts: failed ones cost too, and are paid for by the scored."),
+            timeseries("Full rewards per USD", [
+                cost_by_bench("gym:cost_full_rewards_per_usd:ratio")],
+                description="Unmasked rollouts with reward 1 per USD: the reward per dollar of a pass/fail benchmark (rewards 0 or 1). gymrun summary --prices gives the reward per dollar of any reward."),
+            timeseries("Cost by model (tokens x price)", [
+                q(f"sum by (gen_ai_response_model) (gym:cost_usd:by_model{{{COST_MODEL}}})", "{{gen_ai_response_model}}")], unit="currencyUSD", stack=True),
+            timeseries("Tokens by model and type", [
+                q(f"sum by (gen_ai_response_model, gen_ai_token_type) ({TOKENS}_sum{{{RUN}}})", "{{gen_ai_response_model}} {{gen_ai_token_type}}")],
+                description="What the cost is made of; never summed across types (reasoning is part of output, cached_input of input)."),
+            timeseries("Tokens without a price", [
+                q(f"sum by (gen_ai_response_model, gen_ai_token_type) (gym:cost_unpriced_tokens:sum{{{COST_MODEL}}})", "{{gen_ai_response_model}} {{gen_ai_token_type}}")],
+                description="Tokens of models the price table does not name (or of responses that name no model): left out of every cost above, never priced by a guess."),
         ],
     },
     {

@@ -23,7 +23,7 @@ var engine = []string{
 	"internal/bound", "internal/transport", "internal/follow", "internal/procstats",
 	"internal/checkpoint", "internal/gymjson", "internal/ingest", "internal/normalize",
 	"internal/schema", "internal/clock", "internal/ratelog", "internal/storagerepair",
-	"internal/flight",
+	"internal/flight", "internal/prices",
 }
 
 // tooling are the packages under internal/ that are not the engine: what builds it, tests it
@@ -49,6 +49,7 @@ var forbidden = []struct {
 	{"internal/console", "the console decoders hand pdata to a sink; they know no aggregator or rules", without(engine, "internal/console", "internal/gymjson", "internal/ingest", "internal/ratelog", "internal/clock")},
 	{"internal/bound", "the bounding rules are pdata in, pdata out", without(engine, "internal/bound", "internal/normalize", "internal/schema", "internal/ratelog", "internal/clock")},
 	{"internal/flight", "the flight recorder reads spans: it knows no decoder, aggregator or bounding rule", without(engine, "internal/flight", "internal/normalize", "internal/schema", "internal/clock")},
+	{"internal/prices", "the price table and the cost formula stand on the schema and its value rules alone", without(engine, "internal/prices", "internal/normalize", "internal/schema")},
 	{"internal/gymjson", "the one JSON scanner is a leaf that every decoder stands on", without(engine, "internal/gymjson")},
 	{"internal/ingest", "the vocabulary of transports and decoders is a leaf", without(engine, "internal/ingest")},
 	{"internal/schema", "the schema is the leaf everything derives from", without(engine, "internal/schema")},

@@ -42,6 +42,9 @@ var FailureKinds = []string{"transport_unreachable", "transport_peer_drop", "tra
 // HealthChecks is the registry of rollout health checks.
 var HealthChecks = []string{"check_execution_error", "record_unreadable", "rollout_duplicate_identity", "rollout_missing_agent_turns", "rollout_ended_on_failed_model_call", "agent_turn_hollow", "model_call_zero_completion_tokens", "model_call_missing_token_counts", "trajectory_capture_mismatch", "model_call_failed", "rollout_token_count_mismatch", "model_call_runaway_generation"}
 
+// TruncatedFinishReasons are the finish reasons of a response cut at its token limit.
+var TruncatedFinishReasons = []string{"max_output_tokens", "length", "max_tokens"}
+
 // Attribute IDs.
 const (
 	AttrNemoGymRolloutOutcome AttrID = iota
@@ -284,6 +287,7 @@ const (
 	GenAiClientOperationDuration
 	GenAiClientTokenUsage
 	GenAiClientOperationTimeToFirstChunk
+	GymTokenPricePerMillion
 	NumInstruments
 )
 
@@ -1136,6 +1140,15 @@ var Instruments = [NumInstruments]Instrument{
 			{ID: AttrGenAiResponseModel, Optional: true, When: "the sender names it (never derived)"},
 			{ID: AttrNemoGymServerName, Optional: true, When: "the model-call point has it"},
 			{ID: AttrNemoGymModelCallDialect, Optional: true, When: "the model-call point has it"},
+		},
+	},
+	GymTokenPricePerMillion: {
+		Name: "gym.token.price_per_million", Description: "The price of a model's tokens of one type, in USD per million tokens, from the gym receiver's price table.", Group: "Prices",
+		Kind: KindGauge, ValueType: ValueDouble, Unit: "{USD}", Source: "prices", Snapshot: false,
+		Note: "One point per priced model and token type, every collection interval, on a resource of its own (gym.source prices, log.file.path the table's file, service.instance.id the collector's); a model without cached_input or reasoning prices has input's and output's. No table configured: no series.",
+		Attrs: []InstrumentAttr{
+			{ID: AttrGenAiResponseModel},
+			{ID: AttrGenAiTokenType},
 		},
 	},
 }

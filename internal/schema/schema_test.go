@@ -29,7 +29,7 @@ func TestGeneratedFilesAreFresh(t *testing.T) {
 }
 
 func TestSchemaShape(t *testing.T) {
-	require.Len(t, schema.Instruments, 101, "the schema lists 101 instruments")
+	require.Len(t, schema.Instruments, 102, "the schema lists 102 instruments")
 	names := map[string]bool{}
 	for i := range schema.Instruments {
 		in := &schema.Instruments[i]
@@ -45,10 +45,11 @@ func TestSchemaShape(t *testing.T) {
 			assert.Empty(t, in.Bounds, in.Name)
 		}
 		// Sums and gauges of counts are int64; only process.cpu.time, the verify success
-		// rate, Gym's samples in % and MiB and the age of the oldest rollout in flight are doubles.
+		// rate, Gym's samples in % and MiB, the age of the oldest rollout in flight and the
+		// token prices are doubles.
 		if in.Kind != schema.KindHistogram {
 			want := schema.ValueInt
-			if in.Name == "process.cpu.time" || in.Name == "gym.verify.success_rate" || in.Name == "gym.rollout.oldest_in_flight_age" || in.Unit == "%" || in.Unit == "MiB" {
+			if in.Name == "process.cpu.time" || in.Name == "gym.verify.success_rate" || in.Name == "gym.rollout.oldest_in_flight_age" || in.Name == "gym.token.price_per_million" || in.Unit == "%" || in.Unit == "MiB" {
 				want = schema.ValueDouble
 			}
 			assert.Equal(t, want, in.ValueType, in.Name)

@@ -117,7 +117,7 @@ type Instrument struct {
 	Bounds      []float64 // explicit bucket boundaries (histograms)
 	Attrs       []InstrumentAttr
 	Events      []string // the events-v1 events that feed it
-	Source      string   // "events", "process" (read by the collector), "run_files", "otlp" (OTLP only), "derived" (gymattrs' genai_conventions) or "spans" (the gymrollouts connector)
+	Source      string   // "events", "process" (read by the collector), "run_files", "otlp" (OTLP only), "derived" (gymattrs' genai_conventions), "spans" (the gymrollouts connector) or "prices" (the gym receiver's price table)
 	Row         string   // the run-file field that feeds it (source run_files, or also an events one)
 	AcceptKinds []Kind   // the kinds an OTLP sender may use, kept as sent (nil: Kind only)
 	Snapshot    bool     // fed by a snapshot total the process keeps itself

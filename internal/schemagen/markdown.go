@@ -58,6 +58,8 @@ func (s *Schema) Markdown() []byte {
 			fed = "run files: " + in.Row
 		case "spans":
 			fed = "the gymrollouts connector, from Gym's spans; or OTLP"
+		case "prices":
+			fed = "the gym receiver's price table (`prices`); or OTLP"
 		default:
 			fed = "`" + strings.Join(in.Events, "`, `") + "`"
 			if in.Snapshot {
@@ -96,6 +98,7 @@ func (s *Schema) Markdown() []byte {
 	}
 	p("\nRegistered failure kinds: %s.\n\n", "`"+strings.Join(s.Registries.FailureKinds, "`, `")+"`")
 	p("Registered health checks: %s.\n", "`"+strings.Join(s.Registries.HealthChecks, "`, `")+"`")
+	p("\nThe finish reasons of a response cut at its token limit (the truncation rule, `gymrun`'s `truncated`): %s.\n", "`"+strings.Join(s.Registries.TruncatedFinishReasons, "`, `")+"`")
 	return b.Bytes()
 }
 

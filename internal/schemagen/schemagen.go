@@ -36,6 +36,8 @@ type file struct {
 	Registries       struct {
 		FailureKinds []string `yaml:"failure_kinds"`
 		HealthChecks []string `yaml:"health_checks"`
+		// TruncatedFinishReasons: values of nemo.gym.rollout.finish_reason.
+		TruncatedFinishReasons []string `yaml:"truncated_finish_reasons"`
 	} `yaml:"registries"`
 	Attributes  yaml.Node `yaml:"attributes"`
 	Instruments yaml.Node `yaml:"instruments"`
@@ -224,6 +226,9 @@ func Parse(data []byte) (*Schema, error) {
 	if len(s.Registries.FailureKinds) == 0 || len(s.Registries.HealthChecks) == 0 {
 		errs = append(errs, errors.New("registries: failure_kinds and health_checks are required"))
 	}
+	if err := s.checkTruncated(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("metadata.yaml: %w", err)
 	}
@@ -360,9 +365,9 @@ func (s *Schema) checkInstrument(in *Instrument) error {
 	switch in.Source {
 	case "":
 		in.Source = "events"
-	case "events", "process", "run_files", "otlp", "derived", "spans":
+	case "events", "process", "run_files", "otlp", "derived", "spans", "prices":
 	default:
-		return fmt.Errorf("instrument %s: source %q is not events, process, run_files, otlp, derived or spans", in.Name, in.Source)
+		return fmt.Errorf("instrument %s: source %q is not events, process, run_files, otlp, derived, spans or prices", in.Name, in.Source)
 	}
 	if (in.Source == "events") != (len(in.Events) > 0) {
 		return fmt.Errorf("instrument %s: events are required exactly for source events", in.Name)
@@ -438,6 +443,7 @@ func (s *Schema) Go() ([]byte, error) {
 	}
 	p(")\n\n// FailureKinds is NeMo Gym's failure-kind registry.\nvar FailureKinds = []string{%s}\n\n", quoted(s.Registries.FailureKinds))
 	p("// HealthChecks is the registry of rollout health checks.\nvar HealthChecks = []string{%s}\n\n", quoted(s.Registries.HealthChecks))
+	p("// TruncatedFinishReasons are the finish reasons of a response cut at its token limit.\nvar TruncatedFinishReasons = []string{%s}\n\n", quoted(s.Registries.TruncatedFinishReasons))
 	p("// Attribute IDs.\nconst (\n")
 	for i, a := range s.Attrs {
 		if i == 0 {
@@ -555,4 +561,23 @@ func quoted(ss []string) string {
 		out[i] = strconv.Quote(s)
 	}
 	return strings.Join(out, ", ")
+}
+
+// checkTruncated: the truncated finish reasons are values the finish-reason attribute keeps,
+// or no series would ever carry them.
+func (s *Schema) checkTruncated() error {
+	const key = "nemo.gym.rollout.finish_reason"
+	if len(s.Registries.TruncatedFinishReasons) == 0 {
+		return errors.New("registries: truncated_finish_reasons is required")
+	}
+	i, ok := s.attrIndex[key]
+	if !ok {
+		return fmt.Errorf("registries: truncated_finish_reasons: no attribute %s", key)
+	}
+	for _, r := range s.Registries.TruncatedFinishReasons {
+		if !slices.Contains(s.Attrs[i].Values, r) {
+			return fmt.Errorf("registries: truncated_finish_reasons: %q is not a value of %s", r, key)
+		}
+	}
+	return nil
 }

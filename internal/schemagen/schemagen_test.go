@@ -14,7 +14,7 @@ func TestParseRealSchema(t *testing.T) {
 	require.NoError(t, err)
 	s, err := Parse(data)
 	require.NoError(t, err)
-	assert.Len(t, s.Instruments, 101)
+	assert.Len(t, s.Instruments, 102)
 	assert.Equal(t, "GymHttpConnectionPoolConnectTotal", GoName("gym.http.connection_pool.connect_total"))
 }
 
@@ -42,6 +42,8 @@ func TestParseRejects(t *testing.T) {
 		{"alias on a free string", "    rule: string\n    max_bytes: 256\n    description: The sandbox provider.", "    rule: string\n    max_bytes: 256\n    aliases: {a: b}\n    description: The sandbox provider.", "aliases are for enum and fallback_enum"},
 		{"unit listed twice", "    units: [requests]", "    units: [requests, requests]", `units: "requests" listed twice`},
 		{"own unit listed", "    units: [requests]", "    units: [\"{request}\"]", `units: "{request}" listed twice (or its own unit)`},
+		{"truncated reason not a value", "truncated_finish_reasons: [max_output_tokens, length, max_tokens]", "truncated_finish_reasons: [max_output_tokens, cut_short]", `"cut_short" is not a value of nemo.gym.rollout.finish_reason`},
+		{"no truncated reasons", "truncated_finish_reasons: [max_output_tokens, length, max_tokens]", "truncated_finish_reasons: []", "truncated_finish_reasons is required"},
 		{"code_name not a name", "code_name: gym.model.route_call_duration_ms", "code_name: Gym-Model", "name and code_name must match"},
 	}
 	for _, c := range cases {

@@ -1528,6 +1528,18 @@ GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK = Instrument(
         InstrumentAttribute(ATTR_NEMO_GYM_MODEL_CALL_DIALECT.key, optional=True),
     ),
 )
+# The price of a model's tokens of one type, in USD per million tokens, from the gym receiver's price table. One point per priced model and token type, every collection interval, on a resource of its own (gym.source prices, log.file.path the table's file, service.instance.id the collector's); a model without cached_input or reasoning prices has input's and output's. No table configured: no series.
+GYM_TOKEN_PRICE_PER_MILLION = Instrument(
+    name="gym.token.price_per_million",
+    kind="gauge",
+    unit="{USD}",
+    value_type="double",
+    source="prices",
+    attributes=(
+        InstrumentAttribute(ATTR_GEN_AI_RESPONSE_MODEL.key),
+        InstrumentAttribute(ATTR_GEN_AI_TOKEN_TYPE.key),
+    ),
+)
 
 # Every attribute by its key, in the schema's order.
 ATTRIBUTES: dict[str, Attribute] = {
@@ -1701,4 +1713,5 @@ INSTRUMENTS: dict[str, Instrument] = {
     GEN_AI_CLIENT_OPERATION_DURATION.name: GEN_AI_CLIENT_OPERATION_DURATION,
     GEN_AI_CLIENT_TOKEN_USAGE.name: GEN_AI_CLIENT_TOKEN_USAGE,
     GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK.name: GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK,
+    GYM_TOKEN_PRICE_PER_MILLION.name: GYM_TOKEN_PRICE_PER_MILLION,
 }

@@ -24,9 +24,9 @@ ALIASES = {frozenset({"otelcol_gym.gym_metrics.SERVER_NAME_ATTRIBUTE", "otelcol_
 
 
 # The instruments the emitter never sends: the collector makes them (gymattrs'
-# genai_conventions derives them; the gymrollouts connector makes them from Gym's spans), and
-# the attributes only they carry.
-COLLECTORS = ("derived", "spans")
+# genai_conventions derives them; the gymrollouts connector makes them from Gym's spans; the gym
+# receiver exports the user's price table), and the attributes only they carry.
+COLLECTORS = ("derived", "spans", "prices")
 EMITTED = {k: i for k, i in _schema.INSTRUMENTS.items() if i.source not in COLLECTORS}
 DERIVED_ONLY = {a.key for i in _schema.INSTRUMENTS.values() if i.source in COLLECTORS for a in i.attributes} - {a.key for i in EMITTED.values() for a in i.attributes}
 EMITTED_ATTRIBUTES = sorted(set(_schema.ATTRIBUTES) - DERIVED_ONLY)
@@ -46,7 +46,7 @@ class TestGymConstants(unittest.TestCase):
     def test_every_instrument_has_its_constant(self) -> None:
         got = constants("_INSTRUMENT")
         self.assertEqual(sorted(got.values()), sorted(EMITTED), "one *_INSTRUMENT constant per instrument of the schema the emitter sends")
-        self.assertEqual(len(EMITTED), len(_schema.INSTRUMENTS) - 7, "the three GenAI instruments and the four of rollouts in flight are the collector's")
+        self.assertEqual(len(EMITTED), len(_schema.INSTRUMENTS) - 8, "the three GenAI instruments, the four of rollouts in flight and the prices are the collector's")
 
     def test_every_attribute_has_its_constant(self) -> None:
         got = constants("_ATTRIBUTE")

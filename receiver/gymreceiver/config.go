@@ -11,6 +11,7 @@ import (
 
 	"github.com/gym-telemetry/otelcol-gym/internal/follow"
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
+	"github.com/gym-telemetry/otelcol-gym/internal/prices"
 	"github.com/gym-telemetry/otelcol-gym/internal/procstats"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 	"github.com/gym-telemetry/otelcol-gym/internal/transport"
@@ -47,6 +48,11 @@ type Config struct {
 
 	// Process reads host process stats of the Gym processes the stream names.
 	Process ProcessConfig `mapstructure:"process"`
+
+	// Prices is the path of the user's price table (internal/prices: USD per million tokens by
+	// model), exported as gym.token.price_per_million every collection; "": no prices, no
+	// price series. Read at start: a table that cannot be read stops the collector.
+	Prices string `mapstructure:"prices"`
 
 	// Storage names a storage extension (e.g. file_storage) that keeps the aggregation state
 	// and the files' offsets across restarts: one checkpoint per collection, saved before its
@@ -140,8 +146,13 @@ const (
 // Validate checks the configuration; each error names the key and says why.
 func (cfg *Config) Validate() error {
 	var errs []error
-	if !cfg.HTTP.HasValue() && !cfg.Stream.HasValue() && !cfg.Files.HasValue() && !cfg.Rollouts.HasValue() {
-		errs = append(errs, errors.New("no transport: configure at least one of http, stream, files or rollouts"))
+	if !cfg.HTTP.HasValue() && !cfg.Stream.HasValue() && !cfg.Files.HasValue() && !cfg.Rollouts.HasValue() && cfg.Prices == "" {
+		errs = append(errs, errors.New("no transport: configure at least one of http, stream, files or rollouts (or prices alone)"))
+	}
+	if cfg.Prices != "" {
+		if _, err := prices.Load(cfg.Prices); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if cfg.CollectionInterval <= 0 {
 		errs = append(errs, fmt.Errorf("collection_interval: must be positive, got %s", cfg.CollectionInterval))

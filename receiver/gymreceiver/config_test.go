@@ -125,6 +125,8 @@ func TestInvalidConfig(t *testing.T) {
 		"bad_max_resources":            "max_resources",
 		"storage_alias_differs":        "files.storage",
 		"bad_checkpoint_before_answer": "checkpoint_before_answer: requires storage",
+		"bad_prices":                   `prices: testdata/prices-bad.yaml: models: "model-a": input: -1 is not a price`,
+		"missing_prices":               "prices: open testdata/no-such-prices.yaml: no such file",
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := loadConfig(t, name)

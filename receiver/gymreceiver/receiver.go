@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/config/confighttp"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver"
 	"go.uber.org/zap"
@@ -24,6 +25,7 @@ import (
 	"github.com/gym-telemetry/otelcol-gym/internal/events"
 	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
+	"github.com/gym-telemetry/otelcol-gym/internal/prices"
 	"github.com/gym-telemetry/otelcol-gym/internal/procstats"
 	"github.com/gym-telemetry/otelcol-gym/internal/rollouts"
 	"github.com/gym-telemetry/otelcol-gym/internal/transport"
@@ -47,6 +49,7 @@ type gymReceiver struct {
 	stream     *transport.StreamServer
 	files      *transport.FileTailer
 	rollouts   *rollouts.Source
+	prices     *prices.Series // nil: no price table configured
 	store      storage.Client
 	ckpt       *checkpoint.Checkpointer // nil without storage
 	outage     *checkpointOutage        // reports the saves of ckpt that fail
@@ -83,7 +86,17 @@ func newGymReceiver(set receiver.Settings, cfg *Config, next consumer.Metrics) (
 			return nil, err
 		}
 	}
+	var series *prices.Series
+	if cfg.Prices != "" {
+		table, err := prices.Load(cfg.Prices)
+		if err != nil {
+			return nil, err
+		}
+		series = prices.NewSeries(table, cfg.Prices, set.Resource, metadata.ScopeName, set.BuildInfo.Version)
+		set.Logger.Info("gym receiver: exporting the price table", zap.String("prices", cfg.Prices), zap.Int("models", len(table.Models())))
+	}
 	return &gymReceiver{
+		prices:     series,
 		procs:      scraper,
 		procWarned: map[procstats.ErrorKind]bool{},
 		cfg:        cfg,
@@ -397,6 +410,9 @@ func (r *gymReceiver) collect(ctx context.Context) {
 		md = r.agg.Collect(r.scope)
 	}
 	r.self.resources(ctx, int64(r.agg.Len()))
+	if r.prices != nil {
+		r.prices.AppendTo(md, pcommon.NewTimestampFromTime(time.Now()))
+	}
 	if md.ResourceMetrics().Len() == 0 {
 		return
 	}
