@@ -52,18 +52,22 @@ type htmlBench struct {
 
 // intervalChart: the change (a point) and its interval (a line) on an axis that holds 0.
 type intervalChart struct {
+	W, H             float64 // the chart's size
 	Verdict          string  // its class
 	X0, X, Lo, Hi    float64 // positions of 0, the change, the interval's ends
 	Min, Max         string  // the axis' end labels, "" where 0's would overlap them
 	MinX, MaxX, MidY float64
+	TickY, LabelY    float64 // the end of 0's tick, the labels' baseline
 }
 
 // histChart: the rewards of A and B as shares of their n, in bars on one axis.
 type histChart struct {
+	W, H     float64 // the chart's size
 	Bars     []bar
 	Lo, Hi   string
 	Top      string // the share at the chart's top
 	BaseY    float64
+	LabelY   float64 // the axis labels' baseline
 	LoX, HiX float64
 }
 
@@ -113,9 +117,9 @@ func newIntervalChart(delta float64, ci [2]float64, verdict string) *intervalCha
 	lo, hi = lo-pad, hi+pad
 	x := scale(lo, hi)
 	c := &intervalChart{
-		Verdict: verdict, X0: x(0), X: x(delta), Lo: x(ci[0]), Hi: x(ci[1]),
+		W: chartW, H: intervalH, Verdict: verdict, X0: x(0), X: x(delta), Lo: x(ci[0]), Hi: x(ci[1]),
 		Min: fmt.Sprintf("%.3f", lo), Max: fmt.Sprintf("%.3f", hi),
-		MinX: chartPad, MaxX: chartW - chartPad, MidY: intervalH / 2,
+		MinX: chartPad, MaxX: chartW - chartPad, MidY: intervalH / 2, TickY: intervalH - 12, LabelY: intervalH - 2,
 	}
 	const room = 48 // a label's width, about
 	if c.X0-c.MinX < room {
@@ -157,8 +161,8 @@ func newHistChart(a, b *SideStats) *histChart {
 		}
 	}
 	plotH := histH - histBottom - 8
-	ch := &histChart{Lo: fmt.Sprintf("%.3g", lo), Hi: fmt.Sprintf("%.3g", hi), Top: fmt.Sprintf("%.0f%%", 100*top),
-		BaseY: histH - histBottom, LoX: chartPad, HiX: chartW - chartPad}
+	ch := &histChart{W: chartW, H: histH, Lo: fmt.Sprintf("%.3g", lo), Hi: fmt.Sprintf("%.3g", hi), Top: fmt.Sprintf("%.0f%%", 100*top),
+		BaseY: histH - histBottom, LabelY: histH - 4, LoX: chartPad, HiX: chartW - chartPad}
 	for i, h := range hs {
 		k := float64(len(h.Counts))
 		w := (h.Hi - h.Lo) / k
