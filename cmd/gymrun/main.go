@@ -2,6 +2,7 @@
 // sidecar) and summarises them by benchmark.
 //
 //	gymrun summary [--json] [--prices FILE] [--out FILE] PATH...
+//	gymrun compare [--json] [--html FILE] A B
 //
 // PATH is a run's main output DIR/STEM.jsonl, or a directory whose main outputs are read (not
 // its subdirectories). Each main output is read with its sidecar STEM_failures.jsonl when there
@@ -10,6 +11,8 @@
 // its file and line and counted; the rows around it are read. With --prices, a price table
 // (internal/prices: USD per million tokens by model), each benchmark's cost too. Exit status: 0
 // when the summary was written, 2 on a usage error or a file (or price table) that cannot be read.
+// compare (compare.go) reads two runs, or their summaries, and says per benchmark whether B's
+// reward changed and why.
 package main
 
 import (
@@ -35,15 +38,24 @@ func main() {
 }
 
 const usage = `usage: gymrun summary [--json] [--prices FILE] [--out FILE] PATH...
+       gymrun compare [--json] [--html FILE] A B
        gymrun top [--url URL] [--run ID] [--interval D] [--once]
 
 summary: reads Gym run files (PATH: a run's main output STEM.jsonl, with its sidecar
 STEM_failures.jsonl, or a directory of runs) and prints per benchmark attempts, failures,
 reward (with its denominator), tokens, truncated responses, tool calls and durations; with
 --prices FILE (USD per million tokens by model), the cost of each benchmark.
+
+compare: is run B better than run A? Per benchmark, the change in mean reward with its 95%
+interval, a verdict (regression, improvement, no_change) and its causes (model,
+infrastructure, denominator). A and B: runs, as summary reads them, or summary JSON files.
+Exit status 1 on a regression.
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "compare" {
+		return compare(args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "summary" {
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -68,29 +80,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
-	mains, err := mainOutputs(fl.Args())
+	s := NewSummary()
+	files, err := readRuns(s, fl.Args(), stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "gymrun:", err)
 		return 2
-	}
-	s := NewSummary()
-	var files []FileReport
-	for _, m := range mains {
-		f, err := readFile(s, m, rollouts.Main, stderr)
-		if err != nil {
-			fmt.Fprintln(stderr, "gymrun:", err)
-			return 2
-		}
-		files = append(files, f)
-		f, err = readFile(s, rollouts.FailuresPath(m), rollouts.Failures, stderr)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // a run without failures has no sidecar
-		}
-		if err != nil {
-			fmt.Fprintln(stderr, "gymrun:", err)
-			return 2
-		}
-		files = append(files, f)
 	}
 	r := s.report(files, table)
 	write := func(w io.Writer) error {
@@ -111,6 +105,32 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return 0
+}
+
+// readRuns applies the runs the paths name to s: each main output, then its sidecar when
+// there is one.
+func readRuns(s *Summary, paths []string, stderr io.Writer) ([]FileReport, error) {
+	mains, err := mainOutputs(paths)
+	if err != nil {
+		return nil, err
+	}
+	var files []FileReport
+	for _, m := range mains {
+		f, err := readFile(s, m, rollouts.Main, stderr)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+		f, err = readFile(s, rollouts.FailuresPath(m), rollouts.Failures, stderr)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // a run without failures has no sidecar
+		}
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	return files, nil
 }
 
 // mainOutputs returns the main outputs the paths name: a file as given, a directory's main

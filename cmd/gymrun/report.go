@@ -39,6 +39,7 @@ type BenchReport struct {
 	Failed        int64                       `json:"failed"`
 	FailedByClass map[string]int64            `json:"failed_by_class"`
 	FailedByKind  map[string]int64            `json:"failed_by_kind"`
+	FailedByGroup map[string]int64            `json:"failed_by_group"`
 	Masked        int64                       `json:"masked"`
 	Reward        Reward                      `json:"reward"`
 	PassRate      *float64                    `json:"pass_rate"`
@@ -53,13 +54,15 @@ type BenchReport struct {
 // Reward is the mean reward over its explicit denominator n: scored, unmasked rows whose reward
 // is a finite number. The rows left out are counted apart.
 type Reward struct {
-	N        int64       `json:"n"`
-	Sum      float64     `json:"sum"`
-	Mean     *float64    `json:"mean"`
-	CI95     *[2]float64 `json:"ci95"`
-	NaN      int64       `json:"nan"`
-	Missing  int64       `json:"missing"`
-	Infinite int64       `json:"infinite"`
+	N         int64       `json:"n"`
+	Sum       float64     `json:"sum"`
+	Mean      *float64    `json:"mean"`
+	SD        *float64    `json:"sd"` // sample standard deviation: what compare's Welch test needs
+	CI95      *[2]float64 `json:"ci95"`
+	NaN       int64       `json:"nan"`
+	Missing   int64       `json:"missing"`
+	Infinite  int64       `json:"infinite"`
+	Histogram *Histogram  `json:"histogram"` // of the n rewards
 }
 
 // ToolCalls are the function calls of the responses whose output is a list.
@@ -83,21 +86,21 @@ func (s *Summary) report(files []FileReport, table *prices.Table) Report {
 	for name, b := range s.benches {
 		br := BenchReport{
 			Attempts: b.attempts, Scored: b.scored, Failed: b.failed,
-			FailedByClass: b.failedByClass, FailedByKind: b.failedByKind, Masked: b.masked,
-			Reward:    Reward{N: b.rewardN, Sum: b.rewardSum, NaN: b.rewardNaN, Missing: b.rewardMissing, Infinite: b.rewardInf},
+			FailedByClass: b.failedByClass, FailedByKind: b.failedByKind, FailedByGroup: b.failedByGroup, Masked: b.masked,
+			Reward:    Reward{N: b.rewards.n, Sum: b.rewardSum, NaN: b.rewardNaN, Missing: b.rewardMissing, Infinite: b.rewardInf, Histogram: b.hist.report()},
 			Responses: b.responses, Truncated: b.truncated, Tokens: b.tokens,
 			ToolCalls: ToolCalls{Rows: b.toolCallRows, Sum: b.toolCalls},
 		}
-		if b.rewardN > 0 {
-			mean := b.rewardMean
+		if n := b.rewards.n; n > 0 {
+			mean := b.rewards.mean
 			br.Reward.Mean = &mean
-			if b.rewardN > 1 {
+			if sd, ok := b.rewards.sd(); ok {
 				// Normal approximation: mean ± 1.96 standard errors (sample standard deviation).
-				half := 1.96 * math.Sqrt(b.rewardM2/float64(b.rewardN-1)/float64(b.rewardN))
-				br.Reward.CI95 = &[2]float64{mean - half, mean + half}
+				ci := interval(mean, sd/math.Sqrt(float64(n)), z95)
+				br.Reward.SD, br.Reward.CI95 = &sd, &ci
 			}
 			if b.binary {
-				rate := float64(b.passes) / float64(b.rewardN)
+				rate := float64(b.passes) / float64(n)
 				br.PassRate = &rate
 			}
 		}

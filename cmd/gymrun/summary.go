@@ -34,20 +34,27 @@ var scoredOutcome = schema.Attr(schema.AttrNemoGymRolloutOutcome).Values[0]
 type bench struct {
 	attempts, scored, failed, masked int64
 	failedByClass, failedByKind      map[string]int64
-	// Rewards of scored, unmasked rows: finite numbers (Welford's running mean and M2), and
+	failedByGroup                    map[string]int64 // failureGroup's
+	// Rewards of scored, unmasked rows: finite numbers (their moments and histogram), and
 	// the rows counted apart.
-	rewardN, rewardInf, rewardNaN, rewardMissing int64
-	rewardMean, rewardM2, rewardSum              float64
-	binary                                       bool // every finite reward is 0 or 1
-	passes                                       int64
-	responses, truncated                         int64
-	tokens                                       map[string]map[string]int64 // type, model
-	toolCallRows, toolCalls                      int64
-	durations                                    []float64 // ms, one per row that gives it
+	rewards                             moments
+	hist                                histogram
+	rewardInf, rewardNaN, rewardMissing int64
+	rewardSum                           float64
+	binary                              bool // every finite reward is 0 or 1
+	passes                              int64
+	// keyed are the finite rewards by rollout (compare's pairing, kept when the summary's
+	// keyed is set); unkeyed counts those whose row lacks a task or rollout index.
+	keyed                   []keyedReward
+	unkeyed                 int64
+	responses, truncated    int64
+	tokens                  map[string]map[string]int64 // type, model
+	toolCallRows, toolCalls int64
+	durations               []float64 // ms, one per row that gives it
 }
 
 func newBench() *bench {
-	return &bench{failedByClass: map[string]int64{}, failedByKind: map[string]int64{}, tokens: map[string]map[string]int64{}, binary: true}
+	return &bench{failedByClass: map[string]int64{}, failedByKind: map[string]int64{}, failedByGroup: map[string]int64{}, tokens: map[string]map[string]int64{}, binary: true}
 }
 
 // Summary is the sink of every file read: benchmarks by dispatch name.
@@ -57,6 +64,8 @@ type Summary struct {
 	// cur is the benchmark of the row being applied: a row's rollout.completed comes first
 	// (Row.Events), its size and duration events, which name no dispatch, after it.
 	cur *bench
+	// keyed: keep each finite reward with its rollout's key, for compare's pairing.
+	keyed bool
 }
 
 // NewSummary returns an empty summary.
@@ -103,12 +112,14 @@ func (s *Summary) Apply(ev *events.Event) {
 		b.attempts++
 		if string(ev.Outcome) != scoredOutcome {
 			b.failed++
-			b.failedByClass[name(normalize.FailureClass(ev.FailureClass))]++
-			b.failedByKind[name(s.reg.FailureKind(ev.FailureKind))]++
+			class, kind := name(normalize.FailureClass(ev.FailureClass)), name(s.reg.FailureKind(ev.FailureKind))
+			b.failedByClass[class]++
+			b.failedByKind[kind]++
+			b.failedByGroup[failureGroup(class, kind)]++
 			return
 		}
 		b.scored++
-		b.reward(ev)
+		b.reward(ev, s.keyed)
 	case events.EventRolloutResponse:
 		b := s.bench(ev.DispatchName)
 		b.responses++
@@ -139,8 +150,8 @@ func (s *Summary) Apply(ev *events.Event) {
 }
 
 // reward counts a scored row's reward: masked rows and rows without a finite number apart,
-// the others into the mean.
-func (b *bench) reward(ev *events.Event) {
+// the others into the mean (and by key when keyed).
+func (b *bench) reward(ev *events.Event, keyed bool) {
 	switch _, scored := normalize.RewardRange(ev.Reward); {
 	case ev.Masked:
 		b.masked++
@@ -152,11 +163,16 @@ func (b *bench) reward(ev *events.Event) {
 		b.rewardInf++
 	default:
 		r := ev.Reward
-		b.rewardN++
+		b.rewards.add(r)
+		b.hist.add(r)
 		b.rewardSum += r
-		d := r - b.rewardMean
-		b.rewardMean += d / float64(b.rewardN)
-		b.rewardM2 += d * (r - b.rewardMean)
+		switch {
+		case !keyed:
+		case ev.HasTaskIndex && ev.HasRolloutIndex:
+			b.keyed = append(b.keyed, keyedReward{task: ev.TaskIndex, rollout: ev.RolloutIndex, reward: r})
+		default:
+			b.unkeyed++
+		}
 		if r == 1 {
 			b.passes++
 		} else if r != 0 {

@@ -345,10 +345,10 @@ func TestSummaryJSONSchema(t *testing.T) {
 		for k := range b.(map[string]any) {
 			keys = append(keys, k)
 		}
-		assert.ElementsMatch(t, []string{"attempts", "scored", "failed", "failed_by_class", "failed_by_kind", "masked", "reward",
+		assert.ElementsMatch(t, []string{"attempts", "scored", "failed", "failed_by_class", "failed_by_kind", "failed_by_group", "masked", "reward",
 			"pass_rate", "responses", "truncated", "tokens", "tool_calls", "duration_ms"}, keys, name)
 		reward := b.(map[string]any)["reward"].(map[string]any)
-		for _, k := range []string{"n", "mean", "ci95", "nan", "missing", "infinite", "sum"} {
+		for _, k := range []string{"n", "mean", "sd", "ci95", "nan", "missing", "infinite", "sum", "histogram"} {
 			assert.Contains(t, reward, k, name)
 		}
 	}

@@ -20,9 +20,9 @@ import (
 // sectionRows is how many rows a section shows; the others are counted in a last row.
 const sectionRows = 4
 
-// num writes a number as the API gives it: a whole number exactly, else three significant
+// showNum writes a number as the API gives it: a whole number exactly, else three significant
 // digits.
-func num(v float64) string {
+func showNum(v float64) string {
 	if v == float64(int64(v)) && v < 1e15 && v > -1e15 {
 		return strconv.FormatInt(int64(v), 10)
 	}
@@ -37,11 +37,11 @@ func cut(s string, n int) string {
 	return string([]rune(s)[:n-1]) + "…"
 }
 
-func optNum(v *float64, unit string) string {
+func showOpt(v *float64, unit string) string {
 	if v == nil {
 		return "-"
 	}
-	return num(*v) + unit
+	return showNum(*v) + unit
 }
 
 // lines collects a frame's lines, each cut to width.
@@ -91,18 +91,18 @@ func writeRunSection(l *lines, f frame) {
 	r := f.run
 	l.add("run %s (%d of %d)  %d servers  %d series", r.ID, f.index+1, len(f.runs), r.Servers, r.Series)
 	l.add("rollouts  %s completed  %s/min  %s in flight  %s stalled  oldest %s",
-		num(r.CompletedTotal), optNum(r.PerMinute, ""), num(r.InFlight), num(r.Stalled), optNum(r.OldestAge, "s"))
+		showNum(r.CompletedTotal), showOpt(r.PerMinute, ""), showNum(r.InFlight), showNum(r.Stalled), showOpt(r.OldestAge, "s"))
 	outcomes := schema.Attr(schema.AttrNemoGymRolloutOutcome).Values
 	var by []string
 	for _, o := range outcomes {
 		if v, ok := r.Completed[o]; ok {
-			by = append(by, o+" "+num(v))
+			by = append(by, o+" "+showNum(v))
 		}
 	}
 	l.add("          %s", strings.Join(by, "  "))
 	if len(r.Failures) > 0 {
 		l.add("failures  by kind")
-		l.rows(len(r.Failures), func(i int) { l.add("          %-40s %12s", cut(r.Failures[i].Name, 40), num(r.Failures[i].Value)) })
+		l.rows(len(r.Failures), func(i int) { l.add("          %-40s %12s", cut(r.Failures[i].Name, 40), showNum(r.Failures[i].Value)) })
 	}
 	if len(r.Rewards) > 0 {
 		ranges := schema.Attr(schema.AttrNemoGymRolloutRewardRange).Values
@@ -113,9 +113,9 @@ func writeRunSection(l *lines, f frame) {
 		l.add("%s", head)
 		l.rows(len(r.Rewards), func(i int) {
 			rw := r.Rewards[i]
-			row := fmt.Sprintf("  %-22s %8s", cut(rw.Dispatch, 22), num(rw.Total))
+			row := fmt.Sprintf("  %-22s %8s", cut(rw.Dispatch, 22), showNum(rw.Total))
 			for _, rg := range ranges {
-				row += fmt.Sprintf(" %8s", num(rw.ByRange[rg]))
+				row += fmt.Sprintf(" %8s", showNum(rw.ByRange[rg]))
 			}
 			l.add("%s", row)
 		})
@@ -128,7 +128,7 @@ func writeRunSection(l *lines, f frame) {
 		})
 		l.add("%-24s %-24s %10s %10s", "in flight", "stage", "in flight", "stalled")
 		l.rows(len(flight), func(i int) {
-			l.add("  %-22s %-24s %10s %10s", cut(flight[i].Server, 22), cut(flight[i].Stage, 24), num(flight[i].InFlight), num(flight[i].Stalled))
+			l.add("  %-22s %-24s %10s %10s", cut(flight[i].Server, 22), cut(flight[i].Stage, 24), showNum(flight[i].InFlight), showNum(flight[i].Stalled))
 		})
 	}
 	if len(r.ServerRows) > 0 {
@@ -141,7 +141,7 @@ func writeRunSection(l *lines, f frame) {
 				mib := *s.Memory / (1 << 20)
 				mem = &mib
 			}
-			l.add("  %-26s %10s %10s %10s %8s", name, distP99(s.Lag), distP99(s.GCPause), optNum(mem, "Mi"), optNum(s.CPU, "%"))
+			l.add("  %-26s %10s %10s %10s %8s", name, distP99(s.Lag), distP99(s.GCPause), showOpt(mem, "Mi"), showOpt(s.CPU, "%"))
 		})
 	}
 }
@@ -153,7 +153,7 @@ func writeTokenSection(l *lines, tokens []live.TokenRow) {
 	l.add("%-24s %-12s %-28s %12s", "tokens", "type", "model or server", "tokens")
 	l.rows(len(tokens), func(i int) {
 		t := tokens[i]
-		l.add("  %-22s %-12s %-28s %12s", cut(t.Instrument, 22), cut(t.Type, 12), cut(cmp.Or(t.Model, t.Server), 28), num(t.Tokens))
+		l.add("  %-22s %-12s %-28s %12s", cut(t.Instrument, 22), cut(t.Type, 12), cut(cmp.Or(t.Model, t.Server), 28), showNum(t.Tokens))
 	})
 }
 
@@ -161,7 +161,7 @@ func distP99(d *live.Dist) string {
 	if d == nil {
 		return "-"
 	}
-	return optNum(d.P99, "ms")
+	return showOpt(d.P99, "ms")
 }
 
 func writeHealthSection(l *lines, h *live.CollectorHealth) {
@@ -171,7 +171,7 @@ func writeHealthSection(l *lines, h *live.CollectorHealth) {
 	}
 	var parts []string
 	for _, fam := range h.Families {
-		parts = append(parts, cmp.Or(fam.Title, fam.Name)+" "+num(fam.Total))
+		parts = append(parts, cmp.Or(fam.Title, fam.Name)+" "+showNum(fam.Total))
 	}
 	l.add("collector  %s", strings.Join(parts, "  "))
 }

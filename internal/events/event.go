@@ -200,6 +200,11 @@ type Event struct {
 	Masked       bool
 	Verdict      []byte   // rollout.health
 	Flagged      [][]byte // rollout.health flagged_checks, raw ids
+	// rollout.completed of a run file's row: the rollout's identity in its run
+	// (_ng_task_index, _ng_rollout_index), which pairs it with the same rollout of another run.
+	// The aggregator maps neither.
+	TaskIndex, RolloutIndex       int64
+	HasTaskIndex, HasRolloutIndex bool
 
 	// rollout.size
 	SizeFields                                uint8 // Has* bits

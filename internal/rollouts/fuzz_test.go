@@ -131,6 +131,8 @@ func equalResults(a, b []fuzzResult) bool {
 		x, y := a[i], b[i]
 		if x.reason != y.reason || !sameFloat(x.row.Reward, y.row.Reward) || x.row.HasReward != y.row.HasReward ||
 			x.row.Masked != y.row.Masked || x.row.Turns != y.row.Turns || x.row.ToolCalls != y.row.ToolCalls ||
+			x.row.TaskIndex != y.row.TaskIndex || x.row.HasTaskIndex != y.row.HasTaskIndex ||
+			x.row.RolloutIndex != y.row.RolloutIndex || x.row.HasRolloutIndex != y.row.HasRolloutIndex ||
 			!bytes.Equal(x.row.DispatchName(), y.row.DispatchName()) || !bytes.Equal(x.row.RunID, y.row.RunID) ||
 			!bytes.Equal(x.row.FailureKind(), y.row.FailureKind()) || !bytes.Equal(x.row.FailureClass, y.row.FailureClass) ||
 			!bytes.Equal(x.row.FailureType, y.row.FailureType) || !bytes.Equal(x.row.Verdict, y.row.Verdict) ||
@@ -184,8 +186,28 @@ func checkAgainstJSON(t *testing.T, kind Kind, line []byte, res fuzzResult) {
 			t.Fatalf("%q: %s is %q, encoding/json says %q", line, key, got, w)
 		}
 	}
+	// An index is given exactly when encoding/json reads the value as an integer >= 0 within
+	// int64 (written as an integer: 3.0 and 3e0 are integers to the decoder, not to it).
+	index := func(key string, got int64, has bool) {
+		raw, ok := top[key]
+		var want uint64
+		if !ok || json.Unmarshal(raw, &want) != nil || want > math.MaxInt64 {
+			if has && ok && bytes.ContainsAny(raw, ".eE") {
+				return
+			}
+			if has {
+				t.Fatalf("%q: %s is %d, encoding/json reads no integer", line, key, got)
+			}
+			return
+		}
+		if !has || uint64(got) != want {
+			t.Fatalf("%q: %s is %d (%v), encoding/json says %d", line, key, got, has, want)
+		}
+	}
 	switch kind {
 	case Main:
+		index("_ng_task_index", res.row.TaskIndex, res.row.HasTaskIndex)
+		index("_ng_rollout_index", res.row.RolloutIndex, res.row.HasRolloutIndex)
 		str("_ng_run_id", res.row.RunID)
 		str("_ng_environment_server", res.row.EnvironmentServer)
 		if raw, ok := top["reward"]; ok {
@@ -197,6 +219,8 @@ func checkAgainstJSON(t *testing.T, kind Kind, line []byte, res fuzzResult) {
 			}
 		}
 	case Failures:
+		index("_ng_task_index", res.row.TaskIndex, res.row.HasTaskIndex)
+		index("_ng_rollout_index", res.row.RolloutIndex, res.row.HasRolloutIndex)
 		str("_ng_failure_class", res.row.FailureClass)
 		str("_ng_failure_type", res.row.FailureType)
 	case Verdicts:

@@ -52,6 +52,7 @@ func (r *Row) Events(kind Kind, evs *[MaxRowEvents]events.Event) int {
 		evs[0] = events.Event{
 			Type: events.EventRolloutCompleted, Outcome: scored, DispatchName: r.DispatchName(),
 			Reward: r.Reward, HasReward: r.HasReward, Masked: r.Masked,
+			TaskIndex: r.TaskIndex, RolloutIndex: r.RolloutIndex, HasTaskIndex: r.HasTaskIndex, HasRolloutIndex: r.HasRolloutIndex,
 		}
 		n := 1
 		if r.HasTurns || r.HasToolCalls {
@@ -84,6 +85,7 @@ func (r *Row) Events(kind Kind, evs *[MaxRowEvents]events.Event) int {
 		evs[0] = events.Event{
 			Type: events.EventRolloutCompleted, Outcome: failed, DispatchName: r.DispatchName(),
 			FailureClass: r.FailureClass, FailureKind: r.FailureKind(), FailureType: r.FailureType,
+			TaskIndex: r.TaskIndex, RolloutIndex: r.RolloutIndex, HasTaskIndex: r.HasTaskIndex, HasRolloutIndex: r.HasRolloutIndex,
 		}
 		return 1
 	case Verdicts:

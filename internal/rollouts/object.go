@@ -303,6 +303,10 @@ func (r *RowDecoder) identity(k []byte, row *Row) bool {
 		return r.nested("agent_ref", ctxAgentRef, row)
 	case "_ng_run_id":
 		return r.str("_ng_run_id", slotRunID, &row.RunID)
+	case "_ng_task_index":
+		return r.index(&row.TaskIndex, &row.HasTaskIndex)
+	case "_ng_rollout_index":
+		return r.index(&row.RolloutIndex, &row.HasRolloutIndex)
 	}
 	return r.skipValue()
 }

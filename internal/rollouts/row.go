@@ -56,6 +56,9 @@ type Row struct {
 	EnvironmentServer []byte // _ng_environment_server
 	AgentName         []byte // agent_ref.name
 	RunID             []byte // _ng_run_id
+	// The rollout's identity in its run: _ng_task_index, _ng_rollout_index (integers >= 0).
+	TaskIndex, RolloutIndex       int64
+	HasTaskIndex, HasRolloutIndex bool
 
 	// Main rows.
 	Reward       float64 // NaN and +/-Inf possible

@@ -215,3 +215,34 @@ func (r *RowDecoder) readString(name string, limit int) ([]byte, bool) {
 	}
 	return nil, false
 }
+
+// index reads _ng_task_index or _ng_rollout_index: an integer >= 0 (by count's rule) is given;
+// any other value, of any type or size, is skipped and gives none. It never rejects the row:
+// the indices pair a rollout with another run's (cmd/gymrun) and map to no instrument, so a
+// row the receiver counts is counted whatever they hold.
+func (r *RowDecoder) index(dst *int64, has *bool) bool {
+	*has = false
+	if !gymjson.StartsNumber(r.buf[r.pos]) {
+		return r.skipValue()
+	}
+	r.num = r.num[:0]
+	long := false
+	for r.more() {
+		c := r.buf[r.pos]
+		if !isTokenByte(c) {
+			if !long && gymjson.IsNumber(r.num) {
+				if v, st := gymjson.ParseInt(r.num); st == gymjson.IntOK && v >= 0 {
+					*dst, *has = v, true
+				}
+			}
+			return true
+		}
+		if len(r.num) == maxNumberBytes {
+			long = true // no integer within int64 is this long: scanned to its end, not kept
+		} else {
+			r.num = append(r.num, c)
+		}
+		r.pos++
+	}
+	return false
+}

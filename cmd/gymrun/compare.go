@@ -1,0 +1,200 @@
+package main
+
+// gymrun compare: is run B better than run A? Each side is a run (read as summary reads it, with
+// the rewards kept by rollout for pairing) or a summary JSON (gymrun.summary/v1); the
+// comparison itself is in verdict.go, its outputs in compare_report.go and compare_html.go.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// maxSummaryBytes bounds a summary JSON read whole: a summary is a few KiB per benchmark.
+const maxSummaryBytes = 64 << 20
+
+// keyedReward is a finite reward of the rollout (task, rollout) of its run.
+type keyedReward struct {
+	task, rollout int64
+	reward        float64
+}
+
+// side is one run of a comparison.
+type side struct {
+	path    string
+	benches map[string]BenchReport
+	// runs: each benchmark's accumulated rows, for pairing; nil when read from a summary JSON.
+	runs map[string]*bench
+}
+
+func compare(args []string, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("compare", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	asJSON := fl.Bool("json", false, "write the gymrun.compare/v1 JSON document instead of tables")
+	htmlPath := fl.String("html", "", "also write a self-contained HTML report to `FILE`")
+	if err := fl.Parse(args); err != nil {
+		return 2
+	}
+	if fl.NArg() != 2 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var sides [2]*side
+	for i, p := range fl.Args() {
+		s, err := loadSide(p, stderr)
+		if err != nil {
+			fmt.Fprintln(stderr, "gymrun:", err)
+			return 2
+		}
+		sides[i] = s
+	}
+	r := compareSides(sides[0], sides[1])
+	if *htmlPath != "" {
+		if err := writeHTMLFile(*htmlPath, r); err != nil {
+			fmt.Fprintln(stderr, "gymrun:", err)
+			return 2
+		}
+	}
+	var err error
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(r)
+	} else {
+		err = writeCompareText(stdout, r)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "gymrun:", err)
+		return 2
+	}
+	if r.Verdict == verdictRegression {
+		return 1
+	}
+	return 0
+}
+
+// loadSide reads one side: a summary JSON when the file's first JSON object names the summary's
+// schema, else a run (a main output or a directory of them).
+func loadSide(path string, stderr io.Writer) (*side, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		schema, err := schemaOf(path)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case schema == Schema:
+			return readSummaryJSON(path)
+		case strings.HasPrefix(schema, "gymrun."):
+			return nil, fmt.Errorf("%s: a %s document: compare reads runs and %s documents", path, schema, Schema)
+		}
+	}
+	s := NewSummary()
+	s.keyed = true
+	files, err := readRuns(s, []string{path}, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if len(s.benches) == 0 {
+		return nil, fmt.Errorf("%s: no row read: nothing to compare", path)
+	}
+	return &side{path: path, benches: s.report(files, nil).Benchmarks, runs: s.benches}, nil
+}
+
+// schemaOf is the "schema" string of the file's first JSON value when it is an object that has
+// one within its first MiB, else "": a run's rows never have a top-level schema key.
+func schemaOf(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	dec := json.NewDecoder(io.LimitReader(f, 1<<20))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return "", nil
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return "", nil
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return "", nil
+		}
+		var schema string
+		if key == "schema" && json.Unmarshal(v, &schema) == nil {
+			return schema, nil
+		}
+	}
+	return "", nil
+}
+
+// readSummaryJSON reads a summary document whole; an error names the file and line.
+func readSummaryJSON(path string) (*side, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxSummaryBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(data) > maxSummaryBytes {
+		return nil, fmt.Errorf("%s: a summary JSON over %d bytes", path, maxSummaryBytes)
+	}
+	var r Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		var syn *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		off := int64(len(data))
+		switch {
+		case errors.As(err, &syn):
+			off = syn.Offset
+		case errors.As(err, &typ):
+			off = typ.Offset
+		}
+		// The error is at the offset's last byte read.
+		line := 1 + bytes.Count(data[:max(min(off, int64(len(data)))-1, 0)], []byte("\n"))
+		return nil, fmt.Errorf("%s:%d: not a valid summary JSON: %w", path, line, err)
+	}
+	for _, name := range sortedNames(r.Benchmarks) {
+		if err := checkSummaryBench(r.Benchmarks[name]); err != nil {
+			return nil, fmt.Errorf("%s: benchmark %q: %w", path, name, err)
+		}
+	}
+	if len(r.Benchmarks) == 0 {
+		return nil, fmt.Errorf("%s: no benchmark: nothing to compare", path)
+	}
+	return &side{path: path, benches: r.Benchmarks}, nil
+}
+
+// checkSummaryBench: what the comparison uses is there and consistent.
+func checkSummaryBench(b BenchReport) error {
+	w := b.Reward
+	for _, c := range []int64{b.Attempts, b.Scored, b.Failed, b.Masked, w.N, w.NaN, w.Missing, w.Infinite} {
+		if c < 0 {
+			return errors.New("a negative count")
+		}
+	}
+	switch {
+	case b.Scored != w.N+b.Masked+w.NaN+w.Missing+w.Infinite || b.Attempts != b.Scored+b.Failed:
+		return errors.New("counts that do not add up (attempts = scored + failed, scored = reward.n + masked + nan + missing + infinite)")
+	case (w.Mean != nil) != (w.N > 0):
+		return errors.New("reward.mean must be given exactly when reward.n > 0")
+	case w.N > 1 && w.SD == nil:
+		return errors.New("no reward.sd (written by an older gymrun: run gymrun summary --json again)")
+	case b.Failed > 0 && b.FailedByGroup == nil:
+		return errors.New("no failed_by_group (written by an older gymrun: run gymrun summary --json again)")
+	}
+	return nil
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/schema"
+)
+
+// TestT975: Student's t 97.5% quantiles of the published tables, and the normal's in the limit.
+func TestT975(t *testing.T) {
+	for df, want := range map[float64]float64{1: 12.7062, 2: 4.3027, 5: 2.5706, 10: 2.2281, 30: 2.0423, 100: 1.9840, 1e6: 1.9600} {
+		assert.InDelta(t, want, t975(df), 5e-5, "df %v", df)
+	}
+	assert.Greater(t, t975(7.5), t975(8))
+	assert.Less(t, t975(7.5), t975(7))
+}
+
+// TestWelch: Welch's interval holds the true difference of two normal samples about 95% of the
+// time; with equal sizes and spreads its degrees of freedom are about 2(n - 1).
+func TestWelch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	covered, trials := 0, 2000
+	for range trials {
+		var a, b moments
+		for range 8 {
+			a.add(rng.NormFloat64())
+		}
+		for range 12 {
+			b.add(0.5 + 2*rng.NormFloat64())
+		}
+		sa, _ := a.sd()
+		sb, _ := b.sd()
+		_, ci, _, ok := welch(sample{a.n, a.mean, sa}, sample{b.n, b.mean, sb})
+		require.True(t, ok)
+		if ci[0] <= 0.5 && 0.5 <= ci[1] {
+			covered++
+		}
+	}
+	assert.InDelta(t, 0.95, float64(covered)/float64(trials), 0.015)
+	_, _, df, _ := welch(sample{50, 0, 1}, sample{50, 1, 1})
+	assert.InDelta(t, 98, df, 1e-9)
+	_, _, _, ok := welch(sample{1, 0, 0}, sample{50, 1, 1})
+	assert.False(t, ok, "one value has no spread")
+}
+
+// TestPropZ: the pooled two-proportion z of a textbook case, and nothing where nothing varies.
+func TestPropZ(t *testing.T) {
+	assert.InDelta(t, 1.9803, propZ(10, 100, 20, 100), 1e-4) // p = 0.15: 0.1 / sqrt(0.1275 * 0.02)
+	assert.InDelta(t, -1.9803, propZ(20, 100, 10, 100), 1e-4)
+	assert.Zero(t, propZ(0, 100, 0, 50))
+	assert.Zero(t, propZ(3, 3, 5, 5))
+	assert.Zero(t, propZ(1, 0, 5, 5))
+}
+
+// TestHistogram: every value counted in a bin whose range holds it (up to rounding at a bin's
+// edge), in fixed memory, the bins reported covering the values with less than a bin to spare
+// at either end; 0/1 rewards are the first bin and the last.
+func TestHistogram(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, gen := range []func() float64{
+		func() float64 { return rng.Float64() },
+		func() float64 { return 3 * rng.NormFloat64() },
+		func() float64 { return math.Exp(5 * rng.Float64()) },
+		func() float64 { return -math.Exp(5 * rng.Float64()) },
+	} {
+		var h histogram
+		lo, hi := math.Inf(1), math.Inf(-1)
+		var vals []float64
+		for range 5000 {
+			v := gen()
+			vals = append(vals, v)
+			lo, hi = min(lo, v), max(hi, v)
+			h.add(v)
+		}
+		r := h.report()
+		require.LessOrEqual(t, len(r.Counts), histBins)
+		w := (r.Hi - r.Lo) / float64(len(r.Counts))
+		assert.LessOrEqual(t, r.Lo, lo)
+		assert.GreaterOrEqual(t, r.Hi, hi)
+		assert.Less(t, lo-r.Lo, w)
+		assert.Less(t, r.Hi-hi, w)
+		want := make([]int64, len(r.Counts))
+		for _, v := range vals {
+			want[min(int(math.Floor((v-r.Lo)/w)), len(want)-1)]++
+		}
+		var n, off int64
+		for i, c := range r.Counts {
+			n += c
+			off += max(c-want[i], want[i]-c)
+		}
+		assert.Equal(t, int64(5000), n)
+		assert.LessOrEqual(t, off, int64(10), "%v, recomputed %v", r.Counts, want)
+	}
+	var h histogram
+	for i := range 10 {
+		h.add(float64(i % 2))
+	}
+	r := h.report()
+	assert.Equal(t, []int64{5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5}, r.Counts)
+	assert.Equal(t, [2]float64{0, 1}, [2]float64{r.Lo, r.Hi})
+	var c histogram
+	c.add(0.5)
+	c.add(0.5)
+	assert.Equal(t, &Histogram{Lo: 0.5, Hi: 0.5, Counts: []int64{2}}, c.report())
+	c.add(-0.5)
+	assert.Equal(t, &Histogram{Lo: -0.5, Hi: 0.5, Counts: []int64{1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}}, c.report(), "the values held move to their bin")
+	assert.Nil(t, new(histogram).report())
+}
+
+// TestFailureGroups: the groups name registered failure kinds only, so a renamed kind fails
+// here rather than falling silently into other.
+func TestFailureGroups(t *testing.T) {
+	registered := map[string]bool{}
+	for _, k := range schema.FailureKinds {
+		registered[k] = true
+	}
+	for k, g := range groupOfKind {
+		assert.True(t, registered[k], k)
+		assert.Contains(t, failureGroups, g)
+	}
+	assert.Equal(t, groupTimeouts, failureGroup("timeout", absent))
+	assert.Equal(t, groupTransport, failureGroup("timeout", "transport_unreachable"), "the kind decides first")
+	assert.Equal(t, groupOther, failureGroup("agent_run_error", "lab_proxy:stalled"))
+}
