@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
@@ -103,10 +104,7 @@ func TestDashboardCost(t *testing.T) {
 		[]byte(`{"_ng_run_id":"run-cost","_ng_environment_server":"d0","_ng_failure_class":"agent_run_error"}`+"\n"), 0o644))
 
 	// What gymrun makes of the same files and table.
-	gymrun := filepath.Join(t.TempDir(), "gymrun")
-	out, err := command(harness.Root, "go", "build", "-o", gymrun, "./cmd/gymrun")
-	require.NoError(t, err, "building gymrun: %s", out)
-	out, err = exec.Command(gymrun, "summary", "--json", "--prices", table, stem).Output()
+	out, err := exec.Command(gymrunBin, "summary", "--json", "--prices", table, stem).Output()
 	require.NoError(t, err)
 	var want gymrunCost
 	require.NoError(t, json.Unmarshal(out, &want))
@@ -198,4 +196,27 @@ func TestDashboardCost(t *testing.T) {
 	}
 	require.Equal(t, len(panels), seen, "every panel checked")
 	everyRuleHealthy(t, prom, sortedKeys(records))
+
+	// The live page prices the run by the same formula: its cost is the panels'.
+	var page struct {
+		Run struct {
+			Cost *struct {
+				USD     float64 `json:"usd"`
+				ByModel []struct {
+					Name  string  `json:"name"`
+					Value float64 `json:"value"`
+				} `json:"by_model"`
+			} `json:"cost"`
+		} `json:"run"`
+	}
+	body, err := harness.HTTPGet(fmt.Sprintf("http://127.0.0.1:%d/api/v1/runs/run-cost", ports.Live))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal([]byte(body), &page))
+	require.NotNil(t, page.Run.Cost, "the live page shows the cost when prices are configured")
+	assert.InDelta(t, byRun["{"+run+"}"], page.Run.Cost.USD, 1e-9)
+	pageByModel := map[string]float64{}
+	for _, m := range page.Run.Cost.ByModel {
+		pageByModel[fmt.Sprintf(`{gen_ai_response_model=%q}`, m.Name)] = m.Value
+	}
+	assert.InDeltaMapValues(t, byModel, pageByModel, 1e-9)
 }

@@ -121,6 +121,14 @@ func writeRunSection(l *lines, f frame) {
 		})
 	}
 	writeTokenSection(l, r.Tokens)
+	if c := r.Cost; c != nil {
+		per := "-"
+		if c.PerScoredRollout != nil {
+			per = fmt.Sprintf("$%.4f", *c.PerScoredRollout)
+		}
+		l.add("cost      $%.4f  %s per scored rollout  %d models priced  %d unpriced rows",
+			c.USD, per, len(c.ByModel), len(c.Unpriced))
+	}
 	if len(r.Flight) > 0 {
 		flight := slices.Clone(r.Flight)
 		slices.SortStableFunc(flight, func(a, b live.FlightRow) int {

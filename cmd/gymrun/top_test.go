@@ -61,6 +61,16 @@ func serveLive(t *testing.T) string {
 	md := pmetric.NewMetrics()
 	liveRun(md, "run-a", map[string]float64{"scored": 41, "failed": 7}, "transport_timeout", 123456)
 	liveRun(md, "run-b", map[string]float64{"scored": 5}, "", 99)
+	// The user's prices of the model (USD per million tokens), on a resource of their own.
+	pm := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
+	pm.SetName(live.PriceMetric)
+	gauge := pm.SetEmptyGauge()
+	for typ, p := range map[string]float64{"input": 2, "output": 8, "cached_input": 0.5, "reasoning": 8} {
+		dp := gauge.DataPoints().AppendEmpty()
+		dp.SetDoubleValue(p)
+		dp.Attributes().PutStr("gen_ai.response.model", "policy")
+		dp.Attributes().PutStr("gen_ai.token.type", typ)
+	}
 	store.Consume(md)
 	srv := httptest.NewServer(live.NewHandler(store, nil, 4))
 	t.Cleanup(srv.Close)
@@ -84,6 +94,8 @@ func TestTopFrame(t *testing.T) {
 	assert.Regexp(t, `scored 41\s+failed 7`, out)
 	assert.Regexp(t, `transport_timeout\s+7`, out)
 	assert.Regexp(t, `gym.rollout.tokens\s+output\s+policy\s+123456`, out)
+	// 123456 output tokens at 8 USD per million, over 41 scored rollouts.
+	assert.Contains(t, out, "cost      $0.9876  $0.0241 per scored rollout")
 	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
 		assert.LessOrEqual(t, utf8.RuneCountInString(line), 80, "%q", line)
 	}

@@ -50,7 +50,7 @@ var forbidden = []struct {
 	{"internal/bound", "the bounding rules are pdata in, pdata out", without(engine, "internal/bound", "internal/normalize", "internal/schema", "internal/ratelog", "internal/clock")},
 	{"internal/flight", "the flight recorder reads spans: it knows no decoder, aggregator or bounding rule", without(engine, "internal/flight", "internal/normalize", "internal/schema", "internal/clock")},
 	{"internal/prices", "the price table and the cost formula stand on the schema and its value rules alone", without(engine, "internal/prices", "internal/normalize", "internal/schema")},
-	{"internal/live", "the live page reads the exported pdata: it knows no decoder, aggregator, bounding rule or transport", without(engine, "internal/live", "internal/schema", "internal/clock")},
+	{"internal/live", "the live page reads the exported pdata (and prices it by the one cost formula): it knows no decoder, aggregator, bounding rule or transport", without(engine, "internal/live", "internal/schema", "internal/clock", "internal/prices")},
 	{"internal/gymjson", "the one JSON scanner is a leaf that every decoder stands on", without(engine, "internal/gymjson")},
 	{"internal/ingest", "the vocabulary of transports and decoders is a leaf", without(engine, "internal/ingest")},
 	{"internal/schema", "the schema is the leaf everything derives from", without(engine, "internal/schema")},

@@ -127,19 +127,6 @@ type ServerRow struct {
 	SeriesCount int                `json:"series"`
 }
 
-// CostSection is present when price series (PriceMetric) arrived. The cost itself is not
-// computed yet: the section lists the prices seen.
-type CostSection struct {
-	Prices []Price `json:"prices"`
-}
-
-// Price is one price series: USD per million tokens of a model and token type.
-type Price struct {
-	Model         string  `json:"model"`
-	TokenType     string  `json:"token_type"`
-	USDPerMillion float64 `json:"usd_per_million"`
-}
-
 // agg is a run's numbers, computed from its series in one pass: what the view and the charts
 // both read (one rule for a number, whichever shows it).
 type agg struct {
@@ -398,13 +385,7 @@ func (s *Store) view(r *run) *RunView {
 		return cmp.Or(cmp.Compare(x.Service, y.Service), cmp.Compare(x.Instance, y.Instance))
 	})
 	if len(s.prices) > 0 {
-		v.Cost = &CostSection{}
-		for k, p := range s.prices {
-			v.Cost.Prices = append(v.Cost.Prices, Price{Model: k.model, TokenType: k.tokenType, USDPerMillion: p})
-		}
-		slices.SortFunc(v.Cost.Prices, func(x, y Price) int {
-			return cmp.Or(cmp.Compare(x.Model, y.Model), cmp.Compare(x.TokenType, y.TokenType))
-		})
+		v.Cost = s.cost(a, a.completed[scoredOutcome])
 	}
 	return v
 }

@@ -28,6 +28,10 @@
     if (Number.isInteger(n)) return String(n);
     return n.toFixed(Math.abs(n) >= 100 ? 0 : 2);
   }
+  function usd(n) {
+    if (n === null || n === undefined) return "–";
+    return "$" + n.toFixed(Math.abs(n) >= 1 ? 2 : 4);
+  }
   function bytes(n) {
     if (n === null || n === undefined) return "–";
     return (n / 1048576).toFixed(1) + " MiB";
@@ -95,13 +99,22 @@
       ["model or server", (t) => t.model || t.server || "–"],
       ["tokens", (t) => fmt(t.tokens), true, (t) => "tokens." + t.instrument + "." + t.type + "." + (t.model || t.server || "")],
       ["samples", (t) => fmt(t.samples), true]], run.tokens);
-    // Cost: shown only when price series arrive; the cost itself is computed by a later change.
+    // Cost: shown when price series arrive (the gym receiver's prices), by the collector's formula.
     const costPanel = document.getElementById("cost-panel");
     costPanel.hidden = !run.cost;
     if (run.cost) {
+      const c = run.cost;
+      const total = document.getElementById("cost-total");
+      total.textContent = usd(c.usd) + (c.per_scored_rollout == null ? "" : ", " + usd(c.per_scored_rollout) + " per scored rollout");
+      total.dataset.k = "cost.usd";
       table(document.getElementById("cost"), [
+        ["model", (m) => m.name || "–"], ["USD", (m) => usd(m.value), true, (m) => "cost." + m.name]], c.by_model);
+      table(document.getElementById("cost-unpriced"), [
+        ["model without a price", (t) => t.model || "(none named)"], ["type", (t) => t.type],
+        ["tokens", (t) => fmt(t.tokens), true]], c.unpriced_tokens);
+      table(document.getElementById("cost-prices"), [
         ["model", (p) => p.model], ["token type", (p) => p.token_type],
-        ["USD per million", (p) => fmt(p.usd_per_million), true]], run.cost.prices);
+        ["USD per million", (p) => fmt(p.usd_per_million), true]], c.prices);
     }
     document.getElementById("oldest").textContent = run.oldest_in_flight_age_s == null ? "" :
       "oldest rollout in flight: " + fmt(run.oldest_in_flight_age_s) + " s";
