@@ -210,11 +210,5 @@ func chromiumBinary(t *testing.T) string {
 	if p := os.Getenv("CHROMIUM_BIN"); p != "" {
 		return p
 	}
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	harness.Missing(t, "chromium is not installed: `apt-get install chromium` (.ci/run does it), or set CHROMIUM_BIN")
-	return ""
+	return harness.Tool(t, "chromium", "chromium", "chromium-browser")
 }
