@@ -15,8 +15,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
 
@@ -25,6 +23,7 @@ import (
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 	"github.com/gym-telemetry/otelcol-gym/internal/rollouts"
 	"github.com/gym-telemetry/otelcol-gym/internal/rollouts/rolloutstest"
+	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
 // summarize runs `gymrun summary --json` on paths and returns the report and standard error.

@@ -282,13 +282,13 @@ func (r *RowDecoder) member(ctx context, row *Row) bool {
 	return r.skipValue()
 }
 
-// details are the one count each usage.*_details object gives, by context (from
-// ctxInputDetails on).
+// details are the one count each usage.*_details object gives, by context from
+// ctxInputDetails on (index 0: ctxInputDetails itself).
 var details = [...]struct {
 	key, name       string
 	spelling, token int
 }{
-	ctxInputDetails - ctxInputDetails:      {"cached_tokens", "response.usage.*_details.cached_tokens", spellingResponses, TokenCachedInput},
+	0:                                      {"cached_tokens", "response.usage.*_details.cached_tokens", spellingResponses, TokenCachedInput},
 	ctxOutputDetails - ctxInputDetails:     {"reasoning_tokens", "response.usage.*_details.reasoning_tokens", spellingResponses, TokenReasoning},
 	ctxPromptDetails - ctxInputDetails:     {"cached_tokens", "response.usage.*_details.cached_tokens", spellingChat, TokenCachedInput},
 	ctxCompletionDetails - ctxInputDetails: {"reasoning_tokens", "response.usage.*_details.reasoning_tokens", spellingChat, TokenReasoning},
