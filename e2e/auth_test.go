@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -406,8 +407,11 @@ func TestSlurmBearerToken(t *testing.T) {
 	}
 	require.NoError(t, harness.Eventually(90*time.Second, 100*time.Millisecond, func() error {
 		data, err := os.ReadFile(filepath.Join(dir, "task.json"))
-		if err != nil || task.Exited() {
-			return fmt.Errorf("no task.json yet (%v); task exited: %v", err, task.Exited())
+		if err != nil {
+			return fmt.Errorf("no task.json yet: %w", err)
+		}
+		if task.Exited() {
+			return errors.New("the task exited: its step's directory is gone")
 		}
 		return json.Unmarshal(data, &st)
 	}), task.LogTail(8000))

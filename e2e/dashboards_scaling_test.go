@@ -54,10 +54,10 @@ func splitDashboards(uid string, dashboards []grafanaDashboard, records map[stri
 				owner = prefix
 			}
 		}
-		switch {
-		case owner == "":
+		switch owner {
+		case "":
 			otherRecords[name] = expr
-		case owner == ownTests[uid]:
+		case ownTests[uid]:
 			myRecords[name] = expr
 		}
 	}

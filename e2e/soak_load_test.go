@@ -37,8 +37,10 @@ func (s *soak) churn(stop <-chan struct{}) {
 		if time.Since(start)%(30*time.Second) >= 25*time.Second {
 			rate = 40
 		}
-		s.gate.RLock() // no new process while the agent restarts
-		s.gate.RUnlock()
+		// No new process while the agent restarts (the restart holds the write lock).
+		s.gate.RLock()
+		s.gate.RUnlock() //nolint:staticcheck // SA2001: the wait is the point
+
 		procs.Go(func() { s.gymProcess(i) })
 		time.Sleep(time.Duration(float64(time.Second) / rate))
 	}

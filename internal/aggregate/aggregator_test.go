@@ -22,7 +22,6 @@ import (
 // testClock is the aggregator's clock in a test: time passes when the test says.
 type testClock struct{ *clock.Fake }
 
-func (c *testClock) now() time.Time          { return c.Now() }
 func (c *testClock) advance(d time.Duration) { c.Advance(d) }
 func (c *testClock) ts() pcommon.Timestamp   { return pcommon.NewTimestampFromTime(c.Now()) }
 

@@ -15,7 +15,7 @@ import (
 // genericID is the instrument the attrBounder is given for a point bounded by the generic
 // rules: a metric the schema does not know, or a schema metric it does not accept as sent
 // (docs/processor.md, "Unknown metrics").
-const genericID = schema.InstrumentID(schema.NumInstruments)
+const genericID = schema.NumInstruments
 
 // The generic rules' bounds on one point's attributes. A point of an SDK has at most 128
 // attributes (the OpenTelemetry SDKs' default attribute count limit); a key is a name, not

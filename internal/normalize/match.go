@@ -164,7 +164,7 @@ func isGPUUUID(v []byte) bool {
 			return false
 		}
 		for _, c := range v[:n] {
-			if !isDigit(c) && !(c >= 'a' && c <= 'f') && !(c >= 'A' && c <= 'F') {
+			if !isDigit(c) && (c < 'a' || c > 'f') && (c < 'A' || c > 'F') {
 				return false
 			}
 		}
