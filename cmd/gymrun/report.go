@@ -5,7 +5,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -95,8 +94,7 @@ func (s *Summary) report(files []FileReport, table *prices.Table) Report {
 			mean := b.rewards.mean
 			br.Reward.Mean = &mean
 			if sd, ok := b.rewards.sd(); ok {
-				// Normal approximation: mean ± 1.96 standard errors (sample standard deviation).
-				ci := interval(mean, sd/math.Sqrt(float64(n)), z95)
+				ci := meanInterval(b.rewards, sd, b.binary)
 				br.Reward.SD, br.Reward.CI95 = &sd, &ci
 			}
 			if b.binary {

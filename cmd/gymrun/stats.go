@@ -36,6 +36,22 @@ func interval(center, se, q float64) [2]float64 {
 	return [2]float64{center - q*se, center + q*se}
 }
 
+// meanInterval is the 95% interval of a sample's mean: Wilson's score interval when every
+// value is 0 or 1 (a pass rate: it stays within [0, 1], where mean ± t·s/√n of a small or
+// lopsided sample does not), else Student's t at n - 1 degrees of freedom (a few dozen
+// rewards are common, where the normal quantile would make it too narrow). The sample has at
+// least two values and sd is its standard deviation.
+func meanInterval(m moments, sd float64, binary bool) [2]float64 {
+	n := float64(m.n)
+	if !binary {
+		return interval(m.mean, sd/math.Sqrt(n), t975(n-1))
+	}
+	z2 := z95 * z95
+	center := (m.mean + z2/(2*n)) / (1 + z2/n)
+	half := z95 * math.Sqrt(m.mean*(1-m.mean)/n+z2/(4*n*n)) / (1 + z2/n)
+	return [2]float64{center - half, center + half}
+}
+
 // sample is what an interval of a mean needs of one side: its count, mean and sample standard
 // deviation.
 type sample struct {

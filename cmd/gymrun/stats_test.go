@@ -127,3 +127,37 @@ func TestFailureGroups(t *testing.T) {
 	assert.Equal(t, groupTransport, failureGroup("timeout", "transport_unreachable"), "the kind decides first")
 	assert.Equal(t, groupOther, failureGroup("agent_run_error", "lab_proxy:stalled"))
 }
+
+// TestMeanInterval: a pass rate's interval is Wilson's, within [0, 1] even at 0 or 1 passes
+// of a few; other rewards' is Student's t.
+func TestMeanInterval(t *testing.T) {
+	sample := func(xs ...float64) moments {
+		var m moments
+		for _, x := range xs {
+			m.add(x)
+		}
+		return m
+	}
+	for _, xs := range [][]float64{{1, 1, 1, 1, 1}, {0, 0, 0}, {1, 0, 1, 1, 1}} {
+		m := sample(xs...)
+		sd, _ := m.sd()
+		ci := meanInterval(m, sd, true)
+		assert.GreaterOrEqual(t, ci[0], 0.0, "%v", xs)
+		assert.LessOrEqual(t, ci[1], 1.0, "%v", xs)
+		assert.Less(t, ci[0], ci[1], "%v", xs)
+		assert.LessOrEqual(t, ci[0], m.mean, "%v", xs)
+		assert.GreaterOrEqual(t, ci[1], m.mean, "%v", xs)
+	}
+	// 4 of 5: Wilson's interval (the textbook's [0.376, 0.964]).
+	m := sample(1, 0, 1, 1, 1)
+	sd, _ := m.sd()
+	ci := meanInterval(m, sd, true)
+	assert.InDelta(t, 0.3755, ci[0], 1e-3)
+	assert.InDelta(t, 0.9638, ci[1], 1e-3)
+	// Other rewards: mean ± t(0.975, n-1)·s/√n; t(0.975, 4) = 2.776.
+	m = sample(0.5, 0.7, 0.9, 0.6, 0.8)
+	sd, _ = m.sd()
+	ci = meanInterval(m, sd, false)
+	assert.InDelta(t, 0.7-2.776*sd/math.Sqrt(5), ci[0], 1e-3)
+	assert.InDelta(t, 0.7+2.776*sd/math.Sqrt(5), ci[1], 1e-3)
+}
