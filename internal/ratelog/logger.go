@@ -29,15 +29,21 @@ func NewLogger(logger *zap.Logger, burst int, period time.Duration) *Logger {
 
 // Warn writes msg with fields when the limit lets it through, and reports whether it did.
 func (l *Logger) Warn(msg string, fields ...zap.Field) bool {
+	return l.WarnWith(msg, func() []zap.Field { return fields })
+}
+
+// WarnWith is Warn whose fields are built only for a line that is written: a path where most
+// lines are held back (a file of damaged rows) builds none of them.
+func (l *Logger) WarnWith(msg string, fields func() []zap.Field) bool {
 	l.mu.Lock()
 	ok, held := l.limit.Take(l.Now())
 	l.mu.Unlock()
 	if !ok {
 		return false
 	}
-	// Check first: a logger that drops warnings costs no field appended.
+	// Check first: a logger that drops warnings costs no field built.
 	if ce := l.logger.Check(zap.WarnLevel, msg); ce != nil {
-		ce.Write(append(fields, zap.Int64(HeldField, held))...)
+		ce.Write(append(fields(), zap.Int64(HeldField, held))...)
 	}
 	return true
 }

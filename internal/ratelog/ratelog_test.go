@@ -51,3 +51,23 @@ func TestLoggerCountsWhatItHeldBack(t *testing.T) {
 	assert.Equal(t, "/f", got[1].ContextMap()["path"])
 	assert.EqualValues(t, 3, got[2].ContextMap()[HeldField], "the three held back are counted on the next line")
 }
+
+// TestWarnWithBuildsFieldsOnlyWhenWritten: fields of a held-back line, or of a line the logger's
+// level drops, are never built.
+func TestWarnWithBuildsFieldsOnlyWhenWritten(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
+	l := NewLogger(zap.New(core), 1, time.Minute)
+	built := 0
+	fields := func() []zap.Field { built++; return []zap.Field{zap.Int("row", built)} }
+	for range 4 {
+		l.WarnWith("row rejected", fields)
+	}
+	assert.Equal(t, 1, built, "three held back, none built")
+	require.Equal(t, 1, logs.Len())
+	assert.EqualValues(t, 1, logs.All()[0].ContextMap()["row"])
+
+	errorsOnly, _ := observer.New(zap.ErrorLevel)
+	quiet := NewLogger(zap.New(errorsOnly), 10, time.Minute)
+	assert.True(t, quiet.WarnWith("row rejected", fields), "within the limit")
+	assert.Equal(t, 1, built, "a level that drops warnings builds no field")
+}

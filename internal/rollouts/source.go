@@ -459,13 +459,14 @@ func manifestRunID(path string) string {
 
 func (t *Source) reject(f *rowFile, line int64, re *RowError) {
 	t.stats.Rejected[re.Reason]++
-	fields := []zap.Field{zap.String("path", f.f.Path), zap.String("reason", re.Reason), zap.String("error", re.Msg)}
-	if !f.noLines {
-		fields = append(fields, zap.Int64("line", line))
-	} else {
-		fields = append(fields, zap.Int64("offset", f.f.Offset))
-	}
-	t.logs.Warn("rollouts: row rejected", fields...)
+	offset := f.f.Offset
+	t.logs.WarnWith("rollouts: row rejected", func() []zap.Field {
+		fields := []zap.Field{zap.String("path", f.f.Path), zap.String("reason", re.Reason), zap.String("error", re.Msg)}
+		if !f.noLines {
+			return append(fields, zap.Int64("line", line))
+		}
+		return append(fields, zap.Int64("offset", offset))
+	})
 }
 
 func (t *Source) flush() {
