@@ -91,11 +91,13 @@ func (r *recorder) collect(ctx context.Context) {
 	r.mu.Unlock()
 	if metrics != nil && md.DataPointCount() > 0 {
 		if err := metrics.ConsumeMetrics(ctx, md); err != nil {
-			r.logger.Warn("gymrollouts: the metrics pipeline refused a collection", zap.Error(err))
+			r.tel.ConnectorGymrolloutsPointsRefused.Add(ctx, int64(md.DataPointCount()))
+			r.logger.Warn("gymrollouts: the metrics pipeline refused a collection", zap.Error(err), zap.Int("points", md.DataPointCount()))
 		}
 	}
 	if logs != nil && ld.LogRecordCount() > 0 {
 		if err := logs.ConsumeLogs(ctx, ld); err != nil {
+			r.tel.ConnectorGymrolloutsLogRecordsRefused.Add(ctx, int64(ld.LogRecordCount()))
 			r.logger.Warn("gymrollouts: the logs pipeline refused the records of a collection", zap.Error(err), zap.Int("records", ld.LogRecordCount()))
 		}
 	}

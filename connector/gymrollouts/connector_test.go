@@ -2,6 +2,7 @@ package gymrollouts
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -10,6 +11,8 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/connector/connectortest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
@@ -100,4 +103,26 @@ func TestOwnTelemetry(t *testing.T) {
 	r.collect(context.Background()) // nothing new: nothing added
 	metadatatest.AssertEqualConnectorGymrolloutsRolloutsEvicted(t, tt, []metricdata.DataPoint[int64]{{Value: 1}}, metricdatatest.IgnoreTimestamp())
 	metadatatest.AssertEqualConnectorGymrolloutsSpansInvalid(t, tt, []metricdata.DataPoint[int64]{{Value: 1}}, metricdatatest.IgnoreTimestamp())
+}
+
+// TestRefusedCollectionCounted: a collection the metrics pipeline refuses is counted by its
+// points, never dropped silently.
+func TestRefusedCollectionCounted(t *testing.T) {
+	tt := componenttest.NewTelemetry()
+	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
+	cfg := createDefaultConfig()
+	cfg.CollectionInterval = time.Hour
+	c, err := NewFactory().CreateTracesToMetrics(context.Background(), metadatatest.NewSettings(tt), cfg, consumertest.NewErr(errors.New("memory limit")))
+	require.NoError(t, err)
+	require.NoError(t, c.Start(context.Background(), componenttest.NewNopHost()))
+	defer func() { require.NoError(t, c.Shutdown(context.Background())) }()
+	require.NoError(t, c.ConsumeTraces(context.Background(), spans("a", "b")))
+	r := c.(*side).Unwrap()
+	md, ld := pmetric.NewMetrics(), plog.NewLogs()
+	r.rec.Collect(md, ld)
+	require.Positive(t, md.DataPointCount())
+	r.collect(context.Background())
+	r.collect(context.Background())
+	metadatatest.AssertEqualConnectorGymrolloutsPointsRefused(t, tt,
+		[]metricdata.DataPoint[int64]{{Value: int64(2 * md.DataPointCount())}}, metricdatatest.IgnoreTimestamp())
 }

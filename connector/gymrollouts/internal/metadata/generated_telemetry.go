@@ -27,6 +27,8 @@ type TelemetryBuilder struct {
 	mu                                    sync.Mutex
 	registrations                         []metric.Registration
 	ConnectorGymrolloutsLogRecordsDropped metric.Int64Counter
+	ConnectorGymrolloutsLogRecordsRefused metric.Int64Counter
+	ConnectorGymrolloutsPointsRefused     metric.Int64Counter
 	ConnectorGymrolloutsRolloutsEvicted   metric.Int64Counter
 	ConnectorGymrolloutsRolloutsExpired   metric.Int64Counter
 	ConnectorGymrolloutsSpansInvalid      metric.Int64Counter
@@ -66,6 +68,18 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_connector_gymrollouts_log_records_dropped",
 		metric.WithDescription("Log records of stalls, resumptions and ends not written because 4096 were waiting for the next collection. [Development]"),
 		metric.WithUnit("{record}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ConnectorGymrolloutsLogRecordsRefused, err = builder.meter.Int64Counter(
+		"otelcol_connector_gymrollouts_log_records_refused",
+		metric.WithDescription("Log records of a collection that the logs pipeline refused (not sent again; the warning names the error). [Development]"),
+		metric.WithUnit("{record}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ConnectorGymrolloutsPointsRefused, err = builder.meter.Int64Counter(
+		"otelcol_connector_gymrollouts_points_refused",
+		metric.WithDescription("Data points of a collection that the metrics pipeline refused (not sent again; the next collection carries the cumulative state). [Development]"),
+		metric.WithUnit("{datapoint}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ConnectorGymrolloutsRolloutsEvicted, err = builder.meter.Int64Counter(

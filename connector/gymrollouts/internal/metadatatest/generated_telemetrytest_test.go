@@ -20,11 +20,19 @@ func TestSetupTelemetry(t *testing.T) {
 	require.NoError(t, err)
 	defer tb.Shutdown()
 	tb.ConnectorGymrolloutsLogRecordsDropped.Add(context.Background(), 1)
+	tb.ConnectorGymrolloutsLogRecordsRefused.Add(context.Background(), 1)
+	tb.ConnectorGymrolloutsPointsRefused.Add(context.Background(), 1)
 	tb.ConnectorGymrolloutsRolloutsEvicted.Add(context.Background(), 1)
 	tb.ConnectorGymrolloutsRolloutsExpired.Add(context.Background(), 1)
 	tb.ConnectorGymrolloutsSpansInvalid.Add(context.Background(), 1)
 	tb.ConnectorGymrolloutsSpansLate.Add(context.Background(), 1)
 	AssertEqualConnectorGymrolloutsLogRecordsDropped(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualConnectorGymrolloutsLogRecordsRefused(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualConnectorGymrolloutsPointsRefused(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualConnectorGymrolloutsRolloutsEvicted(t, testTel,
