@@ -125,6 +125,7 @@ run: $(RUN_BIN) $(GYMEVENTS)
 	echo "otelcol-gym is running (pid $$pid) with $(CONFIG)."; \
 	echo "  Gym metrics (Prometheus):  $(METRICS_URL)   e.g. curl -s $(METRICS_URL) | grep ^gym_"; \
 	echo "  live page:                 $(LIVE_URL)   (docs/live.md; JSON: $(LIVE_URL)api/v1/runs)"; \
+	echo "  in a terminal:             make gymrun && _build/gymrun top   (docs/gymrun.md)"; \
 	echo "  OTLP from Gym's SDK:       grpc 127.0.0.1:4317, http http://127.0.0.1:4318 (docs/gym.md)"; \
 	echo "  send more events:          ./$(GYMEVENTS) send FILE --endpoint $(GYM_URL)"; \
 	echo "  health:                    $(HEALTH_URL)"; \

@@ -143,7 +143,9 @@ func writeRunSection(l *lines, f frame) {
 		l.add("%-28s %10s %10s %10s %8s", "servers", "lag p99", "gc p99", "memory", "cpu")
 		l.rows(len(r.ServerRows), func(i int) {
 			s := r.ServerRows[i]
-			name := cut(cmp.Or(s.Name, s.Service)+" "+s.Instance, 26)
+			// The instance without the run's id it usually starts with: the part that tells
+			// the processes of one server apart.
+			name := cut(cmp.Or(s.Name, s.Service)+" "+strings.TrimPrefix(s.Instance, r.ID+"-"), 26)
 			var mem *float64
 			if s.Memory != nil {
 				mib := *s.Memory / (1 << 20)
@@ -177,9 +179,20 @@ func writeHealthSection(l *lines, h *live.CollectorHealth) {
 		l.add("collector  cannot read its own metrics: %s", h.Error)
 		return
 	}
-	var parts []string
+	// At most three lines of counts, each within the width; the page has them all.
+	const first, indent, maxLines = "collector", "         ", 3
+	line, lines := first, 1
 	for _, fam := range h.Families {
-		parts = append(parts, cmp.Or(fam.Title, fam.Name)+" "+showNum(fam.Total))
+		part := "  " + cmp.Or(fam.Title, fam.Name) + " " + showNum(fam.Total)
+		if utf8.RuneCountInString(line+part) > l.width && line != first {
+			if lines == maxLines {
+				line += "  …"
+				break
+			}
+			l.add("%s", line)
+			line, lines = indent, lines+1
+		}
+		line += part
 	}
-	l.add("collector  %s", strings.Join(parts, "  "))
+	l.add("%s", line)
 }

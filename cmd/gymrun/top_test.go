@@ -134,3 +134,19 @@ func TestPickRun(t *testing.T) {
 	assert.Equal(t, -1, pickRun(runs, "x", 0))
 	assert.Equal(t, 0, pickRun(runs, "", 3))
 }
+
+// TestTopHealthFits: the collector's counts take at most three lines of the width.
+func TestTopHealthFits(t *testing.T) {
+	h := &live.CollectorHealth{}
+	for i := range 20 {
+		h.Families = append(h.Families, live.Family{Name: "otelcol_x", Title: "metric points of kind " + strings.Repeat("x", i%5), Total: float64(i * 1000)})
+	}
+	l := &lines{width: 80}
+	writeHealthSection(l, h)
+	require.Len(t, l.out, 3)
+	assert.True(t, strings.HasPrefix(l.out[0], "collector  metric points of kind  0"), l.out[0])
+	assert.True(t, strings.HasSuffix(l.out[2], "…"), "the rest is on the page: %q", l.out[2])
+	for _, line := range l.out {
+		assert.LessOrEqual(t, utf8.RuneCountInString(line), 80, "%q", line)
+	}
+}
