@@ -13,9 +13,8 @@ import (
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
-// absent names an attribute a row does not give (no failure class, no model): it matches no
-// attribute's rule, so it never stands for a value.
-const absent = "(none)"
+// absent names an attribute a row does not give (schema.Absent).
+const absent = schema.Absent
 
 // truncated are the finish reasons of a response cut at its token limit: the schema's set,
 // which the alert rules use too.
@@ -26,9 +25,6 @@ var truncated = func() map[string]bool {
 	}
 	return m
 }()
-
-// scoredOutcome is the outcome of a main output row (nemo.gym.rollout.outcome's first value).
-var scoredOutcome = schema.Attr(schema.AttrNemoGymRolloutOutcome).Values[0]
 
 // bench accumulates one benchmark (dispatch name).
 type bench struct {
@@ -110,7 +106,7 @@ func (s *Summary) Apply(ev *events.Event) {
 		b := s.bench(ev.DispatchName)
 		s.cur = b
 		b.attempts++
-		if string(ev.Outcome) != scoredOutcome {
+		if string(ev.Outcome) != schema.ScoredOutcome {
 			b.failed++
 			class, kind := name(normalize.FailureClass(ev.FailureClass)), name(s.reg.FailureKind(ev.FailureKind))
 			b.failedByClass[class]++

@@ -23,13 +23,13 @@ func (r *Resource) apply(a *Aggregator, sk *Sink, ev *events.Event) {
 	switch ev.Type {
 	case events.EventRolloutCompleted:
 		k.begin(schema.GymRolloutCompletedTotal).str(ev.Outcome).str(ev.DispatchName)
-		if string(ev.Outcome) == scoredOutcome {
+		if string(ev.Outcome) == schema.ScoredOutcome {
 			k.absent().absent().absent()
 		} else {
 			k.str(ev.FailureClass).str(ev.FailureKind).str(ev.FailureType)
 		}
 		r.series(a, sk, k).val++
-		if string(ev.Outcome) == scoredOutcome && ev.HasReward {
+		if string(ev.Outcome) == schema.ScoredOutcome && ev.HasReward {
 			r.rewarded(a, sk, ev)
 		}
 	case events.EventRolloutReward:
@@ -256,9 +256,6 @@ func (r *Resource) verified(s *series, completed bool) {
 	}
 	s.dval, s.hasVal = float64(s.val)/float64(s.count), true
 }
-
-// scoredOutcome is the outcome under which failure fields are not attributes and rewards count.
-var scoredOutcome = schema.Attr(schema.AttrNemoGymRolloutOutcome).Values[0]
 
 func (r *Resource) histogram(a *Aggregator, sk *Sink, k *keyBuilder, v float64) {
 	r.series(a, sk, k).record(k.id, v)

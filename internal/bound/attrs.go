@@ -84,7 +84,7 @@ func init() {
 		}
 	}
 	scoredGate.id = schema.GymRolloutCompletedTotal
-	scoredGate.scored = schema.Attr(schema.AttrNemoGymRolloutOutcome).Values[0]
+	scoredGate.scored = schema.ScoredOutcome
 	scoredGate.outcomePos = int(attrPos[scoredGate.id][schema.AttrNemoGymRolloutOutcome])
 	if scoredGate.outcomePos < 0 {
 		panic("bound: metadata.yaml: gym.rollout.completed_total has no nemo.gym.rollout.outcome")

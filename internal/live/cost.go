@@ -31,9 +31,6 @@ type Price struct {
 	USDPerMillion float64 `json:"usd_per_million"`
 }
 
-// scoredOutcome is the outcome of a scored rollout (nemo.gym.rollout.outcome's first value).
-var scoredOutcome = schema.Attr(schema.AttrNemoGymRolloutOutcome).Values[0]
-
 // price is a model's price from the price series: every token type's, or false (the receiver
 // exports all four of a priced model).
 func (s *Store) price(model string) (prices.Price, bool) {

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/clock"
+	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
 var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
@@ -122,7 +123,7 @@ func TestStoreView(t *testing.T) {
 	require.NotNil(t, v)
 	assert.Equal(t, map[string]float64{"scored": 7, "failed": 3}, v.Completed)
 	assert.Equal(t, 10.0, v.CompletedTotal)
-	assert.Equal(t, []Count{{"transport_timeout", 2}, {"(no kind)", 1}}, v.Failures)
+	assert.Equal(t, []Count{{"transport_timeout", 2}, {schema.Absent, 1}}, v.Failures)
 	assert.Equal(t, []RewardRow{{Dispatch: "math", ByRange: map[string]float64{"full": 4, "zero": 3}, Total: 7}}, v.Rewards)
 	assert.Equal(t, []TokenRow{
 		{Instrument: "gym.model_call.tokens", Type: "output", Server: "model", Tokens: 200, Samples: 4},

@@ -254,8 +254,8 @@ func (r *run) aggregate() *agg {
 		switch se.inst {
 		case schema.GymRolloutCompletedTotal:
 			a.completed[se.dims[0]] += se.val
-			if se.dims[0] != "scored" {
-				a.failures[cmp.Or(se.dims[1], "(no kind)")] += se.val
+			if se.dims[0] != schema.ScoredOutcome {
+				a.failures[cmp.Or(se.dims[1], schema.Absent)] += se.val
 			}
 		case schema.GymRolloutRewardedTotal:
 			m := a.rewards[se.dims[1]]
@@ -385,7 +385,7 @@ func (s *Store) view(r *run) *RunView {
 		return cmp.Or(cmp.Compare(x.Service, y.Service), cmp.Compare(x.Instance, y.Instance))
 	})
 	if len(s.prices) > 0 {
-		v.Cost = s.cost(a, a.completed[scoredOutcome])
+		v.Cost = s.cost(a, a.completed[schema.ScoredOutcome])
 	}
 	return v
 }
