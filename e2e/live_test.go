@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -157,7 +156,7 @@ func TestLivePage(t *testing.T) {
 // renderLivePage opens the page in headless Chromium, every host but 127.0.0.1 unresolvable,
 // and checks the numbers it shows, its error collector and Chromium's console.
 func renderLivePage(t *testing.T, base string, run liveRun) {
-	chromium := chromiumBinary(t)
+	chromium := harness.Chromium(t)
 	resp, err := http.Get(base)
 	require.NoError(t, err)
 	resp.Body.Close()
@@ -167,10 +166,9 @@ func renderLivePage(t *testing.T, base string, run liveRun) {
 	assert.NotContains(t, csp, "unsafe-inline")
 	assert.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"))
 
-	cmd := exec.Command(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-		"--user-data-dir="+t.TempDir(), "--virtual-time-budget=5000",
+	cmd := exec.Command(chromium, append(harness.Headless(t), "--virtual-time-budget=5000",
 		"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-		"--enable-logging=stderr", "--v=0", "--dump-dom", base)
+		"--enable-logging=stderr", "--v=0", "--dump-dom", base)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Run(), "chromium:\n%s", stderr.String())
@@ -201,14 +199,4 @@ func renderLivePage(t *testing.T, base string, run liveRun) {
 			t.Errorf("chromium console: %s", line)
 		}
 	}
-}
-
-// chromiumBinary finds headless Chromium (Debian's chromium, CHROMIUM_BIN to override); without
-// it the test fails in CI (.ci/run installs it) and is skipped elsewhere.
-func chromiumBinary(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("CHROMIUM_BIN"); p != "" {
-		return p
-	}
-	return harness.Tool(t, "chromium", "chromium", "chromium-browser")
 }

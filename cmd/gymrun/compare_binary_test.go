@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -13,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 // buildGymrun builds the gymrun binary into a temporary directory.
@@ -74,7 +78,7 @@ func TestCompareBinary(t *testing.T) {
 	_, out, _ = exitStatus(t, bin, "compare", "--json", a, b)
 	var r CompareReport
 	require.NoError(t, json.Unmarshal([]byte(out), &r))
-	chromium := findChromium(t)
+	chromium := harness.Chromium(t)
 	dom := dumpDOM(t, chromium, filepath.Join(dir, "example.html"))
 	require.Len(t, r.Benchmarks, 3)
 	for name, c := range r.Benchmarks {
@@ -96,20 +100,6 @@ func TestCompareBinary(t *testing.T) {
 	assert.NotContains(t, dom, "<script")
 }
 
-// findChromium is Debian's chromium: the test is skipped without it, unless CI is set (CI
-// installs it: .ci/run).
-func findChromium(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skip("chromium is not installed (Debian: apt-get install chromium); CI fails without it")
-		}
-		t.Fatal("chromium is not installed: .ci/run installs Debian's chromium")
-	}
-	return p
-}
-
 // dumpDOM is the DOM headless Chromium builds from the file. Every request it might make goes to
 // a closed loopback port and no name resolves: the report must need none.
 func dumpDOM(t *testing.T, chromium, file string) string {
@@ -122,9 +112,6 @@ func dumpDOM(t *testing.T, chromium, file string) string {
 }
 
 func chromiumFlags(t *testing.T) []string {
-	return []string{
-		"--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + t.TempDir(),
-		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>", "--host-resolver-rules=MAP * ~NOTFOUND",
-	}
+	return append(harness.Headless(t),
+		"--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>", "--host-resolver-rules=MAP * ~NOTFOUND")
 }
