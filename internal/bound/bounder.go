@@ -129,29 +129,38 @@ type entry struct {
 	cum  bool
 	seen bool // a point was added
 
-	// delta sums
-	isDouble  bool
-	i         int64
-	f         float64
-	start, ts pcommon.Timestamp
-
 	// gauges: the newest point
 	newest        pmetric.NumberDataPoint
 	newestCarrier bool
 
-	// delta histograms
-	count       uint64
-	sum         float64
-	noSum       bool
-	min, max    float64
-	hasMM, noMM bool
-	buckets     []uint64
+	// delta sums and histograms
+	total
+}
+
+// total is a sum or histogram being merged: a batch's delta points (entry) or a cumulative
+// series across batches (cumState).
+type total struct {
+	start, ts pcommon.Timestamp
+
+	// sums
+	isDouble bool
+	i        int64
+	f        float64
+
+	// histograms
+	count    uint64
+	sum      float64
+	noSum    bool // a point without a sum fed it
+	min, max float64
+	hasMM    bool // min and max are set
+	noMM     bool // a point without min/max and with observations fed it
+	buckets  []uint64
 }
 
 func (b *batch) reset() {
 	for _, e := range b.list {
 		bk := e.buckets[:0]
-		*e = entry{buckets: bk}
+		*e = entry{total: total{buckets: bk}}
 		b.pool = append(b.pool, e)
 	}
 	b.list = b.list[:0]
@@ -373,18 +382,28 @@ func (p *Bounder) setAttrs(s *series, attrs pcommon.Map, ex pmetric.ExemplarSlic
 	p.b.c.removed += int64(clearExemplarAttrs(ex))
 }
 
+// admit bounds a point's attributes. A point the bounds refuse is removed (keep false); one
+// without a recorded value is kept on its own, as it carries no value to merge. Otherwise
+// the point goes on to be merged into series s.
+func (p *Bounder) admit(mc *metricCtx, attrs pcommon.Map, flags pmetric.DataPointFlags, ex pmetric.ExemplarSlice, cumulative bool, now int64) (s *series, merge, keep bool) {
+	s, ok := p.bound(mc, attrs, flags, cumulative, now)
+	if !ok {
+		p.b.removed = true
+		return nil, false, false
+	}
+	if flags.NoRecordedValue() {
+		p.setAttrs(s, attrs, ex)
+		return s, false, true
+	}
+	return s, true, true
+}
+
 func (p *Bounder) number(mc *metricCtx, dp pmetric.NumberDataPoint, now int64) bool {
 	b := &p.b
 	cumulative := !mc.gauge && !mc.delta
-	s, ok := p.bound(mc, dp.Attributes(), dp.Flags(), cumulative, now)
-	if !ok {
-		b.removed = true
-		return false
-	}
-	if dp.Flags().NoRecordedValue() {
-		// Kept on its own: it carries no value to merge.
-		p.setAttrs(s, dp.Attributes(), dp.Exemplars())
-		return true
+	s, merge, keep := p.admit(mc, dp.Attributes(), dp.Flags(), dp.Exemplars(), cumulative, now)
+	if !merge {
+		return keep
 	}
 	if cumulative {
 		if p.st.applyNumber(mc.is, s, p.bd.raw, dp, mc.monotonic, p.gen, now) == appliedFull {
@@ -417,14 +436,9 @@ func (p *Bounder) number(mc *metricCtx, dp pmetric.NumberDataPoint, now int64) b
 func (p *Bounder) histogram(mc *metricCtx, dp pmetric.HistogramDataPoint, now int64) bool {
 	b := &p.b
 	cumulative := !mc.delta
-	s, ok := p.bound(mc, dp.Attributes(), dp.Flags(), cumulative, now)
-	if !ok {
-		b.removed = true
-		return false
-	}
-	if dp.Flags().NoRecordedValue() {
-		p.setAttrs(s, dp.Attributes(), dp.Exemplars())
-		return true
+	s, merge, keep := p.admit(mc, dp.Attributes(), dp.Flags(), dp.Exemplars(), cumulative, now)
+	if !merge {
+		return keep
 	}
 	if dp.BucketCounts().Len() != dp.ExplicitBounds().Len()+1 {
 		// Not mergeable bucket-wise (no bucket counts, or malformed): kept on its own.
@@ -519,6 +533,27 @@ func (p *Bounder) removeMerged(md pmetric.Metrics) {
 	})
 }
 
+// appendTyped appends an attribute to a key: its name, its type, then its value; a value that
+// is not a number or a bool is written as s, its length first.
+func appendTyped(k []byte, name string, t pcommon.ValueType, v pcommon.Value, s string) []byte {
+	k = binary.AppendUvarint(k, uint64(len(name)))
+	k = append(k, name...)
+	k = append(k, byte(t))
+	switch t {
+	case pcommon.ValueTypeInt:
+		return binary.LittleEndian.AppendUint64(k, uint64(v.Int()))
+	case pcommon.ValueTypeDouble:
+		return binary.LittleEndian.AppendUint64(k, math.Float64bits(v.Double()))
+	case pcommon.ValueTypeBool:
+		if v.Bool() {
+			return append(k, 1)
+		}
+		return append(k, 0)
+	}
+	k = binary.AppendUvarint(k, uint64(len(s)))
+	return append(k, s...)
+}
+
 // resourceKey encodes a resource's identity: its attribute set, typed, in key order.
 func (p *Bounder) resourceKey(attrs pcommon.Map) []byte {
 	b := &p.b
@@ -529,25 +564,13 @@ func (p *Bounder) resourceKey(attrs pcommon.Map) []byte {
 	slices.SortFunc(kvs, func(x, y keyValue) int { return cmp.Compare(x.k, y.k) })
 	key := b.resKey[:0]
 	for _, kv := range kvs {
-		key = binary.AppendUvarint(key, uint64(len(kv.k)))
-		key = append(key, kv.k...)
-		key = append(key, byte(kv.v.Type()))
+		s := ""
 		switch kv.v.Type() {
-		case pcommon.ValueTypeInt:
-			key = binary.LittleEndian.AppendUint64(key, uint64(kv.v.Int()))
-		case pcommon.ValueTypeDouble:
-			key = binary.LittleEndian.AppendUint64(key, math.Float64bits(kv.v.Double()))
-		case pcommon.ValueTypeBool:
-			if kv.v.Bool() {
-				key = append(key, 1)
-			} else {
-				key = append(key, 0)
-			}
+		case pcommon.ValueTypeInt, pcommon.ValueTypeDouble, pcommon.ValueTypeBool:
 		default:
-			s := kv.v.AsString()
-			key = binary.AppendUvarint(key, uint64(len(s)))
-			key = append(key, s...)
+			s = kv.v.AsString()
 		}
+		key = appendTyped(key, kv.k, kv.v.Type(), kv.v, s)
 	}
 	clear(kvs)
 	b.kvs, b.resKey = kvs[:0], key

@@ -76,32 +76,15 @@ func (p *Bounder) finish(e *entry) {
 			p.b.c.removed += int64(clearExemplarAttrs(e.num.Exemplars()))
 		}
 	case e.cum && e.hist:
-		writeCumHistogram(e.s.cum, e.hdp)
+		writeHistogram(&e.s.cum.total, e.hdp)
 	case e.cum:
-		writeCumNumber(e.s.cum, e.num)
+		writeNumber(&e.s.cum.total, e.num)
 	case e.n == 1:
 		// A delta point alone in its series: kept as it came.
 	case e.hist:
-		dp := e.hdp
-		dp.SetStartTimestamp(e.start)
-		dp.SetTimestamp(e.ts)
-		dp.SetCount(e.count)
-		if e.noSum {
-			dp.RemoveSum()
-		} else {
-			dp.SetSum(e.sum)
-		}
-		setMinMax(dp, e.count, e.hasMM && !e.noMM, e.min, e.max)
-		dp.BucketCounts().FromRaw(e.buckets)
+		writeHistogram(&e.total, e.hdp)
 	default:
-		dp := e.num
-		dp.SetStartTimestamp(e.start)
-		dp.SetTimestamp(e.ts)
-		if e.isDouble {
-			dp.SetDoubleValue(float64(e.i) + e.f)
-		} else {
-			dp.SetIntValue(e.i)
-		}
+		writeNumber(&e.total, e.num)
 	}
 }
 
@@ -128,7 +111,8 @@ func copyGauge(from, to pmetric.NumberDataPoint) {
 	from.Exemplars().CopyTo(to.Exemplars())
 }
 
-func writeCumNumber(c *cumState, dp pmetric.NumberDataPoint) {
+// writeNumber writes a merged sum into its carrier point.
+func writeNumber(c *total, dp pmetric.NumberDataPoint) {
 	dp.SetStartTimestamp(c.start)
 	dp.SetTimestamp(c.ts)
 	if c.isDouble {
@@ -138,7 +122,8 @@ func writeCumNumber(c *cumState, dp pmetric.NumberDataPoint) {
 	}
 }
 
-func writeCumHistogram(c *cumState, dp pmetric.HistogramDataPoint) {
+// writeHistogram writes a merged histogram into its carrier point.
+func writeHistogram(c *total, dp pmetric.HistogramDataPoint) {
 	dp.SetStartTimestamp(c.start)
 	dp.SetTimestamp(c.ts)
 	dp.SetCount(c.count)

@@ -66,23 +66,10 @@ type series struct {
 // cumState is the cumulative value of a series: the sum of the latest values of the streams
 // feeding it (for a counter, a restarted stream's earlier total stays counted).
 type cumState struct {
-	gen      uint64 // the batch that created it
-	streams  int    // streams that ever fed it
-	start    pcommon.Timestamp
-	ts       pcommon.Timestamp
-	isDouble bool
-	i        int64
-	f        float64
-
-	// histograms
-	bounds   []float64
-	count    uint64
-	sum      float64
-	noSum    bool // a stream without a sum fed it
-	min, max float64
-	hasMM    bool // min and max are set
-	noMM     bool // a stream without min/max and with observations fed it
-	buckets  []uint64
+	gen     uint64    // the batch that created it
+	streams int       // streams that ever fed it
+	bounds  []float64 // a histogram's
+	total
 }
 
 // rawStream is the latest point of one cumulative stream as received.
@@ -208,7 +195,7 @@ func isStale(r *rawStream, start, ts pcommon.Timestamp) bool {
 // newCum returns the cumulative state of s, creating it in batch gen.
 func newCum(s *series, gen uint64, start pcommon.Timestamp) *cumState {
 	if s.cum == nil {
-		s.cum = &cumState{gen: gen, start: start}
+		s.cum = &cumState{gen: gen, total: total{start: start}}
 	}
 	return s.cum
 }

@@ -99,31 +99,38 @@ func mergeable(m pmetric.Metric) bool {
 // kept apart in its admitted series. There is no overflow series to fold it into exactly: a
 // point past the limit is dropped and counted (unmergeable_overflow).
 func (p *Bounder) collectApart(mc *metricCtx, m pmetric.Metric, now int64) {
-	b := &p.b
 	switch m.Type() {
 	case pmetric.MetricTypeSum:
-		dps := m.Sum().DataPoints()
-		for i := 0; i < dps.Len(); i++ {
-			dp := dps.At(i)
-			b.keep = append(b.keep, p.apart(mc, dp.Attributes(), dp.Exemplars(), now))
-		}
+		keepApart(p, mc, m.Sum().DataPoints(), now)
 	case pmetric.MetricTypeHistogram:
-		dps := m.Histogram().DataPoints()
-		for i := 0; i < dps.Len(); i++ {
-			dp := dps.At(i)
-			b.keep = append(b.keep, p.apart(mc, dp.Attributes(), dp.Exemplars(), now))
-		}
+		keepApart(p, mc, m.Histogram().DataPoints(), now)
 	case pmetric.MetricTypeExponentialHistogram:
-		dps := m.ExponentialHistogram().DataPoints()
-		for i := 0; i < dps.Len(); i++ {
-			dp := dps.At(i)
-			b.keep = append(b.keep, p.apart(mc, dp.Attributes(), dp.Exemplars(), now))
-		}
+		keepApart(p, mc, m.ExponentialHistogram().DataPoints(), now)
 	case pmetric.MetricTypeSummary:
 		dps := m.Summary().DataPoints()
 		for i := 0; i < dps.Len(); i++ {
-			b.keep = append(b.keep, p.apart(mc, dps.At(i).Attributes(), noExemplars, now))
+			p.b.keep = append(p.b.keep, p.apart(mc, dps.At(i).Attributes(), noExemplars, now))
 		}
+	}
+}
+
+// exemplarPoint is a data point of any kind but a summary's: it carries exemplars.
+type exemplarPoint interface {
+	Attributes() pcommon.Map
+	Exemplars() pmetric.ExemplarSlice
+}
+
+// pointSlice is a metric's slice of data points.
+type pointSlice[P exemplarPoint] interface {
+	Len() int
+	At(i int) P
+}
+
+// keepApart runs collectApart on each point of dps.
+func keepApart[P exemplarPoint, S pointSlice[P]](p *Bounder, mc *metricCtx, dps S, now int64) {
+	for i := 0; i < dps.Len(); i++ {
+		dp := dps.At(i)
+		p.b.keep = append(p.b.keep, p.apart(mc, dp.Attributes(), dp.Exemplars(), now))
 	}
 }
 

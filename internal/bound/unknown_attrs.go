@@ -2,8 +2,6 @@ package bound
 
 import (
 	"cmp"
-	"encoding/binary"
-	"math"
 	"slices"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -112,28 +110,11 @@ func (b *attrBounder) encodeGeneric() {
 		if kv.removed {
 			continue
 		}
-		k = binary.AppendUvarint(k, uint64(len(kv.k)))
-		k = append(k, kv.k...)
 		t := kv.v.Type()
 		if kv.conv {
 			t = pcommon.ValueTypeStr
 		}
-		k = append(k, byte(t))
-		switch t {
-		case pcommon.ValueTypeStr:
-			k = binary.AppendUvarint(k, uint64(len(kv.s)))
-			k = append(k, kv.s...)
-		case pcommon.ValueTypeInt:
-			k = binary.LittleEndian.AppendUint64(k, uint64(kv.v.Int()))
-		case pcommon.ValueTypeDouble:
-			k = binary.LittleEndian.AppendUint64(k, math.Float64bits(kv.v.Double()))
-		case pcommon.ValueTypeBool:
-			if kv.v.Bool() {
-				k = append(k, 1)
-			} else {
-				k = append(k, 0)
-			}
-		}
+		k = appendTyped(k, kv.k, t, kv.v, kv.s)
 	}
 	b.key = k
 }

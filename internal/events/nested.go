@@ -41,16 +41,7 @@ func (d *Decoder) nextMember(it *cursor, key *slot) (val slot, ok bool) {
 		d.invalid(gymjson.SyntaxError(b, i, "want ':'"))
 		return val, false
 	}
-	val, ve := d.scanSlot(b, gymjson.SkipSpace(b, i+1))
-	if ve < 0 {
-		return val, false
-	}
-	i = gymjson.SkipSpace(b, ve)
-	if i < len(b) && b[i] == ',' {
-		i++
-	}
-	it.i = i
-	return val, true
+	return d.value(it, gymjson.SkipSpace(b, i+1))
 }
 
 // nextElem returns the next element of the array being walked.
@@ -60,6 +51,13 @@ func (d *Decoder) nextElem(it *cursor) (val slot, ok bool) {
 	if i >= len(b) || b[i] == ']' {
 		return val, false
 	}
+	return d.value(it, i)
+}
+
+// value scans the member's or element's value at line[i] and moves the cursor past it and
+// its comma.
+func (d *Decoder) value(it *cursor, i int) (val slot, ok bool) {
+	b := d.line
 	val, ve := d.scanSlot(b, i)
 	if ve < 0 {
 		return val, false
