@@ -36,6 +36,11 @@ const DefaultPollInterval = 200 * time.Millisecond
 // Beginning reports whether files found at start-up are read from their beginning.
 func (c *Config) Beginning() bool { return c.StartAt == StartAtBeginning }
 
+// Options are the follower's options the block sets: the globs, where to start, how often.
+func (c *Config) Options() Options {
+	return Options{Include: c.Include, Exclude: c.Exclude, StartAtBeginning: c.Beginning(), PollInterval: c.PollInterval}
+}
+
 // Check names each bad key of the block, under the block's own key (files, rollouts), and
 // says why. It is not Validate: confmap's walk would call an embedded block's Validate once
 // through its owner's method set and again as a field of its own, under a key that is not in
@@ -84,6 +89,13 @@ const DefaultMaxFiles = 1024
 // DefaultMaxFiles.
 func DefaultFilesConfig() FilesConfig {
 	return FilesConfig{Config: Config{StartAt: StartAtEnd, PollInterval: DefaultPollInterval}, MaxFiles: DefaultMaxFiles}
+}
+
+// Options are Config.Options with the bound on files followed at once.
+func (c *FilesConfig) Options() Options {
+	o := c.Config.Options()
+	o.MaxFiles = c.MaxFiles
+	return o
 }
 
 // Check is Config.Check with the block's own keys, under the key `files`. (Not Validate: see

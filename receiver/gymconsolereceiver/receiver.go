@@ -112,19 +112,14 @@ func (r *consoleReceiver) Start(ctx context.Context, host component.Host) error 
 			r.store = client
 			store = checkpoint.KeyStore{Client: client, Key: offsetsKey}
 		}
+		opts := fc.Options()
+		opts.MaxLineBytes, opts.Store = max, store
+		opts.Refused = func(_, reason string) {
+			r.telemetry.ReceiverGymConsoleFilesRefused.Add(context.Background(), 1, metric.WithAttributes(attribute.String("reason", reason)))
+		}
 		r.files = transport.NewFileTailer(func(path string) transport.LineDecoder {
 			return console.NewLineDecoder(path, max, r, r.warn)
-		}, transport.FilesOptions{
-			Include: fc.Include, Exclude: fc.Exclude,
-			StartAtBeginning: fc.Beginning(),
-			PollInterval:     fc.PollInterval,
-			MaxLineBytes:     max,
-			MaxFiles:         fc.MaxFiles,
-			Store:            store,
-			Refused: func(_, reason string) {
-				r.telemetry.ReceiverGymConsoleFilesRefused.Add(context.Background(), 1, metric.WithAttributes(attribute.String("reason", reason)))
-			},
-		}, r.record, r.set.Logger)
+		}, opts, r.record, r.set.Logger)
 		if err := r.files.Start(ctx); err != nil {
 			return err
 		}
@@ -184,28 +179,29 @@ func (r *consoleReceiver) Metrics(md pmetric.Metrics) {
 }
 
 func (r *consoleReceiver) Traces(td ptrace.Traces) {
-	if r.traces == nil {
-		return
-	}
-	ctx := r.obsrecv.StartTracesOp(context.Background())
-	n := td.SpanCount()
-	err := r.traces.ConsumeTraces(ctx, td)
-	r.obsrecv.EndTracesOp(ctx, "console", n, err)
-	if err != nil {
-		r.warn.Warn("gym_console: the traces pipeline refused spans", zap.Int("spans", n), zap.Error(err))
+	if r.traces != nil {
+		deliver(r, td, td.SpanCount(), "spans", r.obsrecv.StartTracesOp, r.traces.ConsumeTraces, r.obsrecv.EndTracesOp)
 	}
 }
 
 func (r *consoleReceiver) Logs(ld plog.Logs) {
-	if r.logs == nil {
-		return
+	if r.logs != nil {
+		deliver(r, ld, ld.LogRecordCount(), "records", r.obsrecv.StartLogsOp, r.logs.ConsumeLogs, r.obsrecv.EndLogsOp)
 	}
-	ctx := r.obsrecv.StartLogsOp(context.Background())
-	n := ld.LogRecordCount()
-	err := r.logs.ConsumeLogs(ctx, ld)
-	r.obsrecv.EndLogsOp(ctx, "console", n, err)
+}
+
+// deliver hands n items (spans, records) to the next consumer inside the receiver's own
+// telemetry's operation, and logs a refusal.
+func deliver[T any](r *consoleReceiver, data T, n int, items string,
+	start func(context.Context) context.Context,
+	consume func(context.Context, T) error,
+	end func(context.Context, string, int, error),
+) {
+	ctx := start(context.Background())
+	err := consume(ctx, data)
+	end(ctx, "console", n, err)
 	if err != nil {
-		r.warn.Warn("gym_console: the logs pipeline refused log records", zap.Int("records", n), zap.Error(err))
+		r.warn.Warn("gym_console: the next pipeline refused "+items, zap.Int(items, n), zap.Error(err))
 	}
 }
 

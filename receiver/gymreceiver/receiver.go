@@ -186,17 +186,10 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 		r.set.Logger.Info("gym receiver listening", zap.String("transport", network), zap.String("endpoint", r.stream.Addr().String()))
 	}
 	if fc := r.cfg.Files.Get(); fc != nil {
-		r.files = transport.NewFileTailer(r.fileDecoders(), transport.FilesOptions{
-			Include:          fc.Include,
-			Exclude:          fc.Exclude,
-			StartAtBeginning: fc.Beginning(),
-			PollInterval:     fc.PollInterval,
-			MaxLineBytes:     r.cfg.MaxLineBytes,
-			MaxFiles:         fc.MaxFiles,
-			Store:            r.offsets(filesSection),
-			Refused:          r.self.fileRefused("files"),
-			Waiting:          r.self.filesWaiting("files"),
-		}, r.recordStream, r.set.Logger)
+		opts := fc.Options()
+		opts.MaxLineBytes, opts.Store = r.cfg.MaxLineBytes, r.offsets(filesSection)
+		opts.Refused, opts.Waiting = r.self.fileRefused("files"), r.self.filesWaiting("files")
+		r.files = transport.NewFileTailer(r.fileDecoders(), opts, r.recordStream, r.set.Logger)
 		if err := r.files.Start(ctx); err != nil {
 			return err
 		}
