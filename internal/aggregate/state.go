@@ -266,18 +266,13 @@ func (d *stateReader) fail(msg string) {
 	d.b = nil
 }
 
-func (d *stateReader) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail("truncated or bad varint")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
+func (d *stateReader) uvarint() uint64 { return readVarint(d, binary.Uvarint) }
 
-func (d *stateReader) varint() int64 {
-	v, n := binary.Varint(d.b)
+func (d *stateReader) varint() int64 { return readVarint(d, binary.Varint) }
+
+// readVarint reads a varint of either sign with read (binary.Uvarint, binary.Varint).
+func readVarint[T int64 | uint64](d *stateReader, read func([]byte) (T, int)) T {
+	v, n := read(d.b)
 	if n <= 0 {
 		d.fail("truncated or bad varint")
 		return 0

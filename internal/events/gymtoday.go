@@ -59,9 +59,7 @@ var limitMembers = []string{"component", "limit_name", "server_name", "limit", "
 
 func (d *Decoder) decodeLimits(ev *Event) {
 	var m [maxMembers]slot
-	d.eachElement(fkLimits, true, "an array of limits", gymjson.Object, "an object", func(j int, e slot) {
-		at := func(member string) place { return place{field: "limits", idx: j, member: member} }
-		d.readMembers(&e, limitMembers, &m)
+	d.eachObject(fkLimits, true, "an array of limits", limitMembers, &m, func(at func(member string) place) {
 		var l ConcurrencyLimit
 		l.Component = d.nameAt(at("component"), &m[0], true)
 		l.LimitName = d.nameAt(at("limit_name"), &m[1], true)
@@ -127,9 +125,7 @@ const maxPID = 1<<31 - 1
 
 func (d *Decoder) decodeMemorySample(ev *Event) {
 	var m [maxMembers]slot
-	d.eachElement(fkServers, false, "an array of servers", gymjson.Object, "an object", func(j int, e slot) {
-		at := func(member string) place { return place{field: "servers", idx: j, member: member} }
-		d.readMembers(&e, serverMemoryMembers, &m)
+	d.eachObject(fkServers, false, "an array of servers", serverMemoryMembers, &m, func(at func(member string) place) {
 		var sm ServerMemory
 		sm.ServerName = d.nameAt(at("server_name"), &m[0], true)
 		sm.ServerType = d.nameAt(at("server_type"), &m[1], true)

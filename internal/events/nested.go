@@ -210,6 +210,15 @@ func (d *Decoder) eachElement(k int, required bool, want string, kind gymjson.Ki
 	}
 }
 
+// eachObject walks the array of objects at key k, reading the members of each into m; at
+// names one of them in an error.
+func (d *Decoder) eachObject(k int, required bool, want string, members []string, m *[maxMembers]slot, f func(at func(member string) place)) {
+	d.eachElement(k, required, want, gymjson.Object, "an object", func(j int, e slot) {
+		d.readMembers(&e, members, m)
+		f(func(member string) place { return place{field: keyNames[k], idx: j, member: member} })
+	})
+}
+
 // keyRule names the check of an object's keys (a switch in the loop, not a func value: a
 // call more per key showed on resource lines).
 type keyRule uint8

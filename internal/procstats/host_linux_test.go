@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/procstats"
+	"github.com/gym-telemetry/otelcol-gym/internal/procstats/procstatstest"
 )
 
 // TestHostPermission reads a process of another user for real: run unprivileged, it reads pid 1;
@@ -78,31 +79,12 @@ func TestHostPermission(t *testing.T) {
 // Gym container's: pid 1 of a pid namespace of its own, in a cgroup named by its container id.
 // It needs root (a new pid namespace, a cgroup made for the test).
 func TestHostFindsAProcessInAContainer(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("a pid namespace and a cgroup of its own need root")
-	}
 	const id = "7e57c0de7e57c0de7e57c0de7e57c0de7e57c0de7e57c0de7e57c0de7e57c0de"
-	cgroup := ""
-	for _, dir := range []string{"/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
-		d := filepath.Join(dir, fmt.Sprintf("procstats-test-%d", os.Getpid()), "cri-containerd-"+id+".scope")
-		if err := os.MkdirAll(d, 0o755); err == nil {
-			cgroup = d
-			break
-		}
-	}
-	if cgroup == "" {
-		t.Skip("no writable cgroup hierarchy")
-	}
-	t.Cleanup(func() { // after the helper is gone (cleanups run last first)
-		_ = os.Remove(cgroup)
-		_ = os.Remove(filepath.Dir(cgroup))
-	})
+	cgroup := procstatstest.ContainerCgroup(t, "cri-containerd-"+id+".scope")
 	h := startHelperWith(t, 2, 3, func(c *exec.Cmd) {
 		c.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
 	})
-	if err := os.WriteFile(filepath.Join(cgroup, "cgroup.procs"), []byte(fmt.Sprint(h.pid)), 0o644); err != nil {
-		t.Skipf("cannot move a process into a cgroup: %v", err)
-	}
+	procstatstest.EnterCgroup(t, cgroup, int(h.pid))
 
 	s, err := procstats.NewScraper(procstats.NewHostSource(), procstats.Options{})
 	require.NoError(t, err)

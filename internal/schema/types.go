@@ -4,6 +4,8 @@
 // a second time.
 package schema
 
+import "slices"
+
 // Kind is an instrument kind in OpenTelemetry data-model words.
 type Kind uint8
 
@@ -127,29 +129,13 @@ type Instrument struct {
 // Accepts reports whether a metric of kind k from OTLP is this instrument's: its own kind, or
 // one of AcceptKinds.
 func (in *Instrument) Accepts(k Kind) bool {
-	if k == in.Kind {
-		return true
-	}
-	for _, a := range in.AcceptKinds {
-		if a == k {
-			return true
-		}
-	}
-	return false
+	return k == in.Kind || slices.Contains(in.AcceptKinds, k)
 }
 
 // AcceptsUnit reports whether a metric stating unit u from OTLP is this instrument's: its own
 // Unit, or one of Units (what Gym's own code states). Its points are exported with Unit.
 func (in *Instrument) AcceptsUnit(u string) bool {
-	if u == in.Unit {
-		return true
-	}
-	for _, a := range in.Units {
-		if a == u {
-			return true
-		}
-	}
-	return false
+	return u == in.Unit || slices.Contains(in.Units, u)
 }
 
 // Monotonic reports whether the instrument is a monotonic Sum.

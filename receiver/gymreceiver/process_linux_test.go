@@ -4,10 +4,7 @@ package gymreceiver
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 
@@ -16,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/procstats/procstatstest"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/metadata"
 )
 
@@ -24,25 +22,8 @@ import (
 // announcing that pid, the container's host name and its container.id. The receiver reads it
 // from the host's /proc. Needs root (a pid namespace, a cgroup made for the test).
 func TestProcessStatsOfARealContainer(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("a pid namespace and a cgroup of its own need root")
-	}
 	const id = "9a7b0c1d2e3f40516273849a5b6c7d8e9f00112233445566778899aabbccddee"
-	cgroup := ""
-	for _, dir := range []string{"/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
-		d := filepath.Join(dir, fmt.Sprintf("gymreceiver-test-%d", os.Getpid()), "docker-"+id+".scope")
-		if err := os.MkdirAll(d, 0o755); err == nil {
-			cgroup = d
-			break
-		}
-	}
-	if cgroup == "" {
-		t.Skip("no writable cgroup hierarchy")
-	}
-	t.Cleanup(func() {
-		_ = os.Remove(cgroup)
-		_ = os.Remove(filepath.Dir(cgroup))
-	})
+	cgroup := procstatstest.ContainerCgroup(t, "docker-"+id+".scope")
 	child := exec.Command("sleep", "300")
 	child.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID, Pdeathsig: syscall.SIGKILL}
 	require.NoError(t, child.Start())
@@ -50,9 +31,7 @@ func TestProcessStatsOfARealContainer(t *testing.T) {
 		_ = child.Process.Kill()
 		_ = child.Wait()
 	})
-	if err := os.WriteFile(filepath.Join(cgroup, "cgroup.procs"), []byte(fmt.Sprint(child.Process.Pid)), 0o644); err != nil {
-		t.Skipf("cannot move a process into a cgroup: %v", err)
-	}
+	procstatstest.EnterCgroup(t, cgroup, child.Process.Pid)
 
 	cfg := createDefaultConfig().(*Config)
 	cfg.HTTP.GetOrInsertDefault()
