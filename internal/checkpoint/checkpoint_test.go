@@ -13,29 +13,10 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
+	"github.com/gym-telemetry/otelcol-gym/internal/storagetest"
 	"github.com/gym-telemetry/otelcol-gym/internal/events"
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 )
-
-type memStore struct {
-	mu   sync.Mutex
-	data map[string][]byte
-	sets atomic.Int64
-}
-
-func (m *memStore) Get(_ context.Context, k string) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.data[k], nil
-}
-
-func (m *memStore) Set(_ context.Context, k string, v []byte) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.sets.Add(1)
-	m.data[k] = append([]byte(nil), v...)
-	return nil
-}
 
 func newAgg(t testing.TB) *aggregate.Aggregator {
 	reg, err := normalize.NewRegistry(nil, nil, nil)
@@ -81,7 +62,7 @@ func (s *lineSource) batch(n int) {
 // in its state, and so does its collection's export at most.
 func TestCheckpointIsConsistent(t *testing.T) {
 	agg := newAgg(t)
-	store := &memStore{data: map[string][]byte{}}
+	store := storagetest.NewMem(nil)
 	c := New(store, agg)
 	sec := c.Section("lines")
 	src := &lineSource{st: events.NewLineDecoder(1<<16, agg.NewSink, events.DefaultResource("file", "/f")), store: sec}
@@ -105,9 +86,9 @@ func TestCheckpointIsConsistent(t *testing.T) {
 		var md pmetric.Metrics
 		_, err := c.Collect(context.Background(), func(state *[]byte) { md = agg.CollectWithState(aggregate.Scope{}, state) })
 		require.NoError(t, err)
-		saved := store.data[Key]
+		saved := store.Value(Key)
 		b := newAgg(t)
-		r := New(&memStore{data: map[string][]byte{Key: saved}}, b)
+		r := New(storagetest.NewMem(map[string][]byte{Key: saved}), b)
 		ok, err := r.Restore(context.Background())
 		require.NoError(t, err)
 		require.True(t, ok)
@@ -129,7 +110,7 @@ func TestCheckpointIsConsistent(t *testing.T) {
 // after it was called.
 func TestSyncGroupCommit(t *testing.T) {
 	agg := newAgg(t)
-	store := &memStore{data: map[string][]byte{}}
+	store := storagetest.NewMem(nil)
 	c := New(store, agg)
 	st := events.NewLineDecoder(1<<16, agg.NewSink, events.DefaultResource("http", ""))
 	var mu sync.Mutex
@@ -147,17 +128,17 @@ func TestSyncGroupCommit(t *testing.T) {
 	}
 	wg.Wait()
 	b := newAgg(t)
-	ok, err := New(&memStore{data: map[string][]byte{Key: store.data[Key]}}, b).Restore(context.Background())
+	ok, err := New(storagetest.NewMem(map[string][]byte{Key: store.Value(Key)}), b).Restore(context.Background())
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, int64(callers), retries(b.Collect(aggregate.Scope{})), "every line applied before a Sync returned is saved")
-	assert.LessOrEqual(t, store.sets.Load(), int64(callers))
-	t.Logf("%d callers, %d checkpoints", callers, store.sets.Load())
+	assert.LessOrEqual(t, store.Sets(), int64(callers))
+	t.Logf("%d callers, %d checkpoints", callers, store.Sets())
 }
 
 func TestDamagedCheckpoint(t *testing.T) {
 	for _, data := range []string{"nope", "gymckpt", "gymckpt\x02", "gymckpt\x01\x01\x05ab"} {
-		c := New(&memStore{data: map[string][]byte{Key: []byte(data)}}, newAgg(t))
+		c := New(storagetest.NewMem(map[string][]byte{Key: []byte(data)}), newAgg(t))
 		_, err := c.Restore(context.Background())
 		assert.Error(t, err, "%q", data)
 	}
@@ -167,7 +148,7 @@ func TestDamagedCheckpoint(t *testing.T) {
 // offsets in the next checkpoint.
 func TestUnstartedSourceKeepsItsOffsets(t *testing.T) {
 	agg := newAgg(t)
-	store := &memStore{data: map[string][]byte{}}
+	store := storagetest.NewMem(nil)
 	c := New(store, agg)
 	var mu sync.Mutex
 	sec := c.Section("files")
@@ -194,7 +175,7 @@ func TestUnstartedSourceKeepsItsOffsets(t *testing.T) {
 // A source behind a Gate that holds it through a long poll lets a checkpoint in at its next
 // Yield; the checkpoint pulls its offsets there, and keeps the saved ones while it has none.
 func TestGateAndPull(t *testing.T) {
-	store := &memStore{data: map[string][]byte{}}
+	store := storagetest.NewMem(nil)
 	c := New(store, newAgg(t))
 	var g Gate
 	applied := 0
@@ -207,7 +188,7 @@ func TestGateAndPull(t *testing.T) {
 		t.Helper()
 		_, err := c.Save(context.Background())
 		require.NoError(t, err)
-		r := New(&memStore{data: map[string][]byte{Key: store.data[Key]}}, newAgg(t))
+		r := New(storagetest.NewMem(map[string][]byte{Key: store.Value(Key)}), newAgg(t))
 		_, err = r.Restore(context.Background())
 		require.NoError(t, err)
 		off, _ := r.Section("rows").Load(context.Background())
@@ -285,7 +266,7 @@ func TestGateHandsOff(t *testing.T) {
 
 // A section takes a source's lock, and its offsets when it pulls them.
 func TestPushAndPull(t *testing.T) {
-	store := &memStore{data: map[string][]byte{}}
+	store := storagetest.NewMem(nil)
 	c := New(store, newAgg(t))
 	var push, pull sync.Mutex
 	c.Section("push").GuardedBy(&push)
@@ -293,7 +274,7 @@ func TestPushAndPull(t *testing.T) {
 	require.NoError(t, c.Section("push").Save(context.Background(), []byte("pushed")))
 	_, err := c.Save(context.Background())
 	require.NoError(t, err)
-	r := New(&memStore{data: map[string][]byte{Key: store.data[Key]}}, newAgg(t))
+	r := New(storagetest.NewMem(map[string][]byte{Key: store.Value(Key)}), newAgg(t))
 	_, err = r.Restore(context.Background())
 	require.NoError(t, err)
 	for name, want := range map[string]string{"push": "pushed", "pull": "7"} {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/storagetest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
@@ -29,7 +30,7 @@ func TestClientErrorsNameTheKey(t *testing.T) {
 // KeyStore keeps one value under its key, beside the others of the client.
 func TestKeyStore(t *testing.T) {
 	ctx := context.Background()
-	m := &memStore{data: map[string][]byte{}}
+	m := storagetest.NewMem(nil)
 	ks := KeyStore{Client: m, Key: "file_offsets"}
 	b, err := ks.Load(ctx)
 	require.NoError(t, err)

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 
 	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
 	"github.com/gym-telemetry/otelcol-gym/internal/checkpoint"
+	"github.com/gym-telemetry/otelcol-gym/internal/storagetest"
 	"github.com/gym-telemetry/otelcol-gym/internal/follow"
 	"github.com/gym-telemetry/otelcol-gym/internal/follow/followtest"
 )
@@ -138,16 +138,10 @@ func TestRolloutsCheckpointDuringLongPoll(t *testing.T) {
 	assert.Equal(t, int64(rows), rolloutCounts(agg.Collect(aggregate.Scope{}))["r.jsonl||completed_total|dispatch.name=m,outcome=scored"])
 }
 
-// ckptStore is a storage extension's client in memory.
-type ckptStore struct {
-	mu sync.Mutex
-	kv map[string][]byte
-}
-
 // ckptSource is a rollouts tailer joined to a checkpointer as the receiver joins them: the
 // checkpoint restored, the tailer made with its section (which pulls its offsets under its
 // Locker) before it starts.
-func ckptSource(t *testing.T, store *ckptStore, include string) (*Source, *checkpoint.Checkpointer, *aggregate.Aggregator, *followtest.Counts) {
+func ckptSource(t *testing.T, store *storagetest.Mem, include string) (*Source, *checkpoint.Checkpointer, *aggregate.Aggregator, *followtest.Counts) {
 	t.Helper()
 	agg := newTestAggregator(t)
 	c := checkpoint.New(store, agg)
@@ -162,7 +156,7 @@ func ckptSource(t *testing.T, store *ckptStore, include string) (*Source, *check
 }
 
 // savedOffsets reads the rollouts offsets of the stored checkpoint.
-func savedOffsets(t *testing.T, store *ckptStore) rolloutState {
+func savedOffsets(t *testing.T, store *storagetest.Mem) rolloutState {
 	t.Helper()
 	c := checkpoint.New(store, newTestAggregator(t))
 	_, err := c.Restore(stdcontext.Background())
@@ -182,7 +176,7 @@ func TestRolloutsCheckpointKeepsOffsetsNotYetUsed(t *testing.T) {
 	out := filepath.Join(dir, "r.jsonl")
 	followtest.AppendFile(t, out, mainRow("m", "1", `,"_ng_run_id":"r1"`)+mainRow("m", "1", ""))
 	followtest.AppendFile(t, filepath.Join(dir, "r_failures.jsonl"), failureRow("timeout", "agent_timeout"))
-	store := &ckptStore{}
+	store := storagetest.NewMem(nil)
 	ctx := stdcontext.Background()
 	rt, c, _, got := ckptSource(t, store, filepath.Join(dir, "*.jsonl"))
 	require.NoError(t, rt.Start(ctx))
@@ -265,7 +259,7 @@ func TestRolloutsOffsetsSavedForEveryCheckpoint(t *testing.T) {
 	out := filepath.Join(dir, "r.jsonl")
 	row := mainRow("m", "1", "")
 	followtest.AppendFile(t, out, row+row)
-	store := &ckptStore{}
+	store := storagetest.NewMem(nil)
 	ctx := stdcontext.Background()
 	rt, c, _, _ := ckptSource(t, store, filepath.Join(dir, "*.jsonl"))
 	require.NoError(t, rt.Start(ctx))
@@ -318,20 +312,4 @@ func TestRolloutsStoredFormat(t *testing.T) {
 	release()
 	want := fmt.Sprintf(`{"files":{%q:{"head":%q,"offset":%d,"lines":2}},"runs":{%q:{"run_id":"r1"}}}`, out, fmt.Sprintf("%x", head), 2*len(row), out)
 	assert.JSONEq(t, want, string(offsets))
-}
-
-func (s *ckptStore) Get(_ stdcontext.Context, k string) ([]byte, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.kv[k], nil
-}
-
-func (s *ckptStore) Set(_ stdcontext.Context, k string, v []byte) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.kv == nil {
-		s.kv = map[string][]byte{}
-	}
-	s.kv[k] = append([]byte(nil), v...)
-	return nil
 }

@@ -18,6 +18,7 @@ type Mem struct {
 	component.ShutdownFunc
 	mu   sync.Mutex
 	data map[string][]byte
+	sets int64
 }
 
 var (
@@ -47,8 +48,16 @@ func (m *Mem) Get(_ context.Context, k string) ([]byte, error) {
 func (m *Mem) Set(_ context.Context, k string, v []byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.sets++
 	m.data[k] = append([]byte(nil), v...)
 	return nil
+}
+
+// Sets counts the calls of Set.
+func (m *Mem) Sets() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sets
 }
 
 // Delete forgets k.

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 
 	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
 	"github.com/gym-telemetry/otelcol-gym/internal/checkpoint"
+	"github.com/gym-telemetry/otelcol-gym/internal/storagetest"
 	"github.com/gym-telemetry/otelcol-gym/internal/events"
 	"github.com/gym-telemetry/otelcol-gym/internal/follow/followtest"
 )
@@ -199,25 +199,6 @@ func TestFilesWaitingFileKeepsStoredOffset(t *testing.T) {
 	require.NoError(t, ft2.Shutdown(context.Background()))
 }
 
-// mapStore is a checkpoint's storage in memory.
-type mapStore struct {
-	mu   sync.Mutex
-	data map[string][]byte
-}
-
-func (m *mapStore) Get(_ context.Context, k string) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.data[k], nil
-}
-
-func (m *mapStore) Set(_ context.Context, k string, v []byte) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.data[k] = append([]byte(nil), v...)
-	return nil
-}
-
 // TestFilesCheckpointDuringALongPoll: checkpoints taken while the first poll reads a large
 // backlog get in between two reads, rather than waiting for the poll to end, and each is
 // consistent: a collector restored from it and resumed at its offsets counts every line of
@@ -234,7 +215,7 @@ func TestFilesCheckpointDuringALongPoll(t *testing.T) {
 		MaxLineBytes:     1 << 16,
 		MaxFiles:         10,
 	}
-	start := func(store *mapStore) (*aggregate.Aggregator, *checkpoint.Checkpointer, *FileTailer) {
+	start := func(store *storagetest.Mem) (*aggregate.Aggregator, *checkpoint.Checkpointer, *FileTailer) {
 		agg := newTestAggregator(t)
 		c := checkpoint.New(store, agg)
 		_, err := c.Restore(context.Background())
@@ -246,28 +227,14 @@ func TestFilesCheckpointDuringALongPoll(t *testing.T) {
 		return agg, c, ft
 	}
 
-	store := &mapStore{data: map[string][]byte{}}
+	store := storagetest.NewMem(nil)
 	_, c, ft := start(store)
-	polled := make(chan error)
-	go func() { polled <- ft.Start(context.Background()) }() // the first poll reads the backlog
-	var saved [][]byte
-	for done := false; !done; {
-		select {
-		case err := <-polled:
-			require.NoError(t, err)
-			done = true
-		default:
-			_, err := c.Save(context.Background())
-			require.NoError(t, err)
-			saved = append(saved, append([]byte(nil), store.data[checkpoint.Key]...))
-			time.Sleep(time.Millisecond)
-		}
-	}
+	saved := saveWhilePolling(t, ft, c, store) // the first poll reads the backlog
 
 	midPoll := 0
 	for i := 0; i < len(saved); i += 1 + len(saved)/8 { // restoring each would take a minute
 		ck := saved[i]
-		agg, _, ft := start(&mapStore{data: map[string][]byte{checkpoint.Key: ck}})
+		agg, _, ft := start(storagetest.NewMem(map[string][]byte{checkpoint.Key: ck}))
 		restored := providers(agg.Collect(aggregate.Scope{}))["p"]
 		if restored > 0 && restored < n {
 			midPoll++
@@ -461,11 +428,12 @@ func TestFilesCheckpointMidPollKeepsWaitingOffsets(t *testing.T) {
 	a, b := filepath.Join(dir, "a.events.jsonl"), filepath.Join(dir, "b.events.jsonl")
 	followtest.AppendFile(t, a, lines("a", 3))
 	followtest.AppendFile(t, b, lines("b", 3))
-	life := func(ck []byte, maxFiles int) (*aggregate.Aggregator, *checkpoint.Checkpointer, *FileTailer, *mapStore) {
-		store := &mapStore{data: map[string][]byte{}}
+	life := func(ck []byte, maxFiles int) (*aggregate.Aggregator, *checkpoint.Checkpointer, *FileTailer, *storagetest.Mem) {
+		data := map[string][]byte{}
 		if ck != nil {
-			store.data[checkpoint.Key] = ck
+			data[checkpoint.Key] = ck
 		}
+		store := storagetest.NewMem(data)
 		agg := newTestAggregator(t)
 		c := checkpoint.New(store, agg)
 		_, err := c.Restore(context.Background())
@@ -486,22 +454,8 @@ func TestFilesCheckpointMidPollKeepsWaitingOffsets(t *testing.T) {
 	const backlog = 300_000
 	followtest.AppendFile(t, a, lines("a", backlog)) // written while the collector was down
 	followtest.AppendFile(t, b, lines("b", 1))
-	_, c2, ft2, store2 := life(store1.data[checkpoint.Key], 1) // a is followed, b waits
-	polled := make(chan error)
-	go func() { polled <- ft2.Start(context.Background()) }()
-	var saved [][]byte
-	for done := false; !done; {
-		select {
-		case err := <-polled:
-			require.NoError(t, err)
-			done = true
-		default:
-			_, err := c2.Save(context.Background())
-			require.NoError(t, err)
-			saved = append(saved, append([]byte(nil), store2.data[checkpoint.Key]...))
-			time.Sleep(time.Millisecond)
-		}
-	}
+	_, c2, ft2, store2 := life(store1.Value(checkpoint.Key), 1) // a is followed, b waits
+	saved := saveWhilePolling(t, ft2, c2, store2)
 	require.NotEmpty(t, saved)
 	midPoll := 0
 	for i := 0; i < len(saved); i += 1 + len(saved)/6 {
@@ -514,4 +468,24 @@ func TestFilesCheckpointMidPollKeepsWaitingOffsets(t *testing.T) {
 			"checkpoint %d: b resumes at its stored offset, a at the checkpoint's", i)
 	}
 	assert.Positive(t, midPoll, "a checkpoint came in during the poll")
+}
+
+// saveWhilePolling starts ft and takes checkpoints with c until its first poll ends; it
+// returns each checkpoint as stored.
+func saveWhilePolling(t *testing.T, ft *FileTailer, c *checkpoint.Checkpointer, store *storagetest.Mem) [][]byte {
+	polled := make(chan error)
+	go func() { polled <- ft.Start(context.Background()) }()
+	var saved [][]byte
+	for {
+		select {
+		case err := <-polled:
+			require.NoError(t, err)
+			return saved
+		default:
+			_, err := c.Save(context.Background())
+			require.NoError(t, err)
+			saved = append(saved, store.Value(checkpoint.Key))
+			time.Sleep(time.Millisecond)
+		}
+	}
 }
