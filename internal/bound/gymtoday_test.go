@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/pdatatest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -279,17 +280,5 @@ func TestGymTodayCardinality(t *testing.T) {
 
 func metricNamed(t *testing.T, md pmetric.Metrics, name string) pmetric.Metric {
 	t.Helper()
-	for i := 0; i < md.ResourceMetrics().Len(); i++ {
-		sms := md.ResourceMetrics().At(i).ScopeMetrics()
-		for j := 0; j < sms.Len(); j++ {
-			ms := sms.At(j).Metrics()
-			for k := 0; k < ms.Len(); k++ {
-				if ms.At(k).Name() == name {
-					return ms.At(k)
-				}
-			}
-		}
-	}
-	t.Fatalf("no metric %s", name)
-	return pmetric.Metric{}
+	return pdatatest.Metric(t, md, name)
 }

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/events"
+	"github.com/gym-telemetry/otelcol-gym/internal/pdatatest"
 	"github.com/gym-telemetry/otelcol-gym/internal/ratelog"
 )
 
@@ -283,27 +284,20 @@ func TestBlocks(t *testing.T) {
 // zeroNaNs sets the NaN values of gauges and sums to 0 and returns how many it found.
 func zeroNaNs(md pmetric.Metrics) int {
 	n := 0
-	rms := md.ResourceMetrics()
-	for i := 0; i < rms.Len(); i++ {
-		sms := rms.At(i).ScopeMetrics()
-		for j := 0; j < sms.Len(); j++ {
-			ms := sms.At(j).Metrics()
-			for k := 0; k < ms.Len(); k++ {
-				var dps pmetric.NumberDataPointSlice
-				switch m := ms.At(k); m.Type() {
-				case pmetric.MetricTypeGauge:
-					dps = m.Gauge().DataPoints()
-				case pmetric.MetricTypeSum:
-					dps = m.Sum().DataPoints()
-				default:
-					continue
-				}
-				for l := 0; l < dps.Len(); l++ {
-					if dp := dps.At(l); dp.ValueType() == pmetric.NumberDataPointValueTypeDouble && math.IsNaN(dp.DoubleValue()) {
-						dp.SetDoubleValue(0)
-						n++
-					}
-				}
+	for m := range pdatatest.Metrics(md) {
+		var dps pmetric.NumberDataPointSlice
+		switch m.Type() {
+		case pmetric.MetricTypeGauge:
+			dps = m.Gauge().DataPoints()
+		case pmetric.MetricTypeSum:
+			dps = m.Sum().DataPoints()
+		default:
+			continue
+		}
+		for _, dp := range dps.All() {
+			if dp.ValueType() == pmetric.NumberDataPointValueTypeDouble && math.IsNaN(dp.DoubleValue()) {
+				dp.SetDoubleValue(0)
+				n++
 			}
 		}
 	}

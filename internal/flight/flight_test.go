@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/clock"
+	"github.com/gym-telemetry/otelcol-gym/internal/pdatatest"
 )
 
 var t0 = time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
@@ -227,19 +228,7 @@ func TestStallSeriesBounded(t *testing.T) {
 	assert.Equal(t, 1, overflow)
 }
 
-func metricsOf(md pmetric.Metrics, name string) []pmetric.Metric {
-	var out []pmetric.Metric
-	for _, rm := range md.ResourceMetrics().All() {
-		for _, sm := range rm.ScopeMetrics().All() {
-			for _, m := range sm.Metrics().All() {
-				if m.Name() == name {
-					out = append(out, m)
-				}
-			}
-		}
-	}
-	return out
-}
+func metricsOf(md pmetric.Metrics, name string) []pmetric.Metric { return pdatatest.Named(md, name) }
 
 // TestSkewedSender: a sender whose clock is hours ahead or behind changes nothing: idle time is
 // the collector's, from when it received the spans.

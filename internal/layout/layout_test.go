@@ -31,7 +31,7 @@ var engine = []string{
 var tooling = []string{
 	"internal/schemagen", "internal/gymgen", "internal/sharedcomponent", "internal/layout",
 	"internal/follow/followtest", "internal/procstats/procstatstest", "internal/rollouts/rolloutstest", "internal/storagetest",
-	"internal/configtest",
+	"internal/configtest", "internal/pdatatest",
 }
 
 // forbidden lists, for a package (and the packages under it), the packages (and those under

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/follow"
+	"github.com/gym-telemetry/otelcol-gym/internal/pdatatest"
 )
 
 // The tests' helpers: a receiver started on sinks, the sample, in-memory storage, counters.
@@ -100,20 +101,7 @@ func sampleLines(t *testing.T) [][]byte {
 }
 func find(t *testing.T, md pmetric.Metrics, name string) pmetric.Metric {
 	t.Helper()
-	rms := md.ResourceMetrics()
-	for i := 0; i < rms.Len(); i++ {
-		sms := rms.At(i).ScopeMetrics()
-		for j := 0; j < sms.Len(); j++ {
-			ms := sms.At(j).Metrics()
-			for k := 0; k < ms.Len(); k++ {
-				if ms.At(k).Name() == name {
-					return ms.At(k)
-				}
-			}
-		}
-	}
-	t.Fatalf("no metric %s", name)
-	return pmetric.Metric{}
+	return pdatatest.Metric(t, md, name)
 }
 func point(t *testing.T, md pmetric.Metrics, name, key, value string) pmetric.NumberDataPoint {
 	t.Helper()
