@@ -133,11 +133,7 @@ func TestOverflowCumulativeHistograms(t *testing.T) {
 // A series admitted once stays admitted, a series folded once stays folded, even when a slot
 // frees up: no series moves between its own stream and the overflow.
 func TestOverflowIsSticky(t *testing.T) {
-	tp := newTestProcessor(t, func(cfg *Config) {
-		cfg.CardinalityLimit = 3
-		cfg.SeriesIdleTimeout = 10 * time.Minute
-	})
-	res := gymResource("a")
+	tp, res := threeSlotProcessor(t)
 	tp.run(t, newBatch().resource(res).counter(completed, "1",
 		pt{a: sc("a"), start: 1, t: 60, i: 1},
 		pt{a: sc("b"), start: 1, t: 60, i: 1},
@@ -310,11 +306,7 @@ func TestUnknownMetrics(t *testing.T) {
 // series_idle_timeout of elapsed time, not all at once at the step forward, nor never after the
 // step back. A series kept across the step keeps its slot (a new one still overflows).
 func TestIdleTimeoutAcrossClockSteps(t *testing.T) {
-	tp := newTestProcessor(t, func(cfg *Config) {
-		cfg.CardinalityLimit = 3
-		cfg.SeriesIdleTimeout = 10 * time.Minute
-	})
-	res := gymResource("a")
+	tp, res := threeSlotProcessor(t)
 	tp.run(t, newBatch().resource(res).counter(completed, "1",
 		pt{a: sc("a"), start: 1, t: 60, i: 1},
 		pt{a: sc("b"), start: 1, t: 60, i: 1},
@@ -336,4 +328,14 @@ func TestIdleTimeoutAcrossClockSteps(t *testing.T) {
 	).md)
 	got = byAttrs(points(out, completed))
 	assert.EqualValues(t, 5, got[scKey("e")].Int, "e took b's slot: b expired after the step back")
+}
+
+// threeSlotProcessor bounds completed_total to three series, forgotten after 10 idle minutes,
+// for the resource it returns.
+func threeSlotProcessor(t *testing.T) (*testProcessor, attrs) {
+	tp := newTestProcessor(t, func(cfg *Config) {
+		cfg.CardinalityLimit = 3
+		cfg.SeriesIdleTimeout = 10 * time.Minute
+	})
+	return tp, gymResource("a")
 }

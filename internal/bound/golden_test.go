@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/pdatatest"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
@@ -271,27 +272,20 @@ func TestGoldenDispatch3000(t *testing.T) {
 // only declared attributes (or the overflow marker alone).
 func assertBounded(t *testing.T, md pmetric.Metrics) {
 	t.Helper()
-	for i := 0; i < md.ResourceMetrics().Len(); i++ {
-		sms := md.ResourceMetrics().At(i).ScopeMetrics()
-		for j := 0; j < sms.Len(); j++ {
-			ms := sms.At(j).Metrics()
-			for k := 0; k < ms.Len(); k++ {
-				m := ms.At(k)
-				id, ok := processed(m)
-				if !ok {
-					continue
-				}
-				in := schema.Get(id)
-				for _, p := range metricPoints(m) {
-					if _, ovf := p.Attrs[schema.OverflowAttribute]; ovf {
-						assert.Len(t, p.Attrs, 1)
-						continue
-					}
-					for key := range p.Attrs {
-						aid, ok := schema.LookupAttr(key)
-						assert.True(t, ok && in.AttrValues(aid) != nil || ok && attrPos[id][aid] >= 0, "%s: %s is not declared", m.Name(), key)
-					}
-				}
+	for m := range pdatatest.Metrics(md) {
+		id, ok := processed(m)
+		if !ok {
+			continue
+		}
+		in := schema.Get(id)
+		for _, p := range metricPoints(m) {
+			if _, ovf := p.Attrs[schema.OverflowAttribute]; ovf {
+				assert.Len(t, p.Attrs, 1)
+				continue
+			}
+			for key := range p.Attrs {
+				aid, ok := schema.LookupAttr(key)
+				assert.True(t, ok && in.AttrValues(aid) != nil || ok && attrPos[id][aid] >= 0, "%s: %s is not declared", m.Name(), key)
 			}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/clock"
+	"github.com/gym-telemetry/otelcol-gym/internal/pdatatest"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
@@ -260,18 +261,8 @@ type outPoint struct {
 // points returns every output point of the named metric, over all resources and scopes.
 func points(md pmetric.Metrics, name string) []outPoint {
 	var out []outPoint
-	for i := 0; i < md.ResourceMetrics().Len(); i++ {
-		sms := md.ResourceMetrics().At(i).ScopeMetrics()
-		for j := 0; j < sms.Len(); j++ {
-			ms := sms.At(j).Metrics()
-			for k := 0; k < ms.Len(); k++ {
-				m := ms.At(k)
-				if m.Name() != name {
-					continue
-				}
-				out = append(out, metricPoints(m)...)
-			}
-		}
+	for _, m := range pdatatest.Named(md, name) {
+		out = append(out, metricPoints(m)...)
 	}
 	return out
 }
