@@ -115,6 +115,12 @@ def rate_by(by, metric, legend, sel=PROC):
     return q(f"sum by ({by}) (rate({metric}{{{sel}}}[{RI}]))", legend)
 
 
+def value_by(by, metric, legend, sel=PROC, agg="sum"):
+    """The current value of a gauge (or a counter's total), aggregated by labels with agg
+    (sum, or max for samples that several processes report alike)."""
+    return q(f"{agg} by ({by}) ({metric}{{{sel}}})", legend)
+
+
 def mean_by(by, metric, legend):
     """A histogram's mean over the rate interval, by labels: the rate of its _sum over the
     rate of its _count."""
@@ -243,8 +249,7 @@ DASHBOARDS = [
                                                              "{{job}} {{instance}} {{nemo_gym_event_loop}}"), unit="ms"),
             heatmap("Event-loop lag", f"sum by (le) (increase({LAG}{{{PROC}}}[{RI}]))"),
             timeseries("Event-loop tasks", [
-                q(f"sum by (job, instance, nemo_gym_event_loop) (gym_event_loop_tasks{{{PROC}}})",
-                  "{{job}} {{instance}} {{nemo_gym_event_loop}}")]),
+                value_by("job, instance, nemo_gym_event_loop", "gym_event_loop_tasks", "{{job}} {{instance}} {{nemo_gym_event_loop}}")]),
             timeseries("GC pause p99 by generation", quantiles(GC_PAUSE, ["nemo_gym_gc_generation"], PROC, (0.99,),
                                                                "gen {{nemo_gym_gc_generation}}"), unit="ms"),
             timeseries("GC pause time per second", [
@@ -257,7 +262,7 @@ DASHBOARDS = [
                 q(f"sum(gym_gc_uncollectable_total{{{PROC}}})", "uncollectable", instant=True),
                 q(f"sum(gym_gc_count{{{PROC}}})", "tracked (gc.get_count)", instant=True)]),
             timeseries("Requests in flight", [
-                q(f"sum by (job, instance) (gym_server_requests_in_flight{{{PROC}}})", "{{job}} {{instance}}")]),
+                value_by("job, instance", "gym_server_requests_in_flight", "{{job}} {{instance}}")]),
             timeseries("Responses by status class", [
                 q(f'sum by (class) (label_replace(rate(gym_server_responses_total{{{PROC}}}[{RI}]), "class", "${{1}}xx", "http_response_status_code", "([1-5]).."))',
                   "{{class}}")], unit="ops", stack=True),
@@ -266,9 +271,9 @@ DASHBOARDS = [
             timeseries("Cancellations by route and phase", [
                 rate_by("http_route, nemo_gym_request_phase", "gym_server_requests_cancelled_total", "{{http_route}} {{nemo_gym_request_phase}}")], unit="ops", stack=True),
             timeseries("Outbound requests in flight", [
-                q(f"sum by (job, instance) (gym_http_client_requests_in_flight{{{PROC}}})", "{{job}} {{instance}}")]),
+                value_by("job, instance", "gym_http_client_requests_in_flight", "{{job}} {{instance}}")]),
             timeseries("Gym servers active", [
-                q(f"sum by (nemo_run_id) (gym_servers_active{{{PROC}}})", "{{nemo_run_id}}")],
+                value_by("nemo_run_id", "gym_servers_active", "{{nemo_run_id}}")],
                 description="As the orchestrator reports it (servers.active)."),
             timeseries("Startup stage mean duration by server", [
                 q(f"max by (nemo_gym_server_name, nemo_gym_startup_stage) (gym_server_startup_stage_duration_ms_sum{{{PROC}}}"
@@ -282,8 +287,7 @@ DASHBOARDS = [
         "description": "Sandboxes held, startup and exec times, create retries.",
         "panels": [
             timeseries("Active sandboxes by provider", [
-                q(f"sum by (nemo_gym_sandbox_provider) (gym_sandbox_active{{{PROC}}})",
-                  "{{nemo_gym_sandbox_provider}}")], stack=True),
+                value_by("nemo_gym_sandbox_provider", "gym_sandbox_active", "{{nemo_gym_sandbox_provider}}")], stack=True),
             timeseries("Sandbox startup", quantiles("gym_sandbox_startup_duration_ms_bucket", ["nemo_gym_sandbox_provider"], PROC,
                                                     legend="{{nemo_gym_sandbox_provider}}"), unit="ms"),
             timeseries("Sandbox exec", quantiles("gym_sandbox_exec_duration_ms_bucket", ["nemo_gym_sandbox_provider"], PROC,
@@ -361,28 +365,27 @@ DASHBOARDS = [
                 rate_by("job, instance, cpu_mode", "process_cpu_time", "{{job}} {{instance}} {{cpu_mode}}")], unit="short", stack=True,
                 description="CPU seconds per second: 1 is one core."),
             timeseries("Memory", [
-                q(f"sum by (job, instance) (process_memory_usage{{{PROC}}})", "{{job}} {{instance}}")], unit="bytes"),
+                value_by("job, instance", "process_memory_usage", "{{job}} {{instance}}")], unit="bytes"),
             timeseries("Threads", [
-                q(f"sum by (job, instance) (process_thread_count{{{PROC}}})", "{{job}} {{instance}}")]),
+                value_by("job, instance", "process_thread_count", "{{job}} {{instance}}")]),
             timeseries("Open file descriptors", [
-                q(f"sum by (job, instance) (process_open_file_descriptor_count{{{PROC}}})", "{{job}} {{instance}}")]),
+                value_by("job, instance", "process_open_file_descriptor_count", "{{job}} {{instance}}")]),
             timeseries("CPU by server: process and process tree", [
-                q(f"max by (job) (gym_process_cpu_percent{{{PROC}}})", "process {{job}}"),
-                q(f"max by (job) (gym_process_tree_cpu_percent{{{PROC}}})", "tree {{job}}")], unit="percent",
+                value_by("job", "gym_process_cpu_percent", "process {{job}}", agg="max"),
+                value_by("job", "gym_process_tree_cpu_percent", "tree {{job}}", agg="max")], unit="percent",
                 description="Gym's own samples at span ends (by OTLP only), in percent of one logical core: above 100 on several cores. The tree adds every process the server spawned."),
             timeseries("Process-tree memory by server", [
-                q(f"max by (job) (gym_process_tree_memory_used_mib{{{PROC}}})", "{{job}}")], unit="mbytes",
+                value_by("job", "gym_process_tree_memory_used_mib", "{{job}}", agg="max")], unit="mbytes",
                 description="Resident memory of the server and every process it spawned, in MiB, sampled at span ends."),
             timeseries("GPU utilisation by server and GPU", [
-                q(f"max by ({GPU_BY}) (gym_process_gpu_utilization_percent{{{PROC}}})", GPU_LEGEND)], unit="percent",
+                value_by(GPU_BY, "gym_process_gpu_utilization_percent", GPU_LEGEND, agg="max")], unit="percent",
                 description="Compute (SM) utilisation from nvidia-smi, every GPU the server's process sees (CUDA_VISIBLE_DEVICES)."),
             timeseries("GPU utilisation by GPU", [
-                q(f"max by (host_name, nemo_gym_gpu_uuid) (gym_process_gpu_utilization_percent{{{PROC}}})",
-                  "{{host_name}} {{nemo_gym_gpu_uuid}}")], unit="percent",
+                value_by("host_name, nemo_gym_gpu_uuid", "gym_process_gpu_utilization_percent", "{{host_name}} {{nemo_gym_gpu_uuid}}", agg="max")], unit="percent",
                 description="One line per physical GPU (its UUID), however many processes see it."),
             timeseries("GPU memory used by server and GPU", [
-                q(f"max by ({GPU_BY}) (gym_process_gpu_memory_used_mib{{{PROC}}})", "used " + GPU_LEGEND),
-                q(f"max by ({GPU_BY}) (gym_process_gpu_memory_total_mib{{{PROC}}})", "total " + GPU_LEGEND)], unit="mbytes",
+                value_by(GPU_BY, "gym_process_gpu_memory_used_mib", "used " + GPU_LEGEND, agg="max"),
+                value_by(GPU_BY, "gym_process_gpu_memory_total_mib", "total " + GPU_LEGEND, agg="max")], unit="mbytes",
                 description="In MiB, as nvidia-smi reports them."),
             timeseries("GPU memory in use (share of total)", [
                 q(f"max by ({GPU_BY}) (gym_process_gpu_memory_used_mib{{{PROC}}}) / max by ({GPU_BY}) (gym_process_gpu_memory_total_mib{{{PROC}}})",
@@ -473,35 +476,33 @@ DASHBOARDS = [
         "description": "Concurrency limits (MeteredSemaphore) of Gym components: slots, waiters, admission timeouts and cancellations; memory of server process trees and of the host.",
         "panels": [
             timeseries("Limit and active slots", [
-                q(f"sum by ({LIMIT_BY}) (gym_concurrency_limit{{{PROC}}})", "limit " + LIMIT_LEGEND),
-                q(f"sum by ({LIMIT_BY}) (gym_concurrency_active{{{PROC}}})", "active " + LIMIT_LEGEND)],
+                value_by(LIMIT_BY, "gym_concurrency_limit", "limit " + LIMIT_LEGEND),
+                value_by(LIMIT_BY, "gym_concurrency_active", "active " + LIMIT_LEGEND)],
                 description="By component and limit name (and server, for a limit that belongs to one), summed over processes."),
             timeseries("Queue depth (callers waiting for a slot)", [
-                q(f"sum by ({LIMIT_BY}) (gym_concurrency_queue_depth{{{PROC}}})", LIMIT_LEGEND)],
+                value_by(LIMIT_BY, "gym_concurrency_queue_depth", LIMIT_LEGEND)],
                 description="A queue that stays above 0 means the limit is the bottleneck."),
             timeseries("Available slots", [
-                q(f"sum by ({LIMIT_BY}) (gym_concurrency_available{{{PROC}}})", LIMIT_LEGEND)],
+                value_by(LIMIT_BY, "gym_concurrency_available", LIMIT_LEGEND)],
                 description="limit - active; negative when a limit shrank below what is held."),
             timeseries("Utilisation (active / limit)", [
                 q(f"sum by ({LIMIT_BY}) (gym_concurrency_active{{{PROC}}}) / sum by ({LIMIT_BY}) (gym_concurrency_limit{{{PROC}}})",
                   LIMIT_LEGEND)], unit="percentunit"),
             timeseries("Admission timeouts and cancellations", [
-                q(f"sum by ({LIMIT_BY}) (rate(gym_concurrency_admission_timeouts_total{{{PROC}}}[{RI}]))", "timeouts " + LIMIT_LEGEND),
-                q(f"sum by ({LIMIT_BY}) (rate(gym_concurrency_admission_cancelled_total{{{PROC}}}[{RI}]))", "cancelled " + LIMIT_LEGEND)],
+                rate_by(LIMIT_BY, "gym_concurrency_admission_timeouts_total", "timeouts " + LIMIT_LEGEND),
+                rate_by(LIMIT_BY, "gym_concurrency_admission_cancelled_total", "cancelled " + LIMIT_LEGEND)],
                 unit="ops", description="Waits for a slot that timed out (limits with an admission timeout only) or were cancelled."),
             timeseries("Server memory by server and type", [
-                q(f"sum by (nemo_gym_server_name, memory_type) (gym_server_memory_usage{{{PROC}}})",
-                  "{{nemo_gym_server_name}} {{memory_type}}")], unit="bytes",
+                value_by("nemo_gym_server_name, memory_type", "gym_server_memory_usage", "{{nemo_gym_server_name}} {{memory_type}}")], unit="bytes",
                 description="Each server's process tree, latest sample: rss (resident set) and pss (proportional set, where sampled). Never add rss and pss."),
             timeseries("Server sampled peak memory by server and type", [
-                q(f"max by (nemo_gym_server_name, memory_type) (gym_server_memory_sampled_peak{{{PROC}}})",
-                  "{{nemo_gym_server_name}} {{memory_type}}")], unit="bytes",
+                value_by("nemo_gym_server_name, memory_type", "gym_server_memory_sampled_peak", "{{nemo_gym_server_name}} {{memory_type}}", agg="max")], unit="bytes",
                 description="The highest of the samples (not a true peak between samples); the largest process tree of the server."),
             timeseries("Processes per server", [
-                q(f"sum by (nemo_gym_server_name) (gym_server_processes{{{PROC}}})", "{{nemo_gym_server_name}}")],
+                value_by("nemo_gym_server_name", "gym_server_processes", "{{nemo_gym_server_name}}")],
                 description="Processes in each server's process tree (workers and their children included)."),
             timeseries("Host memory", [
-                q(f"max by (host_name) (gym_host_memory_{m}{{{PROC}}})", "{{host_name}} " + m.replace("_", " "))
+                value_by("host_name", f"gym_host_memory_{m}", "{{host_name}} " + m.replace("_", " "), agg="max")
                 for m in ("usage", "available", "total", "sampled_peak")], unit="bytes",
                 description="Latest samples of each host; several processes that sample one host give one line."),
             timeseries("Host memory in use (share of total)", [
@@ -534,8 +535,8 @@ DASHBOARDS = [
                 TTFT + "_bucket", ["nemo_gym_server_name"], PROC, legend="{{nemo_gym_server_name}}"), unit="ms",
                 description="Streamed calls only."),
             timeseries("vLLM requests running and waiting", [
-                q(f"sum by ({VLLM_BY}) (vllm:num_requests_running{{{INFRA}}})", "running {{job}} {{model_name}}"),
-                q(f"sum by ({VLLM_BY}) (vllm:num_requests_waiting{{{INFRA}}})", "waiting {{job}} {{model_name}}")],
+                value_by(VLLM_BY, "vllm:num_requests_running", "running {{job}} {{model_name}}", sel=INFRA),
+                value_by(VLLM_BY, "vllm:num_requests_waiting", "waiting {{job}} {{model_name}}", sel=INFRA)],
                 description="vllm:num_requests_running and vllm:num_requests_waiting: waiting above 0 means the engine's batch is full."),
             timeseries("vLLM KV-cache usage", [
                 q(f"max by ({VLLM_BY}) {KV_CACHE}", "{{job}} {{model_name}}")], unit="percentunit",
@@ -545,15 +546,15 @@ DASHBOARDS = [
             timeseries("vLLM end-to-end request latency (p50, p99)", infra_quantiles("vllm:e2e_request_latency_seconds_bucket", VLLM_BY, "{{job}} {{model_name}}"),
                 unit="s"),
             timeseries("vLLM tokens per second", [
-                q(f"sum by ({VLLM_BY}) (rate(vllm:prompt_tokens_total{{{INFRA}}}[{RI}]))", "prompt {{job}} {{model_name}}"),
-                q(f"sum by ({VLLM_BY}) (rate(vllm:generation_tokens_total{{{INFRA}}}[{RI}]))", "generation {{job}} {{model_name}}")],
+                rate_by(VLLM_BY, "vllm:prompt_tokens_total", "prompt {{job}} {{model_name}}", sel=INFRA),
+                rate_by(VLLM_BY, "vllm:generation_tokens_total", "generation {{job}} {{model_name}}", sel=INFRA)],
                 description="Prefill and generated tokens: flat while concurrency rises, the engine is at its capacity."),
             timeseries("GPU utilisation (dcgm-exporter)", [
-                q(f"max by ({GPU_DCGM_BY}) (DCGM_FI_DEV_GPU_UTIL{{{INFRA}}})", "{{Hostname}} GPU {{gpu}}")], unit="percent",
+                value_by(GPU_DCGM_BY, "DCGM_FI_DEV_GPU_UTIL", "{{Hostname}} GPU {{gpu}}", sel=INFRA, agg="max")], unit="percent",
                 description="DCGM_FI_DEV_GPU_UTIL, in percent."),
             timeseries("GPU memory used and free (dcgm-exporter)", [
-                q(f"max by ({GPU_DCGM_BY}) (DCGM_FI_DEV_FB_USED{{{INFRA}}})", "used {{Hostname}} GPU {{gpu}}"),
-                q(f"max by ({GPU_DCGM_BY}) (DCGM_FI_DEV_FB_FREE{{{INFRA}}})", "free {{Hostname}} GPU {{gpu}}")], unit="mbytes",
+                value_by(GPU_DCGM_BY, "DCGM_FI_DEV_FB_USED", "used {{Hostname}} GPU {{gpu}}", sel=INFRA, agg="max"),
+                value_by(GPU_DCGM_BY, "DCGM_FI_DEV_FB_FREE", "free {{Hostname}} GPU {{gpu}}", sel=INFRA, agg="max")], unit="mbytes",
                 description="DCGM_FI_DEV_FB_USED and DCGM_FI_DEV_FB_FREE, framebuffer memory in MiB. vLLM reserves most of it up front: the KV-cache panel says how full it is."),
             timeseries("Node CPU busy", [
                 q(f'1 - avg by (job, instance) (rate(node_cpu_seconds_total{{{INFRA}, mode="idle"}}[{RI}]))', "{{job}} {{instance}}")],
@@ -563,7 +564,7 @@ DASHBOARDS = [
                   "{{job}} {{instance}}")], unit="percentunit",
                 description="1 - node_memory_MemAvailable_bytes / node_memory_MemTotal_bytes."),
             timeseries("Which tier saturates first", [
-                q(f"max by (job) (gym:scaling_{tier}_saturated{{{INFRA}}})", f"{tier.replace('_', ' ')} {{{{job}}}}")
+                value_by("job", f"gym:scaling_{tier}_saturated", f"{tier.replace('_', ' ')} {{{{job}}}}", sel=INFRA, agg="max")
                 for tier in ("model_server", "gym_side", "node")],
                 description="The recording rules of deploy/prometheus/gym.rules.yaml (docs/alerts.md, \"Where scaling stops\"), 1 while a tier is saturated: the first line to rise names the tier that stopped scaling."),
         ],
@@ -575,17 +576,16 @@ DASHBOARDS = [
         "per_run": True,
         "panels": [
             timeseries("Rollouts in flight by stage and server", [
-                q(f"sum by (nemo_gym_server_name, nemo_gym_rollout_stage) (gym_rollout_in_flight{{{RUN}}})",
-                  "{{nemo_gym_server_name}} {{nemo_gym_rollout_stage}}")], stack=True,
+                value_by("nemo_gym_server_name, nemo_gym_rollout_stage", "gym_rollout_in_flight", "{{nemo_gym_server_name}} {{nemo_gym_rollout_stage}}", sel=RUN)], stack=True,
                 description="Rollouts whose spans arrive and whose gym.rollout span has not; the stage and server of each rollout's last span received."),
             timeseries("Stalled rollouts by server", [
-                q(f"sum by (nemo_gym_server_name) (gym_rollout_stalled{{{RUN}}})", "{{nemo_gym_server_name}}")], stack=True,
+                value_by("nemo_gym_server_name", "gym_rollout_stalled", "{{nemo_gym_server_name}}", sel=RUN)], stack=True,
                 description="Rollouts in flight with no span for longer than the connector's stall_after; the alert GymRolloutsStalled fires on them."),
             timeseries("Stalls per minute by server", [
                 q(f"sum by (nemo_gym_server_name) (rate(gym_rollout_stalls_total{{{RUN}}}[{RI}])) * 60", "{{nemo_gym_server_name}}")],
                 description="Rollouts that stalled, per minute (one that resumes and stalls again counts again)."),
             timeseries("Oldest rollout in flight", [
-                q(f"max by (nemo_run_id) (gym_rollout_oldest_in_flight_age{{{RUN}}})", "{{nemo_run_id}}")], unit="s",
+                value_by("nemo_run_id", "gym_rollout_oldest_in_flight_age", "{{nemo_run_id}}", sel=RUN, agg="max")], unit="s",
                 description="Since the collector received its first span."),
             table("Stalled rollouts", [
                 q(f"sum by (nemo_run_id, nemo_gym_server_name, nemo_gym_rollout_stage) (gym_rollout_stalled{{{RUN}}}) > 0",
@@ -614,7 +614,7 @@ DASHBOARDS = [
             timeseries("Cost by model (tokens x price)", [
                 q(f"sum by (gen_ai_response_model) (gym:cost_usd:by_model{{{COST_MODEL}}})", "{{gen_ai_response_model}}")], unit="currencyUSD", stack=True),
             timeseries("Tokens by model and type", [
-                q(f"sum by (gen_ai_response_model, gen_ai_token_type) ({TOKENS}_sum{{{RUN}}})", "{{gen_ai_response_model}} {{gen_ai_token_type}}")],
+                value_by("gen_ai_response_model, gen_ai_token_type", f"{TOKENS}_sum", "{{gen_ai_response_model}} {{gen_ai_token_type}}", sel=RUN)],
                 description="What the cost is made of; never summed across types (reasoning is part of output, cached_input of input)."),
             timeseries("Tokens without a price", [
                 q(f"sum by (gen_ai_response_model, gen_ai_token_type) (gym:cost_unpriced_tokens:sum{{{COST_MODEL}}})", "{{gen_ai_response_model}} {{gen_ai_token_type}}")],
@@ -638,7 +638,7 @@ DASHBOARDS = [
                 rate_by("receiver", "otelcol_receiver_gym_measurements_overflowed", "{{receiver}}", sel=COL),
                 q(f'sum (rate(otelcol_processor_gymattrs_points_overflowed{{job=~"$collector"}}[{RI}]))', "gymattrs")], unit="ops"),
             timeseries("Resources (Gym processes) held", [
-                q(f"sum by (receiver) (otelcol_receiver_gym_resources{{{COL}}})", "{{receiver}}")]),
+                value_by("receiver", "otelcol_receiver_gym_resources", "{{receiver}}", sel=COL)]),
             timeseries("Metric points accepted and refused", [
                 rate_by("receiver, transport", "otelcol_receiver_accepted_metric_points", "accepted {{receiver}} {{transport}}", sel=COL),
                 rate_by("receiver, transport", "otelcol_receiver_refused_metric_points", "refused {{receiver}} {{transport}}", sel=COL)],

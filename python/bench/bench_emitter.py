@@ -32,6 +32,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PKG = os.path.dirname(HERE)
+# Each measurement's PYTHONPATH: the package, and the tests' folder for the process tree the
+# memory measurement samples (proctree, the memory tests' own).
+PYTHONPATH = PKG + os.pathsep + os.path.join(PKG, "tests")
 
 # A reader of a Unix socket that discards what it reads, in its own process (its own GIL).
 READER = r"""
@@ -243,21 +246,14 @@ print(json.dumps(asyncio.run(main())))
 # One memory sample of a tree of four real processes, on this thread's CPU clock (user and
 # system time: reading smaps_rollup is the kernel's walk of the page tables).
 MEMORY = r"""
-import json, os, statistics, subprocess, sys, time
+import json, os, statistics, time
 import otelcol_gym
 from otelcol_gym import memory as mm
+from proctree import kill_tree, spawn_tree
 
 otelcol_gym.configure(endpoint="unix:///nonexistent/otelcol-gym-bench.sock")  # the lines wait in the queue
 
-TREE = (
-    "import subprocess, sys, time\n"
-    "kids = [subprocess.Popen([sys.executable, '-c', 'import time; print(1, flush=True); time.sleep(120)'], stdout=subprocess.PIPE) for _ in range(3)]\n"
-    "[k.stdout.readline() for k in kids]\n"
-    "print(' '.join(str(k.pid) for k in kids), flush=True)\n"
-    "time.sleep(120)\n"
-)
-root = subprocess.Popen([sys.executable, "-c", TREE], stdout=subprocess.PIPE, text=True)
-kids = [int(x) for x in root.stdout.readline().split()]
+root, kids = spawn_tree(120)
 try:
     prof = mm.MemoryProfiler(10)
     prof.add_target(mm.ServerMemoryTarget("bench", "resources_servers", root.pid))
@@ -284,19 +280,13 @@ try:
         "read_one_process_ms": per_call(lambda: mm._read_process_memory(root.pid), n=200),
     }
 finally:
-    for k in kids:
-        try:
-            os.kill(k, 9)
-        except OSError:
-            pass
-    root.kill()
-    root.wait()
+    kill_tree(root, kids)
 print(json.dumps(out))
 """
 
 
 def run(code: str, *args: str, env: dict | None = None) -> dict:
-    e = dict(os.environ, PYTHONPATH=PKG)
+    e = dict(os.environ, PYTHONPATH=PYTHONPATH)
     e.update(env or {})
     r = subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], env=e, capture_output=True, text=True, timeout=900)
     if r.returncode != 0:

@@ -16,50 +16,9 @@ import otelcol_gym
 from otelcol_gym import _lines
 from otelcol_gym import memory as mm
 
+from proctree import kill_tree, spawn_tree
 from support import wait_for
 from test_lines import LineTest
-
-# A root that starts three sleeping children, says so, and sleeps.
-# Each child says when it is up, so that its interpreter is loaded when the test reads it.
-TREE = (
-    "import subprocess, sys, time\n"
-    "kids = [subprocess.Popen([sys.executable, '-c', 'import time; print(1, flush=True); time.sleep(30)'], stdout=subprocess.PIPE) for _ in range(3)]\n"
-    "[k.stdout.readline() for k in kids]\n"
-    "print(' '.join(str(k.pid) for k in kids), flush=True)\n"
-    "time.sleep(30)\n"
-)
-
-
-def spawn_tree() -> tuple[subprocess.Popen, list[int]]:
-    p = subprocess.Popen([sys.executable, "-c", TREE], stdout=subprocess.PIPE, text=True)
-    assert p.stdout is not None
-    kids = [int(x) for x in p.stdout.readline().split()]
-    return p, kids
-
-
-def gone(pid: int) -> bool:
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(") ", 1)[1][0] == "Z"
-    except (OSError, IndexError):
-        return True
-
-
-def kill_tree(p: subprocess.Popen, kids: list[int]) -> None:
-    for k in kids:
-        try:
-            os.kill(k, 9)
-        except OSError:
-            pass
-    p.kill()
-    p.wait()
-    if p.stdout is not None:
-        p.stdout.close()
-    for k in kids:  # reaped by init; wait until they are gone
-        for _ in range(200):
-            if gone(k):
-                break
-            time.sleep(0.01)
 
 
 @unittest.skipUnless(mm.process_tree_memory_supported(), "needs Linux procfs")

@@ -305,9 +305,12 @@ def _load(name: str, relpath: str) -> types.ModuleType:
     return module
 
 
-def _use_gym_metrics(module: types.ModuleType) -> None:
-    """Makes `nemo_gym.telemetry.gym_metrics` (what the branches' modules import) this lineage's."""
+def _use_gym_metrics(name: str, relpath: str) -> types.ModuleType:
+    """Loads a gym_metrics lineage (as `_load`) and makes it `nemo_gym.telemetry.gym_metrics`,
+    what the branches' modules import."""
+    module = _load(name, relpath)
     sys.modules["nemo_gym.telemetry.gym_metrics"] = module
+    return module
 
 
 def _flush() -> None:
@@ -334,7 +337,7 @@ def child(role: str) -> None:
     # SimpleServer.initialize_telemetry / cli/env.py: one init per process.
     timeline = None
     if role.startswith("math_with_judge") or role == "simple_agent":
-        _use_gym_metrics(_load("gym_metrics_startup", "startup/gym_metrics.py"))
+        _use_gym_metrics("gym_metrics_startup", "startup/gym_metrics.py")
         startup = _load("gym_startup", "startup/startup.py")
         timeline = startup.ServerStartupTimeline(server, server_type, worker=role.startswith("math_with_judge"))
     handle = init_telemetry(server_name=server, server_type=server_type)
@@ -358,8 +361,7 @@ def orchestrator(role, server, _timeline) -> None:
     from nemo_gym.telemetry.metrics import record_active_servers
     from nemo_gym.telemetry.span_groups import GymSpanGroup
 
-    startup_metrics = _load("gym_metrics_startup", "startup/gym_metrics.py")
-    _use_gym_metrics(startup_metrics)
+    _use_gym_metrics("gym_metrics_startup", "startup/gym_metrics.py")
     startup = _load("gym_startup", "startup/startup.py")
     rollout = _load("gym_metrics_rollout", "rollout/gym_metrics.py")
     memory = _load("gym_memory", "memory/memory.py")
@@ -384,26 +386,22 @@ def orchestrator(role, server, _timeline) -> None:
     profiler = memory.MemoryProfiler(targets, interval_seconds=3600)
     profiler.sample_once()
 
+    def attempts(scored: int, failure_class: str, failure_kind: str, failure_type: str) -> None:
+        """`scored` scored attempts of math_with_judge, then one that failed so."""
+        for _ in range(scored):
+            rollout.record_rollout_completed("scored", dispatch_name="math_with_judge")
+        rollout.record_rollout_completed(
+            "failed",
+            dispatch_name="math_with_judge",
+            failure_class=failure_class,
+            failure_kind=failure_kind,
+            failure_type=failure_type,
+        )
+
     with managed_span(GymSpanGroup.JOB, "gym.job"):
-        for _ in range(5):
-            rollout.record_rollout_completed("scored", dispatch_name="math_with_judge")
-        rollout.record_rollout_completed(
-            "failed",
-            dispatch_name="math_with_judge",
-            failure_class="agent_request_failed",
-            failure_kind="transport_timeout",
-            failure_type="TimeoutError",
-        )
+        attempts(5, "agent_request_failed", "transport_timeout", "TimeoutError")
         _flush()
-        for _ in range(3):
-            rollout.record_rollout_completed("scored", dispatch_name="math_with_judge")
-        rollout.record_rollout_completed(
-            "failed",
-            dispatch_name="math_with_judge",
-            failure_class="judge_failed",
-            failure_kind="unregistered",
-            failure_type="ValueError",
-        )
+        attempts(3, "judge_failed", "unregistered", "ValueError")
         rollout.record_rollout_completed("omitted", dispatch_name="simple_agent")
         profiler.sample_once()
     record_active_servers(0)  # cli/env.py, before the servers go
@@ -500,8 +498,7 @@ def model(role, server, _timeline) -> None:
     from nemo_gym.telemetry.endpoints import traced_endpoint
     from nemo_gym.telemetry.span_groups import GymSpanGroup
 
-    gm = _load("gym_metrics_modelcall", "modelcall/gym_metrics.py")
-    _use_gym_metrics(gm)
+    gm = _use_gym_metrics("gym_metrics_modelcall", "modelcall/gym_metrics.py")
     tc = _load("gym_token_capture_metrics", "tokencap/token_capture_metrics.py")
     totals = _TokenCaptureTotals()
     tc.set_totals_source(totals)
@@ -575,8 +572,7 @@ def model(role, server, _timeline) -> None:
 
 
 def code_judge(role, server, _timeline) -> None:
-    gm = _load("gym_metrics_0cb5555", "pool/gym_metrics.py")
-    _use_gym_metrics(gm)
+    gm = _use_gym_metrics("gym_metrics_0cb5555", "pool/gym_metrics.py")
     # What connection_pool.py @e40867e records (its ConnectionQueueContext): every request attempt,
     # queued or not; queue_constraint none (never queued), total, per_host, mixed or unknown;
     # attempt_outcome ok, cancelled, timeout or error.
@@ -596,8 +592,7 @@ def code_judge(role, server, _timeline) -> None:
 
 
 def obs_agent(role, server, _timeline) -> None:
-    gm = _load("gym_metrics_observability", "obs/gym_metrics.py")
-    _use_gym_metrics(gm)
+    gm = _use_gym_metrics("gym_metrics_observability", "obs/gym_metrics.py")
     concurrency = _load("gym_concurrency", "obs/concurrency.py")
     cpu = _load("gym_cpu", "obs/cpu.py")
     memory = _load("gym_memory_mib", "obs/memory.py")
