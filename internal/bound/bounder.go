@@ -42,6 +42,9 @@ type Bounder struct {
 	reasonSets  [numDropReasons]metric.MeasurementOption
 	unk         unknowns // metrics the schema's exact rule does not take (unknown.go)
 
+	stateTotal    *stateTotal // state_entries over the Bounders of meterProvider (state_total.go)
+	meterProvider metric.MeterProvider
+
 	mu  sync.Mutex
 	st  *state
 	bd  *attrBounder
@@ -78,6 +81,7 @@ func New(cfg *Config, set component.TelemetrySettings) (*Bounder, error) {
 		ids:         instances{on: cfg.InstancePerProcess},
 	}
 	p.unk.bounds.init()
+	p.joinStateTotal(set.MeterProvider)
 	p.b.entries = map[entryKey]*entry{}
 	for r := dropReason(1); r < numDropReasons; r++ {
 		p.reasonSets[r] = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", r.String())))

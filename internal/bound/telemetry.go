@@ -26,7 +26,7 @@ func (p *Bounder) zero(ctx context.Context) {
 	for r := dropReason(1); r < numDropReasons; r++ {
 		t.ProcessorGymattrsPointsDropped.Add(ctx, 0, p.reasonSets[r])
 	}
-	t.ProcessorGymattrsStateEntries.Record(ctx, 0)
+	p.recordStateEntries(ctx, 0)
 	p.zeroOther(ctx)
 }
 
@@ -51,8 +51,12 @@ func (p *Bounder) record(ctx context.Context) {
 		}
 	}
 	p.recordOther(ctx)
-	t.ProcessorGymattrsStateEntries.Record(ctx, int64(p.st.series+p.st.entries))
+	p.recordStateEntries(ctx, int64(p.st.series+p.st.entries))
 }
 
-// Shutdown releases the telemetry's registrations: a Bounder is shut down with its component.
-func (p *Bounder) Shutdown() { p.tel.Shutdown() }
+// Shutdown takes p's state out of the state entries and releases the telemetry's
+// registrations: a Bounder is shut down with its component.
+func (p *Bounder) Shutdown() {
+	p.leaveStateTotal(context.Background())
+	p.tel.Shutdown()
+}

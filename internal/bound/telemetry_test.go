@@ -124,9 +124,9 @@ func TestTelemetryCounts(t *testing.T) {
 	cfg.CardinalityLimit = 2
 	b, err := New(&cfg, tt.NewTelemetrySettings())
 	require.NoError(t, err)
+	defer b.Shutdown()
 	out, err := b.Process(context.Background(), telemetryBatch())
 	require.NoError(t, err)
-	b.Shutdown()
 	assert.Equal(t, 2+1+7, out.DataPointCount(), "the admitted and overflow series, the gauge's, the histogram's")
 
 	n := func(v int64) []metricdata.DataPoint[int64] { return []metricdata.DataPoint[int64]{{Value: v}} }
@@ -150,4 +150,38 @@ func TestTelemetryCounts(t *testing.T) {
 	// Series: the admitted one, the overflow series, the histogram's, the mismatched gauge's;
 	// four keys folded; seven cumulative streams (unmerged histogram points are not tracked).
 	metadatatest.AssertEqualProcessorGymattrsStateEntries(t, tt, n(4+4+7), metricdatatest.IgnoreTimestamp())
+}
+
+// The rules of a gymattrs processor and of gym_console share the telemetry's series: the state
+// entries are their sum, each as of its last batch, and a component shut down takes its own
+// out.
+func TestStateEntriesSumOverBounders(t *testing.T) {
+	tt := componenttest.NewTelemetry()
+	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
+	cfg := DefaultConfig()
+	cfg.CardinalityLimit = 2
+	entries := func(v int64) {
+		t.Helper()
+		metadatatest.AssertEqualProcessorGymattrsStateEntries(t, tt, []metricdata.DataPoint[int64]{{Value: v}}, metricdatatest.IgnoreTimestamp())
+	}
+	a, err := New(&cfg, tt.NewTelemetrySettings())
+	require.NoError(t, err)
+	_, err = a.Process(context.Background(), telemetryBatch())
+	require.NoError(t, err)
+	entries(4 + 4 + 7)
+
+	b, err := New(&cfg, tt.NewTelemetrySettings())
+	require.NoError(t, err)
+	entries(4 + 4 + 7) // b starts with none: a's stand
+	_, err = b.Process(context.Background(), telemetryBatch())
+	require.NoError(t, err)
+	entries(2 * (4 + 4 + 7))
+	_, err = a.Process(context.Background(), pmetric.NewMetrics()) // a's state is unchanged
+	require.NoError(t, err)
+	entries(2 * (4 + 4 + 7))
+
+	a.Shutdown()
+	entries(4 + 4 + 7)
+	b.Shutdown()
+	entries(0)
 }

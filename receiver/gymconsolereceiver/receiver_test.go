@@ -38,6 +38,12 @@ func TestSampleThroughReceiver(t *testing.T) {
 	tt := newTelemetry(t)
 	s, stop := start(t, filesConfig(filepath.Join(dir, "*.log")), metadatatest.NewSettings(tt))
 	require.Eventually(t, func() bool { return s.logs.LogRecordCount() == 2 && len(s.metrics.AllMetrics()) == 2 }, 10*time.Second, 10*time.Millisecond)
+	stateEntries := func() int64 {
+		state, err := tt.GetMetric("otelcol_processor_gymattrs_state_entries")
+		require.NoError(t, err)
+		return state.Data.(metricdata.Gauge[int64]).DataPoints[0].Value
+	}
+	running := stateEntries()
 	stop()
 
 	assert.Equal(t, 2, s.traces.SpanCount())
@@ -82,9 +88,8 @@ func TestSampleThroughReceiver(t *testing.T) {
 	// and the exponential histogram keep none).
 	assert.Equal(t, int64(2*2), counter(tt, "otelcol_processor_gymattrs_attributes_removed"))
 	assert.Equal(t, int64(2*1), counter(tt, "otelcol_processor_gymattrs_values_normalised"))
-	state, err := tt.GetMetric("otelcol_processor_gymattrs_state_entries")
-	require.NoError(t, err)
-	assert.Equal(t, int64(8+5), state.Data.(metricdata.Gauge[int64]).DataPoints[0].Value)
+	assert.Equal(t, int64(8+5), running)
+	assert.Zero(t, stateEntries(), "the receiver's state goes with it")
 }
 
 // A log file that grows while it is followed: each new batch is exported once, with the
