@@ -16,9 +16,9 @@ import (
 
 	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
 	"github.com/gym-telemetry/otelcol-gym/internal/checkpoint"
-	"github.com/gym-telemetry/otelcol-gym/internal/storagetest"
 	"github.com/gym-telemetry/otelcol-gym/internal/follow"
 	"github.com/gym-telemetry/otelcol-gym/internal/follow/followtest"
+	"github.com/gym-telemetry/otelcol-gym/internal/storagetest"
 )
 
 func TestRolloutsRestartWithStore(t *testing.T) {

@@ -18,9 +18,9 @@ import (
 
 	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
 	"github.com/gym-telemetry/otelcol-gym/internal/checkpoint"
-	"github.com/gym-telemetry/otelcol-gym/internal/storagetest"
 	"github.com/gym-telemetry/otelcol-gym/internal/events"
 	"github.com/gym-telemetry/otelcol-gym/internal/follow/followtest"
+	"github.com/gym-telemetry/otelcol-gym/internal/storagetest"
 )
 
 // tailer returns a tailer that is polled by hand (its loop ticks rarely).
