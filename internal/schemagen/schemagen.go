@@ -304,13 +304,22 @@ func checkAttr(a *Attribute) error {
 	return nil
 }
 
-// checkAliases holds aliases to values of the attribute's own, never one of them.
-func checkAliases(a *Attribute) error {
-	if len(a.Aliases) == 0 {
-		return nil
+// enumOnly reports whether an attribute's list key of n values is to be checked: it has
+// values, and only an enumeration may.
+func enumOnly(a *Attribute, key string, n int) (bool, error) {
+	if n == 0 {
+		return false, nil
 	}
 	if a.Rule != "enum" && a.Rule != "fallback_enum" {
-		return fmt.Errorf("attribute %s: aliases are for enum and fallback_enum, not %s", a.Key, a.Rule)
+		return false, fmt.Errorf("attribute %s: %s are for enum and fallback_enum, not %s", a.Key, key, a.Rule)
+	}
+	return true, nil
+}
+
+// checkAliases holds aliases to values of the attribute's own, never one of them.
+func checkAliases(a *Attribute) error {
+	if ok, err := enumOnly(a, "aliases", len(a.Aliases)); !ok {
+		return err
 	}
 	for _, p := range a.AliasPairs() {
 		if slices.Contains(a.Values, p[0]) {
@@ -326,11 +335,8 @@ func checkAliases(a *Attribute) error {
 // checkOTLPValues holds OTLP-only values to enumerations, apart from the attribute's values and
 // aliases.
 func checkOTLPValues(a *Attribute) error {
-	if len(a.OTLPValues) == 0 {
-		return nil
-	}
-	if a.Rule != "enum" && a.Rule != "fallback_enum" {
-		return fmt.Errorf("attribute %s: otlp_values are for enum and fallback_enum, not %s", a.Key, a.Rule)
+	if ok, err := enumOnly(a, "otlp_values", len(a.OTLPValues)); !ok {
+		return err
 	}
 	for _, v := range a.OTLPValues {
 		if _, alias := a.Aliases[v]; alias || slices.Contains(a.Values, v) {

@@ -260,17 +260,9 @@ func TestFilesSparseHugeFile(t *testing.T) {
 	small := filepath.Join(dir, "small.events.jsonl")
 	followtest.AppendFile(t, small, lines("s", 3))
 
-	core, logs := observer.New(zapcore.InfoLevel)
 	agg := newTestAggregator(t)
 	got := followtest.NewCounts()
-	ft := newEventsFileTailer(agg, FilesOptions{
-		Include:          []string{filepath.Join(dir, "*.events.jsonl")},
-		StartAtBeginning: true,
-		PollInterval:     time.Hour,
-		MaxLineBytes:     1 << 16,
-		MaxFiles:         100,
-		ReadBudget:       16 << 20,
-	}, got.Record, zap.New(core))
+	ft, logs := budgetTailer(t, agg, dir, 16<<20, got.Record)
 	var before runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -298,7 +290,7 @@ func TestFilesSparseHugeFile(t *testing.T) {
 
 // budgetTailer is a tailer that reads at most budget bytes of a file per poll: a test stops it
 // in the middle of a file.
-func budgetTailer(t *testing.T, agg *aggregate.Aggregator, dir string, budget int64) (*FileTailer, *observer.ObservedLogs) {
+func budgetTailer(t *testing.T, agg *aggregate.Aggregator, dir string, budget int64, record Recorder) (*FileTailer, *observer.ObservedLogs) {
 	t.Helper()
 	core, logs := observer.New(zapcore.InfoLevel)
 	ft := newEventsFileTailer(agg, FilesOptions{
@@ -308,7 +300,7 @@ func budgetTailer(t *testing.T, agg *aggregate.Aggregator, dir string, budget in
 		MaxLineBytes:     1 << 16,
 		MaxFiles:         100,
 		ReadBudget:       budget,
-	}, nil, zap.New(core))
+	}, record, zap.New(core))
 	return ft, logs
 }
 
@@ -320,7 +312,7 @@ func pollHalfway(t *testing.T, p string) (path string, agg *aggregate.Aggregator
 	path = filepath.Join(dir, "a.events.jsonl")
 	followtest.AppendFile(t, path, lines(p, 1000))
 	agg = newTestAggregator(t)
-	ft, logs = budgetTailer(t, agg, dir, 4096)
+	ft, logs = budgetTailer(t, agg, dir, 4096, nil)
 	ft.Poll(context.Background())
 	part = providers(agg.Collect(aggregate.Scope{}))[p]
 	require.Less(t, part, int64(1000), "the poll stopped in the middle")
