@@ -113,7 +113,7 @@ func TestDashboardScaling(t *testing.T) {
 	dashboards, records, rulesData := ownDashboard(t, scalingUID)
 	require.NotEmpty(t, records)
 
-	backend := httptest.NewServer(&otlpSignalSink{})
+	backend := httptest.NewServer(&harness.OTLPBackend{})
 	t.Cleanup(backend.Close)
 	exporterPort := harness.Port(t)
 	j := startGymSubmit(t, backend.URL, scalingExporter(t, exporterPort))
