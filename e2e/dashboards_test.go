@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -190,6 +191,19 @@ func countRun(t *testing.T, data []byte) runImplies {
 	}
 	require.NoError(t, sc.Err())
 	return r
+}
+
+// generatedRun is a run gymevents gen makes from a seed (Gym processes, process 0 the rollout
+// driver, and events), in batches of 500 events: the stream and its bodies.
+func generatedRun(t *testing.T, seed, processes, events string) ([]byte, []string) {
+	t.Helper()
+	stream := filepath.Join(t.TempDir(), "run.jsonl")
+	out, err := exec.Command(gymeventsBin, "gen", "--seed", seed, "--processes", processes, "--events", events,
+		"--batch", "500", "--out", stream).CombinedOutput()
+	require.NoError(t, err, "gymevents gen: %s", out)
+	data, err := os.ReadFile(stream)
+	require.NoError(t, err)
+	return data, splitBatches(data)
 }
 
 // splitBatches cuts a generated stream into its bodies: each starts at a resource line.
