@@ -132,19 +132,11 @@ func latestSeries(mds []pmetric.Metrics) map[string]map[string]seriesValue {
 						v.attributes, v.resource = attrs, rm.Resource().Attributes()
 						out[m.Name()][res+" "+sm.Scope().Name()+" "+formatAttrs(attrs)] = v
 					}
-					switch m.Type() {
-					case pmetric.MetricTypeSum:
-						for _, dp := range m.Sum().DataPoints().All() {
-							put(dp.Attributes(), seriesValue{v: numberOf(dp)})
-						}
-					case pmetric.MetricTypeGauge:
-						for _, dp := range m.Gauge().DataPoints().All() {
-							put(dp.Attributes(), seriesValue{v: numberOf(dp)})
-						}
-					case pmetric.MetricTypeHistogram:
-						for _, dp := range m.Histogram().DataPoints().All() {
-							put(dp.Attributes(), seriesValue{count: dp.Count(), sum: dp.Sum(), histogram: true})
-						}
+					for _, dp := range numberPoints(m).All() {
+						put(dp.Attributes(), seriesValue{v: numberOf(dp)})
+					}
+					for _, dp := range histogramPoints(m).All() {
+						put(dp.Attributes(), seriesValue{count: dp.Count(), sum: dp.Sum(), histogram: true})
 					}
 				}
 			}

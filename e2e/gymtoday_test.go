@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"fmt"
-	"sort"
 	"testing"
 	"time"
 
@@ -121,22 +120,10 @@ var gymTodayInstruments = []gymTodayInstrument{
 	{name: "gym.rollout.tool_calls", unit: "{tool_call}", kind: pmetric.MetricTypeHistogram, good: map[string]any{"nemo.gym.rollout.dispatch.name": "swe"}, vary: "nemo.gym.rollout.dispatch.name"},
 }
 
-// putAny puts a map of attribute values (string, int64, float64, bool).
+// putAny puts a map of attribute values (string, int64, float64, bool) into the empty map m.
 func putAny(m pcommon.Map, a map[string]any) {
-	keys := make([]string, 0, len(a))
-	for k := range a {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		switch v := a[k].(type) {
-		case string:
-			m.PutStr(k, v)
-		case int64:
-			m.PutInt(k, v)
-		default:
-			panic(fmt.Sprintf("%s: %T", k, v))
-		}
+	if err := m.FromRaw(a); err != nil {
+		panic(err)
 	}
 }
 
@@ -248,19 +235,11 @@ func TestGymattrsOTLPGymToday(t *testing.T) {
 				assert.False(t, dup, "%s: two points of one series %s", m.Name(), formatAttrs(attrs))
 				series[formatAttrs(attrs)] = v
 			}
-			switch m.Type() {
-			case pmetric.MetricTypeGauge:
-				for _, dp := range m.Gauge().DataPoints().All() {
-					add(dp.Attributes(), numberOf(dp))
-				}
-			case pmetric.MetricTypeSum:
-				for _, dp := range m.Sum().DataPoints().All() {
-					add(dp.Attributes(), numberOf(dp))
-				}
-			case pmetric.MetricTypeHistogram:
-				for _, dp := range m.Histogram().DataPoints().All() {
-					add(dp.Attributes(), dp.Sum())
-				}
+			for _, dp := range numberPoints(m).All() {
+				add(dp.Attributes(), numberOf(dp))
+			}
+			for _, dp := range histogramPoints(m).All() {
+				add(dp.Attributes(), dp.Sum())
 			}
 		}
 	}

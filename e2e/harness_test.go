@@ -48,27 +48,35 @@ func completed(md pmetric.Metrics, match func(pcommon.Map) bool) (float64, bool)
 // resources of md that match; found reports whether any point was there.
 func sumOf(md pmetric.Metrics, name string, match func(pcommon.Map) bool) (total float64, found bool) {
 	for _, m := range metricsNamed(md, match, name) {
-		var dps pmetric.NumberDataPointSlice
-		switch m.Type() {
-		case pmetric.MetricTypeSum:
-			dps = m.Sum().DataPoints()
-		case pmetric.MetricTypeGauge:
-			dps = m.Gauge().DataPoints()
-		case pmetric.MetricTypeHistogram:
-			for _, dp := range m.Histogram().DataPoints().All() {
-				total += float64(dp.Count())
-				found = true
-			}
-			continue
-		default:
-			continue
-		}
-		for _, dp := range dps.All() {
+		for _, dp := range numberPoints(m).All() {
 			found = true
 			total += numberOf(dp)
 		}
+		for _, dp := range histogramPoints(m).All() {
+			total += float64(dp.Count())
+			found = true
+		}
 	}
 	return total, found
+}
+
+// numberPoints are the points of a Sum or a Gauge (none of another type).
+func numberPoints(m pmetric.Metric) pmetric.NumberDataPointSlice {
+	switch m.Type() {
+	case pmetric.MetricTypeSum:
+		return m.Sum().DataPoints()
+	case pmetric.MetricTypeGauge:
+		return m.Gauge().DataPoints()
+	}
+	return pmetric.NewNumberDataPointSlice()
+}
+
+// histogramPoints are the points of a Histogram (none of another type).
+func histogramPoints(m pmetric.Metric) pmetric.HistogramDataPointSlice {
+	if m.Type() == pmetric.MetricTypeHistogram {
+		return m.Histogram().DataPoints()
+	}
+	return pmetric.NewHistogramDataPointSlice()
 }
 
 func numberOf(dp pmetric.NumberDataPoint) float64 {

@@ -45,19 +45,11 @@ func pyPoints(md pmetric.Metrics, svc, name string) []pyPoint {
 	var out []pyPoint
 	for resource, m := range metricsNamed(md, service(svc), name) {
 		_, pid := resource.Get("process.pid")
-		switch m.Type() {
-		case pmetric.MetricTypeSum:
-			for _, dp := range m.Sum().DataPoints().All() {
-				out = append(out, pyPoint{attrs: attrString(dp.Attributes()), value: numberOf(dp), resourcePI: pid})
-			}
-		case pmetric.MetricTypeGauge:
-			for _, dp := range m.Gauge().DataPoints().All() {
-				out = append(out, pyPoint{attrs: attrString(dp.Attributes()), value: numberOf(dp), resourcePI: pid})
-			}
-		case pmetric.MetricTypeHistogram:
-			for _, dp := range m.Histogram().DataPoints().All() {
-				out = append(out, pyPoint{attrs: attrString(dp.Attributes()), count: dp.Count(), sum: dp.Sum(), histogram: true, resourcePI: pid})
-			}
+		for _, dp := range numberPoints(m).All() {
+			out = append(out, pyPoint{attrs: attrString(dp.Attributes()), value: numberOf(dp), resourcePI: pid})
+		}
+		for _, dp := range histogramPoints(m).All() {
+			out = append(out, pyPoint{attrs: attrString(dp.Attributes()), count: dp.Count(), sum: dp.Sum(), histogram: true, resourcePI: pid})
 		}
 	}
 	return out
