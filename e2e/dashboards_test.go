@@ -250,13 +250,10 @@ func craftedLines() (body string, accepted, rejected, unknown int) {
 // whose route is a raw URL (normalised to `unmatched`).
 func otlpAgent() (md pmetric.Metrics, scored int) {
 	md = pmetric.NewMetrics()
-	rm := md.ResourceMetrics().AppendEmpty()
-	ra := rm.Resource().Attributes()
-	ra.PutStr("service.name", "nemo-gym/sdk-agent")
-	ra.PutStr("service.instance.id", "run1-sdk-agent-0")
-	ra.PutStr("nemo.run.id", "run1")
-	ra.PutStr("nemo.gym.server.name", "simple_agent")
-	sm := rm.ScopeMetrics().AppendEmpty()
+	sm := sdkScope(md, "", map[string]any{
+		"service.name": "nemo-gym/sdk-agent", "service.instance.id": "run1-sdk-agent-0", "nemo.run.id": "run1",
+		"nemo.gym.server.name": "simple_agent",
+	})
 	now := pcommon.NewTimestampFromTime(time.Now())
 	start := now - pcommon.Timestamp(time.Minute)
 	sum := func(name, unit string) pmetric.NumberDataPointSlice {

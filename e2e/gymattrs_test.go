@@ -55,13 +55,9 @@ var lagBounds = []float64{0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500,
 //   - gym.sandbox.create_retry_total as delta: two points that differ only by free text.
 func sdkBatch(round int, start, now pcommon.Timestamp) pmetric.Metrics {
 	md := pmetric.NewMetrics()
-	rm := md.ResourceMetrics().AppendEmpty()
-	ra := rm.Resource().Attributes()
-	ra.PutStr("service.name", "nemo-gym/sdk-math")
-	ra.PutStr("service.instance.id", "e2e-sdk-0")
-	ra.PutStr("nemo.run.id", "e2e-gymattrs")
-	sm := rm.ScopeMetrics().AppendEmpty()
-	sm.Scope().SetName("nemo_gym.telemetry")
+	sm := sdkScope(md, "nemo_gym.telemetry", map[string]any{
+		"service.name": "nemo-gym/sdk-math", "service.instance.id": "e2e-sdk-0", "nemo.run.id": "e2e-gymattrs",
+	})
 
 	sum := func(name, unit string, temporality pmetric.AggregationTemporality) pmetric.NumberDataPointSlice {
 		m := sm.Metrics().AppendEmpty()

@@ -120,13 +120,6 @@ var gymTodayInstruments = []gymTodayInstrument{
 	{name: "gym.rollout.tool_calls", unit: "{tool_call}", kind: pmetric.MetricTypeHistogram, good: map[string]any{"nemo.gym.rollout.dispatch.name": "swe"}, vary: "nemo.gym.rollout.dispatch.name"},
 }
 
-// putAny puts a map of attribute values (string, int64, float64, bool) into the empty map m.
-func putAny(m pcommon.Map, a map[string]any) {
-	if err := m.FromRaw(a); err != nil {
-		panic(err)
-	}
-}
-
 // addPoint adds one point of value v (a histogram: one sample of v) with attributes a.
 func addPoint(m pmetric.Metric, a map[string]any, v int64, start, now pcommon.Timestamp) {
 	var attrs pcommon.Map
@@ -176,10 +169,7 @@ func addPoint(m pmetric.Metric, a map[string]any, v int64, start, now pcommon.Ti
 // undimensioned one, two points that differ by an undeclared attribute.
 func gymTodayBatch(start, now pcommon.Timestamp) pmetric.Metrics {
 	md := pmetric.NewMetrics()
-	rm := md.ResourceMetrics().AppendEmpty()
-	putAny(rm.Resource().Attributes(), map[string]any{"service.name": "nemo-gym/math", "service.instance.id": "r1-rank0", "nemo.run.id": "r1", "process.pid": int64(4242)})
-	sm := rm.ScopeMetrics().AppendEmpty()
-	sm.Scope().SetName("nemo_gym.telemetry")
+	sm := sdkScope(md, "nemo_gym.telemetry", map[string]any{"service.name": "nemo-gym/math", "service.instance.id": "r1-rank0", "nemo.run.id": "r1", "process.pid": int64(4242)})
 	for _, in := range gymTodayInstruments {
 		m := sm.Metrics().AppendEmpty()
 		m.SetName(in.name)

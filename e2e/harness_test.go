@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -58,6 +60,26 @@ func sumOf(md pmetric.Metrics, name string, match func(pcommon.Map) bool) (total
 		}
 	}
 	return total, found
+}
+
+// putAny puts a map of attribute values (string, int64, float64, bool), in the order of their
+// keys.
+func putAny(m pcommon.Map, a map[string]any) {
+	for _, k := range slices.Sorted(maps.Keys(a)) {
+		if err := m.PutEmpty(k).FromRaw(a[k]); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// sdkScope appends to md a resource with the attributes and a scope of that name in it, as a
+// Gym process's SDK export has, and returns the scope.
+func sdkScope(md pmetric.Metrics, scope string, resource map[string]any) pmetric.ScopeMetrics {
+	rm := md.ResourceMetrics().AppendEmpty()
+	putAny(rm.Resource().Attributes(), resource)
+	sm := rm.ScopeMetrics().AppendEmpty()
+	sm.Scope().SetName(scope)
+	return sm
 }
 
 // numberPoints are the points of a Sum or a Gauge (none of another type).

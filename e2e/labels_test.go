@@ -55,14 +55,10 @@ func seriesOf(text, metric string) []map[string]string {
 // the startup stage of server `math`.
 func startupStageOTLP() pmetric.Metrics {
 	md := pmetric.NewMetrics()
-	rm := md.ResourceMetrics().AppendEmpty()
-	ra := rm.Resource().Attributes()
-	ra.PutStr("service.name", "nemo-gym/head-sdk")
-	ra.PutStr("service.instance.id", "e2e-labels-head-sdk")
-	ra.PutStr("nemo.run.id", "e2e-labels")
-	ra.PutStr("nemo.gym.server.name", "head")
-	ra.PutStr("nemo.gym.server.type", "orchestrator")
-	m := rm.ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
+	m := sdkScope(md, "", map[string]any{
+		"service.name": "nemo-gym/head-sdk", "service.instance.id": "e2e-labels-head-sdk", "nemo.run.id": "e2e-labels",
+		"nemo.gym.server.name": "head", "nemo.gym.server.type": "orchestrator",
+	}).Metrics().AppendEmpty()
 	m.SetName("gym.server.startup_stage_duration_ms")
 	m.SetUnit("ms")
 	h := m.SetEmptyHistogram()
