@@ -4,11 +4,9 @@ package e2e
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -25,28 +23,19 @@ import (
 // exposition reads the prometheus exporter's text exposition.
 func exposition(t *testing.T, port int) string {
 	t.Helper()
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	text, err := harness.HTTPGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
 	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return string(b)
+	return text
 }
 
 // seriesOf returns the label sets of metric's samples in an exposition, as name -> value.
 func seriesOf(text, metric string) []map[string]string {
 	var out []map[string]string
-	label := regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
 	for _, line := range strings.Split(text, "\n") {
-		if !strings.HasPrefix(line, metric+"{") {
-			continue
+		if strings.HasPrefix(line, metric+"{") {
+			labels, _ := harness.ParseSample(line[len(metric):])
+			out = append(out, labels)
 		}
-		end := strings.LastIndex(line, "}")
-		m := map[string]string{}
-		for _, kv := range label.FindAllStringSubmatch(line[len(metric)+1:end], -1) {
-			m[kv[1]] = kv[2]
-		}
-		out = append(out, m)
 	}
 	return out
 }

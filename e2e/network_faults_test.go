@@ -101,12 +101,8 @@ func (d *deployed) counter(t *testing.T, name string) float64 {
 
 // healthy reports whether the collector's health check answers 200.
 func (d *deployed) healthy() bool {
-	resp, err := http.Get(d.healthURL)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	_, err := harness.HTTPGet(d.healthURL)
+	return err == nil
 }
 
 // logCount is how often the collector's log holds sub.
