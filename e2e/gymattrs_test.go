@@ -3,9 +3,7 @@
 package e2e
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -151,16 +149,24 @@ var declared = map[string][]string{
 	"gym.sandbox.create_retry_total":      {"nemo.gym.sandbox.provider"},
 }
 
-// postOTLP sends an OTLP/HTTP protobuf metrics request.
+// postOTLP sends an OTLP/HTTP protobuf metrics request, which must be accepted.
 func postOTLP(t *testing.T, url string, md pmetric.Metrics) {
+	t.Helper()
+	code, answer := postMetrics(t, url, md, "")
+	require.Equal(t, http.StatusOK, code, "otlp receiver: %s", answer)
+}
+
+// postMetrics posts md to an OTLP/HTTP receiver (protobuf) with the bearer token unless it
+// is "", and returns the status and the answer.
+func postMetrics(t *testing.T, url string, md pmetric.Metrics, token string) (int, string) {
 	t.Helper()
 	body, err := pmetricotlp.NewExportRequestFromMetrics(md).MarshalProto()
 	require.NoError(t, err)
-	resp, err := http.Post(url+"/v1/metrics", "application/x-protobuf", bytes.NewReader(body))
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	require.Equal(t, http.StatusOK, resp.StatusCode, "otlp receiver: %s", data)
+	header := map[string]string{"Content-Type": "application/x-protobuf"}
+	if token != "" {
+		header["Authorization"] = "Bearer " + token
+	}
+	return harness.Post(t, http.DefaultClient, url+"/v1/metrics", string(body), header)
 }
 
 // TestGymattrsOTLP: two cumulative exports of a Gym SDK through otlp -> gymattrs -> otlp_http.
