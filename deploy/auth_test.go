@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -10,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -154,15 +152,7 @@ func TestGymPodToken(t *testing.T) {
 		hostPorts[p.Name] = p.HostPort
 	}
 
-	data, err := os.ReadFile("kubernetes/examples/gym-job.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var job batchv1.Job
-	if err := yaml.UnmarshalStrict(data, &job); err != nil {
-		t.Fatalf("kubernetes/examples/gym-job.yaml: strict decoding: %v", err)
-	}
-	c := job.Spec.Template.Spec.Containers[0]
+	c := exampleGymJob(t).Spec.Template.Spec.Containers[0]
 	defined := map[string]corev1.EnvVar{}
 	for _, e := range c.Env {
 		for _, ref := range regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`).FindAllStringSubmatch(e.Value, -1) {

@@ -100,7 +100,7 @@ func TestComposeSpec(t *testing.T) {
 			} `json:"static_configs"`
 		} `json:"scrape_configs"`
 	}
-	readYAML(t, filepath.Join("compose", "prometheus.yml"), &prom)
+	readYAML(t, filepath.Join("compose", "prometheus.yml"), &prom, yaml.Unmarshal)
 	override, err := os.ReadFile(filepath.Join("compose", "otelcol-gym.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +132,7 @@ func TestComposeSpec(t *testing.T) {
 			URL string `json:"url"`
 		} `json:"datasources"`
 	}
-	readYAML(t, filepath.Join("compose", "grafana-datasource.yaml"), &ds)
+	readYAML(t, filepath.Join("compose", "grafana-datasource.yaml"), &ds, yaml.Unmarshal)
 	if len(ds.Datasources) != 1 {
 		t.Fatalf("grafana-datasource.yaml: %d data sources", len(ds.Datasources))
 	}
@@ -164,13 +164,15 @@ func TestComposeSpec(t *testing.T) {
 	}
 }
 
-func readYAML(t *testing.T, path string, into any) {
+// readYAML decodes the YAML file at path into into with decode: yaml.Unmarshal, or
+// yaml.UnmarshalStrict where an unknown field must fail the test.
+func readYAML(t *testing.T, path string, into any, decode func([]byte, any, ...yaml.JSONOpt) error) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := yaml.Unmarshal(data, into); err != nil {
+	if err := decode(data, into); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
 }

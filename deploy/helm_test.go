@@ -97,14 +97,8 @@ func TestHelmValues(t *testing.T) {
 		{"kubernetes/values-gateway.yaml", "gateway.yaml", "deployment"},
 	} {
 		t.Run(c.values, func(t *testing.T) {
-			data, err := os.ReadFile(c.values)
-			if err != nil {
-				t.Fatal(err)
-			}
 			var v chartValues
-			if err := yaml.UnmarshalStrict(data, &v); err != nil {
-				t.Fatalf("strict decoding: %v", err)
-			}
+			readYAML(t, c.values, &v, yaml.UnmarshalStrict)
 			if v.Mode != c.mode {
 				t.Errorf("mode %q, want %q", v.Mode, c.mode)
 			}
@@ -165,14 +159,8 @@ func TestHelmValues(t *testing.T) {
 					t.Error("the agent needs hostPID for host process stats")
 				}
 				gw := envOf(corev1.Container{Env: v.ExtraEnvs})["OTELCOL_GYM_GATEWAY_ENDPOINT"]
-				gateway, err := os.ReadFile("kubernetes/values-gateway.yaml")
-				if err != nil {
-					t.Fatal(err)
-				}
 				var g chartValues
-				if err := yaml.UnmarshalStrict(gateway, &g); err != nil {
-					t.Fatal(err)
-				}
+				readYAML(t, "kubernetes/values-gateway.yaml", &g, yaml.UnmarshalStrict)
 				if gw != "dns:///"+g.FullnameOverride+":4317" || g.Service.ClusterIP != "None" {
 					t.Errorf("agents resolve %q; the gateway chart's Service is %s (clusterIP %q), which must be headless", gw, g.FullnameOverride, g.Service.ClusterIP)
 				}

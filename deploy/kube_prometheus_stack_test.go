@@ -66,14 +66,8 @@ var chartOnlySpecKeys = []string{"podMonitorSelectorNilUsesHelmValues", "service
 
 func kubePrometheusStackValues(t *testing.T) (kpsValues, monitoringv1.PrometheusSpec) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(KubePrometheusStackDir, "values.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var v kpsValues
-	if err := yaml.UnmarshalStrict(data, &v); err != nil {
-		t.Fatalf("values.yaml: strict decoding: %v", err)
-	}
+	readYAML(t, filepath.Join(KubePrometheusStackDir, "values.yaml"), &v, yaml.UnmarshalStrict)
 	sub := map[string]any{}
 	for k, val := range v.Prometheus.PrometheusSpec {
 		sub[k] = val
@@ -178,16 +172,10 @@ func TestKubePrometheusStackOverlay(t *testing.T) {
 	if rule == nil || len(m.prometheusRules) != 1 {
 		t.Fatalf("want one PrometheusRule otelcol-gym, got %v", keys(m.prometheusRules))
 	}
-	rulesYAML, err := os.ReadFile("prometheus/gym.rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var source struct {
 		Groups []monitoringv1.RuleGroup `json:"groups"`
 	}
-	if err := yaml.UnmarshalStrict(rulesYAML, &source); err != nil {
-		t.Fatalf("gym.rules.yaml into RuleGroups: %v", err)
-	}
+	readYAML(t, "prometheus/gym.rules.yaml", &source, yaml.UnmarshalStrict)
 	if !reflect.DeepEqual(source.Groups, rule.Spec.Groups) {
 		t.Error("the PrometheusRule's groups differ from prometheus/gym.rules.yaml: run go generate in deploy/")
 	}

@@ -3,6 +3,7 @@ package deploy
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -82,71 +83,38 @@ func decode(t *testing.T, rendered []byte) *manifests {
 		pdbs: map[string]*policyv1.PodDisruptionBudget{}, policies: map[string]*networkingv1.NetworkPolicy{},
 		priorities: map[string]*schedulingv1.PriorityClass{},
 	}
+	// Each kind the rendered bases may hold, decoded strictly into its API type and filed by
+	// name; the cluster-scoped ones are in no namespace.
+	kinds := map[string]func(doc []byte) error{
+		"v1/Namespace":                            strictInto(m.namespaces),
+		"v1/ServiceAccount":                       strictInto(m.accounts),
+		"v1/ConfigMap":                            strictInto(m.configMaps),
+		"apps/v1/DaemonSet":                       strictInto(m.daemonSets),
+		"apps/v1/Deployment":                      strictInto(m.deployments),
+		"v1/Service":                              strictInto(m.services),
+		"autoscaling/v2/HorizontalPodAutoscaler":  strictInto(m.autoscalers),
+		"policy/v1/PodDisruptionBudget":           strictInto(m.pdbs),
+		"networking.k8s.io/v1/NetworkPolicy":      strictInto(m.policies),
+		"scheduling.k8s.io/v1/PriorityClass":      strictInto(m.priorities),
+		"monitoring.coreos.com/v1/PodMonitor":     strictInto(m.podMonitors),
+		"monitoring.coreos.com/v1/PrometheusRule": strictInto(m.prometheusRules),
+	}
+	clusterScoped := map[string]bool{"v1/Namespace": true, "scheduling.k8s.io/v1/PriorityClass": true}
 	for i, doc := range bytes.Split(rendered, []byte("\n---\n")) {
-		var tm metav1.TypeMeta
-		if err := yaml.Unmarshal(doc, &tm); err != nil {
+		var head metav1.PartialObjectMetadata // kind and metadata, read loosely to pick the type
+		if err := yaml.Unmarshal(doc, &head); err != nil {
 			t.Fatalf("document %d: %v", i, err)
 		}
-		var meta *metav1.ObjectMeta
-		strict := func(obj any) {
-			if err := yaml.UnmarshalStrict(doc, obj); err != nil {
-				t.Fatalf("%s %d: strict decoding: %v", tm.Kind, i, err)
-			}
+		kind := head.APIVersion + "/" + head.Kind
+		decode := kinds[kind]
+		if decode == nil {
+			t.Fatalf("document %d: %s %s is not a kind this test knows: add its checks", i, head.APIVersion, head.Kind)
 		}
-		switch tm.APIVersion + "/" + tm.Kind {
-		case "v1/Namespace":
-			o := &corev1.Namespace{}
-			strict(o)
-			m.namespaces[o.Name] = o
-		case "v1/ServiceAccount":
-			o := &corev1.ServiceAccount{}
-			strict(o)
-			m.accounts[o.Name], meta = o, &o.ObjectMeta
-		case "v1/ConfigMap":
-			o := &corev1.ConfigMap{}
-			strict(o)
-			m.configMaps[o.Name], meta = o, &o.ObjectMeta
-		case "apps/v1/DaemonSet":
-			o := &appsv1.DaemonSet{}
-			strict(o)
-			m.daemonSets[o.Name], meta = o, &o.ObjectMeta
-		case "apps/v1/Deployment":
-			o := &appsv1.Deployment{}
-			strict(o)
-			m.deployments[o.Name], meta = o, &o.ObjectMeta
-		case "v1/Service":
-			o := &corev1.Service{}
-			strict(o)
-			m.services[o.Name], meta = o, &o.ObjectMeta
-		case "autoscaling/v2/HorizontalPodAutoscaler":
-			o := &autoscalingv2.HorizontalPodAutoscaler{}
-			strict(o)
-			m.autoscalers[o.Name], meta = o, &o.ObjectMeta
-		case "policy/v1/PodDisruptionBudget":
-			o := &policyv1.PodDisruptionBudget{}
-			strict(o)
-			m.pdbs[o.Name], meta = o, &o.ObjectMeta
-		case "networking.k8s.io/v1/NetworkPolicy":
-			o := &networkingv1.NetworkPolicy{}
-			strict(o)
-			m.policies[o.Name], meta = o, &o.ObjectMeta
-		case "scheduling.k8s.io/v1/PriorityClass":
-			o := &schedulingv1.PriorityClass{}
-			strict(o)
-			m.priorities[o.Name] = o
-		case "monitoring.coreos.com/v1/PodMonitor":
-			o := &monitoringv1.PodMonitor{}
-			strict(o)
-			m.podMonitors[o.Name], meta = o, &o.ObjectMeta
-		case "monitoring.coreos.com/v1/PrometheusRule":
-			o := &monitoringv1.PrometheusRule{}
-			strict(o)
-			m.prometheusRules[o.Name], meta = o, &o.ObjectMeta
-		default:
-			t.Fatalf("document %d: %s %s is not a kind this test knows: add its checks", i, tm.APIVersion, tm.Kind)
+		if err := decode(doc); err != nil {
+			t.Fatalf("%s %d: strict decoding: %v", head.Kind, i, err)
 		}
-		if meta != nil {
-			m.namespaced = append(m.namespaced, *meta)
+		if !clusterScoped[kind] {
+			m.namespaced = append(m.namespaced, head.ObjectMeta)
 		}
 	}
 	return m
@@ -372,13 +340,22 @@ func TestKubectlKustomize(t *testing.T) {
 	}
 }
 
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+func keys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
+// strictInto decodes a document into a new T strictly (an unknown field fails) and files it
+// in into under its name.
+func strictInto[T any, P interface {
+	*T
+	GetName() string
+}](into map[string]*T) func(doc []byte) error {
+	return func(doc []byte) error {
+		o := P(new(T))
+		if err := yaml.UnmarshalStrict(doc, o); err != nil {
+			return err
+		}
+		into[o.GetName()] = o
+		return nil
 	}
-	slices.Sort(out)
-	return out
 }
 
 func envOf(c corev1.Container) map[string]string {

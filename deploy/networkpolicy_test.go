@@ -3,7 +3,6 @@ package deploy
 import (
 	"net"
 	"net/url"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -139,15 +138,15 @@ func allowed(t *testing.T, policies map[string]*networkingv1.NetworkPolicy, src,
 // gymPod is the example Gym pod (kubernetes/examples/gym-job.yaml), in a namespace of its own.
 func gymPod(t *testing.T) endpoint {
 	t.Helper()
-	data, err := os.ReadFile("kubernetes/examples/gym-job.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	return podEndpoint("the example Gym pod", "gym", exampleGymJob(t).Spec.Template)
+}
+
+// exampleGymJob is kubernetes/examples/gym-job.yaml.
+func exampleGymJob(t *testing.T) batchv1.Job {
+	t.Helper()
 	var job batchv1.Job
-	if err := yaml.UnmarshalStrict(data, &job); err != nil {
-		t.Fatal(err)
-	}
-	return podEndpoint("the example Gym pod", "gym", job.Spec.Template)
+	readYAML(t, "kubernetes/examples/gym-job.yaml", &job, yaml.UnmarshalStrict)
+	return job
 }
 
 // portNamed is the number of a container port of e named one of names.

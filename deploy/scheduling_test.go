@@ -1,7 +1,6 @@
 package deploy
 
 import (
-	"os"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -111,13 +110,7 @@ func TestKustomizeAgentScheduling(t *testing.T) {
 // priorityClassFile is the PriorityClass the Helm agent names (kubectl apply -f it first).
 func priorityClassFile(t *testing.T) map[string]*schedulingv1.PriorityClass {
 	t.Helper()
-	data, err := os.ReadFile("kubernetes/priorityclass.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var pc schedulingv1.PriorityClass
-	if err := yaml.UnmarshalStrict(data, &pc); err != nil {
-		t.Fatalf("kubernetes/priorityclass.yaml: strict decoding: %v", err)
-	}
+	readYAML(t, "kubernetes/priorityclass.yaml", &pc, yaml.UnmarshalStrict)
 	return map[string]*schedulingv1.PriorityClass{pc.Name: &pc}
 }

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -152,19 +151,8 @@ func exportGRPC(addr string, md pmetric.Metrics, token string) error {
 // returns the status.
 func postOTLPStatus(t *testing.T, url string, md pmetric.Metrics, token string) int {
 	t.Helper()
-	body, err := pmetricotlp.NewExportRequestFromMetrics(md).MarshalProto()
-	require.NoError(t, err)
-	req, err := http.NewRequest(http.MethodPost, url+"/v1/metrics", bytes.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/x-protobuf")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode
+	code, _ := postMetrics(t, url, md, token)
+	return code
 }
 
 // bearer is the Authorization header of a token.

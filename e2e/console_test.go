@@ -3,28 +3,19 @@
 package e2e
 
 import (
-	"compress/gzip"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/pdata/plog"
-	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
-	"go.opentelemetry.io/collector/pdata/pmetric"
-	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
 	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
@@ -34,99 +25,13 @@ import (
 // Python SDK's to_json methods.
 var consoleSample = filepath.Join("..", "testdata", "console", "gym-server-stdout.log")
 
-// otlpSignalSink is an OTLP/HTTP endpoint for traces and logs (protobuf) that keeps what it
-// receives.
-type otlpSignalSink struct {
-	mu      sync.Mutex
-	metrics []pmetric.Metrics
-	traces  []ptrace.Traces
-	logs    []plog.Logs
-	errs    []string
-}
-
-func (s *otlpSignalSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var body io.Reader = r.Body
-	if r.Header.Get("Content-Encoding") == "gzip" {
-		if zr, err := gzip.NewReader(r.Body); err == nil {
-			body = zr
-		}
-	}
-	data, err := io.ReadAll(body)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err == nil {
-		switch r.URL.Path {
-		case "/v1/metrics":
-			req := pmetricotlp.NewExportRequest()
-			if err = req.UnmarshalProto(data); err == nil {
-				s.metrics = append(s.metrics, req.Metrics())
-				b, _ := pmetricotlp.NewExportResponse().MarshalProto()
-				w.Header().Set("Content-Type", "application/x-protobuf")
-				_, _ = w.Write(b)
-				return
-			}
-		case "/v1/traces":
-			req := ptraceotlp.NewExportRequest()
-			if err = req.UnmarshalProto(data); err == nil {
-				s.traces = append(s.traces, req.Traces())
-				b, _ := ptraceotlp.NewExportResponse().MarshalProto()
-				w.Header().Set("Content-Type", "application/x-protobuf")
-				_, _ = w.Write(b)
-				return
-			}
-		case "/v1/logs":
-			req := plogotlp.NewExportRequest()
-			if err = req.UnmarshalProto(data); err == nil {
-				s.logs = append(s.logs, req.Logs())
-				b, _ := plogotlp.NewExportResponse().MarshalProto()
-				w.Header().Set("Content-Type", "application/x-protobuf")
-				_, _ = w.Write(b)
-				return
-			}
-		default:
-			err = fmt.Errorf("unexpected %s %s", r.Method, r.URL.Path)
-		}
-	}
-	s.errs = append(s.errs, err.Error())
-	http.Error(w, err.Error(), http.StatusBadRequest)
-}
-
-func (s *otlpSignalSink) spans() map[string]ptrace.Span {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := map[string]ptrace.Span{}
-	for _, td := range s.traces {
-		rss := td.ResourceSpans()
-		for i := 0; i < rss.Len(); i++ {
-			sss := rss.At(i).ScopeSpans()
-			for j := 0; j < sss.Len(); j++ {
-				sp := sss.At(j).Spans()
-				for k := 0; k < sp.Len(); k++ {
-					out[sp.At(k).Name()] = sp.At(k)
-				}
-			}
-		}
-	}
-	return out
-}
-
-func (s *otlpSignalSink) logRecords() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, ld := range s.logs {
-		n += ld.LogRecordCount()
-	}
-	return n
-}
-
 // TestConsoleTelemetry: the real binary follows a Gym server's stdout log as it grows. Its
 // metrics, bounded by the gymattrs rules and never counted twice, are asked of Debian's
 // Prometheus; its spans, with their parent link, and its log records reach an OTLP backend.
 func TestConsoleTelemetry(t *testing.T) {
 	t.Parallel()
 	harness.PrometheusBinary(t)
-	sink := &otlpSignalSink{}
+	sink := &harness.OTLPBackend{}
 	srv := httptest.NewServer(sink)
 	defer srv.Close()
 	dir := t.TempDir()
@@ -171,22 +76,20 @@ func TestConsoleTelemetry(t *testing.T) {
 	assert.Empty(t, series)
 
 	require.NoError(t, harness.Eventually(30*time.Second, 100*time.Millisecond, func() error {
-		if len(sink.spans()) < 2 || sink.logRecords() < 2 {
+		if len(sink.Spans()) < 2 || sink.LogRecords() < 2 {
 			return harness.ErrNotYet
 		}
 		return nil
 	}))
-	spans := sink.spans()
+	spans := sink.Spans()
 	client, server := spans["POST /verify"], spans["rollout"]
 	assert.Equal(t, "4bf92f3577b34da6a3ce929d0e0e4736", client.TraceID().String())
 	assert.Equal(t, server.SpanID(), client.ParentSpanID(), "the parent link")
 	assert.Equal(t, ptrace.StatusCodeError, client.Status().Code())
 	assert.Equal(t, 1, client.Events().Len())
 	assert.Equal(t, 1, server.Links().Len())
-	assert.Equal(t, 2, sink.logRecords())
-	sink.mu.Lock()
-	assert.Empty(t, sink.errs)
-	sink.mu.Unlock()
+	assert.Equal(t, 2, sink.LogRecords())
+	assert.Empty(t, sink.Errors())
 
 	// The receiver's own counts: the cut metrics line rejected, the text skipped.
 	assert.Equal(t, 1.0, harness.TelemetryValue(t, ports, "otelcol_receiver_gym_console_records_rejected", "reason", "invalid_json"))
@@ -215,7 +118,7 @@ func waitVector(t *testing.T, prom, query string, want map[string]float64) {
 // socket; every record reaches the OTLP backend, the re-sent total once.
 func TestConsoleStream(t *testing.T) {
 	t.Parallel()
-	sink := &otlpSignalSink{}
+	sink := &harness.OTLPBackend{}
 	srv := httptest.NewServer(sink)
 	defer srv.Close()
 	dir := t.TempDir()
@@ -231,20 +134,16 @@ func TestConsoleStream(t *testing.T) {
 	require.NoError(t, conn.Close())
 
 	require.NoError(t, harness.Eventually(30*time.Second, 100*time.Millisecond, func() error {
-		sink.mu.Lock()
-		n := len(sink.metrics)
-		sink.mu.Unlock()
-		if n < 2 || len(sink.spans()) < 2 || sink.logRecords() < 2 {
+		if sink.Count() < 2 || len(sink.Spans()) < 2 || sink.LogRecords() < 2 {
 			return harness.ErrNotYet
 		}
 		return nil
 	}))
-	sink.mu.Lock()
-	defer sink.mu.Unlock()
-	assert.Empty(t, sink.errs)
-	require.Len(t, sink.metrics, 2, "one export per metrics line")
+	assert.Empty(t, sink.Errors())
+	exports := sink.Exports()
+	require.Len(t, exports, 2, "one export per metrics line")
 	var totals []int64
-	for _, md := range sink.metrics {
+	for _, md := range exports {
 		if v, ok := completed(md, service("nemo-gym/math_with_judge")); ok {
 			totals = append(totals, int64(v))
 		}

@@ -34,17 +34,10 @@ func dashRealOTLP(k int) pmetric.Metrics {
 	md := pmetric.NewMetrics()
 	now := pcommon.NewTimestampFromTime(time.Now())
 	scope := func(service, server, typ string) pmetric.MetricSlice {
-		rm := md.ResourceMetrics().AppendEmpty()
-		ra := rm.Resource().Attributes()
-		ra.PutStr("service.name", service)
-		ra.PutStr("service.instance.id", dashRealInstance)
-		ra.PutStr("nemo.run.id", "run1")
-		ra.PutStr("nemo.gym.server.name", server)
-		ra.PutStr("nemo.gym.server.type", typ)
-		ra.PutStr("host.name", "node7")
-		ra.PutInt("process.pid", 4400)
-		sm := rm.ScopeMetrics().AppendEmpty()
-		sm.Scope().SetName("nemo.lens")
+		sm := sdkScope(md, "nemo.lens", map[string]any{
+			"service.name": service, "service.instance.id": dashRealInstance, "nemo.run.id": "run1",
+			"nemo.gym.server.name": server, "nemo.gym.server.type": typ, "host.name": "node7", "process.pid": 4400,
+		})
 		return sm.Metrics()
 	}
 	metric := func(ms pmetric.MetricSlice, name, unit string) pmetric.Metric {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -60,14 +59,8 @@ func startGymRunWith(t *testing.T, setup gymRunSetup) *gymRun {
 	run := &gymRun{col: col, ports: ports, prom: harness.StartPrometheusWith(t, setup.prometheus(ports), map[string]string{"gym.rules.yaml": string(rules)})}
 
 	// A realistic run: 30,000 events of 6 Gym processes (process 0 is the rollout driver).
-	stream := filepath.Join(t.TempDir(), "run.jsonl")
-	out, err := exec.Command(gymeventsBin, "gen", "--seed", "14", "--processes", "6", "--events", "30000",
-		"--batch", "500", "--out", stream).CombinedOutput()
-	require.NoError(t, err, "gymevents gen: %s", out)
-	data, err := os.ReadFile(stream)
-	require.NoError(t, err)
+	data, bodies := generatedRun(t, "14", "6", "30000")
 	run.implies = countRun(t, data)
-	bodies := splitBatches(data)
 	require.Greater(t, len(bodies), 6)
 
 	post := func(part []string) {

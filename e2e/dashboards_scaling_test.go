@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,7 +15,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
@@ -82,24 +80,9 @@ func ownDashboard(t *testing.T, uid string) (dashboards []grafanaDashboard, reco
 // config/otelcol-gym.yaml (its labels and translation) added on port.
 func scalingExporter(t *testing.T, port int) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(harness.Root, "config", "otelcol-gym.yaml"))
-	require.NoError(t, err)
-	var shipped struct {
-		Exporters map[string]map[string]any `yaml:"exporters"`
-	}
-	require.NoError(t, yaml.Unmarshal(data, &shipped))
-	exporter := shipped.Exporters["prometheus"]
-	require.NotNil(t, exporter)
+	exporter := shippedExporter(t, filepath.Join("config", "otelcol-gym.yaml"), "prometheus")
 	exporter["endpoint"] = fmt.Sprintf("127.0.0.1:%d", port)
-	out, err := yaml.Marshal(map[string]any{
-		"exporters": map[string]any{"prometheus": exporter},
-		"service": map[string]any{"pipelines": map[string]any{"metrics": map[string]any{
-			"exporters": []string{"otlp_http/managed", "file/metrics", "prometheus"}}}},
-	})
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "scaling-exporter.yaml")
-	require.NoError(t, os.WriteFile(path, out, 0o600))
-	return path
+	return exporterOverlay(t, "prometheus", exporter, "otlp_http/managed", "file/metrics", "prometheus")
 }
 
 // TestDashboardScaling: otelcol-gym as Gym's job collector (deploy/otelcol-gym-submit on Gym's
@@ -113,7 +96,7 @@ func TestDashboardScaling(t *testing.T) {
 	dashboards, records, rulesData := ownDashboard(t, scalingUID)
 	require.NotEmpty(t, records)
 
-	backend := httptest.NewServer(&otlpSignalSink{})
+	backend := httptest.NewServer(&harness.OTLPBackend{})
 	t.Cleanup(backend.Close)
 	exporterPort := harness.Port(t)
 	j := startGymSubmit(t, backend.URL, scalingExporter(t, exporterPort))
@@ -124,13 +107,7 @@ func TestDashboardScaling(t *testing.T) {
 
 	// Gym's events (a generated run of 4 processes, process 0 the rollout driver, and the
 	// model calls of Gym's newer releases) in three parts a few scrapes apart.
-	stream := filepath.Join(t.TempDir(), "run.jsonl")
-	out, err := exec.Command(gymeventsBin, "gen", "--seed", "7", "--processes", "4", "--events", "6000",
-		"--batch", "500", "--out", stream).CombinedOutput()
-	require.NoError(t, err, "gymevents gen: %s", out)
-	data, err := os.ReadFile(stream)
-	require.NoError(t, err)
-	bodies := splitBatches(data)
+	_, bodies := generatedRun(t, "7", "4", "6000")
 	require.Greater(t, len(bodies), 3)
 	col := &harness.Collector{Process: j.p, GymURL: fmt.Sprintf("http://127.0.0.1:%d", j.ports.Gym)}
 	post := func(body string) {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -192,6 +193,19 @@ func countRun(t *testing.T, data []byte) runImplies {
 	return r
 }
 
+// generatedRun is a run gymevents gen makes from a seed (Gym processes, process 0 the rollout
+// driver, and events), in batches of 500 events: the stream and its bodies.
+func generatedRun(t *testing.T, seed, processes, events string) ([]byte, []string) {
+	t.Helper()
+	stream := filepath.Join(t.TempDir(), "run.jsonl")
+	out, err := exec.Command(gymeventsBin, "gen", "--seed", seed, "--processes", processes, "--events", events,
+		"--batch", "500", "--out", stream).CombinedOutput()
+	require.NoError(t, err, "gymevents gen: %s", out)
+	data, err := os.ReadFile(stream)
+	require.NoError(t, err)
+	return data, splitBatches(data)
+}
+
 // splitBatches cuts a generated stream into its bodies: each starts at a resource line.
 func splitBatches(data []byte) []string {
 	var bodies []string
@@ -236,13 +250,10 @@ func craftedLines() (body string, accepted, rejected, unknown int) {
 // whose route is a raw URL (normalised to `unmatched`).
 func otlpAgent() (md pmetric.Metrics, scored int) {
 	md = pmetric.NewMetrics()
-	rm := md.ResourceMetrics().AppendEmpty()
-	ra := rm.Resource().Attributes()
-	ra.PutStr("service.name", "nemo-gym/sdk-agent")
-	ra.PutStr("service.instance.id", "run1-sdk-agent-0")
-	ra.PutStr("nemo.run.id", "run1")
-	ra.PutStr("nemo.gym.server.name", "simple_agent")
-	sm := rm.ScopeMetrics().AppendEmpty()
+	sm := sdkScope(md, "", map[string]any{
+		"service.name": "nemo-gym/sdk-agent", "service.instance.id": "run1-sdk-agent-0", "nemo.run.id": "run1",
+		"nemo.gym.server.name": "simple_agent",
+	})
 	now := pcommon.NewTimestampFromTime(time.Now())
 	start := now - pcommon.Timestamp(time.Minute)
 	sum := func(name, unit string) pmetric.NumberDataPointSlice {

@@ -35,12 +35,8 @@ const componentStatusGate = "--feature-gates=+extension.healthcheck.useComponent
 // restart. A restart after that restores the checkpoint: no line is counted twice.
 func TestCheckpointDiskFaults(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	logs, storage := filepath.Join(dir, "logs"), filepath.Join(dir, "storage")
-	require.NoError(t, os.Mkdir(logs, 0o700))
-	require.NoError(t, os.Mkdir(storage, 0o700))
+	logs, storage, path := logsAndStorage(t)
 	mountTmpfs(t, storage, "8m")
-	path := filepath.Join(logs, "run.jsonl")
 	inFile := attrIs("log.file.path", path)
 	harness.AppendFile(t, path, lines("", 0, 1000, false))
 

@@ -4,7 +4,8 @@ package e2e
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -54,14 +55,7 @@ func (s state) String() string {
 	return b.String()
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // parseState reads the text form; `#` comments and blank lines are skipped.
 func parseState(text string) (state, error) {
@@ -103,7 +97,7 @@ func formatAttrs(m pcommon.Map) string {
 	for k, v := range m.All() {
 		parts = append(parts, k+"="+formatValue(v))
 	}
-	sort.Strings(parts)
+	slices.Sort(parts)
 	return "{" + strings.Join(parts, " ") + "}"
 }
 

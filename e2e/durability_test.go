@@ -30,9 +30,7 @@ import (
 func durableOpts(logs, storage string) func(harness.Ports) transportsOpts {
 	return func(p harness.Ports) transportsOpts {
 		return transportsOpts{
-			extensions: `  file_storage:
-    directory: ` + storage,
-			serviceExtensions: []string{"file_storage"},
+			storage: storage,
 			gym: fmt.Sprintf(`    storage: file_storage
     http:
       endpoint: 127.0.0.1:%d
@@ -307,9 +305,8 @@ func TestMeasureCheckpointBeforeAnswer(t *testing.T) {
 			sink := harness.NewOTLPSink(t)
 			col, _ := startTransports(t, sink, func(p harness.Ports) transportsOpts {
 				return transportsOpts{
-					extensions:        "  file_storage:\n    directory: " + storage,
-					serviceExtensions: []string{"file_storage"},
-					gym:               fmt.Sprintf("    storage: file_storage\n    checkpoint_before_answer: %v\n    expire_after: 1h\n    http:\n      endpoint: 127.0.0.1:%d", durable, p.Gym),
+					storage: storage,
+					gym:     fmt.Sprintf("    storage: file_storage\n    checkpoint_before_answer: %v\n    expire_after: 1h\n    http:\n      endpoint: 127.0.0.1:%d", durable, p.Gym),
 				}
 			})
 			const per = 1000

@@ -78,14 +78,7 @@ func flightPoints(md pmetric.Metrics) map[string]float64 {
 	out := map[string]float64{}
 	for _, name := range []string{"gym.rollout.in_flight", "gym.rollout.stalled", "gym.rollout.stalls_total", "gym.rollout.oldest_in_flight_age"} {
 		for _, m := range metricsNamed(md, attrIs("nemo.run.id", "run-e2e"), name) {
-			var dps pmetric.NumberDataPointSlice
-			switch m.Type() {
-			case pmetric.MetricTypeGauge:
-				dps = m.Gauge().DataPoints()
-			case pmetric.MetricTypeSum:
-				dps = m.Sum().DataPoints()
-			}
-			for _, dp := range dps.All() {
+			for _, dp := range numberPoints(m).All() {
 				out[name+"|"+attrOf(dp.Attributes(), "nemo.gym.server.name")+"|"+attrOf(dp.Attributes(), "nemo.gym.rollout.stage")] = numberOf(dp)
 			}
 		}

@@ -39,11 +39,7 @@ var (
 // Prometheus exporter wants one help text per name.
 func modelCallSDKBatch(round int, start, now pcommon.Timestamp, app bool) pmetric.Metrics {
 	md := pmetric.NewMetrics()
-	rm := md.ResourceMetrics().AppendEmpty()
-	rm.Resource().Attributes().PutStr("service.name", "nemo-gym/policy-model")
-	rm.Resource().Attributes().PutStr("service.instance.id", "e2e-genai-0")
-	sm := rm.ScopeMetrics().AppendEmpty()
-	sm.Scope().SetName("nemo_gym.telemetry")
+	sm := sdkScope(md, "nemo_gym.telemetry", map[string]any{"service.name": "nemo-gym/policy-model", "service.instance.id": "e2e-genai-0"})
 	r := uint64(round)
 	histogram := func(sm pmetric.ScopeMetrics, name, unit string) pmetric.HistogramDataPointSlice {
 		m := sm.Metrics().AppendEmpty()
@@ -103,10 +99,7 @@ func modelCallSDKBatch(round int, start, now pcommon.Timestamp, app bool) pmetri
 	if !app {
 		return md
 	}
-	rma := md.ResourceMetrics().AppendEmpty()
-	rma.Resource().Attributes().PutStr("service.name", "chat-app")
-	asm := rma.ScopeMetrics().AppendEmpty()
-	asm.Scope().SetName("opentelemetry.instrumentation.openai")
+	asm := sdkScope(md, "opentelemetry.instrumentation.openai", map[string]any{"service.name": "chat-app"})
 	calls(histogram(asm, "gen_ai.client.operation.duration", "s"), genaiCallS, 0.4, map[string]any{
 		"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-4.1",
 		"server.address": "api.example", "error.type": "connection reset by 10.0.0.7",

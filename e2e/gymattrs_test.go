@@ -3,9 +3,7 @@
 package e2e
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -55,13 +53,9 @@ var lagBounds = []float64{0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500,
 //   - gym.sandbox.create_retry_total as delta: two points that differ only by free text.
 func sdkBatch(round int, start, now pcommon.Timestamp) pmetric.Metrics {
 	md := pmetric.NewMetrics()
-	rm := md.ResourceMetrics().AppendEmpty()
-	ra := rm.Resource().Attributes()
-	ra.PutStr("service.name", "nemo-gym/sdk-math")
-	ra.PutStr("service.instance.id", "e2e-sdk-0")
-	ra.PutStr("nemo.run.id", "e2e-gymattrs")
-	sm := rm.ScopeMetrics().AppendEmpty()
-	sm.Scope().SetName("nemo_gym.telemetry")
+	sm := sdkScope(md, "nemo_gym.telemetry", map[string]any{
+		"service.name": "nemo-gym/sdk-math", "service.instance.id": "e2e-sdk-0", "nemo.run.id": "e2e-gymattrs",
+	})
 
 	sum := func(name, unit string, temporality pmetric.AggregationTemporality) pmetric.NumberDataPointSlice {
 		m := sm.Metrics().AppendEmpty()
@@ -155,16 +149,24 @@ var declared = map[string][]string{
 	"gym.sandbox.create_retry_total":      {"nemo.gym.sandbox.provider"},
 }
 
-// postOTLP sends an OTLP/HTTP protobuf metrics request.
+// postOTLP sends an OTLP/HTTP protobuf metrics request, which must be accepted.
 func postOTLP(t *testing.T, url string, md pmetric.Metrics) {
+	t.Helper()
+	code, answer := postMetrics(t, url, md, "")
+	require.Equal(t, http.StatusOK, code, "otlp receiver: %s", answer)
+}
+
+// postMetrics posts md to an OTLP/HTTP receiver (protobuf) with the bearer token unless it
+// is "", and returns the status and the answer.
+func postMetrics(t *testing.T, url string, md pmetric.Metrics, token string) (int, string) {
 	t.Helper()
 	body, err := pmetricotlp.NewExportRequestFromMetrics(md).MarshalProto()
 	require.NoError(t, err)
-	resp, err := http.Post(url+"/v1/metrics", "application/x-protobuf", bytes.NewReader(body))
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	require.Equal(t, http.StatusOK, resp.StatusCode, "otlp receiver: %s", data)
+	header := map[string]string{"Content-Type": "application/x-protobuf"}
+	if token != "" {
+		header["Authorization"] = "Bearer " + token
+	}
+	return harness.Post(t, http.DefaultClient, url+"/v1/metrics", string(body), header)
 }
 
 // TestGymattrsOTLP: two cumulative exports of a Gym SDK through otlp -> gymattrs -> otlp_http.

@@ -58,19 +58,11 @@ func gymRealMetrics(bodies []gymRealBody) map[string]*gymRealMetric {
 }
 
 func forEachAttrs(m pmetric.Metric, f func(map[string]any)) {
-	switch m.Type() {
-	case pmetric.MetricTypeSum:
-		for _, dp := range m.Sum().DataPoints().All() {
-			f(dp.Attributes().AsRaw())
-		}
-	case pmetric.MetricTypeGauge:
-		for _, dp := range m.Gauge().DataPoints().All() {
-			f(dp.Attributes().AsRaw())
-		}
-	case pmetric.MetricTypeHistogram:
-		for _, dp := range m.Histogram().DataPoints().All() {
-			f(dp.Attributes().AsRaw())
-		}
+	for _, dp := range numberPoints(m).All() {
+		f(dp.Attributes().AsRaw())
+	}
+	for _, dp := range histogramPoints(m).All() {
+		f(dp.Attributes().AsRaw())
 	}
 }
 

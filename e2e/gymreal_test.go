@@ -79,15 +79,9 @@ func loadGymReal(t *testing.T) []gymRealBody {
 // postGymReal sends a captured request as the SDK sent it: protobuf, gzip.
 func postGymReal(t *testing.T, base string, b gymRealBody) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, base+"/v1/"+b.signal, bytes.NewReader(b.raw))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/x-protobuf")
-	req.Header.Set("Content-Encoding", "gzip")
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err, b.name)
-	defer resp.Body.Close()
-	msg, _ := io.ReadAll(resp.Body)
-	require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", b.name, msg)
+	code, msg := harness.Post(t, http.DefaultClient, base+"/v1/"+b.signal, string(b.raw),
+		map[string]string{"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"})
+	require.Equal(t, http.StatusOK, code, "%s: %s", b.name, msg)
 }
 
 // captured is what the bodies of one signal hold (of reads it from a body).
@@ -132,19 +126,11 @@ func latestSeries(mds []pmetric.Metrics) map[string]map[string]seriesValue {
 						v.attributes, v.resource = attrs, rm.Resource().Attributes()
 						out[m.Name()][res+" "+sm.Scope().Name()+" "+formatAttrs(attrs)] = v
 					}
-					switch m.Type() {
-					case pmetric.MetricTypeSum:
-						for _, dp := range m.Sum().DataPoints().All() {
-							put(dp.Attributes(), seriesValue{v: numberOf(dp)})
-						}
-					case pmetric.MetricTypeGauge:
-						for _, dp := range m.Gauge().DataPoints().All() {
-							put(dp.Attributes(), seriesValue{v: numberOf(dp)})
-						}
-					case pmetric.MetricTypeHistogram:
-						for _, dp := range m.Histogram().DataPoints().All() {
-							put(dp.Attributes(), seriesValue{count: dp.Count(), sum: dp.Sum(), histogram: true})
-						}
+					for _, dp := range numberPoints(m).All() {
+						put(dp.Attributes(), seriesValue{v: numberOf(dp)})
+					}
+					for _, dp := range histogramPoints(m).All() {
+						put(dp.Attributes(), seriesValue{count: dp.Count(), sum: dp.Sum(), histogram: true})
 					}
 				}
 			}

@@ -136,7 +136,7 @@ func startGymSubmit(t *testing.T, backend string, more ...string) *gymSubmitJob 
 // <job dir>/otel/, and stops on Gym's own `pkill -f '^<binary> --config <file>'`.
 func TestGymSubmitDropIn(t *testing.T) {
 	t.Parallel()
-	sink := &otlpSignalSink{}
+	sink := &harness.OTLPBackend{}
 	var authMu sync.Mutex
 	var auth []string
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -184,15 +184,13 @@ func TestGymSubmitDropIn(t *testing.T) {
 	}
 	var got map[string]pcommon.Map
 	require.NoError(t, harness.Eventually(60*time.Second, 250*time.Millisecond, func() error {
-		sink.mu.Lock()
-		got = metricResources(sink.metrics)
-		sink.mu.Unlock()
+		got = metricResources(sink.Exports())
 		for _, name := range want {
 			if _, ok := got[name]; !ok {
 				return fmt.Errorf("%s not received yet", name)
 			}
 		}
-		if len(sink.spans()) == 0 {
+		if len(sink.Spans()) == 0 {
 			return harness.ErrNotYet
 		}
 		return nil
@@ -208,7 +206,7 @@ func TestGymSubmitDropIn(t *testing.T) {
 	assert.Equal(t, "gym-vllm/policy", got["vllm:num_requests_running"].AsRaw()["service.name.override"], "the scrape job as display name")
 	assert.Equal(t, "dcgm", got["DCGM_FI_DEV_GPU_UTIL"].AsRaw()["service.name.override"])
 	assert.Equal(t, "nemo-gym/rollout_collection", got["gym.rollout.completed_total"].AsRaw()["service.name.override"])
-	span, ok := sink.spans()["gym.rollout"]
+	span, ok := sink.Spans()["gym.rollout"]
 	require.True(t, ok)
 	v, _ := span.Attributes().Get("nemo.gym.rollout.id")
 	assert.Equal(t, "rollout-submit-7", v.Str())
@@ -224,9 +222,7 @@ func TestGymSubmitDropIn(t *testing.T) {
 	wantCompleted, ok := sumOf(expected, "gym.rollout.completed_total", func(pcommon.Map) bool { return true })
 	require.True(t, ok)
 	require.NoError(t, harness.Eventually(30*time.Second, 250*time.Millisecond, func() error {
-		sink.mu.Lock()
-		defer sink.mu.Unlock()
-		if n := latestSum(sink.metrics, "gym.rollout.completed_total"); n != wantCompleted {
+		if n := latestSum(sink.Exports(), "gym.rollout.completed_total"); n != wantCompleted {
 			return fmt.Errorf("gym.rollout.completed_total %v, want %v", n, wantCompleted)
 		}
 		return nil

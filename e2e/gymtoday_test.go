@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"fmt"
-	"sort"
 	"testing"
 	"time"
 
@@ -121,25 +120,6 @@ var gymTodayInstruments = []gymTodayInstrument{
 	{name: "gym.rollout.tool_calls", unit: "{tool_call}", kind: pmetric.MetricTypeHistogram, good: map[string]any{"nemo.gym.rollout.dispatch.name": "swe"}, vary: "nemo.gym.rollout.dispatch.name"},
 }
 
-// putAny puts a map of attribute values (string, int64, float64, bool).
-func putAny(m pcommon.Map, a map[string]any) {
-	keys := make([]string, 0, len(a))
-	for k := range a {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		switch v := a[k].(type) {
-		case string:
-			m.PutStr(k, v)
-		case int64:
-			m.PutInt(k, v)
-		default:
-			panic(fmt.Sprintf("%s: %T", k, v))
-		}
-	}
-}
-
 // addPoint adds one point of value v (a histogram: one sample of v) with attributes a.
 func addPoint(m pmetric.Metric, a map[string]any, v int64, start, now pcommon.Timestamp) {
 	var attrs pcommon.Map
@@ -189,10 +169,7 @@ func addPoint(m pmetric.Metric, a map[string]any, v int64, start, now pcommon.Ti
 // undimensioned one, two points that differ by an undeclared attribute.
 func gymTodayBatch(start, now pcommon.Timestamp) pmetric.Metrics {
 	md := pmetric.NewMetrics()
-	rm := md.ResourceMetrics().AppendEmpty()
-	putAny(rm.Resource().Attributes(), map[string]any{"service.name": "nemo-gym/math", "service.instance.id": "r1-rank0", "nemo.run.id": "r1", "process.pid": int64(4242)})
-	sm := rm.ScopeMetrics().AppendEmpty()
-	sm.Scope().SetName("nemo_gym.telemetry")
+	sm := sdkScope(md, "nemo_gym.telemetry", map[string]any{"service.name": "nemo-gym/math", "service.instance.id": "r1-rank0", "nemo.run.id": "r1", "process.pid": int64(4242)})
 	for _, in := range gymTodayInstruments {
 		m := sm.Metrics().AppendEmpty()
 		m.SetName(in.name)
@@ -248,19 +225,11 @@ func TestGymattrsOTLPGymToday(t *testing.T) {
 				assert.False(t, dup, "%s: two points of one series %s", m.Name(), formatAttrs(attrs))
 				series[formatAttrs(attrs)] = v
 			}
-			switch m.Type() {
-			case pmetric.MetricTypeGauge:
-				for _, dp := range m.Gauge().DataPoints().All() {
-					add(dp.Attributes(), numberOf(dp))
-				}
-			case pmetric.MetricTypeSum:
-				for _, dp := range m.Sum().DataPoints().All() {
-					add(dp.Attributes(), numberOf(dp))
-				}
-			case pmetric.MetricTypeHistogram:
-				for _, dp := range m.Histogram().DataPoints().All() {
-					add(dp.Attributes(), dp.Sum())
-				}
+			for _, dp := range numberPoints(m).All() {
+				add(dp.Attributes(), numberOf(dp))
+			}
+			for _, dp := range histogramPoints(m).All() {
+				add(dp.Attributes(), dp.Sum())
 			}
 		}
 	}

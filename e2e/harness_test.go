@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -48,27 +50,55 @@ func completed(md pmetric.Metrics, match func(pcommon.Map) bool) (float64, bool)
 // resources of md that match; found reports whether any point was there.
 func sumOf(md pmetric.Metrics, name string, match func(pcommon.Map) bool) (total float64, found bool) {
 	for _, m := range metricsNamed(md, match, name) {
-		var dps pmetric.NumberDataPointSlice
-		switch m.Type() {
-		case pmetric.MetricTypeSum:
-			dps = m.Sum().DataPoints()
-		case pmetric.MetricTypeGauge:
-			dps = m.Gauge().DataPoints()
-		case pmetric.MetricTypeHistogram:
-			for _, dp := range m.Histogram().DataPoints().All() {
-				total += float64(dp.Count())
-				found = true
-			}
-			continue
-		default:
-			continue
-		}
-		for _, dp := range dps.All() {
+		for _, dp := range numberPoints(m).All() {
 			found = true
 			total += numberOf(dp)
 		}
+		for _, dp := range histogramPoints(m).All() {
+			total += float64(dp.Count())
+			found = true
+		}
 	}
 	return total, found
+}
+
+// putAny puts a map of attribute values (string, int64, float64, bool), in the order of their
+// keys.
+func putAny(m pcommon.Map, a map[string]any) {
+	for _, k := range slices.Sorted(maps.Keys(a)) {
+		if err := m.PutEmpty(k).FromRaw(a[k]); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// sdkScope appends to md a resource with the attributes and a scope of that name in it, as a
+// Gym process's SDK export has, and returns the scope.
+func sdkScope(md pmetric.Metrics, scope string, resource map[string]any) pmetric.ScopeMetrics {
+	rm := md.ResourceMetrics().AppendEmpty()
+	putAny(rm.Resource().Attributes(), resource)
+	sm := rm.ScopeMetrics().AppendEmpty()
+	sm.Scope().SetName(scope)
+	return sm
+}
+
+// numberPoints are the points of a Sum or a Gauge (none of another type).
+func numberPoints(m pmetric.Metric) pmetric.NumberDataPointSlice {
+	switch m.Type() {
+	case pmetric.MetricTypeSum:
+		return m.Sum().DataPoints()
+	case pmetric.MetricTypeGauge:
+		return m.Gauge().DataPoints()
+	}
+	return pmetric.NewNumberDataPointSlice()
+}
+
+// histogramPoints are the points of a Histogram (none of another type).
+func histogramPoints(m pmetric.Metric) pmetric.HistogramDataPointSlice {
+	if m.Type() == pmetric.MetricTypeHistogram {
+		return m.Histogram().DataPoints()
+	}
+	return pmetric.NewHistogramDataPointSlice()
 }
 
 func numberOf(dp pmetric.NumberDataPoint) float64 {

@@ -4,11 +4,9 @@ package e2e
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -25,28 +23,19 @@ import (
 // exposition reads the prometheus exporter's text exposition.
 func exposition(t *testing.T, port int) string {
 	t.Helper()
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	text, err := harness.HTTPGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
 	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return string(b)
+	return text
 }
 
 // seriesOf returns the label sets of metric's samples in an exposition, as name -> value.
 func seriesOf(text, metric string) []map[string]string {
 	var out []map[string]string
-	label := regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
 	for _, line := range strings.Split(text, "\n") {
-		if !strings.HasPrefix(line, metric+"{") {
-			continue
+		if strings.HasPrefix(line, metric+"{") {
+			labels, _ := harness.ParseSample(line[len(metric):])
+			out = append(out, labels)
 		}
-		end := strings.LastIndex(line, "}")
-		m := map[string]string{}
-		for _, kv := range label.FindAllStringSubmatch(line[len(metric)+1:end], -1) {
-			m[kv[1]] = kv[2]
-		}
-		out = append(out, m)
 	}
 	return out
 }
@@ -55,14 +44,10 @@ func seriesOf(text, metric string) []map[string]string {
 // the startup stage of server `math`.
 func startupStageOTLP() pmetric.Metrics {
 	md := pmetric.NewMetrics()
-	rm := md.ResourceMetrics().AppendEmpty()
-	ra := rm.Resource().Attributes()
-	ra.PutStr("service.name", "nemo-gym/head-sdk")
-	ra.PutStr("service.instance.id", "e2e-labels-head-sdk")
-	ra.PutStr("nemo.run.id", "e2e-labels")
-	ra.PutStr("nemo.gym.server.name", "head")
-	ra.PutStr("nemo.gym.server.type", "orchestrator")
-	m := rm.ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
+	m := sdkScope(md, "", map[string]any{
+		"service.name": "nemo-gym/head-sdk", "service.instance.id": "e2e-labels-head-sdk", "nemo.run.id": "e2e-labels",
+		"nemo.gym.server.name": "head", "nemo.gym.server.type": "orchestrator",
+	}).Metrics().AppendEmpty()
 	m.SetName("gym.server.startup_stage_duration_ms")
 	m.SetUnit("ms")
 	h := m.SetEmptyHistogram()

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -53,9 +52,7 @@ func liveGet(t *testing.T, url string, v any) http.Header {
 func TestLivePage(t *testing.T) {
 	t.Parallel()
 	col, ports := harness.StartDefaultCollector(t, "exporters:\n  gymlive:\n    resolution: 1s\n    horizon: 1h\n")
-	sample := filepath.Join(harness.Root, "testdata", "sample-run.jsonl")
-	out, err := exec.Command(gymeventsBin, "send", sample, "--endpoint", col.GymURL, "--quiet").CombinedOutput()
-	require.NoError(t, err, "gymevents send:\n%s", out)
+	sample, _ := sendSample(t, col)
 	lines := float64(countLines(t, sample))
 
 	base := fmt.Sprintf("http://127.0.0.1:%d/", ports.Live)
@@ -71,15 +68,11 @@ func TestLivePage(t *testing.T) {
 			Version int     `json:"version"`
 			Run     liveRun `json:"run"`
 		}
-		resp, err := http.Get(base + "api/v1/runs/" + runID)
+		body, err := harness.HTTPGet(base + "api/v1/runs/" + runID)
 		if err != nil {
-			return err
+			return err // the run is not there yet
 		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return harness.ErrNotYet
-		}
-		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		if err := json.Unmarshal([]byte(body), &v); err != nil {
 			return err
 		}
 		if text, err = harness.HTTPGet(metricsURL); err != nil {

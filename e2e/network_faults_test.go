@@ -101,12 +101,8 @@ func (d *deployed) counter(t *testing.T, name string) float64 {
 
 // healthy reports whether the collector's health check answers 200.
 func (d *deployed) healthy() bool {
-	resp, err := http.Get(d.healthURL)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	_, err := harness.HTTPGet(d.healthURL)
+	return err == nil
 }
 
 // logCount is how often the collector's log holds sub.
@@ -142,24 +138,38 @@ func (a *faultAgent) waitExact(t *testing.T, prom, what string, sdkPeriodic bool
 // with the otlp_grpc exporter's settings from the recipe (queue, retries, timeout, gzip).
 func otlpHTTPOverlay(t *testing.T, endpoint string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(harness.Root, "deploy", "agent.yaml"))
-	require.NoError(t, err)
-	var recipe struct {
-		Exporters map[string]map[string]any `yaml:"exporters"`
-	}
-	require.NoError(t, yaml.Unmarshal(data, &recipe))
-	exp := recipe.Exporters["otlp_grpc"]
-	require.NotNil(t, exp, "agent.yaml exports with otlp_grpc")
+	exp := shippedExporter(t, filepath.Join("deploy", "agent.yaml"), "otlp_grpc")
 	for _, grpcOnly := range []string{"balancer_name", "tls", "keepalive"} {
 		delete(exp, grpcOnly)
 	}
 	exp["endpoint"] = endpoint
+	return exporterOverlay(t, "otlp_http", exp, "otlp_http")
+}
+
+// shippedExporter is the settings of the exporter name in a configuration file of the
+// repository (file: its path from the repository's root).
+func shippedExporter(t *testing.T, file, name string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(harness.Root, file))
+	require.NoError(t, err)
+	var shipped struct {
+		Exporters map[string]map[string]any `yaml:"exporters"`
+	}
+	require.NoError(t, yaml.Unmarshal(data, &shipped))
+	require.NotNil(t, shipped.Exporters[name], "%s has the exporter %s", file, name)
+	return shipped.Exporters[name]
+}
+
+// exporterOverlay writes a configuration overlay that sets the exporter name and the metrics
+// pipeline's exporters, and returns its path.
+func exporterOverlay(t *testing.T, name string, settings map[string]any, pipeline ...string) string {
+	t.Helper()
 	out, err := yaml.Marshal(map[string]any{
-		"exporters": map[string]any{"otlp_http": exp},
-		"service":   map[string]any{"pipelines": map[string]any{"metrics": map[string]any{"exporters": []string{"otlp_http"}}}},
+		"exporters": map[string]any{name: settings},
+		"service":   map[string]any{"pipelines": map[string]any{"metrics": map[string]any{"exporters": pipeline}}},
 	})
 	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "agent-otlp-http.yaml")
+	path := filepath.Join(t.TempDir(), "exporter-overlay.yaml")
 	require.NoError(t, os.WriteFile(path, out, 0o600))
 	return path
 }

@@ -4,12 +4,8 @@ package e2e
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -33,25 +29,11 @@ func TestPythonEmitterGymToday(t *testing.T) {
 	col, ports := harness.StartCollector(t, func(p harness.Ports) []string {
 		return []string{harness.Config(t, "python-gymtoday.yaml", harness.Data{P: p, Sink: sink.URL()})}
 	})
-	root, err := filepath.Abs("..")
-	require.NoError(t, err)
-	cmd := exec.Command(python, filepath.Join("testdata", "gym_today_sim.py"))
-	cmd.Env = append(os.Environ(),
-		"PYTHONPATH="+filepath.Join(root, "python"),
+	out := runGymSim(t, python, "gym_today_sim.py",
 		"GYM_HTTP="+fmt.Sprintf("http://127.0.0.1:%d", ports.Gym),
 		"OTELCOL_GYM_MEMORY_PROFILING=true",
 	)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "gym_today_sim.py: %s\n%s", out, stderr.String())
-	require.Empty(t, stderr.String(), "nothing raised or logged in the Gym process")
-	var st map[string]float64
-	require.NoError(t, json.Unmarshal(bytes.TrimSpace(out), &st), string(out))
-	assert.Equal(t, 1.0, st["flushed"], "%s", out)
-	for _, k := range []string{"dropped", "invalid", "lost", "rejected", "in_queue"} {
-		assert.Zero(t, st[k], "%s: %s", k, out)
-	}
+	st := emitterStats(t, "the model server", bytes.TrimSpace(out))
 	require.Equal(t, 1.0, st["memory_registered"], "the memory sampler runs on this machine's /proc")
 	child := int64(st["child_pid"])
 
@@ -85,7 +67,7 @@ func TestPythonEmitterGymToday(t *testing.T) {
 		"gym.verify.success_rate":                   {"": fmt.Sprintf("%g", 2.0/3)},
 		"gym.servers.active":                        {"": "2"},
 	}
-	err = harness.Eventually(30*time.Second, 200*time.Millisecond, func() error {
+	err := harness.Eventually(30*time.Second, 200*time.Millisecond, func() error {
 		md := latestOf(sink.Exports(), svc)
 		for name, want := range wants {
 			if got := values(pyPoints(md, svc, name)); !maps.Equal(got, want) {

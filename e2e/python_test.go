@@ -45,22 +45,42 @@ func pyPoints(md pmetric.Metrics, svc, name string) []pyPoint {
 	var out []pyPoint
 	for resource, m := range metricsNamed(md, service(svc), name) {
 		_, pid := resource.Get("process.pid")
-		switch m.Type() {
-		case pmetric.MetricTypeSum:
-			for _, dp := range m.Sum().DataPoints().All() {
-				out = append(out, pyPoint{attrs: attrString(dp.Attributes()), value: numberOf(dp), resourcePI: pid})
-			}
-		case pmetric.MetricTypeGauge:
-			for _, dp := range m.Gauge().DataPoints().All() {
-				out = append(out, pyPoint{attrs: attrString(dp.Attributes()), value: numberOf(dp), resourcePI: pid})
-			}
-		case pmetric.MetricTypeHistogram:
-			for _, dp := range m.Histogram().DataPoints().All() {
-				out = append(out, pyPoint{attrs: attrString(dp.Attributes()), count: dp.Count(), sum: dp.Sum(), histogram: true, resourcePI: pid})
-			}
+		for _, dp := range numberPoints(m).All() {
+			out = append(out, pyPoint{attrs: attrString(dp.Attributes()), value: numberOf(dp), resourcePI: pid})
+		}
+		for _, dp := range histogramPoints(m).All() {
+			out = append(out, pyPoint{attrs: attrString(dp.Attributes()), count: dp.Count(), sum: dp.Sum(), histogram: true, resourcePI: pid})
 		}
 	}
 	return out
+}
+
+// runGymSim runs a Gym simulation script of testdata with the repository's Python emitter and
+// env, and returns its stdout; the script must succeed and write nothing on stderr (nothing
+// raised or logged in the Gym processes).
+func runGymSim(t *testing.T, python, script string, env ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(python, filepath.Join("testdata", script))
+	cmd.Env = append(append(os.Environ(), "PYTHONPATH="+filepath.Join(harness.Root, "python")), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "%s: %s\n%s", script, out, stderr.String())
+	require.Empty(t, stderr.String(), "%s: nothing raised or logged in the Gym processes", script)
+	return out
+}
+
+// emitterStats decodes an emitter's counts (the JSON object a script prints at its end): it
+// flushed, and dropped, lost or left nothing in its queue, and had nothing invalid or rejected.
+func emitterStats(t *testing.T, what string, js []byte) map[string]float64 {
+	t.Helper()
+	var st map[string]float64
+	require.NoError(t, json.Unmarshal(js, &st), "%s: %s", what, js)
+	assert.Equal(t, 1.0, st["flushed"], "%s: %s", what, js)
+	for _, k := range []string{"dropped", "invalid", "lost", "rejected", "in_queue"} {
+		assert.Zero(t, st[k], "%s %s: %s", what, k, js)
+	}
+	return st
 }
 
 func attrString(m pcommon.Map) string {
@@ -109,33 +129,19 @@ func TestPythonEmitter(t *testing.T) {
 		return []string{harness.Config(t, "python.yaml", harness.Data{P: p, Sink: sink.URL(), X: map[string]any{"sock": sock, "tcp": tcpAddr}})}
 	})
 
-	root, err := filepath.Abs("..")
-	require.NoError(t, err)
-	cmd := exec.Command(python, filepath.Join("testdata", "gym_sim.py"))
-	cmd.Env = append(os.Environ(),
-		"PYTHONPATH="+filepath.Join(root, "python"),
+	out := runGymSim(t, python, "gym_sim.py",
 		"GYM_HTTP="+fmt.Sprintf("http://127.0.0.1:%d", ports.Gym),
 		"GYM_UNIX=unix://"+sock,
 		"GYM_TCP=tcp://"+tcpAddr,
 	)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "gym_sim.py: %s\n%s", out, stderr.String())
-	require.Empty(t, stderr.String(), "nothing raised or logged in the Gym processes")
 
 	// Each process's emitter: everything sent, nothing dropped, invalid or lost.
 	pids := map[string]float64{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		role, js, ok := strings.Cut(line, " ")
 		require.True(t, ok, line)
-		var st map[string]float64
-		require.NoError(t, json.Unmarshal([]byte(js), &st), line)
-		assert.Equal(t, 1.0, st["flushed"], "%s: %s", role, js)
+		st := emitterStats(t, role, []byte(js))
 		assert.Positive(t, st["sent"], "%s: %s", role, js)
-		for _, k := range []string{"dropped", "invalid", "lost", "rejected", "in_queue"} {
-			assert.Zero(t, st[k], "%s %s: %s", role, k, js)
-		}
 		pids[role] = st["pid"]
 	}
 	require.Len(t, pids, 3)
@@ -206,7 +212,7 @@ func TestPythonEmitter(t *testing.T) {
 		{sbx, "gym.sandbox.exec_duration_ms", map[string]string{"nemo.gym.sandbox.provider=docker": "5/500"}},
 		{sbx, "gym.sandbox.create_retry_total", map[string]string{"nemo.gym.sandbox.provider=docker": "2"}},
 	}
-	err = harness.Eventually(30*time.Second, 200*time.Millisecond, func() error {
+	err := harness.Eventually(30*time.Second, 200*time.Millisecond, func() error {
 		exports := sink.Exports()
 		for _, w := range wants {
 			got := values(pyPoints(latestOf(exports, w.svc), w.svc, w.metric))

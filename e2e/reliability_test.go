@@ -351,34 +351,19 @@ func TestGymRestartPrometheus(t *testing.T) {
 		t.Run(p.instance, func(t *testing.T) {
 			connects := fmt.Sprintf(`gym_http_connection_pool_connect_total{instance=%q}`, p.instance)
 			rollouts := fmt.Sprintf(`gym_rollout_completed_total{instance=%q}`, p.instance)
-			promWait := func(what, query string, want float64) {
-				t.Helper()
-				var got map[string]float64
-				err := harness.Eventually(30*time.Second, 250*time.Millisecond, func() error {
-					var err error
-					if got, err = harness.PromQuery(prom, "sum("+query+")"); err != nil {
-						return err
-					}
-					if !equalVectors(got, map[string]float64{"{}": want}) {
-						return harness.ErrNotYet
-					}
-					return nil
-				})
-				require.NoError(t, err, "%s: Prometheus has %s = %v, want %v", what, query, got, want)
+			for _, r := range []struct {
+				pid, connects, rollouts int     // the report: the process's connects total, its rollouts since the last
+				rolloutsTotal           float64 // what Prometheus has then
+			}{
+				{p.oldPID, 10, 4, 4},
+				{p.oldPID, 30, 2, 6},
+				{p.newPID, 5, 1, 1}, // the process restarts: a new pid, low totals
+				{p.newPID, 12, 2, 3},
+			} {
+				post(restartBody(p.instance, r.pid, r.connects, r.rollouts))
+				waitVector(t, prom, "sum("+connects+")", map[string]float64{"{}": float64(r.connects)})
+				waitVector(t, prom, "sum("+rollouts+")", map[string]float64{"{}": r.rolloutsTotal})
 			}
-			post(restartBody(p.instance, p.oldPID, 10, 4))
-			promWait("first report", connects, 10)
-			promWait("first report", rollouts, 4)
-			post(restartBody(p.instance, p.oldPID, 30, 2))
-			promWait("second report", connects, 30)
-			promWait("second report", rollouts, 6)
-			// The process restarts: a new pid, low totals.
-			post(restartBody(p.instance, p.newPID, 5, 1))
-			promWait("after the restart", connects, 5)
-			promWait("after the restart", rollouts, 1)
-			post(restartBody(p.instance, p.newPID, 12, 2))
-			promWait("after the restart", connects, 12)
-			promWait("after the restart", rollouts, 3)
 
 			// Prometheus saw 10, 30, then 5, 12: one reset, and an increase of 20 + 12 from
 			// the first sample (rollouts: 4, 6, then 1, 3: 2 + 3), give or take the

@@ -24,19 +24,12 @@ import (
 // the same file_storage that counts nothing twice and loses nothing.
 
 func rolloutsOpts(results, storage string) func(harness.Ports) transportsOpts {
-	return func(harness.Ports) transportsOpts {
-		return transportsOpts{
-			extensions: `  file_storage:
-    directory: ` + storage,
-			serviceExtensions: []string{"file_storage"},
-			gym: `    rollouts:
-      include: [` + filepath.Join(results, "*.jsonl") + `]
+	return storedOpts(storage, `    rollouts:
+      include: [`+filepath.Join(results, "*.jsonl")+`]
       start_at: beginning
       poll_interval: 100ms
       max_line_bytes: 0
-      storage: file_storage`,
-		}
-	}
+      storage: file_storage`)
 }
 
 // gymRow is a main output row as Gym writes it: the whole request and response (a few KiB of
@@ -102,10 +95,7 @@ func waitPoints(t *testing.T, sink *harness.OTLPSink, what string, res func(pcom
 
 func TestRolloutFilesLiveAndRestart(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	results, storage := filepath.Join(dir, "results"), filepath.Join(dir, "storage")
-	require.NoError(t, os.Mkdir(results, 0o700))
-	require.NoError(t, os.Mkdir(storage, 0o700))
+	results, storage, _ := logsAndStorage(t)
 	out := filepath.Join(results, "eval.jsonl")
 	require.NoError(t, os.WriteFile(filepath.Join(results, "eval_manifest.json"), []byte(`{"run_id":"manifest-run"}`), 0o600))
 	// Written by Gym beside the output; never read as a main output.

@@ -22,6 +22,16 @@ import (
 	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
+// sendSample sends testdata/sample-run.jsonl (a Gym run's events) to the collector with the
+// gymevents CLI, quiet, with more flags, and returns the file's path and the CLI's output.
+func sendSample(t *testing.T, col *harness.Collector, flags ...string) (sample, out string) {
+	t.Helper()
+	sample = filepath.Join(harness.Root, "testdata", "sample-run.jsonl")
+	b, err := exec.Command(gymeventsBin, append([]string{"send", sample, "--endpoint", col.GymURL, "--quiet"}, flags...)...).CombinedOutput()
+	require.NoError(t, err, "gymevents send:\n%s", b)
+	return sample, string(b)
+}
+
 // TestSampleRun does what `make run` does, on free ports: the shipped default configuration,
 // testdata/sample-run.jsonl sent with the gymevents CLI, in small batches so that many HTTP
 // bodies start in the middle of a process's events (gymevents repeats the resource line).
@@ -31,18 +41,16 @@ func TestSampleRun(t *testing.T) {
 	t.Parallel()
 	col, ports := harness.StartDefaultCollector(t)
 
-	sample := filepath.Join(harness.Root, "testdata", "sample-run.jsonl")
-	out, err := exec.Command(gymeventsBin, "send", sample, "--endpoint", col.GymURL, "--batch", "37", "--quiet").CombinedOutput()
-	require.NoError(t, err, "gymevents send:\n%s", out)
+	sample, out := sendSample(t, col, "--batch", "37")
 	lines := countLines(t, sample)
-	assert.Contains(t, string(out), fmt.Sprintf("%d lines in %d requests: accepted %d, rejected 0, unknown 0\n",
+	assert.Contains(t, out, fmt.Sprintf("%d lines in %d requests: accepted %d, rejected 0, unknown 0\n",
 		lines, (lines+36)/37, lines))
 
 	wantRollouts, wantSandboxes := expectedPerProcess(t, sample)
 	require.NotEmpty(t, wantRollouts)
 	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Prometheus)
 	var gotRollouts, gotSandboxes map[string]float64
-	err = harness.Eventually(30*time.Second, 300*time.Millisecond, func() error {
+	err := harness.Eventually(30*time.Second, 300*time.Millisecond, func() error {
 		text, err := harness.HTTPGet(metricsURL)
 		if err != nil {
 			return err

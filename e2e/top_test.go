@@ -43,9 +43,7 @@ func TestGymrunTop(t *testing.T) {
 	t.Parallel()
 	tmux := newTmux(t)
 	col, ports := harness.StartDefaultCollector(t)
-	sample := filepath.Join(harness.Root, "testdata", "sample-run.jsonl")
-	out, err := exec.Command(gymeventsBin, "send", sample, "--endpoint", col.GymURL, "--quiet").CombinedOutput()
-	require.NoError(t, err, "gymevents send:\n%s", out)
+	sendSample(t, col)
 	const runID = "r-20261130-demo"
 	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Prometheus)
 	var want float64
@@ -61,7 +59,7 @@ func TestGymrunTop(t *testing.T) {
 	}))
 
 	cmd := fmt.Sprintf("%s top --url http://127.0.0.1:%d --run %s --interval 300ms", gymrunBin, ports.Live, runID)
-	_, err = tmux.run("new-session", "-d", "-x", "80", "-y", "24", "-s", "top", cmd)
+	_, err := tmux.run("new-session", "-d", "-x", "80", "-y", "24", "-s", "top", cmd)
 	require.NoError(t, err)
 	completed := regexp.MustCompile(`rollouts\s+(\d+) completed`)
 	var screen string

@@ -240,13 +240,9 @@ func (g *gymProcess) emit(t *testing.T, agents []*deployed, gymPorts []int, n in
 func (g *gymProcess) otlpMetrics(n int) pmetric.Metrics {
 	g.sent += n
 	md := pmetric.NewMetrics()
-	rm := md.ResourceMetrics().AppendEmpty()
-	ra := rm.Resource().Attributes()
-	ra.PutStr("service.name", "nemo-gym/topology")
-	ra.PutStr("service.instance.id", g.instance)
-	ra.PutStr("nemo.run.id", g.runID())
-	sm := rm.ScopeMetrics().AppendEmpty()
-	sm.Scope().SetName("nemo_gym.telemetry")
+	sm := sdkScope(md, "nemo_gym.telemetry", map[string]any{
+		"service.name": "nemo-gym/topology", "service.instance.id": g.instance, "nemo.run.id": g.runID(),
+	})
 	m := sm.Metrics().AppendEmpty()
 	m.SetName("gym.rollout.completed_total")
 	m.SetUnit("{rollout}")

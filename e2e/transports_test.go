@@ -28,9 +28,8 @@ import (
 
 // transportsOpts are the parts of "transports.yaml" a test gives.
 type transportsOpts struct {
-	gym               string // lines under `gym:`, indented by 4
-	extensions        string // lines under `extensions:`, indented by 2
-	serviceExtensions []string
+	gym     string // lines under `gym:`, indented by 4
+	storage string // when set, the directory of a file_storage extension (the gym lines name it)
 }
 
 // startTransports starts a collector on "transports.yaml"; opts is called for each set of
@@ -39,12 +38,12 @@ func startTransports(t *testing.T, sink *harness.OTLPSink, opts func(p harness.P
 	t.Helper()
 	return harness.StartCollector(t, func(p harness.Ports) []string {
 		o := opts(p)
-		ext := ""
-		for _, e := range o.serviceExtensions {
-			ext += ", " + e
+		ext, serviceExt := "", ""
+		if o.storage != "" {
+			ext, serviceExt = "  file_storage:\n    directory: "+o.storage, ", file_storage"
 		}
 		return []string{harness.Config(t, "transports.yaml", harness.Data{P: p, Sink: sink.URL(), X: map[string]any{
-			"gym": o.gym, "extensions": o.extensions, "service_extensions": ext,
+			"gym": o.gym, "extensions": ext, "service_extensions": serviceExt,
 		}})}
 	})
 }
@@ -278,18 +277,17 @@ func TestSIGTERMNoLoss(t *testing.T) {
 // filesStorageOpts: the files transport over logs/*.jsonl with offsets in a file_storage
 // extension whose directory is storage.
 func filesStorageOpts(logs, storage string) func(harness.Ports) transportsOpts {
-	return func(harness.Ports) transportsOpts {
-		return transportsOpts{
-			extensions: `  file_storage:
-    directory: ` + storage,
-			serviceExtensions: []string{"file_storage"},
-			gym: `    files:
-      include: [` + filepath.Join(logs, "*.jsonl") + `]
+	return storedOpts(storage, `    files:
+      include: [`+filepath.Join(logs, "*.jsonl")+`]
       start_at: end
       poll_interval: 100ms
-      storage: file_storage`,
-		}
-	}
+      storage: file_storage`)
+}
+
+// storedOpts: the lines under `gym:` (which name no port), with a file_storage extension whose
+// directory is storage.
+func storedOpts(storage, gym string) func(harness.Ports) transportsOpts {
+	return func(harness.Ports) transportsOpts { return transportsOpts{storage: storage, gym: gym} }
 }
 
 // TestFilesStorageAcrossRestart: with files.storage (the older spelling of the receiver's
@@ -300,11 +298,7 @@ func filesStorageOpts(logs, storage string) func(harness.Ports) transportsOpts {
 // the second run's series go on from the first run's totals, with the same start times.
 func TestFilesStorageAcrossRestart(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	logs := filepath.Join(dir, "logs")
-	storage := filepath.Join(dir, "storage")
-	require.NoError(t, os.Mkdir(logs, 0o700))
-	require.NoError(t, os.Mkdir(storage, 0o700))
+	logs, storage, _ := logsAndStorage(t)
 	opts := filesStorageOpts(logs, storage)
 	a, b := filepath.Join(logs, "a.jsonl"), filepath.Join(logs, "b.jsonl")
 	resA, resB := attrIs("log.file.path", a), attrIs("log.file.path", b)
@@ -372,10 +366,7 @@ func startOf(md pmetric.Metrics, match func(pcommon.Map) bool) pcommon.Timestamp
 // default resource (gym.source=file, log.file.path=...). The restored totals go on: 10 + 10.
 func TestFilesStorageKeepsResource(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	logs, storage := filepath.Join(dir, "logs"), filepath.Join(dir, "storage")
-	require.NoError(t, os.Mkdir(logs, 0o700))
-	require.NoError(t, os.Mkdir(storage, 0o700))
+	logs, storage, _ := logsAndStorage(t)
 	opts := filesStorageOpts(logs, storage)
 	path := filepath.Join(logs, "math.jsonl")
 

@@ -34,11 +34,7 @@ const (
 // gym.rollout.duration_ms without a View: one rollout of 30 s per round, in +Inf.
 func unknownBatch(round int, start, now pcommon.Timestamp) pmetric.Metrics {
 	md := pmetric.NewMetrics()
-	rm := md.ResourceMetrics().AppendEmpty()
-	rm.Resource().Attributes().PutStr("service.name", "nemo-gym/sdk-agent")
-	rm.Resource().Attributes().PutStr("service.instance.id", "e2e-unknown-0")
-	sm := rm.ScopeMetrics().AppendEmpty()
-	sm.Scope().SetName("nemo_gym.agent")
+	sm := sdkScope(md, "nemo_gym.agent", map[string]any{"service.name": "nemo-gym/sdk-agent", "service.instance.id": "e2e-unknown-0"})
 
 	m := sm.Metrics().AppendEmpty()
 	m.SetName(unknownInstrument)

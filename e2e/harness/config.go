@@ -154,19 +154,11 @@ func StartPeer(ctx context.Context, o ServiceOptions, fileGlob string, check boo
 	return StartService(ctx, o)
 }
 
-// OTLPPorts are the loopback ports of a collector under OTLP load.
-type OTLPPorts struct {
-	HTTP, Health, Pprof, Telemetry int
-}
+// OTLPPorts are the loopback ports of a collector under OTLP load: the same four as GymPorts.
+type OTLPPorts = GymPorts
 
 // NewOTLPPorts picks free loopback ports.
-func NewOTLPPorts() (OTLPPorts, error) {
-	p, err := FreePorts(4)
-	if err != nil {
-		return OTLPPorts{}, err
-	}
-	return OTLPPorts{HTTP: p[0], Health: p[1], Pprof: p[2], Telemetry: p[3]}, nil
-}
+func NewOTLPPorts() (OTLPPorts, error) { return NewGymPorts() }
 
 // OTLPConfig describes a collector configuration for the OTLP peer benchmark.
 type OTLPConfig struct {

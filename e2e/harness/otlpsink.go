@@ -14,21 +14,33 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 )
 
-// The OTLP/HTTP metrics sink the collector under test exports to.
+// The OTLP/HTTP backend the collector under test exports to.
 
-// otlpSink is an OTLP/HTTP metrics endpoint (POST /v1/metrics, protobuf or JSON, optionally
-// gzip) that keeps every export it receives.
-type otlpSink struct {
+// OTLPBackend is an OTLP/HTTP endpoint (an http.Handler: POST /v1/metrics, /v1/traces or
+// /v1/logs, protobuf or JSON, optionally gzip) that keeps every export it receives.
+type OTLPBackend struct {
 	mu      sync.Mutex
 	exports []pmetric.Metrics
+	traces  []ptrace.Traces
+	logs    []plog.Logs
 	errs    []string
 }
 
-func (s *otlpSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// otlpRequest is an export request of any signal.
+type otlpRequest interface {
+	UnmarshalProto([]byte) error
+	UnmarshalJSON([]byte) error
+}
+
+func (s *OTLPBackend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fail := func(code int, format string, args ...any) {
 		msg := fmt.Sprintf(format, args...)
 		s.mu.Lock()
@@ -36,7 +48,21 @@ func (s *otlpSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		http.Error(w, msg, code)
 	}
-	if r.Method != http.MethodPost || r.URL.Path != "/v1/metrics" {
+	// keep files the decoded request (under the lock).
+	var req otlpRequest
+	var keep func()
+	switch r.URL.Path {
+	case "/v1/metrics":
+		m := pmetricotlp.NewExportRequest()
+		req, keep = m, func() { s.exports = append(s.exports, m.Metrics()) }
+	case "/v1/traces":
+		tr := ptraceotlp.NewExportRequest()
+		req, keep = tr, func() { s.traces = append(s.traces, tr.Traces()) }
+	case "/v1/logs":
+		l := plogotlp.NewExportRequest()
+		req, keep = l, func() { s.logs = append(s.logs, l.Logs()) }
+	}
+	if r.Method != http.MethodPost || req == nil {
 		fail(http.StatusNotFound, "unexpected %s %s", r.Method, r.URL.Path)
 		return
 	}
@@ -54,7 +80,6 @@ func (s *otlpSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "read: %v", err)
 		return
 	}
-	req := pmetricotlp.NewExportRequest()
 	ct := r.Header.Get("Content-Type")
 	switch ct {
 	case "application/x-protobuf":
@@ -69,17 +94,67 @@ func (s *otlpSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	s.exports = append(s.exports, req.Metrics())
+	keep()
 	s.mu.Unlock()
+	// An export response without a partial success is the same empty message for every signal.
 	resp, _ := pmetricotlp.NewExportResponse().MarshalProto()
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	_, _ = w.Write(resp)
 }
 
-// OTLPSink is an otlpSink behind a loopback listener that a test can take down in two ways:
+// Exports returns the metrics exports received so far, in order of arrival.
+func (s *OTLPBackend) Exports() []pmetric.Metrics {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]pmetric.Metrics(nil), s.exports...)
+}
+
+// Count is the number of metrics exports received so far.
+func (s *OTLPBackend) Count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.exports)
+}
+
+// Errors are the requests refused so far, and why.
+func (s *OTLPBackend) Errors() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.errs...)
+}
+
+// Spans returns the spans received so far by name (the last one of a name).
+func (s *OTLPBackend) Spans() map[string]ptrace.Span {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]ptrace.Span{}
+	for _, td := range s.traces {
+		for _, rs := range td.ResourceSpans().All() {
+			for _, ss := range rs.ScopeSpans().All() {
+				for _, sp := range ss.Spans().All() {
+					out[sp.Name()] = sp
+				}
+			}
+		}
+	}
+	return out
+}
+
+// LogRecords is the number of log records received so far.
+func (s *OTLPBackend) LogRecords() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, ld := range s.logs {
+		n += ld.LogRecordCount()
+	}
+	return n
+}
+
+// OTLPSink is an OTLPBackend behind a loopback listener that a test can take down in two ways:
 // answer 503 (failing), or close the listener (down) and open it again on the same port.
 type OTLPSink struct {
-	inner   *otlpSink
+	inner   *OTLPBackend
 	t       *testing.T
 	addr    string // 127.0.0.1:PORT, kept across down/up
 	Failing atomic.Bool
@@ -94,7 +169,7 @@ func NewOTLPSink(t *testing.T) *OTLPSink {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	s := &OTLPSink{inner: &otlpSink{}, t: t, addr: ln.Addr().String()}
+	s := &OTLPSink{inner: &OTLPBackend{}, t: t, addr: ln.Addr().String()}
 	s.serve(ln)
 	t.Cleanup(s.Down)
 	return s
@@ -145,24 +220,14 @@ func (s *OTLPSink) Up() {
 	s.serve(ln)
 }
 
-// Exports returns the exports received so far, in order of arrival.
-func (s *OTLPSink) Exports() []pmetric.Metrics {
-	s.inner.mu.Lock()
-	defer s.inner.mu.Unlock()
-	return append([]pmetric.Metrics(nil), s.inner.exports...)
-}
+// Exports returns the metrics exports received so far, in order of arrival.
+func (s *OTLPSink) Exports() []pmetric.Metrics { return s.inner.Exports() }
 
-func (s *OTLPSink) Count() int {
-	s.inner.mu.Lock()
-	defer s.inner.mu.Unlock()
-	return len(s.inner.exports)
-}
+// Count is the number of metrics exports received so far.
+func (s *OTLPSink) Count() int { return s.inner.Count() }
 
-func (s *OTLPSink) Errors() []string {
-	s.inner.mu.Lock()
-	defer s.inner.mu.Unlock()
-	return append([]string(nil), s.inner.errs...)
-}
+// Errors are the requests refused so far (besides the failing on purpose), and why.
+func (s *OTLPSink) Errors() []string { return s.inner.Errors() }
 
 // WaitMore waits until the sink has received n exports more than it had when called (that many
 // collections more, with the sending queue off).

@@ -83,14 +83,8 @@ func StartProcessEnv(t *testing.T, name string, env []string, args ...string) *P
 	return p
 }
 
-func (p *Process) Exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
+// Exited tells whether the process has exited.
+func (p *Process) Exited() bool { return closed(p.done) }
 
 // Done is closed when the process has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }

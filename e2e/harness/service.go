@@ -140,12 +140,15 @@ func getOK(ctx context.Context, url string) error {
 }
 
 // Alive tells whether the process still runs.
-func (c *Service) Alive() bool {
+func (c *Service) Alive() bool { return !closed(c.done) }
+
+// closed tells whether ch is closed, without waiting.
+func closed(ch <-chan struct{}) bool {
 	select {
-	case <-c.done:
-		return false
-	default:
+	case <-ch:
 		return true
+	default:
+		return false
 	}
 }
 

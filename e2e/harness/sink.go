@@ -6,12 +6,14 @@ import (
 	"context"
 	"errors"
 	"io"
+	"iter"
 	"net"
 	"net/http"
 	"sort"
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 )
@@ -148,43 +150,40 @@ func (s *Sink) handle(w http.ResponseWriter, r *http.Request) {
 
 // countPoints calls f with each metric's data point count, by data point timestamp.
 func countPoints(md pmetric.Metrics, f func(ts int64, name string, n int64)) {
-	rms := md.ResourceMetrics()
-	for i := range rms.Len() {
-		sms := rms.At(i).ScopeMetrics()
-		for j := range sms.Len() {
-			ms := sms.At(j).Metrics()
-			for k := range ms.Len() {
-				m := ms.At(k)
-				switch m.Type() {
-				case pmetric.MetricTypeSum:
-					dps := m.Sum().DataPoints()
-					for d := range dps.Len() {
-						f(int64(dps.At(d).Timestamp()), m.Name(), 1)
-					}
-				case pmetric.MetricTypeGauge:
-					dps := m.Gauge().DataPoints()
-					for d := range dps.Len() {
-						f(int64(dps.At(d).Timestamp()), m.Name(), 1)
-					}
-				case pmetric.MetricTypeHistogram:
-					dps := m.Histogram().DataPoints()
-					for d := range dps.Len() {
-						f(int64(dps.At(d).Timestamp()), m.Name(), 1)
-					}
-				case pmetric.MetricTypeExponentialHistogram:
-					dps := m.ExponentialHistogram().DataPoints()
-					for d := range dps.Len() {
-						f(int64(dps.At(d).Timestamp()), m.Name(), 1)
-					}
-				case pmetric.MetricTypeSummary:
-					dps := m.Summary().DataPoints()
-					for d := range dps.Len() {
-						f(int64(dps.At(d).Timestamp()), m.Name(), 1)
-					}
+	for _, rm := range md.ResourceMetrics().All() {
+		for _, sm := range rm.ScopeMetrics().All() {
+			for _, m := range sm.Metrics().All() {
+				for _, ts := range pointTimes(m) {
+					f(int64(ts), m.Name(), 1)
 				}
 			}
 		}
 	}
+}
+
+// pointTimes returns the timestamps of a metric's data points.
+func pointTimes(m pmetric.Metric) []pcommon.Timestamp {
+	switch m.Type() {
+	case pmetric.MetricTypeSum:
+		return timestamps(m.Sum().DataPoints().All())
+	case pmetric.MetricTypeGauge:
+		return timestamps(m.Gauge().DataPoints().All())
+	case pmetric.MetricTypeHistogram:
+		return timestamps(m.Histogram().DataPoints().All())
+	case pmetric.MetricTypeExponentialHistogram:
+		return timestamps(m.ExponentialHistogram().DataPoints().All())
+	case pmetric.MetricTypeSummary:
+		return timestamps(m.Summary().DataPoints().All())
+	}
+	return nil
+}
+
+func timestamps[P interface{ Timestamp() pcommon.Timestamp }](points iter.Seq2[int, P]) []pcommon.Timestamp {
+	var out []pcommon.Timestamp
+	for _, p := range points {
+		out = append(out, p.Timestamp())
+	}
+	return out
 }
 
 // Requests returns the export requests received so far and their bytes on the wire.
