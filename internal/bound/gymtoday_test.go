@@ -4,10 +4,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gym-telemetry/otelcol-gym/internal/pdatatest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/pdatatest"
 )
 
 // The instruments of Gym's newer releases (concurrency limits, model calls, memory of server

@@ -4,11 +4,12 @@ import (
 	"context"
 	"testing"
 
-	"github.com/gym-telemetry/otelcol-gym/internal/storagetest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/storagetest"
 )
 
 type hostWith map[component.ID]component.Component
