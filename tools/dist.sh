@@ -16,10 +16,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 out=$(realpath -m "${1:-_build/dist}")
-version=${VERSION:-$(sed -n 's/^  version: *//p' builder-config.yaml)}
-[ -n "$version" ] || { echo "dist: no version (builder-config.yaml dist.version)" >&2; exit 1; }
-export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}
-go=${GO:-go}
+# Sets version, SOURCE_DATE_EPOCH (exported) and go.
+. tools/release-env.sh dist
 # The build tags of builder-config.yaml: the archives hold the binary `make build` builds.
 tags=$(sed -n 's/^  build_tags: *//p' builder-config.yaml)
 tools="$go tool -modfile=$PWD/tools/go.mod"

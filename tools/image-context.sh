@@ -19,9 +19,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:?usage: image-context.sh BINARY CONTEXT_DIR}
 ctx=${2:?usage: image-context.sh BINARY CONTEXT_DIR}
-version=${VERSION:-$(sed -n 's/^  version: *//p' builder-config.yaml)}
-export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}
-go=${GO:-go}
+# Sets version, SOURCE_DATE_EPOCH (exported) and go.
+. tools/release-env.sh image-context
 
 rm -rf "$ctx"
 mkdir -p "$ctx/etc/otelcol-gym" "$ctx/var/lib" "$ctx/storage" "$ctx/usr/share/doc/otelcol-gym"

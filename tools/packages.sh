@@ -12,10 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 dist=$(realpath -m "${1:-_build/dist}")
-version=${VERSION:-$(sed -n 's/^  version: *//p' builder-config.yaml)}
-[ -n "$version" ] || { echo "packages: no version (builder-config.yaml dist.version)" >&2; exit 1; }
-export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}
-go=${GO:-go}
+# Sets version, SOURCE_DATE_EPOCH (exported) and go.
+. tools/release-env.sh packages
 # nfpm has a module of its own (tools/nfpm/go.mod says why).
 nfpm="$go tool -modfile=$PWD/tools/nfpm/go.mod nfpm"
 

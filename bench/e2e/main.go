@@ -36,41 +36,34 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/gym-telemetry/otelcol-gym/bench/internal/cli"
 	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 type options struct {
-	collector, gymevents, outDir string
-	events                       int64
-	procs                        string
-	repeat, connections          int
-	processes, batch             int
-	seed                         uint64
-	series                       string
-	exportIntervals              int
-	profile                      int
-	interval                     time.Duration
+	cli.GenLoad
+	outDir              string
+	procs               string
+	repeat, connections int
+	series              string
+	exportIntervals     int
+	profile             int
+	interval            time.Duration
 }
 
 func main() {
 	var o options
-	flag.StringVar(&o.collector, "collector", "_build/otelcol-gym", "the otelcol-gym binary")
-	flag.StringVar(&o.gymevents, "gymevents", "_build/gymevents", "the gymevents binary")
+	o.Register(3_000_000, "events per measured run")
 	flag.StringVar(&o.outDir, "out-dir", "_build/bench", "where the configurations, logs and profiles go")
-	flag.Int64Var(&o.events, "events", 3_000_000, "events per measured run")
 	flag.StringVar(&o.procs, "gomaxprocs", "1,2", "GOMAXPROCS values to run the collector with")
 	flag.IntVar(&o.repeat, "repeat", 3, "measured runs per GOMAXPROCS (the median is reported)")
 	flag.IntVar(&o.connections, "connections", 4, "HTTP connections of the generator")
-	flag.IntVar(&o.processes, "processes", 64, "Gym processes in the generated stream")
-	flag.IntVar(&o.batch, "batch", 1000, "lines per HTTP body")
-	flag.Uint64Var(&o.seed, "seed", 1, "generator seed of the first run (each run adds one)")
 	flag.StringVar(&o.series, "series", "10000,100000", "series counts for the memory and export measurements (empty: skip)")
 	flag.IntVar(&o.exportIntervals, "export-intervals", 3, "collections measured per export-cost figure")
 	flag.IntVar(&o.profile, "profile", 30, "seconds of CPU profile under load (0: skip)")
@@ -80,12 +73,7 @@ func main() {
 }
 
 func run(ctx context.Context, o options) error {
-	for _, bin := range []string{o.collector, o.gymevents} {
-		if _, err := os.Stat(bin); err != nil {
-			return fmt.Errorf("%w (make build gymevents)", err)
-		}
-	}
-	if err := os.MkdirAll(o.outDir, 0o755); err != nil {
+	if err := cli.Ready(o.outDir, false, "build gymevents", o.Collector, o.Gymevents); err != nil {
 		return err
 	}
 	sink, err := harness.StartSink()
@@ -94,8 +82,8 @@ func run(ctx context.Context, o options) error {
 	}
 	defer sink.Close()
 
-	fmt.Printf("machine: %d CPUs (nproc), %s; %s\n", runtime.NumCPU(), harness.MachineInfo(), runtime.Version())
-	fmt.Printf("collector: %s; generator: %s\n\n", o.collector, o.gymevents)
+	fmt.Println(cli.Machine())
+	fmt.Printf("collector: %s; generator: %s\n\n", o.Collector, o.Gymevents)
 
 	var idlePerCollection time.Duration
 	if o.procs != "" {
@@ -120,7 +108,7 @@ func run(ctx context.Context, o options) error {
 }
 
 func startGym(ctx context.Context, o options, sink *harness.Sink, name string, env ...string) (*harness.Service, harness.GymPorts, error) {
-	return harness.StartGym(ctx, harness.ServiceOptions{Name: name, Bin: o.collector, Env: env, Dir: o.outDir},
+	return harness.StartGym(ctx, harness.ServiceOptions{Name: name, Bin: o.Collector, Env: env, Dir: o.outDir},
 		sink.URL, "", o.interval.String())
 }
 
@@ -143,12 +131,12 @@ func (r runResult) perWall() float64 { return float64(r.accepted) / r.wall }
 func throughput(ctx context.Context, o options, sink *harness.Sink) ([]runResult, time.Duration, error) {
 	var out []runResult
 	var idlePerCollection time.Duration
-	seed := o.seed
-	for _, f := range strings.Split(o.procs, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return nil, 0, fmt.Errorf("--gomaxprocs: %q", f)
-		}
+	seed := o.Stream.Seed
+	procs, err := cli.Ints(o.procs)
+	if err != nil {
+		return nil, 0, fmt.Errorf("--gomaxprocs: %w", err)
+	}
+	for _, n := range procs {
 		c, ports, err := startGym(ctx, o, sink, fmt.Sprintf("otelcol-gym-p%d", n), fmt.Sprintf("GOMAXPROCS=%d", n))
 		if err != nil {
 			return nil, 0, err
@@ -173,7 +161,7 @@ func throughput(ctx context.Context, o options, sink *harness.Sink) ([]runResult
 			idlePerCollection = (c1 - c0) / 3
 		}
 		// Warm-up: the series exist and the buffers are grown before the measured runs.
-		if _, err := harness.Gen(ctx, o.gymevents, genArgs(o, endpoint, o.events/5, seed)...); err != nil {
+		if _, err := harness.Gen(ctx, o.Gymevents, genArgs(o, endpoint, o.Stream.Events/5, seed)...); err != nil {
 			c.Stop()
 			return nil, 0, err
 		}
@@ -210,15 +198,13 @@ func throughput(ctx context.Context, o options, sink *harness.Sink) ([]runResult
 }
 
 func genArgs(o options, endpoint string, events int64, seed uint64) []string {
-	return []string{
+	s := o.Stream
+	s.Events, s.Seed = events, seed
+	return append([]string{
 		"--endpoint", endpoint, "--pregen",
-		"--events", strconv.FormatInt(events, 10),
-		"--processes", strconv.Itoa(o.processes),
-		"--batch", strconv.Itoa(o.batch),
 		"--concurrency", strconv.Itoa(o.connections),
-		"--seed", strconv.FormatUint(seed, 10),
 		"--duration", "10m", // a bound, never reached
-	}
+	}, s.Args()...)
 }
 
 func measureRun(ctx context.Context, o options, sink *harness.Sink, c *harness.Service, endpoint string, seed uint64) (runResult, error) {
@@ -226,7 +212,7 @@ func measureRun(ctx context.Context, o options, sink *harness.Sink, c *harness.S
 	if err != nil {
 		return runResult{}, err
 	}
-	rep, err := harness.Gen(ctx, o.gymevents, genArgs(o, endpoint, o.events, seed)...)
+	rep, err := harness.Gen(ctx, o.Gymevents, genArgs(o, endpoint, o.Stream.Events, seed)...)
 	if err != nil {
 		return runResult{}, err
 	}
@@ -268,7 +254,7 @@ func (r runResult) bestWall() runResult {
 
 func printThroughput(o options, res []runResult) {
 	fmt.Printf("End to end: HTTP in (bodies of %d lines, %d connections, %d Gym processes), aggregate, OTLP/HTTP out; %d runs of %d events per GOMAXPROCS\n",
-		o.batch, o.connections, o.processes, o.repeat, o.events)
+		o.Stream.Batch, o.connections, o.Stream.Processes, o.repeat, o.Stream.Events)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "GOMAXPROCS\tevents sent\tevents accepted\tCPU s\tevents/CPU-s (median)\t(min-max)\twall s\tevents/wall-s (best)\tRSS MiB\tpeak RSS MiB\t503 retries\t")
 	for _, r := range res {
@@ -319,13 +305,14 @@ var kinds = []seriesKind{
 const seriesPerResource = 1000
 
 func series(ctx context.Context, o options, sink *harness.Sink, idle time.Duration) error {
-	var counts []int
-	for _, f := range strings.Split(o.series, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < seriesPerResource {
-			return fmt.Errorf("--series: %q (at least %d)", f, seriesPerResource)
+	counts, err := cli.Ints(o.series)
+	if err != nil {
+		return fmt.Errorf("--series: %w", err)
+	}
+	for _, n := range counts {
+		if n < seriesPerResource {
+			return fmt.Errorf("--series: %d (at least %d)", n, seriesPerResource)
 		}
-		counts = append(counts, n)
 	}
 	fmt.Printf("Series: %d distinct series per resource (sandbox.create_retry -> counter, sandbox.exec -> histogram of 13 buckets, by provider), GOMAXPROCS=2\n", seriesPerResource)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -473,10 +460,10 @@ func profile(ctx context.Context, o options, sink *harness.Sink) error {
 	}
 	done := make(chan genDone, 1)
 	go func() {
-		rep, err := harness.Gen(ctx, o.gymevents, "--endpoint", endpoint,
-			"--events", "1000000000", "--duration", fmt.Sprintf("%ds", o.profile+6),
-			"--processes", strconv.Itoa(o.processes), "--batch", strconv.Itoa(o.batch),
-			"--concurrency", strconv.Itoa(o.connections), "--seed", "99")
+		s := o.Stream
+		s.Events, s.Seed = 1_000_000_000, 99
+		rep, err := harness.Gen(ctx, o.Gymevents, append([]string{"--endpoint", endpoint,
+			"--duration", fmt.Sprintf("%ds", o.profile+6), "--concurrency", strconv.Itoa(o.connections)}, s.Args()...)...)
 		done <- genDone{rep, err}
 	}()
 	time.Sleep(3 * time.Second)
@@ -495,8 +482,8 @@ func profile(ctx context.Context, o options, sink *harness.Sink) error {
 	fmt.Printf("CPU profile: %ds of otelcol-gym (GOMAXPROCS=2) under gymevents gen (generating while sending: %.0f events/s, %d accepted); collector CPU %.1fs over %.1fs wall; %s\n",
 		o.profile, g.rep.EventsPerSec, g.rep.AcceptedEvents, (cpu1 - cpu0).Seconds(), wall.Seconds(), path)
 	for _, args := range [][]string{
-		{"tool", "pprof", "-top", "-nodecount=25", o.collector, path},
-		{"tool", "pprof", "-top", "-cum", "-nodecount=25", o.collector, path},
+		{"tool", "pprof", "-top", "-nodecount=25", o.Collector, path},
+		{"tool", "pprof", "-top", "-cum", "-nodecount=25", o.Collector, path},
 	} {
 		cmd := exec.CommandContext(ctx, "go", args...)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr

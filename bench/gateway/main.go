@@ -16,12 +16,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log"
 	"net"
 	"net/http"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +31,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/encoding/gzip"
 
+	"github.com/gym-telemetry/otelcol-gym/bench/internal/cli"
 	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 	"github.com/gym-telemetry/otelcol-gym/internal/bound"
 )
@@ -48,25 +46,23 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.bin, "collector", "_build/otelcol-gym", "the otelcol-gym binary")
+	cli.Collector(&o.bin)
 	flag.StringVar(&o.config, "config", "deploy/gateway.yaml", "the gateway configuration")
 	flag.StringVar(&o.backend, "backend", "prometheus", "prometheus (a real one, remote-write receiver on) or sink (answers 204, counts bytes)")
 	flag.StringVar(&o.prometheus, "prometheus", "", "the prometheus binary (default: PROMETHEUS_BIN, /usr/bin/prometheus, PATH)")
 	flag.StringVar(&o.procsList, "gomaxprocs", "1,2", "the gateway's GOMAXPROCS values, comma-separated")
 	flag.StringVar(&o.agentsList, "agents", "8,64", "simulated node agents (distinct series each), comma-separated: one gateway per value")
 	flag.IntVar(&o.procsPerAgent, "servers", 8, "Gym processes (resources) per agent, each with the schema's bounded series")
-	flag.IntVar(&o.combos, "combos", 3, "declared attribute sets per instrument and attribute (the OTLP peer's shape)")
+	cli.Combos(&o.combos)
 	flag.IntVar(&o.requests, "requests", 600, "requests (agent collections) per measured run")
 	flag.IntVar(&o.conns, "conns", 8, "concurrent requests: gRPC connections, agents spread over them")
 	flag.IntVar(&o.runs, "runs", 3, "measured runs per gateway")
 	flag.BoolVar(&o.gzip, "gzip", true, "gzip-compress requests (deploy/agent.yaml's compression)")
 	flag.Parse()
-	if err := run(o); err != nil {
-		log.Fatal(err)
-	}
+	harness.Main("bench/gateway", func(ctx context.Context) error { return run(ctx, o) })
 }
 
-func run(o options) error {
+func run(ctx context.Context, o options) error {
 	cfg, err := os.ReadFile(o.config)
 	if err != nil {
 		return err
@@ -80,11 +76,11 @@ func run(o options) error {
 			return err
 		}
 	}
-	agentsList, err := ints(o.agentsList)
+	agentsList, err := cli.Ints(o.agentsList)
 	if err != nil {
 		return fmt.Errorf("--agents: %w", err)
 	}
-	procsList, err := ints(o.procsList)
+	procsList, err := cli.Ints(o.procsList)
 	if err != nil {
 		return fmt.Errorf("--gomaxprocs: %w", err)
 	}
@@ -101,7 +97,7 @@ func run(o options) error {
 	var results []result
 	for _, procs := range procsList {
 		for _, agents := range agentsList {
-			r, err := measure(o, string(cfg), promBin, tmpl, shape, procs, agents)
+			r, err := measure(ctx, o, string(cfg), promBin, tmpl, shape, procs, agents)
 			if err != nil {
 				return err
 			}
@@ -150,9 +146,8 @@ type result struct {
 	summary       string
 }
 
-func measure(o options, cfg, promBin string, tmpl []pmetric.Metrics, shape requestShape, procs, agents int) (result, error) {
+func measure(ctx context.Context, o options, cfg, promBin string, tmpl []pmetric.Metrics, shape requestShape, procs, agents int) (result, error) {
 	res := result{procs: procs, agents: agents}
-	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "bench-gateway-")
 	if err != nil {
 		return res, err
@@ -335,28 +330,20 @@ type requestShape struct {
 func measureShape(tmpl []pmetric.Metrics) requestShape {
 	s := requestShape{perName: map[string]int{}}
 	for _, md := range tmpl {
-		rms := md.ResourceMetrics()
-		for i := range rms.Len() {
-			s.samples++ // target_info
-			sms := rms.At(i).ScopeMetrics()
-			for j := range sms.Len() {
-				ms := sms.At(j).Metrics()
-				for k := range ms.Len() {
-					m := ms.At(k)
-					n := dataPoints(m)
-					s.perName[m.Name()] += n
-					if m.Type() != pmetric.MetricTypeHistogram {
-						s.numbers += n
-						continue
-					}
-					s.histograms += n
-					dps := m.Histogram().DataPoints()
-					for d := range dps.Len() {
-						s.samples += dps.At(d).BucketCounts().Len() + 2 // buckets (+Inf among them), _sum, _count
-					}
-				}
+		s.samples += md.ResourceMetrics().Len() // target_info
+		eachMetric(md, func(m pmetric.Metric) {
+			n := dataPoints(m)
+			s.perName[m.Name()] += n
+			if m.Type() != pmetric.MetricTypeHistogram {
+				s.numbers += n
+				return
 			}
-		}
+			s.histograms += n
+			dps := m.Histogram().DataPoints()
+			for d := range dps.Len() {
+				s.samples += dps.At(d).BucketCounts().Len() + 2 // buckets (+Inf among them), _sum, _count
+			}
+		})
 	}
 	s.points = s.numbers + s.histograms
 	s.samples += s.numbers
@@ -429,24 +416,30 @@ func newNode(id int, tmpl []pmetric.Metrics) *node {
 func (n *node) advance() {
 	n.seq++
 	ts := pcommon.NewTimestampFromTime(n.t0.Add(time.Duration(n.seq) * time.Millisecond))
-	rms := n.req.Metrics().ResourceMetrics()
+	eachMetric(n.req.Metrics(), func(m pmetric.Metric) {
+		switch m.Type() {
+		case pmetric.MetricTypeSum:
+			setNumbers(m.Sum().DataPoints(), ts)
+		case pmetric.MetricTypeGauge:
+			setNumbers(m.Gauge().DataPoints(), ts)
+		case pmetric.MetricTypeHistogram:
+			dps := m.Histogram().DataPoints()
+			for d := range dps.Len() {
+				dps.At(d).SetTimestamp(ts)
+			}
+		}
+	})
+}
+
+// eachMetric calls f with every metric of md.
+func eachMetric(md pmetric.Metrics, f func(pmetric.Metric)) {
+	rms := md.ResourceMetrics()
 	for i := range rms.Len() {
 		sms := rms.At(i).ScopeMetrics()
 		for j := range sms.Len() {
 			ms := sms.At(j).Metrics()
 			for k := range ms.Len() {
-				m := ms.At(k)
-				switch m.Type() {
-				case pmetric.MetricTypeSum:
-					setNumbers(m.Sum().DataPoints(), ts)
-				case pmetric.MetricTypeGauge:
-					setNumbers(m.Gauge().DataPoints(), ts)
-				case pmetric.MetricTypeHistogram:
-					dps := m.Histogram().DataPoints()
-					for d := range dps.Len() {
-						dps.At(d).SetTimestamp(ts)
-					}
-				}
+				f(ms.At(k))
 			}
 		}
 	}
@@ -471,15 +464,3 @@ func dataPoints(m pmetric.Metric) int {
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
-
-func ints(list string) ([]int, error) {
-	var out []int
-	for _, s := range strings.Split(list, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("%q: a positive integer", s)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}

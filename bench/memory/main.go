@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gym-telemetry/otelcol-gym/bench/internal/cli"
 	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
@@ -42,7 +43,7 @@ type options struct {
 func main() {
 	var o options
 	var a, b string
-	flag.StringVar(&a, "collector", "_build/otelcol-gym", "the otelcol-gym binary")
+	cli.Collector(&a)
 	flag.StringVar(&b, "collector-b", "", "a second binary measured the same way, side by side (e.g. an older build)")
 	flag.StringVar(&o.config, "config", "config/otelcol-gym.yaml", "the default configuration, whose pipeline is measured")
 	flag.StringVar(&o.outDir, "out-dir", "_build/bench-memory", "configurations and logs")
@@ -59,10 +60,7 @@ func main() {
 	if b != "" {
 		o.collectors = append(o.collectors, b)
 	}
-	if err := run(context.Background(), o); err != nil {
-		fmt.Fprintln(os.Stderr, "memory:", err)
-		os.Exit(1)
-	}
+	harness.Main("memory", func(ctx context.Context) error { return run(ctx, o) })
 }
 
 func run(ctx context.Context, o options) error {
@@ -418,16 +416,7 @@ func bombRun(ctx context.Context, o options, base, bin, name string, bomb []byte
 }
 
 func saveHeap(ctx context.Context, addr, path string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/heap?gc=1", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
+	data, err := harness.Get(ctx, "http://"+addr+"/debug/pprof/heap?gc=1", 64<<20)
 	if err != nil {
 		return err
 	}

@@ -30,7 +30,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -41,6 +40,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
+	"github.com/gym-telemetry/otelcol-gym/bench/internal/cli"
 	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
@@ -59,13 +59,13 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.collector, "collector", "_build/otelcol-gym", "the otelcol-gym binary")
+	cli.Collector(&o.collector)
 	flag.StringVar(&o.peer, "peer", "_build/otlppeer/otelcol-otlppeer", "the stock collector built from bench/otlppeer/builder-config.yaml")
 	flag.StringVar(&o.outDir, "out-dir", "_build/bench/otlppeer", "where the configurations, the OTTL and the logs go")
 	flag.Int64Var(&o.points, "points", 1_000_000, "data points in the load (about: whole exports)")
 	flag.IntVar(&o.resources, "resources", 64, "Gym processes (resources), one export of each per round of posts")
 	flag.IntVar(&o.workers, "workers", 2, "SDK series per declared attribute set (told apart by an undeclared attribute)")
-	flag.IntVar(&o.combos, "combos", 3, "declared attribute sets per instrument and attribute (cap)")
+	cli.Combos(&o.combos)
 	flag.IntVar(&o.clients, "clients", 4, "concurrent HTTP clients")
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds of the four measured runs")
 	flag.IntVar(&o.gomaxprocs, "gomaxprocs", 2, "GOMAXPROCS of every collector")
@@ -103,13 +103,7 @@ func (r result) nsPerPoint(points int64) float64 {
 }
 
 func run(ctx context.Context, o options) error {
-	for _, bin := range []string{o.collector, o.peer} {
-		if _, err := os.Stat(bin); err != nil {
-			return err
-		}
-	}
-	_ = os.RemoveAll(o.outDir)
-	if err := os.MkdirAll(o.outDir, 0o755); err != nil {
+	if err := cli.Ready(o.outDir, true, "bench-otlp-peer", o.collector, o.peer); err != nil {
 		return err
 	}
 	shape := harness.OTLPShape{Resources: o.resources, Workers: o.workers, Combos: o.combos, Seed: o.seed, Exports: 1}
@@ -128,7 +122,7 @@ func run(ctx context.Context, o options) error {
 	if err := os.WriteFile(ottlPath, []byte("processors:\n"+harness.TransformConfig(statements)), 0o600); err != nil {
 		return err
 	}
-	fmt.Printf("machine: %d CPUs (nproc), %s; %s\n", runtime.NumCPU(), harness.MachineInfo(), runtime.Version())
+	fmt.Println(cli.Machine())
 	fmt.Printf("load: %d resources x %d exports = %d OTLP/HTTP protobuf bodies, %d data points (%s), %.1f MB, generated in %.1f s\n",
 		o.resources, shape.Exports, o.resources*shape.Exports, load.Points, kinds(load.PointsPerKind), float64(load.Bytes)/1e6, time.Since(t0).Seconds())
 	fmt.Printf("      %d instruments; per resource %d SDK series, %d once bounded (undeclared attributes dropped, values normalised); seed %d\n",

@@ -29,33 +29,27 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"text/tabwriter"
 	"time"
 
+	"github.com/gym-telemetry/otelcol-gym/bench/internal/cli"
 	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 type options struct {
-	collector, peer, gymevents, outDir string
-	events                             int64
-	processes, batch, gomaxprocs       int
-	seed                               uint64
-	limit                              time.Duration
+	cli.GenLoad
+	peer, outDir string
+	gomaxprocs   int
+	limit        time.Duration
 }
 
 func main() {
 	var o options
-	flag.StringVar(&o.collector, "collector", "_build/otelcol-gym", "the otelcol-gym binary")
+	o.Register(1_000_000, "events in the generated stream")
 	flag.StringVar(&o.peer, "peer", "_build/peer/otelcol-peer", "the stock collector built from bench/peer/builder-config.yaml")
-	flag.StringVar(&o.gymevents, "gymevents", "_build/gymevents", "the gymevents binary")
 	flag.StringVar(&o.outDir, "out-dir", "_build/bench/peer", "where the stream, configurations and logs go")
-	flag.Int64Var(&o.events, "events", 1_000_000, "events in the generated stream")
-	flag.IntVar(&o.processes, "processes", 64, "Gym processes in the stream")
-	flag.IntVar(&o.batch, "batch", 1000, "lines per stretch of one process (and per HTTP body)")
 	flag.IntVar(&o.gomaxprocs, "gomaxprocs", 2, "GOMAXPROCS of both collectors")
-	flag.Uint64Var(&o.seed, "seed", 1, "generator seed")
 	flag.DurationVar(&o.limit, "limit", 15*time.Minute, "give up on a collector that has not read the stream within this long")
 	flag.Parse()
 	harness.Main("bench/peer", func(ctx context.Context) error { return run(ctx, o) })
@@ -75,25 +69,18 @@ func (r result) perCPU() float64  { return float64(r.events) / r.cpu.Seconds() }
 func (r result) perWall() float64 { return float64(r.events) / r.wall.Seconds() }
 
 func run(ctx context.Context, o options) error {
-	for _, bin := range []string{o.collector, o.peer, o.gymevents} {
-		if _, err := os.Stat(bin); err != nil {
-			return err
-		}
-	}
-	_ = os.RemoveAll(o.outDir)
-	if err := os.MkdirAll(o.outDir, 0o755); err != nil {
+	if err := cli.Ready(o.outDir, true, "bench-peer", o.Collector, o.peer, o.Gymevents); err != nil {
 		return err
 	}
 	stream := filepath.Join(o.outDir, "stream.jsonl")
-	shape := []string{"--events", strconv.FormatInt(o.events, 10), "--processes", strconv.Itoa(o.processes),
-		"--batch", strconv.Itoa(o.batch), "--seed", strconv.FormatUint(o.seed, 10)}
-	rep, err := harness.Gen(ctx, o.gymevents, append([]string{"--out", stream}, shape...)...)
+	shape := o.Stream.Args()
+	rep, err := harness.Gen(ctx, o.Gymevents, append([]string{"--out", stream}, shape...)...)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("machine: %d CPUs (nproc), %s; %s\n", runtime.NumCPU(), harness.MachineInfo(), runtime.Version())
+	fmt.Println(cli.Machine())
 	fmt.Printf("stream: %s: %d events, %d lines (%.1f MB), %d Gym processes, seed %d; GOMAXPROCS=%d\n\n",
-		stream, rep.Events, rep.Lines, float64(rep.Bytes)/1e6, o.processes, o.seed, o.gomaxprocs)
+		stream, rep.Events, rep.Lines, float64(rep.Bytes)/1e6, o.Stream.Processes, o.Stream.Seed, o.gomaxprocs)
 
 	env := fmt.Sprintf("GOMAXPROCS=%d", o.gomaxprocs)
 	if err := checkPeer(ctx, o, stream, env); err != nil {
@@ -160,24 +147,34 @@ func waitRead(ctx context.Context, c *harness.Service, want float64, limit time.
 	}
 }
 
+// startGym starts otelcol-gym (reading filesGlob when set) with a sink of its own, whose
+// exports nothing measures; stop stops both.
+func startGym(ctx context.Context, o options, name, filesGlob, env string) (c *harness.Service, ports harness.GymPorts, stop func(), err error) {
+	sink, err := harness.StartSink()
+	if err != nil {
+		return nil, ports, nil, err
+	}
+	c, ports, err = harness.StartGym(ctx, harness.ServiceOptions{
+		Name: name, Bin: o.Collector, Dir: o.outDir, Env: []string{env},
+	}, sink.URL, filesGlob, "10s")
+	if err != nil {
+		sink.Close()
+		return nil, ports, nil, err
+	}
+	return c, ports, func() { c.Stop(); sink.Close() }, nil
+}
+
 func runGymFile(ctx context.Context, o options, stream string, rep harness.GenReport, env string) (result, error) {
 	r := result{name: "otelcol-gym", input: "file (files transport)", events: rep.Events}
 	dir := filepath.Join(o.outDir, "gym-watch")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return r, err
 	}
-	sink, err := harness.StartSink()
+	c, _, stop, err := startGym(ctx, o, "otelcol-gym-files", filepath.Join(dir, "*.jsonl"), env)
 	if err != nil {
 		return r, err
 	}
-	defer sink.Close()
-	c, _, err := harness.StartGym(ctx, harness.ServiceOptions{
-		Name: "otelcol-gym-files", Bin: o.collector, Dir: o.outDir, Env: []string{env},
-	}, sink.URL, filepath.Join(dir, "*.jsonl"), "10s")
-	if err != nil {
-		return r, err
-	}
-	defer c.Stop()
+	defer stop()
 	time.Sleep(time.Second)
 	if err := measureRead(ctx, o, c, &r, stream, dir, rep,
 		"otelcol_receiver_gym_lines_accepted", "otelcol_receiver_gym_lines_rejected", "otelcol_receiver_gym_lines_unknown"); err != nil {
@@ -295,20 +292,13 @@ func checkPeer(ctx context.Context, o options, stream, env string) error {
 
 func runGymHTTP(ctx context.Context, o options, shape []string, env string) (result, error) {
 	r := result{name: "otelcol-gym", input: "HTTP (gymevents gen --pregen)"}
-	sink, err := harness.StartSink()
+	c, ports, stop, err := startGym(ctx, o, "otelcol-gym-http", "", env)
 	if err != nil {
 		return r, err
 	}
-	defer sink.Close()
-	c, ports, err := harness.StartGym(ctx, harness.ServiceOptions{
-		Name: "otelcol-gym-http", Bin: o.collector, Dir: o.outDir, Env: []string{env},
-	}, sink.URL, "", "10s")
-	if err != nil {
-		return r, err
-	}
-	defer c.Stop()
+	defer stop()
 	cpu0, _ := c.CPU()
-	rep, err := harness.Gen(ctx, o.gymevents, append([]string{"--endpoint", fmt.Sprintf("http://127.0.0.1:%d", ports.HTTP), "--pregen", "--duration", "10m"}, shape...)...)
+	rep, err := harness.Gen(ctx, o.Gymevents, append([]string{"--endpoint", fmt.Sprintf("http://127.0.0.1:%d", ports.HTTP), "--pregen", "--duration", "10m"}, shape...)...)
 	if err != nil {
 		return r, err
 	}

@@ -19,11 +19,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"time"
 
+	"github.com/gym-telemetry/otelcol-gym/bench/internal/cli"
 	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
@@ -37,9 +37,10 @@ type sample struct {
 }
 
 func main() {
+	var collector, gymevents string
+	cli.Collector(&collector)
+	cli.Gymevents(&gymevents)
 	var (
-		collector = flag.String("collector", "_build/otelcol-gym", "the otelcol-gym binary")
-		gymevents = flag.String("gymevents", "_build/gymevents", "the gymevents binary")
 		outDir    = flag.String("out-dir", "_build/bench/soak", "where the configuration and the log go")
 		duration  = flag.Duration("duration", 10*time.Minute, "how long the load lasts")
 		rate      = flag.Float64("rate", 100000, "events per second")
@@ -50,7 +51,7 @@ func main() {
 	flag.Parse()
 	var flat bool
 	harness.Main("bench/soak", func(ctx context.Context) (err error) {
-		flat, err = run(ctx, *collector, *gymevents, *outDir, *duration, *rate, *interval, *processes, *conns)
+		flat, err = run(ctx, collector, gymevents, *outDir, *duration, *rate, *interval, *processes, *conns)
 		return err
 	})
 	if !flat {
@@ -74,7 +75,7 @@ func run(ctx context.Context, collector, gymevents, outDir string, duration time
 	}
 	defer c.Stop()
 
-	fmt.Printf("machine: %d CPUs (nproc), %s; %s\n", runtime.NumCPU(), harness.MachineInfo(), runtime.Version())
+	fmt.Println(cli.Machine())
 	fmt.Printf("soak: %s at %.0f events/s (%d Gym processes, %d connections), a sample every %s; collector pid %d, log %s\n\n",
 		duration, rate, processes, conns, interval, c.Pid, c.LogPath)
 
