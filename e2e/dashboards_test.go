@@ -25,6 +25,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
+	"github.com/gym-telemetry/otelcol-gym/internal/gymgen"
 )
 
 // The dashboards and rules of deploy/ against real data: the shipped configuration fed a
@@ -203,27 +204,7 @@ func generatedRun(t *testing.T, seed, processes, events string) ([]byte, []strin
 	require.NoError(t, err, "gymevents gen: %s", out)
 	data, err := os.ReadFile(stream)
 	require.NoError(t, err)
-	return data, splitBatches(data)
-}
-
-// splitBatches cuts a generated stream into its bodies: each starts at a resource line.
-func splitBatches(data []byte) []string {
-	var bodies []string
-	var cur strings.Builder
-	for _, l := range strings.SplitAfter(string(data), "\n") {
-		if l == "" {
-			continue
-		}
-		if strings.HasPrefix(l, `{"event":"resource"`) && cur.Len() > 0 {
-			bodies = append(bodies, cur.String())
-			cur.Reset()
-		}
-		cur.WriteString(l)
-	}
-	if cur.Len() > 0 {
-		bodies = append(bodies, cur.String())
-	}
-	return bodies
+	return data, gymgen.Bodies(data)
 }
 
 // craftedLines: a process whose resource is server `head` records a stage of server `math`,

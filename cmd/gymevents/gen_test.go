@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/gymgen"
 )
 
 // runGenJSON runs `gymevents gen --json ARGS` and decodes its report.
@@ -24,26 +26,6 @@ func runGenJSON(t *testing.T, args ...string) (int, genReport, string) {
 	var rep genReport
 	require.NoError(t, json.Unmarshal([]byte(out), &rep), "stdout:\n%s\nstderr:\n%s", out, stderr)
 	return code, rep, stderr
-}
-
-// bodiesOf splits a generated stream into its bodies: each starts at a resource line.
-func bodiesOf(data []byte) []string {
-	var bodies []string
-	var cur strings.Builder
-	for _, l := range strings.SplitAfter(string(data), "\n") {
-		if l == "" {
-			continue
-		}
-		if isResourceLine([]byte(l)) && cur.Len() > 0 {
-			bodies = append(bodies, cur.String())
-			cur.Reset()
-		}
-		cur.WriteString(l)
-	}
-	if cur.Len() > 0 {
-		bodies = append(bodies, cur.String())
-	}
-	return bodies
 }
 
 func genFile(t *testing.T, args ...string) ([]byte, genReport) {
@@ -65,7 +47,7 @@ func TestGenFileIsSeededAndShaped(t *testing.T) {
 	assert.NotEqual(t, a, c, "another seed, another stream")
 
 	// 5000 events in bodies of 100 lines: 99 events and a resource line each.
-	bodies := bodiesOf(a)
+	bodies := gymgen.Bodies(a)
 	assert.Len(t, bodies, 51)
 	assert.Equal(t, int64(5000), rep.Events)
 	assert.Equal(t, int64(5051), rep.Lines)
@@ -109,7 +91,7 @@ func TestGenHTTPSendsTheStreamAndCountsAnswers(t *testing.T) {
 		got = append(got, body)
 		perProcess[b[0]] = append(perProcess[b[0]], body)
 	}
-	wantBodies := bodiesOf(want)
+	wantBodies := gymgen.Bodies(want)
 	wantPerProcess := map[string][]string{}
 	for _, b := range wantBodies {
 		first, _, _ := strings.Cut(b, "\n")
@@ -239,7 +221,7 @@ func (s *streamServer) received() [][]byte {
 func TestGenStreamTCPAndUnix(t *testing.T) {
 	shape := []string{"--events", "3000", "--seed", "9", "--processes", "4", "--batch", "250"}
 	want, _ := genFile(t, shape...)
-	wantBodies := bodiesOf(want)
+	wantBodies := gymgen.Bodies(want)
 	slices.Sort(wantBodies)
 
 	sock := filepath.Join(t.TempDir(), "gym.sock")
@@ -260,7 +242,7 @@ func TestGenStreamTCPAndUnix(t *testing.T) {
 		var got []string
 		var total int64
 		for _, c := range conns {
-			got = append(got, bodiesOf(c)...)
+			got = append(got, gymgen.Bodies(c)...)
 			total += int64(len(c))
 		}
 		slices.Sort(got)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 )
 
 // Options shape a generated stream.
@@ -91,6 +92,27 @@ func Lines(seed uint64, processes, n int) [][]byte {
 		out = append(out, bytes.Split(bytes.TrimSuffix(g.Batch(nil, n), []byte("\n")), []byte("\n"))...)
 	}
 	return out
+}
+
+// Bodies cuts a generated stream (the batches of Batch, one after another) into its batches:
+// each starts at a resource line.
+func Bodies(stream []byte) []string {
+	var bodies []string
+	var cur strings.Builder
+	for _, l := range strings.SplitAfter(string(stream), "\n") {
+		if l == "" {
+			continue
+		}
+		if strings.HasPrefix(l, `{"event":"resource"`) && cur.Len() > 0 {
+			bodies = append(bodies, cur.String())
+			cur.Reset()
+		}
+		cur.WriteString(l)
+	}
+	if cur.Len() > 0 {
+		bodies = append(bodies, cur.String())
+	}
+	return bodies
 }
 
 // Batch appends n lines to b: a resource line for one process, then n-1 of its events. Each

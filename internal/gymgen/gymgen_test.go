@@ -23,3 +23,17 @@ func TestGeneratedLinesAreEvents(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, len(events), 20, "the mix covers (nearly) every event: %v", events)
 }
+
+// A stream of batches is cut back into the same batches.
+func TestBodies(t *testing.T) {
+	g := New(Options{Seed: 3, Processes: 2})
+	var stream []byte
+	var want []string
+	for range 3 {
+		b := g.Batch(nil, 50)
+		want = append(want, string(b))
+		stream = append(stream, b...)
+	}
+	assert.Equal(t, want, Bodies(stream))
+	assert.Empty(t, Bodies(nil))
+}
