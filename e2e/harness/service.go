@@ -93,7 +93,11 @@ func StartService(ctx context.Context, o ServiceOptions) (*Service, error) {
 			}
 			select {
 			case <-c.done:
-				return nil, fmt.Errorf("%s exited at start-up (%w); its log:\n%s", o.Name, c.exitErr, c.LogTail(30))
+				why := c.exitErr
+				if why == nil {
+					why = errors.New("exit status 0")
+				}
+				return nil, fmt.Errorf("%s exited at start-up (%w); its log:\n%s", o.Name, why, c.LogTail(30))
 			case <-wctx.Done():
 				c.Stop()
 				return nil, fmt.Errorf("%s not up within %v (%w); its log:\n%s", o.Name, limit, err, c.LogTail(30))
