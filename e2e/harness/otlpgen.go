@@ -106,7 +106,7 @@ func attrValues(ia schema.InstrumentAttr) []any {
 	case schema.RuleIntEnum:
 		out = append(out, a.IntValues[0], a.IntValues[1])
 	case schema.RuleIntRange:
-		out = append(out, min(int64(4242), a.Max)) // a pid, or the range's top (a GPU index)
+		out = append(out, max(a.Min, min(int64(4242), a.Max))) // a pid, or within a narrower range (a GPU index)
 	case schema.RuleBool:
 		out = append(out, true, false)
 	default:

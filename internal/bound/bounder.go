@@ -42,8 +42,7 @@ type Bounder struct {
 	reasonSets  [numDropReasons]metric.MeasurementOption
 	unk         unknowns // metrics the schema's exact rule does not take (unknown.go)
 
-	stateTotal    *stateTotal // state_entries over the Bounders of meterProvider (state_total.go)
-	meterProvider metric.MeterProvider
+	stateTotal *stateTotal // state_entries over the Bounders of one MeterProvider (state_total.go)
 
 	mu  sync.Mutex
 	st  *state

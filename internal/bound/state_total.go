@@ -2,6 +2,7 @@ package bound
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"go.opentelemetry.io/otel/metric"
@@ -14,28 +15,47 @@ import (
 
 // stateTotal is the state entries of the Bounders sharing one MeterProvider.
 type stateTotal struct {
+	mp metric.MeterProvider
 	mu sync.Mutex
 	by map[*Bounder]int64
 }
 
 var (
 	stateTotalsMu sync.Mutex
-	stateTotals   = map[metric.MeterProvider]*stateTotal{}
+	stateTotals   []*stateTotal // one per MeterProvider with a live Bounder: usually one
 )
+
+// sameProvider reports whether a and b are one MeterProvider. A provider's type need not be
+// comparable (a wrapper may hold a func): such a provider is only itself, its Bounder then
+// counted alone, rather than a comparison that panics.
+func sameProvider(a, b metric.MeterProvider) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
+}
 
 // joinStateTotal adds p, with no entries yet, to the total of its MeterProvider.
 func (p *Bounder) joinStateTotal(mp metric.MeterProvider) {
 	stateTotalsMu.Lock()
 	defer stateTotalsMu.Unlock()
-	t := stateTotals[mp]
+	var t *stateTotal
+	for _, o := range stateTotals {
+		if sameProvider(o.mp, mp) {
+			t = o
+			break
+		}
+	}
 	if t == nil {
-		t = &stateTotal{by: map[*Bounder]int64{}}
-		stateTotals[mp] = t
+		t = &stateTotal{mp: mp, by: map[*Bounder]int64{}}
+		stateTotals = append(stateTotals, t)
 	}
 	t.mu.Lock()
 	t.by[p] = 0
 	t.mu.Unlock()
-	p.stateTotal, p.meterProvider = t, mp
+	p.stateTotal = t
 }
 
 // recordStateEntries sets p's entries to n and records the total.
@@ -63,6 +83,6 @@ func (p *Bounder) leaveStateTotal(ctx context.Context) {
 	empty := len(t.by) == 0
 	t.mu.Unlock()
 	if empty {
-		delete(stateTotals, p.meterProvider)
+		stateTotals = slices.DeleteFunc(stateTotals, func(o *stateTotal) bool { return o == t })
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/otel/attribute"
+	noopmetric "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
@@ -184,4 +185,23 @@ func TestStateEntriesSumOverBounders(t *testing.T) {
 	entries(4 + 4 + 7)
 	b.Shutdown()
 	entries(0)
+}
+
+// A MeterProvider whose type cannot be compared (a wrapper holding a func) is one of its own:
+// its Bounders start, process and stop without a panic.
+func TestStateEntriesUncomparableProvider(t *testing.T) {
+	type funcProvider struct {
+		noopmetric.MeterProvider
+		shutdown func()
+	}
+	set := componenttest.NewNopTelemetrySettings()
+	set.MeterProvider = funcProvider{MeterProvider: noopmetric.NewMeterProvider(), shutdown: func() {}}
+	cfg := DefaultConfig()
+	for range 2 {
+		b, err := New(&cfg, set)
+		require.NoError(t, err)
+		_, err = b.Process(context.Background(), telemetryBatch())
+		require.NoError(t, err)
+		defer b.Shutdown()
+	}
 }
