@@ -4,6 +4,8 @@ import (
 	"errors"
 	"time"
 
+	"go.opentelemetry.io/collector/component"
+
 	"github.com/gym-telemetry/otelcol-gym/internal/flight"
 )
 
@@ -11,6 +13,9 @@ import (
 type Config struct {
 	// CollectionInterval: how often the metrics and the log records are written.
 	CollectionInterval time.Duration `mapstructure:"collection_interval"`
+	// Storage names a storage extension (e.g. file_storage) that keeps the rollouts across
+	// a restart; none by default (the set is rebuilt from the next spans).
+	Storage *component.ID `mapstructure:"storage"`
 	flight.Config      `mapstructure:",squash"`
 }
 

@@ -23,6 +23,7 @@ func TestDefaultConfig(t *testing.T) {
 	assert.Equal(t, 10000, cfg.MaxRollouts)
 	assert.Equal(t, 5*time.Minute, cfg.StallAfter)
 	assert.Equal(t, 30*time.Minute, cfg.FinishedAfter)
+	assert.Nil(t, cfg.Storage, "no storage unless one is named")
 }
 
 func TestCustomConfig(t *testing.T) {
@@ -32,6 +33,8 @@ func TestCustomConfig(t *testing.T) {
 	assert.Equal(t, 500, cfg.MaxRollouts)
 	assert.Equal(t, 90*time.Second, cfg.StallAfter)
 	assert.Equal(t, 10*time.Minute, cfg.FinishedAfter)
+	require.NotNil(t, cfg.Storage)
+	assert.Equal(t, "file_storage", cfg.Storage.String())
 }
 
 // Each bad configuration is refused with a message that names the key.

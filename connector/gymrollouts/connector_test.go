@@ -8,7 +8,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/connector/connectortest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -20,6 +22,8 @@ import (
 	"github.com/gym-telemetry/otelcol-gym/connector/gymrollouts/internal/metadata"
 	"github.com/gym-telemetry/otelcol-gym/connector/gymrollouts/internal/metadatatest"
 	"github.com/gym-telemetry/otelcol-gym/internal/flight"
+	"github.com/gym-telemetry/otelcol-gym/internal/pdatatest"
+	"github.com/gym-telemetry/otelcol-gym/internal/storagetest"
 )
 
 func spans(ids ...string) ptrace.Traces {
@@ -125,4 +129,37 @@ func TestRefusedCollectionCounted(t *testing.T) {
 	r.collect(context.Background())
 	metadatatest.AssertEqualConnectorGymrolloutsPointsRefused(t, tt,
 		[]metricdata.DataPoint[int64]{{Value: int64(2 * md.DataPointCount())}}, metricdatatest.IgnoreTimestamp())
+}
+
+// TestStorage: with storage, a connector started again (a collector restarted) goes on with
+// the rollouts the last one kept; without the extension it names, it does not start.
+func TestStorage(t *testing.T) {
+	f := NewFactory()
+	cfg := createDefaultConfig()
+	cfg.CollectionInterval = time.Hour
+	id := component.MustNewID("file_storage")
+	cfg.Storage = &id
+	mem := storagetest.NewMem(nil)
+	host := storagetest.Host{id: mem}
+	start := func() (connector.Traces, *consumertest.MetricsSink) {
+		metrics := new(consumertest.MetricsSink)
+		c, err := f.CreateTracesToMetrics(context.Background(), connectortest.NewNopSettings(metadata.Type), cfg, metrics)
+		require.NoError(t, err)
+		require.NoError(t, c.Start(context.Background(), host))
+		return c, metrics
+	}
+	c, _ := start()
+	require.NoError(t, c.ConsumeTraces(context.Background(), spans("a", "b")))
+	require.NoError(t, c.Shutdown(context.Background()))
+
+	c, metrics := start()
+	c.(*side).Unwrap().collect(context.Background())
+	require.NoError(t, c.Shutdown(context.Background()))
+	require.Len(t, metrics.AllMetrics(), 1)
+	m := pdatatest.Metric(t, metrics.AllMetrics()[0], flight.MetricInFlight)
+	assert.Equal(t, int64(2), m.Gauge().DataPoints().At(0).IntValue(), "both rollouts restored")
+
+	c, err := f.CreateTracesToMetrics(context.Background(), connectortest.NewNopSettings(metadata.Type), cfg, new(consumertest.MetricsSink))
+	require.NoError(t, err)
+	assert.ErrorContains(t, c.Start(context.Background(), componenttest.NewNopHost()), `storage: no extension "file_storage"`)
 }

@@ -9,10 +9,10 @@ import (
 	"go.uber.org/zap"
 )
 
-// Client returns the client named name that the storage extension id gives the receiver
-// owner. An error names key: the configuration key that named id (storage, files.storage,
-// rollouts.storage), so that an operator knows which line to mend.
-func Client(ctx context.Context, host component.Host, key string, id, owner component.ID, name string) (storage.Client, error) {
+// Client returns the client named name that the storage extension id gives the component
+// owner (a receiver, or the kind given). An error names key: the configuration key that named
+// id (storage, files.storage, rollouts.storage), so that an operator knows which line to mend.
+func Client(ctx context.Context, host component.Host, key string, id, owner component.ID, name string, kind ...component.Kind) (storage.Client, error) {
 	ext, ok := host.GetExtensions()[id]
 	if !ok {
 		return nil, fmt.Errorf("%s: no extension %q is configured", key, id)
@@ -21,7 +21,11 @@ func Client(ctx context.Context, host component.Host, key string, id, owner comp
 	if !ok {
 		return nil, fmt.Errorf("%s: extension %q is not a storage extension", key, id)
 	}
-	return se.GetClient(ctx, component.KindReceiver, owner, name)
+	k := component.KindReceiver
+	if len(kind) > 0 {
+		k = kind[0]
+	}
+	return se.GetClient(ctx, k, owner, name)
 }
 
 // KeyStore keeps one value under one key of a storage client: the offsets of a source that

@@ -132,6 +132,8 @@ func (r *Recorder) Collect(md pmetric.Metrics, ld plog.Logs) {
 		out.sum(k, r.stalls[k])
 	}
 	r.writeLogs(ld, ts)
+	r.saved.headerDue = r.saved.store != nil // the time of this collection and the counters
+	r.flush()
 }
 
 // sweep marks stalls, finishes silent rollouts and forgets finished ones.
@@ -144,6 +146,7 @@ func (r *Recorder) sweep(now time.Duration) {
 			r.finish(ro, now, idle, reasonSilent)
 		case idle > r.cfg.StallAfter && !ro.stalled:
 			ro.stalled = true
+			r.touch(ro)
 			r.countStall(ro)
 			r.log(kindStalled, ro, now, idle)
 		}
@@ -153,7 +156,7 @@ func (r *Recorder) sweep(now time.Duration) {
 	// finished rollout does not start it again.
 	for ro := r.finished.head; ro != nil && now-ro.lastSeen > r.cfg.FinishedAfter; ro = r.finished.head {
 		r.finished.remove(ro)
-		delete(r.byID, ro.id)
+		r.forget(ro)
 	}
 }
 

@@ -1,4 +1,5 @@
-// Package flight is the flight recorder: from Gym's spans it keeps, per rollout id, when the
+// Package flight is the flight recorder: from Gym's spans it keeps, per rollout (its run and
+// its id: Gym reuses rollout ids in every run), when the
 // collector first and last received a span of the rollout, what the rollout was doing (the kind
 // of its last span), its calls and errors, its run and server, and whether it finished; every
 // collection it tells which rollouts are in flight and which are stalled (metrics), and logs a
@@ -77,18 +78,27 @@ type Stats struct {
 	LateSpans    int64 // spans of a rollout that had finished (kept out of its state)
 	InvalidSpans int64 // spans whose rollout id is not a non-empty string
 	LogsDropped  int64 // log records not kept because maxPending were waiting
+	SaveFailed   int64 // writes of the state to its Store that failed
 }
+
+// rolloutKey names a rollout: its run (the resource's nemo.run.id, "" for spans whose resource
+// has none) and its id. Gym names a rollout <task>-<rollout> in every run, so an id alone would
+// merge the rollouts of two runs.
+type rolloutKey struct{ run, id string }
 
 // rollout is one rollout's state. Times are the collector's elapsed time (clock.Elapsed).
 type rollout struct {
-	id, run, server, lastSpan string
-	stage                     Stage
-	finished, stalled         bool
-	calls, errors             uint32
-	firstSeen, lastSeen       time.Duration
-	trace                     pcommon.TraceID // of the last span: its log records link to it
-	span                      pcommon.SpanID
-	prev, next                *rollout // in flight: by first seen; finished: by finish
+	rolloutKey
+	server, lastSpan    string
+	stage               Stage
+	finished, stalled   bool
+	calls, errors       uint32
+	firstSeen, lastSeen time.Duration
+	trace               pcommon.TraceID // of the last span: its log records link to it
+	span                pcommon.SpanID
+	prev, next          *rollout // in flight: by first seen; finished: by finish
+	slot                int32    // its record in the store (-1: none)
+	dirty               bool     // changed since its record was written
 }
 
 // list is an intrusive doubly linked list of rollouts, oldest first.
@@ -124,21 +134,30 @@ type Recorder struct {
 	clock  clock.Clock
 	stamps *clock.Stamps
 
-	mu       sync.Mutex
-	byID     map[string]*rollout
-	inFlight list
-	finished list
-	stats    Stats
-	pending  []event                // log records waiting for the next collection
-	stalls   map[seriesKey]*counter // gym.rollout.stalls_total
-	exported map[seriesKey]struct{} // gauge series exported non-zero at the last collection
+	mu          sync.Mutex
+	byID        map[rolloutKey]*rollout
+	inFlight    list
+	finished    list
+	stats       Stats
+	pending     []event                // log records waiting for the next collection
+	stalls      map[seriesKey]*counter // gym.rollout.stalls_total
+	exported    map[seriesKey]struct{} // gauge series exported non-zero at the last collection
+	saved       persistence            // where the state is kept across restarts (none by default)
+	lastSaveErr error
+}
+
+// SaveError is the error of the last write of the state that failed (nil when none has).
+func (r *Recorder) SaveError() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastSaveErr
 }
 
 // New returns a recorder of cfg (valid) reading time from c.
 func New(cfg Config, c clock.Clock) *Recorder {
 	return &Recorder{
 		cfg: cfg, clock: c, stamps: clock.NewStamps(c),
-		byID:     make(map[string]*rollout),
+		byID:     make(map[rolloutKey]*rollout),
 		stalls:   make(map[seriesKey]*counter),
 		exported: make(map[seriesKey]struct{}),
 	}
@@ -171,7 +190,7 @@ func (r *Recorder) ConsumeTraces(td ptrace.Traces) {
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
 		res := rs.Resource().Attributes()
-		run, resServer := str(res, KeyRun), str(res, KeyServer)
+		run, resServer := keep(str(res, KeyRun)), str(res, KeyServer)
 		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
 			spans := sss.At(j).Spans()
@@ -180,6 +199,7 @@ func (r *Recorder) ConsumeTraces(td ptrace.Traces) {
 			}
 		}
 	}
+	r.flush()
 }
 
 func (r *Recorder) span(s ptrace.Span, run, resServer string, now time.Duration) {
@@ -202,7 +222,7 @@ func (r *Recorder) span(s ptrace.Span, run, resServer string, now time.Duration)
 	if server == "" {
 		server = resServer
 	}
-	ro := r.byID[id]
+	ro := r.byID[rolloutKey{run, id}]
 	if ro == nil {
 		ro = r.admit(id, run, now)
 	} else if ro.finished {
@@ -212,9 +232,7 @@ func (r *Recorder) span(s ptrace.Span, run, resServer string, now time.Duration)
 	idle := now - ro.lastSeen
 	ro.lastSeen = now
 	ro.trace, ro.span = s.TraceID(), s.SpanID()
-	if ro.run == "" && run != "" {
-		ro.run = keep(run) // the rollout span may come from the one process that knows the run
-	}
+	r.touch(ro)
 	if ro.lastSpan != name {
 		ro.lastSpan = keep(name)
 	}
@@ -247,12 +265,27 @@ func (r *Recorder) admit(id, run string, now time.Duration) *rollout {
 			r.inFlight.remove(old)
 			r.stats.Evicted++
 		}
-		delete(r.byID, old.id)
+		r.forget(old)
 	}
-	ro := &rollout{id: strings.Clone(id), run: keep(run), firstSeen: now, lastSeen: now}
-	r.byID[ro.id] = ro
+	ro := &rollout{rolloutKey: rolloutKey{run: strings.Clone(run), id: strings.Clone(id)}, firstSeen: now, lastSeen: now, slot: -1}
+	r.byID[ro.rolloutKey] = ro
 	r.inFlight.push(ro)
+	r.saved.place(ro)
 	return ro
+}
+
+// forget drops a rollout that left both lists.
+func (r *Recorder) forget(ro *rollout) {
+	delete(r.byID, ro.rolloutKey)
+	r.saved.free(ro)
+}
+
+// touch marks ro as changed since its record was written.
+func (r *Recorder) touch(ro *rollout) {
+	if !ro.dirty && r.saved.store != nil {
+		ro.dirty = true
+		r.saved.dirty = append(r.saved.dirty, ro)
+	}
 }
 
 // finish ends a rollout in flight; a stalled one is logged. One whose gym.rollout span came is
@@ -269,9 +302,10 @@ func (r *Recorder) finish(ro *rollout, now, idle time.Duration, why reason) {
 	ro.stalled = false
 	if why == reasonSilent {
 		r.stats.Expired++
-		delete(r.byID, ro.id)
+		r.forget(ro)
 		return
 	}
 	r.finished.push(ro)
 	ro.finished = true
+	r.touch(ro)
 }

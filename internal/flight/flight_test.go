@@ -262,7 +262,7 @@ func TestMaxRollouts(t *testing.T) {
 	got, _ := collect(r)
 	assert.Equal(t, 3.0, got["gym.rollout.in_flight|r|s|verify"])
 	assert.Equal(t, 1.0, got["gym.rollout.oldest_in_flight_age|r||"], "r2, seen a second ago, is the oldest now")
-	_, kept := r.byID["r0"]
+	_, kept := r.byID[rolloutKey{"r", "r0"}]
 	assert.False(t, kept)
 }
 

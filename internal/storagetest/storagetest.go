@@ -68,8 +68,30 @@ func (m *Mem) Delete(_ context.Context, k string) error {
 	return nil
 }
 
-// Batch does nothing: no component under test uses it.
-func (m *Mem) Batch(context.Context, ...*storage.Operation) error { return nil }
+// Batch runs ops in order, as one: a Get's value is what k holds at that point of the batch.
+func (m *Mem) Batch(_ context.Context, ops ...*storage.Operation) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, op := range ops {
+		switch op.Type {
+		case storage.Get:
+			op.Value = append([]byte(nil), m.data[op.Key]...)
+		case storage.Set:
+			m.sets++
+			m.data[op.Key] = append([]byte(nil), op.Value...)
+		case storage.Delete:
+			delete(m.data, op.Key)
+		}
+	}
+	return nil
+}
+
+// Len is how many keys hold a value.
+func (m *Mem) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.data)
+}
 
 // Close keeps the data: a client closed with its component leaves it for the next one.
 func (m *Mem) Close(context.Context) error { return nil }
