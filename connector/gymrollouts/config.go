@@ -15,8 +15,8 @@ type Config struct {
 	CollectionInterval time.Duration `mapstructure:"collection_interval"`
 	// Storage names a storage extension (e.g. file_storage) that keeps the rollouts across
 	// a restart; none by default (the set is rebuilt from the next spans).
-	Storage *component.ID `mapstructure:"storage"`
-	flight.Config      `mapstructure:",squash"`
+	Storage       *component.ID `mapstructure:"storage"`
+	flight.Config `mapstructure:",squash"`
 }
 
 func createDefaultConfig() *Config {

@@ -59,7 +59,7 @@ func TestRestore(t *testing.T) {
 	crash := mem.CrashCopy()
 
 	c2 := clock.NewFake(t0.Add(time.Hour)) // a new process: its elapsed time starts again
-	c2.Advance(10 * time.Minute)            // down for 10 minutes (more than stall_after)
+	c2.Advance(10 * time.Minute)           // down for 10 minutes (more than stall_after)
 	r2 := New(testCfg, c2)
 	got, err := r2.Restore(context.Background(), crash)
 	require.NoError(t, err)
