@@ -72,8 +72,8 @@ func summaryFile(t *testing.T, path string) string {
 	return p
 }
 
-// TestCompareCases: generated runs, each a known change, read as run files (paired by rollout)
-// and as summary JSON files (Welch).
+// TestCompareCases: generated runs, each a known change, read as run files (paired by task)
+// and as summary JSON files (unpaired, clustered by task).
 func TestCompareCases(t *testing.T) {
 	base := binary(200, 160) // 80% pass
 	drop := append([]float64{}, base...)
@@ -110,7 +110,7 @@ func TestCompareCases(t *testing.T) {
 		for _, asSummary := range []bool{false, true} {
 			pa, pb, test := a, c.b, testPaired
 			if asSummary {
-				pa, pb, test = summaryFile(t, a), summaryFile(t, c.b), testWelch
+				pa, pb, test = summaryFile(t, a), summaryFile(t, c.b), testClustered
 			}
 			code, r, stderr := compareRun(t, pa, pb)
 			name := fmt.Sprintf("%s (summary JSON %v)", c.name, asSummary)
@@ -136,7 +136,7 @@ func TestCompareCases(t *testing.T) {
 			assert.LessOrEqual(t, m.CI95[0], *m.Delta)
 			assert.GreaterOrEqual(t, m.CI95[1], *m.Delta)
 			if test == testPaired {
-				assert.Equal(t, m.B.N, m.Pairs, "%s: every rollout of B has its partner in A", name)
+				assert.Equal(t, m.B.Tasks, m.Pairs, "%s: every task of B has its partner in A", name)
 			}
 		}
 	}
@@ -155,8 +155,9 @@ func sum(xs []float64) (s float64) {
 	return s
 }
 
-// TestComparePairing: runs whose rows give no indices, or that key a rollout twice, are compared
-// by Welch's test; a benchmark of one run only is said so and judged no_change.
+// TestComparePairing: runs whose rows give no indices are compared by Welch's test by rollout;
+// a directory of two runs of one benchmark is paired by task; a benchmark of one run only is
+// said so and judged no_change.
 func TestComparePairing(t *testing.T) {
 	base, drop := binary(100, 80), binary(100, 50)
 	unkeyedA := writeRun(t, mainRows("math", base, false), nil)
@@ -173,16 +174,19 @@ func TestComparePairing(t *testing.T) {
 	var out, errOut bytes.Buffer
 	assert.Equal(t, 1, run([]string{"compare", unkeyedA, keyedB}, &out, &errOut))
 	assert.Contains(t, out.String(), "\nextra: only in B\n")
-	assert.Contains(t, out.String(), "\nmath: Welch's t (unpaired); causes: model\n")
+	assert.Regexp(t, `\nmath: Welch's t \(unpaired, by rollout: a run's rows give no task index\); p [0-9.e-]+ \(adjusted [0-9.e-]+\); detectable ±0\.[0-9]{3}; causes: model\n`, out.String())
 
-	// A directory of two runs of one benchmark keys each rollout twice: no pairing.
+	// A directory of two runs of one benchmark: two rollouts of each task.
 	dir := t.TempDir()
 	for _, stem := range []string{"r1.jsonl", "r2.jsonl"} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, stem), []byte(strings.Join(mainRows("math", base, true), "\n")+"\n"), 0o644))
 	}
 	_, r, _ = compareRun(t, dir, keyedB)
-	assert.Equal(t, testWelch, r.Benchmarks["math"].Test)
+	assert.Equal(t, testPaired, r.Benchmarks["math"].Test)
+	assert.Equal(t, int64(100), r.Benchmarks["math"].Pairs)
 	assert.Equal(t, int64(200), r.Benchmarks["math"].A.N)
+	assert.Equal(t, int64(100), r.Benchmarks["math"].A.Tasks)
+	assert.InDelta(t, -0.3, *r.Benchmarks["math"].Delta, 1e-12)
 }
 
 // TestCompareBadInput: a file that cannot be read, a damaged summary JSON, a document of
