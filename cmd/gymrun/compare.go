@@ -121,7 +121,11 @@ func runSide(path string, s *Summary, files []FileReport) (*side, error) {
 	if len(s.benches) == 0 {
 		return nil, fmt.Errorf("%s: no row read: nothing to compare", path)
 	}
-	return &side{path: path, benches: s.report(files, nil).Benchmarks, runs: s.benches}, nil
+	r := s.report(files, nil)
+	if err := checkFinite(r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &side{path: path, benches: r.Benchmarks, runs: s.benches}, nil
 }
 
 // schemaOf is the "schema" string of the file's first JSON value when it is an object that has

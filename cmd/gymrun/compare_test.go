@@ -258,3 +258,172 @@ func badTypeLine(t *testing.T, path string) string {
 	require.NoError(t, err)
 	return strings.Split(string(data), "\n")[line-1]
 }
+
+// taskRows are main-output rows of benchmark name: reward[t][i] is task first+t's rollout i;
+// rollouts false leaves the rollout index out.
+func taskRows(name string, first int, rewards [][]float64, rollouts bool) []string {
+	var out []string
+	for t, rs := range rewards {
+		for i, r := range rs {
+			row := fmt.Sprintf(`{"_ng_environment_server":%q,"reward":%v,"_ng_task_index":%d`, name, r, first+t)
+			if rollouts {
+				row += fmt.Sprintf(`,"_ng_rollout_index":%d`, i)
+			}
+			out = append(out, row+"}")
+		}
+	}
+	return out
+}
+
+// tasksOf is n tasks of k rollouts, rollout i of task t rewarded f(t, i).
+func tasksOf(n, k int, f func(t, i int) float64) [][]float64 {
+	out := make([][]float64, n)
+	for t := range out {
+		for i := range k {
+			out[t] = append(out[t], f(t, i))
+		}
+	}
+	return out
+}
+
+// TestCompareEdges: each edge gives a clear result: every reward equal (no spread: certain, and
+// within [-1, 1]); one task (no test, said so); tasks in one run only (left out of the pairs, or
+// unpaired when no task is shared); rewards outside [0, 1]; rows without a rollout index (paired
+// by task all the same) or without a task index (by rollout); rewards that overflow (an error).
+func TestCompareEdges(t *testing.T) {
+	const name = "b"
+	cmpRows := func(a, b []string) (int, CompareBench, string) {
+		var out, errOut bytes.Buffer
+		pa, pb := writeRun(t, a, nil), writeRun(t, b, nil)
+		code, r, stderr := compareRun(t, pa, pb)
+		require.NotEqual(t, 2, code, stderr)
+		run([]string{"compare", pa, pb}, &out, &errOut)
+		return code, r.Benchmarks[name], out.String()
+	}
+	ones := taskRows(name, 0, tasksOf(10, 2, func(int, int) float64 { return 1 }), true)
+	zeros := taskRows(name, 0, tasksOf(10, 2, func(int, int) float64 { return 0 }), true)
+
+	code, c, text := cmpRows(ones, ones)
+	assert.Equal(t, 0, code)
+	assert.Equal(t, testPaired, c.Test)
+	assert.Equal(t, [2]float64{0, 0}, *c.CI95)
+	assert.Equal(t, 1.0, *c.PValue)
+	assert.Nil(t, c.MDE80, "no spread to plan with")
+	assert.Equal(t, verdictNoChange, c.Verdict)
+	assert.Contains(t, text, "every task moved alike (no spread)")
+
+	code, c, _ = cmpRows(ones, zeros)
+	assert.Equal(t, 1, code)
+	assert.Equal(t, [2]float64{-1, -1}, *c.CI95)
+	assert.Equal(t, verdictRegression, c.Verdict)
+
+	// Pass/fail, a few tasks: the t interval is cut at -1.
+	few := taskRows(name, 0, tasksOf(3, 1, func(t, _ int) float64 { return float64(min(t, 1)) }), true)
+	_, c, _ = cmpRows(taskRows(name, 0, tasksOf(3, 1, func(int, int) float64 { return 1 }), true), few)
+	assert.Equal(t, -1.0, c.CI95[0])
+	assert.InDelta(t, -1.0/3, *c.Delta, 1e-12)
+
+	// The summary's interval of a pass rate of 1 over 10 tasks: Wilson's at 10, within [0, 1].
+	r, _ := summarize(t, writeRun(t, ones, nil))
+	w := r.Benchmarks[name].Reward
+	assert.Equal(t, int64(10), w.Tasks)
+	assert.Equal(t, 0.0, *w.SEByTask)
+	assert.Equal(t, wilsonEff(1, 10), *w.CI95ByTask)
+	assert.Equal(t, 1.0, w.CI95ByTask[1])
+
+	oneTask := taskRows(name, 0, tasksOf(1, 5, func(_, i int) float64 { return float64(i % 2) }), true)
+	code, c, text = cmpRows(oneTask, ones)
+	assert.Equal(t, 0, code)
+	assert.Equal(t, testNone, c.Test)
+	assert.Equal(t, reasonOneTask, c.Reason)
+	assert.Nil(t, c.CI95)
+	assert.Nil(t, c.PValue)
+	assert.Contains(t, text, "\nb: one task: no spread between tasks to judge by, no test; causes: denominator\n")
+
+	// Tasks 0-19 in A, 10-29 in B: paired over 10, the others left out and said so.
+	f := func(t, i int) float64 { return float64((t + i) % 2) }
+	code, c, text = cmpRows(taskRows(name, 0, tasksOf(20, 2, f), true), taskRows(name, 10, tasksOf(20, 2, f), true))
+	assert.Equal(t, 0, code)
+	assert.Equal(t, testPaired, c.Test)
+	assert.Equal(t, int64(10), c.Pairs)
+	assert.Contains(t, text, "paired over 10 tasks (left out: 10 tasks of A and 10 of B without a reward in the other run)")
+	// No task in common: unpaired, each run clustered by task.
+	_, c, _ = cmpRows(taskRows(name, 0, tasksOf(20, 2, f), true), taskRows(name, 20, tasksOf(20, 2, f), true))
+	assert.Equal(t, testClustered, c.Test)
+	assert.Zero(t, c.Pairs)
+
+	// Rewards outside [0, 1]: a change of 1.5 in [-2, 3], its interval not cut at ±1.
+	wide := func(shift float64) func(t, i int) float64 {
+		return func(t, i int) float64 { return -2 + float64((3*t+i)%6) + shift }
+	}
+	code, c, _ = cmpRows(taskRows(name, 0, tasksOf(30, 2, wide(0)), true), taskRows(name, 0, tasksOf(30, 2, wide(1.5)), true))
+	assert.Equal(t, 0, code)
+	assert.Equal(t, verdictImprovement, c.Verdict)
+	assert.InDelta(t, 1.5, *c.Delta, 1e-12)
+	assert.Greater(t, c.CI95[1], 1.0)
+
+	// No rollout index: paired by task as with them.
+	_, c, _ = cmpRows(taskRows(name, 0, tasksOf(10, 3, f), false), taskRows(name, 0, tasksOf(10, 3, f), true))
+	assert.Equal(t, testPaired, c.Test)
+	assert.Equal(t, int64(10), c.Pairs)
+	// No task index: by rollout, said so.
+	_, c, text = cmpRows(mainRows(name, binary(20, 10), false), taskRows(name, 0, tasksOf(10, 2, f), true))
+	assert.Equal(t, testWelch, c.Test)
+	assert.Zero(t, c.A.Tasks)
+	assert.Contains(t, text, "by rollout: a run's rows give no task index")
+
+	// Rewards that overflow a sum: an error naming the file and benchmark, never a NaN.
+	huge := taskRows(name, 0, tasksOf(3, 2, func(_, i int) float64 { return []float64{1e308, -1e308}[i] }), true)
+	pa := writeRun(t, huge, nil)
+	var out, errOut bytes.Buffer
+	assert.Equal(t, 2, run([]string{"compare", "--json", pa, writeRun(t, ones, nil)}, &out, &errOut))
+	assert.Contains(t, errOut.String(), pa+`: benchmark "b": its rewards overflow`)
+	assert.Empty(t, out.String())
+	assert.Equal(t, 2, run([]string{"summary", "--json", pa}, &out, &errOut))
+}
+
+// TestCompareOptions: --correction none judges each benchmark at the level alone; --level moves
+// the line; a bad option is a usage error that says what is allowed.
+func TestCompareOptions(t *testing.T) {
+	// Three benchmarks, one with a change whose raw p is between 0.05/3 and 0.05.
+	var a, b []string
+	for i, drop := range []int{0, 0, 15} {
+		name := fmt.Sprintf("b%d", i)
+		a = append(a, mainRows(name, binary(100, 60), true)...)
+		b = append(b, mainRows(name, binary(100, 60-drop), true)...)
+	}
+	pa, pb := writeRun(t, a, nil), writeRun(t, b, nil)
+	judge := func(args ...string) (int, CompareReport) {
+		var out, errOut bytes.Buffer
+		code := run(append(append([]string{"compare", "--json"}, args...), pa, pb), &out, &errOut)
+		var r CompareReport
+		require.NoError(t, json.Unmarshal(out.Bytes(), &r), errOut.String())
+		return code, r
+	}
+	code, holmR := judge()
+	c := holmR.Benchmarks["b2"]
+	require.NotNil(t, c.PValue)
+	require.Greater(t, *c.PValue, 0.05/3, "the case needs a p-value between the levels")
+	require.Less(t, *c.PValue, 0.05)
+	assert.Equal(t, 0, code)
+	assert.Equal(t, correctionHolm, holmR.Correction)
+	assert.Equal(t, 0.05, holmR.Level)
+	assert.Equal(t, 3, holmR.Family)
+	assert.Equal(t, verdictNoChange, c.Verdict)
+	assert.Less(t, c.CI95[1], 0.0, "the raw interval excludes 0; the family's verdict does not follow it")
+
+	code, noneR := judge("--correction", "none")
+	assert.Equal(t, 1, code)
+	assert.Equal(t, verdictRegression, noneR.Benchmarks["b2"].Verdict)
+	assert.Equal(t, *noneR.Benchmarks["b2"].PValue, *noneR.Benchmarks["b2"].PAdj)
+	assert.Less(t, *noneR.Benchmarks["b2"].MDE80, *c.MDE80, "one test at 0.05 sees less than one of three")
+
+	code, _ = judge("--level", "0.2")
+	assert.Equal(t, 1, code)
+
+	for _, args := range [][]string{{"--correction", "bonferroni"}, {"--level", "0"}, {"--level", "1"}, {"--level", "NaN"}} {
+		var out, errOut bytes.Buffer
+		assert.Equal(t, 2, run(append(append([]string{"compare"}, args...), pa, pb), &out, &errOut), "%q", args)
+		assert.Contains(t, errOut.String(), args[0], "%q", args)
+	}
+}

@@ -87,6 +87,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	r := s.report(files, table)
+	if err := checkFinite(r); err != nil {
+		fmt.Fprintln(stderr, "gymrun:", err)
+		return 2
+	}
 	write := func(w io.Writer) error {
 		if *asJSON {
 			enc := json.NewEncoder(w)

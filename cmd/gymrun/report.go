@@ -126,6 +126,33 @@ func (s *Summary) report(files []FileReport, table *prices.Table) Report {
 	return out
 }
 
+// checkFinite: every number of the rewards' statistics is finite. Finite rewards near the limits
+// of float64 (±1.8e308) can still overflow a sum or a spread, which JSON cannot carry and no
+// reader could use: an error naming the benchmark, not a NaN written or a panic.
+func checkFinite(r Report) error {
+	for _, name := range sortedNames(r.Benchmarks) {
+		w := r.Benchmarks[name].Reward
+		xs := []float64{w.Sum}
+		for _, p := range []*float64{w.Mean, w.SD, w.SEByTask} {
+			if p != nil {
+				xs = append(xs, *p)
+			}
+		}
+		for _, ci := range []*[2]float64{w.CI95, w.CI95ByTask} {
+			if ci != nil {
+				xs = append(xs, ci[0], ci[1])
+			}
+		}
+		if h := w.Histogram; h != nil {
+			xs = append(xs, h.Lo, h.Hi)
+		}
+		if !finite(xs...) {
+			return fmt.Errorf("benchmark %q: its rewards overflow a sum or a spread (rewards near ±1.8e308): no statistics", name)
+		}
+	}
+	return nil
+}
+
 // taskInterval is the 95% interval of a mean clustered by task (e, over n rewards): for a pass
 // rate, Wilson's at the effective number of rewards p(1 − p)/se² (between the tasks and the
 // rewards: at a rate of 0 or 1, the tasks), which stays within [0, 1]; else Student's t.
