@@ -214,6 +214,10 @@ func checkSummaryBench(b BenchReport) error {
 		return errors.New("no reward.sd (written by an older gymrun: run gymrun summary --json again)")
 	case b.Failed > 0 && b.FailedByGroup == nil:
 		return errors.New("no failed_by_group (written by an older gymrun: run gymrun summary --json again)")
+	case w.Tasks < 0 || w.Tasks > w.N:
+		return errors.New("reward.tasks must be between 0 and reward.n")
+	case w.SD != nil && *w.SD < 0 || w.SEByTask != nil && *w.SEByTask < 0:
+		return errors.New("a negative reward.sd or reward.se_by_task")
 	}
 	return nil
 }

@@ -217,6 +217,17 @@ func TestCompareBadInput(t *testing.T) {
 	delete(doc["benchmarks"].(map[string]any)["math"].(map[string]any)["reward"].(map[string]any), "sd")
 	old, _ := json.Marshal(doc)
 	noSD := write("old.json", string(old))
+	mathReward := func(d map[string]any) map[string]any {
+		return d["benchmarks"].(map[string]any)["math"].(map[string]any)["reward"].(map[string]any)
+	}
+	require.NoError(t, json.Unmarshal(data, &doc))
+	mathReward(doc)["tasks"] = 21
+	manyTasks, _ := json.Marshal(doc)
+	tooManyTasks := write("tasks.json", string(manyTasks))
+	require.NoError(t, json.Unmarshal(data, &doc))
+	mathReward(doc)["se_by_task"] = -0.1
+	negSE, _ := json.Marshal(doc)
+	negativeSE := write("se.json", string(negSE))
 	other := write("compare.json", `{"schema": "gymrun.compare/v1", "benchmarks": {}}`)
 	empty := write("empty.jsonl", "")
 	missing := filepath.Join(dir, "missing.jsonl")
@@ -228,6 +239,8 @@ func TestCompareBadInput(t *testing.T) {
 		{[]string{truncated, good}, truncated + ":" + fmt.Sprint(strings.Count(string(data[:len(data)/2]), "\n")+1) + ": not a valid summary JSON"},
 		{[]string{good, badType}, badType + ":"},
 		{[]string{good, noSD}, noSD + `: benchmark "math": no reward.sd`},
+		{[]string{good, tooManyTasks}, tooManyTasks + `: benchmark "math": reward.tasks must be between 0 and reward.n`},
+		{[]string{negativeSE, good}, negativeSE + `: benchmark "math": a negative reward.sd or reward.se_by_task`},
 		{[]string{other, good}, other + ": a gymrun.compare/v1 document"},
 		{[]string{good, empty}, empty + ": no row read"},
 		{[]string{good}, "usage:"},
