@@ -18,17 +18,12 @@ import (
 // maxSummaryBytes bounds a summary JSON read whole: a summary is a few KiB per benchmark.
 const maxSummaryBytes = 64 << 20
 
-// keyedReward is a finite reward of the rollout (task, rollout) of its run.
-type keyedReward struct {
-	task, rollout int64
-	reward        float64
-}
-
 // side is one run of a comparison.
 type side struct {
 	path    string
 	benches map[string]BenchReport
-	// runs: each benchmark's accumulated rows, for pairing; nil when read from a summary JSON.
+	// runs: each benchmark's accumulated rows, for pairing by task; nil when read from a
+	// summary JSON.
 	runs map[string]*bench
 }
 
@@ -37,11 +32,22 @@ func compare(args []string, stdout, stderr io.Writer) int {
 	fl.SetOutput(stderr)
 	asJSON := fl.Bool("json", false, "write the gymrun.compare/v1 JSON document instead of tables")
 	htmlPath := fl.String("html", "", "also write a self-contained HTML report to `FILE`")
+	o := compareOpts{}
+	fl.StringVar(&o.correction, "correction", correctionHolm, "the family-wise correction over the benchmarks: holm or none")
+	fl.Float64Var(&o.level, "level", 0.05, "the family-wise error level of the verdicts, in (0, 1)")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
 	if fl.NArg() != 2 {
 		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	if o.correction != correctionHolm && o.correction != correctionNone {
+		fmt.Fprintf(stderr, "gymrun: --correction %q: holm or none\n", o.correction)
+		return 2
+	}
+	if !(o.level > 0 && o.level < 1) {
+		fmt.Fprintf(stderr, "gymrun: --level %v: a level between 0 and 1, such as 0.05\n", o.level)
 		return 2
 	}
 	var sides [2]*side
@@ -53,7 +59,7 @@ func compare(args []string, stdout, stderr io.Writer) int {
 		}
 		sides[i] = s
 	}
-	r := compareSides(sides[0], sides[1])
+	r := compareSides(sides[0], sides[1], o)
 	if *htmlPath != "" {
 		if err := writeHTMLFile(*htmlPath, r); err != nil {
 			fmt.Fprintln(stderr, "gymrun:", err)
@@ -72,6 +78,11 @@ func compare(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "gymrun:", err)
 		return 2
 	}
+	return gate(r)
+}
+
+// gate is the exit status of a comparison written: 1 on a regression (the CI gate), else 0.
+func gate(r CompareReport) int {
 	if r.Verdict == verdictRegression {
 		return 1
 	}
@@ -98,15 +109,23 @@ func loadSide(path string, stderr io.Writer) (*side, error) {
 		}
 	}
 	s := NewSummary()
-	s.keyed = true
 	files, err := readRuns(s, []string{path}, stderr)
 	if err != nil {
 		return nil, err
 	}
+	return runSide(path, s, files)
+}
+
+// runSide is the side of a run read into s.
+func runSide(path string, s *Summary, files []FileReport) (*side, error) {
 	if len(s.benches) == 0 {
 		return nil, fmt.Errorf("%s: no row read: nothing to compare", path)
 	}
-	return &side{path: path, benches: s.report(files, nil).Benchmarks, runs: s.benches}, nil
+	r := s.report(files, nil)
+	if err := checkFinite(r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &side{path: path, benches: r.Benchmarks, runs: s.benches}, nil
 }
 
 // schemaOf is the "schema" string of the file's first JSON value when it is an object that has
@@ -195,6 +214,10 @@ func checkSummaryBench(b BenchReport) error {
 		return errors.New("no reward.sd (written by an older gymrun: run gymrun summary --json again)")
 	case b.Failed > 0 && b.FailedByGroup == nil:
 		return errors.New("no failed_by_group (written by an older gymrun: run gymrun summary --json again)")
+	case w.Tasks < 0 || w.Tasks > w.N:
+		return errors.New("reward.tasks must be between 0 and reward.n")
+	case w.SD != nil && *w.SD < 0 || w.SEByTask != nil && *w.SEByTask < 0:
+		return errors.New("a negative reward.sd or reward.se_by_task")
 	}
 	return nil
 }

@@ -88,7 +88,12 @@ func TestCompareBinary(t *testing.T) {
 		assert.Contains(t, dom, fmt.Sprintf("%.4f", *c.A.Mean), name)
 		assert.Contains(t, dom, fmt.Sprintf("%.4f", *c.B.Mean), name)
 		assert.Contains(t, dom, `<span class="verdict `+c.Verdict+`">`, name)
+		assert.Contains(t, dom, fmt.Sprintf("%.2g (%.2g)", *c.PValue, *c.PAdj), name)
+		if c.MDE80 != nil {
+			assert.Contains(t, dom, fmt.Sprintf("±%.4f", *c.MDE80), name)
+		}
 	}
+	assert.Contains(t, dom, "holm over 3 benchmarks at level 0.05")
 	assert.Equal(t, 3, strings.Count(dom, `<svg class="interval"`), "an interval per benchmark")
 	assert.Equal(t, 3, strings.Count(dom, `<svg class="hist"`), "a histogram per benchmark")
 	assert.Equal(t, 3, strings.Count(dom, "<circle"))

@@ -17,8 +17,12 @@ import (
 
 var update = flag.Bool("update", false, "write testdata/gymrun (the worked example's runs and output) again")
 
-// exampleDir holds docs/gymrun.md's worked example: runs a and b and compare's output on them.
-const exampleDir = "testdata/gymrun"
+// exampleDir holds docs/gymrun.md's worked example, runs a and b; exampleGolden compare's output
+// on them (both from the repository's root).
+const (
+	exampleDir    = "testdata/gymrun"
+	exampleGolden = "cmd/gymrun/testdata/compare.txt"
+)
 
 // writeExample writes the example's runs into dir/a and dir/b (seeded: the same bytes every
 // time). Three benchmarks, one change each:
@@ -102,15 +106,17 @@ func writeExample(t *testing.T, dir string) {
 }
 
 // TestCompareExample: the committed example is what writeExample writes, and compare's output
-// on it is the committed one, which docs/gymrun.md shows (go test -run TestCompareExample
-// -update writes both files again; the docs are edited by hand).
+// on it is the committed one (exampleGolden), which docs/gymrun.md shows (go test -run
+// TestCompareExample -update writes both again; the docs are edited by hand).
 func TestCompareExample(t *testing.T) {
 	tmp := t.TempDir()
 	writeExample(t, tmp)
 	t.Chdir(filepath.Join("..", ".."))
 	if *update {
-		require.NoError(t, os.RemoveAll(exampleDir))
-		require.NoError(t, os.CopyFS(exampleDir, os.DirFS(tmp)))
+		for _, side := range []string{"a", "b"} {
+			require.NoError(t, os.RemoveAll(filepath.Join(exampleDir, side)))
+			require.NoError(t, os.CopyFS(filepath.Join(exampleDir, side), os.DirFS(filepath.Join(tmp, side))))
+		}
 	}
 	for _, f := range []string{"a/eval.jsonl", "a/eval_failures.jsonl", "b/eval.jsonl", "b/eval_failures.jsonl"} {
 		want, err := os.ReadFile(filepath.Join(tmp, f))
@@ -123,8 +129,9 @@ func TestCompareExample(t *testing.T) {
 	code := run([]string{"compare", exampleDir + "/a", exampleDir + "/b"}, &out, &errOut)
 	assert.Equal(t, 1, code, "the example regresses")
 	assert.Empty(t, errOut.String())
-	golden := filepath.Join(exampleDir, "compare.txt")
+	golden := exampleGolden
 	if *update {
+		require.NoError(t, os.MkdirAll(filepath.Dir(golden), 0o755))
 		require.NoError(t, os.WriteFile(golden, out.Bytes(), 0o644))
 	}
 	want, err := os.ReadFile(golden)

@@ -37,6 +37,7 @@ const (
 
 type htmlReport struct {
 	CompareReport
+	Note string // how the verdicts hold the family-wise error
 	Rows []htmlBench
 }
 
@@ -79,7 +80,7 @@ type bar struct {
 
 // writeHTMLFile writes the report of r to path.
 func writeHTMLFile(path string, r CompareReport) error {
-	hr := htmlReport{CompareReport: r}
+	hr := htmlReport{CompareReport: r, Note: familyNote(r)}
 	for _, n := range sortedNames(r.Benchmarks) {
 		c := r.Benchmarks[n]
 		hb := htmlBench{Name: n, CompareBench: c, Causes: strings.Join(c.Causes, ", ")}

@@ -10,8 +10,9 @@ import (
 )
 
 // writeCompareText writes one line per benchmark (reward n and mean in A and B, the change and
-// its 95% interval, the verdict), then per benchmark the test and the causes with the shares
-// that moved, then the overall verdict.
+// its raw 95% interval, the verdict from the adjusted p-value), then per benchmark the test, the
+// p-values, the detectable effect and the causes with the shares that moved, then the overall
+// verdict and how the family was judged.
 func writeCompareText(w io.Writer, r CompareReport) error {
 	fmt.Fprintf(w, "A: %s\nB: %s\n\n", r.A, r.B)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -38,8 +39,16 @@ func writeCompareText(w io.Writer, r CompareReport) error {
 	for _, n := range names {
 		writeCompareDetail(w, n, r.Benchmarks[n])
 	}
-	fmt.Fprintf(w, "\nverdict: %s\n", r.Verdict)
+	fmt.Fprintf(w, "\nverdict: %s (%s)\n", r.Verdict, familyNote(r))
 	return nil
+}
+
+// familyNote says how the verdicts hold the family-wise error.
+func familyNote(r CompareReport) string {
+	if r.Correction == correctionNone {
+		return fmt.Sprintf("no correction: each of %d benchmarks at level %g", r.Family, r.Level)
+	}
+	return fmt.Sprintf("%s over %d benchmarks at level %g", r.Correction, r.Family, r.Level)
 }
 
 func fmtMean(m *float64) string {
@@ -66,11 +75,29 @@ func compareDetail(c CompareBench) (head string, lines []string) {
 	case c.OnlyIn != "":
 		return "only in " + strings.ToUpper(c.OnlyIn), nil
 	case c.Test == testPaired:
-		head = fmt.Sprintf("paired over %d rollouts", c.Pairs)
+		head = fmt.Sprintf("paired over %d tasks", c.Pairs)
+		if la, lb := c.A.Tasks-c.Pairs, c.B.Tasks-c.Pairs; la > 0 || lb > 0 {
+			head += fmt.Sprintf(" (left out: %d tasks of A and %d of B without a reward in the other run)", la, lb)
+		}
+	case c.Test == testClustered:
+		head = fmt.Sprintf("unpaired, clustered by task (%d and %d tasks)", c.A.Tasks, c.B.Tasks)
 	case c.Test == testWelch:
-		head = "Welch's t (unpaired)"
+		head = "Welch's t (unpaired, by rollout: a run's rows give no task index)"
+	case c.Reason == reasonOneTask:
+		head = "one task: no spread between tasks to judge by, no test"
+	case c.Reason == reasonNotFinite:
+		head = "rewards too large for a finite interval, no test"
 	default:
 		head = "too few rewards for an interval"
+	}
+	if c.PValue != nil {
+		head += fmt.Sprintf("; p %.2g (adjusted %.2g)", *c.PValue, *c.PAdj)
+	}
+	switch {
+	case c.MDE80 != nil:
+		head += fmt.Sprintf("; detectable ±%.3f", *c.MDE80)
+	case c.PValue != nil:
+		head += "; every task moved alike (no spread)"
 	}
 	causes := "none"
 	if len(c.Causes) > 0 {

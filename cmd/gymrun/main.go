@@ -2,7 +2,7 @@
 // sidecar) and summarises them by benchmark.
 //
 //	gymrun summary [--json] [--prices FILE] [--out FILE] PATH...
-//	gymrun compare [--json] [--html FILE] A B
+//	gymrun compare [--json] [--html FILE] [--correction holm|none] [--level L] A B
 //
 // PATH is a run's main output DIR/STEM.jsonl, or a directory whose main outputs are read (not
 // its subdirectories). Each main output is read with its sidecar STEM_failures.jsonl when there
@@ -38,7 +38,7 @@ func main() {
 }
 
 const usage = `usage: gymrun summary [--json] [--prices FILE] [--out FILE] PATH...
-       gymrun compare [--json] [--html FILE] A B
+       gymrun compare [--json] [--html FILE] [--correction holm|none] [--level L] A B
        gymrun top [--url URL] [--run ID] [--interval D] [--once]
 
 summary: reads Gym run files (PATH: a run's main output STEM.jsonl, with its sidecar
@@ -46,10 +46,12 @@ STEM_failures.jsonl, or a directory of runs) and prints per benchmark attempts, 
 reward (with its denominator), tokens, truncated responses, tool calls and durations; with
 --prices FILE (USD per million tokens by model), the cost of each benchmark.
 
-compare: is run B better than run A? Per benchmark, the change in mean reward with its 95%
-interval, a verdict (regression, improvement, no_change) and its causes (model,
-infrastructure, denominator). A and B: runs, as summary reads them, or summary JSON files.
-Exit status 1 on a regression.
+compare: is run B better than run A? Per benchmark, the change in mean reward by task (paired
+by task when it can) with its 95% interval, its p-value adjusted over the benchmarks
+(--correction holm, the default, or none; --level 0.05), a verdict (regression, improvement,
+no_change) with the change it could detect, and its causes (model, infrastructure,
+denominator). A and B: runs, as summary reads them, or summary JSON files. Exit status 1 on a
+regression.
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -87,6 +89,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	r := s.report(files, table)
+	if err := checkFinite(r); err != nil {
+		fmt.Fprintln(stderr, "gymrun:", err)
+		return 2
+	}
 	write := func(w io.Writer) error {
 		if *asJSON {
 			enc := json.NewEncoder(w)

@@ -53,15 +53,20 @@ type BenchReport struct {
 // Reward is the mean reward over its explicit denominator n: scored, unmasked rows whose reward
 // is a finite number. The rows left out are counted apart.
 type Reward struct {
-	N         int64       `json:"n"`
-	Sum       float64     `json:"sum"`
-	Mean      *float64    `json:"mean"`
-	SD        *float64    `json:"sd"` // sample standard deviation: what compare's Welch test needs
-	CI95      *[2]float64 `json:"ci95"`
-	NaN       int64       `json:"nan"`
-	Missing   int64       `json:"missing"`
-	Infinite  int64       `json:"infinite"`
-	Histogram *Histogram  `json:"histogram"` // of the n rewards
+	N    int64       `json:"n"`
+	Sum  float64     `json:"sum"`
+	Mean *float64    `json:"mean"`
+	SD   *float64    `json:"sd"` // sample standard deviation: what compare's Welch test needs
+	CI95 *[2]float64 `json:"ci95"`
+	// Tasks: the task indices of the n rewards (0 when a row gives none); SEByTask and
+	// CI95ByTask: the mean's standard error and interval clustered by task (two tasks or more).
+	Tasks      int64       `json:"tasks"`
+	SEByTask   *float64    `json:"se_by_task"`
+	CI95ByTask *[2]float64 `json:"ci95_by_task"`
+	NaN        int64       `json:"nan"`
+	Missing    int64       `json:"missing"`
+	Infinite   int64       `json:"infinite"`
+	Histogram  *Histogram  `json:"histogram"` // of the n rewards
 }
 
 // ToolCalls are the function calls of the responses whose output is a list.
@@ -101,6 +106,12 @@ func (s *Summary) report(files []FileReport, table *prices.Table) Report {
 				rate := float64(b.passes) / float64(n)
 				br.PassRate = &rate
 			}
+			ts := b.taskSums()
+			br.Reward.Tasks = int64(len(ts))
+			if e, ok := clustered(ts); ok && finite(e.se) {
+				ci := taskInterval(e, n, b.binary)
+				br.Reward.SEByTask, br.Reward.CI95ByTask = &e.se, &ci
+			}
 		}
 		if len(b.durations) > 0 {
 			d := slices.Clone(b.durations)
@@ -115,20 +126,72 @@ func (s *Summary) report(files []FileReport, table *prices.Table) Report {
 	return out
 }
 
+// checkFinite: every number of the rewards' statistics is finite. Finite rewards near the limits
+// of float64 (±1.8e308) can still overflow a sum or a spread, which JSON cannot carry and no
+// reader could use: an error naming the benchmark, not a NaN written or a panic.
+func checkFinite(r Report) error {
+	for _, name := range sortedNames(r.Benchmarks) {
+		w := r.Benchmarks[name].Reward
+		xs := []float64{w.Sum}
+		for _, p := range []*float64{w.Mean, w.SD, w.SEByTask} {
+			if p != nil {
+				xs = append(xs, *p)
+			}
+		}
+		for _, ci := range []*[2]float64{w.CI95, w.CI95ByTask} {
+			if ci != nil {
+				xs = append(xs, ci[0], ci[1])
+			}
+		}
+		if h := w.Histogram; h != nil {
+			xs = append(xs, h.Lo, h.Hi)
+		}
+		if !finite(xs...) {
+			return fmt.Errorf("benchmark %q: its rewards overflow a sum or a spread (rewards near ±1.8e308): no statistics", name)
+		}
+	}
+	return nil
+}
+
+// taskInterval is the 95% interval of a mean clustered by task (e, over n rewards): for a pass
+// rate, Wilson's at the effective number of rewards p(1 − p)/se² (between the tasks and the
+// rewards: at a rate of 0 or 1, the tasks), which stays within [0, 1]; else Student's t.
+func taskInterval(e est, n int64, binary bool) [2]float64 {
+	if !binary {
+		return e.ci95()
+	}
+	lo, hi := e.df+1, float64(n)
+	eff := lo
+	if v := e.mean * (1 - e.mean); v > 0 {
+		eff = hi
+		if e.se > 0 {
+			eff = min(max(v/(e.se*e.se), lo), hi)
+		}
+	}
+	return wilsonEff(e.mean, eff)
+}
+
 // writeText writes the report as tables: one line per benchmark, then failures, tokens and
 // the files read.
 func writeText(w io.Writer, r Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	names := sortedNames(r.Benchmarks)
-	fmt.Fprintln(tw, "benchmark\tattempts\tscored\tfailed\tmasked\treward n\tmean\tci95\tpass\tnan/missing\ttruncated/responses\ttool calls\tp50 ms\tp90 ms\tp99 ms\t")
+	byRollout := false
+	fmt.Fprintln(tw, "benchmark\tattempts\tscored\tfailed\tmasked\treward n\ttasks\tmean\tci95\tpass\tnan/missing\ttruncated/responses\ttool calls\tp50 ms\tp90 ms\tp99 ms\t")
 	for _, n := range names {
 		b := r.Benchmarks[n]
-		mean, ci, pass := "-", "-", "-"
+		mean, ci, pass, tasks := "-", "-", "-", "-"
 		if b.Reward.Mean != nil {
 			mean = fmt.Sprintf("%.4f", *b.Reward.Mean)
 		}
-		if b.Reward.CI95 != nil {
-			ci = fmt.Sprintf("[%.4f, %.4f]", b.Reward.CI95[0], b.Reward.CI95[1])
+		// By task when the tasks are known (the unit), else by rollout, marked.
+		if b.Reward.CI95ByTask != nil {
+			ci = fmt.Sprintf("[%.4f, %.4f]", b.Reward.CI95ByTask[0], b.Reward.CI95ByTask[1])
+		} else if b.Reward.CI95 != nil {
+			ci, byRollout = fmt.Sprintf("[%.4f, %.4f]*", b.Reward.CI95[0], b.Reward.CI95[1]), true
+		}
+		if b.Reward.Tasks > 0 {
+			tasks = fmt.Sprint(b.Reward.Tasks)
 		}
 		if b.PassRate != nil {
 			pass = fmt.Sprintf("%.1f%%", 100**b.PassRate)
@@ -137,12 +200,15 @@ func writeText(w io.Writer, r Report) error {
 		if d := b.DurationMS; d != nil {
 			p50, p90, p99 = fmt.Sprintf("%.0f", d.P50), fmt.Sprintf("%.0f", d.P90), fmt.Sprintf("%.0f", d.P99)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%d/%d\t%d/%d\t%d\t%s\t%s\t%s\t\n",
-			n, b.Attempts, b.Scored, b.Failed, b.Masked, b.Reward.N, mean, ci, pass,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%d/%d\t%d/%d\t%d\t%s\t%s\t%s\t\n",
+			n, b.Attempts, b.Scored, b.Failed, b.Masked, b.Reward.N, tasks, mean, ci, pass,
 			b.Reward.NaN, b.Reward.Missing, b.Truncated, b.Responses, b.ToolCalls.Sum, p50, p90, p99)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if byRollout {
+		fmt.Fprintln(w, "*: by rollout, not by task (a row gives no task index)")
 	}
 	var lines []string
 	for _, n := range names {

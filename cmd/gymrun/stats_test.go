@@ -33,19 +33,90 @@ func TestWelch(t *testing.T) {
 		for range 12 {
 			b.add(0.5 + 2*rng.NormFloat64())
 		}
-		sa, _ := a.sd()
-		sb, _ := b.sd()
-		_, ci, _, ok := welch(sample{a.n, a.mean, sa}, sample{b.n, b.mean, sb})
-		require.True(t, ok)
+		ci := welch(byRollout(a), byRollout(b)).ci95()
 		if ci[0] <= 0.5 && 0.5 <= ci[1] {
 			covered++
 		}
 	}
 	assert.InDelta(t, 0.95, float64(covered)/float64(trials), 0.015)
-	_, _, df, _ := welch(sample{50, 0, 1}, sample{50, 1, 1})
-	assert.InDelta(t, 98, df, 1e-9)
-	_, _, _, ok := welch(sample{1, 0, 0}, sample{50, 1, 1})
-	assert.False(t, ok, "one value has no spread")
+	e := welch(est{0, 1 / math.Sqrt(50), 49}, est{1, 1 / math.Sqrt(50), 49})
+	assert.InDelta(t, 98, e.df, 1e-9)
+	assert.InDelta(t, 1, e.mean, 1e-12)
+	e = welch(est{0.5, 0, 9}, est{0.5, 0, 9})
+	assert.Equal(t, est{0, 0, math.Inf(1)}, e, "both sides constant")
+	assert.Equal(t, 1.0, e.pValue())
+	assert.Equal(t, [2]float64{0, 0}, e.ci95())
+	assert.Equal(t, 0.0, est{-0.5, 0, math.Inf(1)}.pValue(), "every task moved alike")
+}
+
+// byRollout is a sample's mean with its standard error by rollout.
+func byRollout(m moments) est {
+	sd, _ := m.sd()
+	return est{m.mean, sd / math.Sqrt(float64(m.n)), float64(m.n - 1)}
+}
+
+// TestTTail: two-sided tails of the published tables; tInv inverts tTail, beyond the tables'
+// quantiles too (a level of 0.05 over 1000 benchmarks at one degree of freedom).
+func TestTTail(t *testing.T) {
+	assert.InDelta(t, 0.05, tTail(2.2281, 10), 1e-5)
+	assert.InDelta(t, 0.01, tTail(3.1693, 10), 1e-5)
+	assert.InDelta(t, 0.05, tTail(1.959964, math.Inf(1)), 1e-7)
+	for _, c := range []struct{ q, df float64 }{{0.05, 3}, {0.4, 20}, {0.05 / 1000, 1}, {1e-9, 4}, {0.0025, 99}} {
+		x := tInv(c.q, c.df)
+		assert.InEpsilon(t, c.q, tTail(x, c.df), 1e-9, "%+v", c)
+	}
+	assert.InDelta(t, 0.8416, tInv(0.4, math.Inf(1)), 1e-4, "the normal's 80% quantile")
+}
+
+// TestHolm: Holm's adjustment of a textbook case (step-down, monotone, capped at 1), in the
+// p-values' order.
+func TestHolm(t *testing.T) {
+	got := holm([]float64{0.04, 0.01, 0.03, 0.5})
+	want := []float64{0.09, 0.04, 0.09, 0.5} // sorted 0.01·4, 0.03·3, max(0.04·2, 0.09), max(0.5, 0.09)
+	assert.InDeltaSlice(t, want, got, 1e-12)
+	assert.Equal(t, []float64{1, 1}, holm([]float64{0.9, 0.6}))
+	assert.Empty(t, holm(nil))
+}
+
+// TestClustered: with as many rollouts per task, the clustered standard error is that of the
+// task means; with one rollout per task, that of the rewards (up to n/(n-1)'s definition); a
+// task of constant rewards divides by nothing.
+func TestClustered(t *testing.T) {
+	tasks := []taskSum{{4, 4}, {4, 0}, {4, 2}, {4, 3}}
+	e, ok := clustered(tasks)
+	require.True(t, ok)
+	var means moments
+	for _, ts := range tasks {
+		means.add(ts.sum / float64(ts.n))
+	}
+	assert.InDelta(t, means.mean, e.mean, 1e-12)
+	assert.InDelta(t, byRollout(means).se, e.se, 1e-12)
+	assert.Equal(t, 3.0, e.df)
+	_, ok = clustered(tasks[:1])
+	assert.False(t, ok, "one task has no spread between tasks")
+	e, ok = clustered([]taskSum{{3, 3}, {3, 3}})
+	require.True(t, ok)
+	assert.Equal(t, est{1, 0, 1}, e)
+}
+
+// TestMDE: the detectable effect is found 4 times in 5: a simulated change of the size found at
+// the level given, about 80% of the time.
+func TestMDE(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const n, level = 30, 0.01
+	e := est{se: 1 / math.Sqrt(n), df: n - 1}
+	mde := e.mde80(level)
+	found, trials := 0, 4000
+	for range trials {
+		var d moments
+		for range n {
+			d.add(mde + rng.NormFloat64())
+		}
+		if p, _ := paired(d); p.pValue() < level {
+			found++
+		}
+	}
+	assert.InDelta(t, 0.8, float64(found)/float64(trials), 0.03)
 }
 
 // TestPropZ: the pooled two-proportion z of a textbook case, and nothing where nothing varies.

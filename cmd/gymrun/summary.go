@@ -6,6 +6,7 @@ package main
 
 import (
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/events"
@@ -39,10 +40,10 @@ type bench struct {
 	rewardSum                           float64
 	binary                              bool // every finite reward is 0 or 1
 	passes                              int64
-	// keyed are the finite rewards by rollout (compare's pairing, kept when the summary's
-	// keyed is set); unkeyed counts those whose row lacks a task or rollout index.
-	keyed                   []keyedReward
-	unkeyed                 int64
+	// tasks are the finite rewards by task index (the unit of the intervals, and compare's
+	// pairing); untasked counts those whose row gives no task index.
+	tasks                   map[int64]taskSum
+	untasked                int64
 	responses, truncated    int64
 	tokens                  map[string]map[string]int64 // type, model
 	toolCallRows, toolCalls int64
@@ -50,7 +51,7 @@ type bench struct {
 }
 
 func newBench() *bench {
-	return &bench{failedByClass: map[string]int64{}, failedByKind: map[string]int64{}, failedByGroup: map[string]int64{}, tokens: map[string]map[string]int64{}, binary: true}
+	return &bench{failedByClass: map[string]int64{}, failedByKind: map[string]int64{}, failedByGroup: map[string]int64{}, tokens: map[string]map[string]int64{}, tasks: map[int64]taskSum{}, binary: true}
 }
 
 // Summary is the sink of every file read: benchmarks by dispatch name.
@@ -60,8 +61,6 @@ type Summary struct {
 	// cur is the benchmark of the row being applied: a row's rollout.completed comes first
 	// (Row.Events), its size and duration events, which name no dispatch, after it.
 	cur *bench
-	// keyed: keep each finite reward with its rollout's key, for compare's pairing.
-	keyed bool
 }
 
 // NewSummary returns an empty summary.
@@ -115,7 +114,7 @@ func (s *Summary) Apply(ev *events.Event) {
 			return
 		}
 		b.scored++
-		b.reward(ev, s.keyed)
+		b.reward(ev)
 	case events.EventRolloutResponse:
 		b := s.bench(ev.DispatchName)
 		b.responses++
@@ -146,8 +145,8 @@ func (s *Summary) Apply(ev *events.Event) {
 }
 
 // reward counts a scored row's reward: masked rows and rows without a finite number apart,
-// the others into the mean (and by key when keyed).
-func (b *bench) reward(ev *events.Event, keyed bool) {
+// the others into the mean and their task's sum.
+func (b *bench) reward(ev *events.Event) {
 	switch _, scored := normalize.RewardRange(ev.Reward); {
 	case ev.Masked:
 		b.masked++
@@ -162,12 +161,11 @@ func (b *bench) reward(ev *events.Event, keyed bool) {
 		b.rewards.add(r)
 		b.hist.add(r)
 		b.rewardSum += r
-		switch {
-		case !keyed:
-		case ev.HasTaskIndex && ev.HasRolloutIndex:
-			b.keyed = append(b.keyed, keyedReward{task: ev.TaskIndex, rollout: ev.RolloutIndex, reward: r})
-		default:
-			b.unkeyed++
+		if ev.HasTaskIndex {
+			ts := b.tasks[ev.TaskIndex]
+			b.tasks[ev.TaskIndex] = taskSum{n: ts.n + 1, sum: ts.sum + r}
+		} else {
+			b.untasked++
 		}
 		if r == 1 {
 			b.passes++
@@ -191,4 +189,28 @@ func sortedNames[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// taskSums are the benchmark's tasks by index, nil when a reward has no task index (its task
+// is unknown, so no interval is by task).
+func (b *bench) taskSums() []taskSum {
+	if b == nil || b.untasked > 0 {
+		return nil
+	}
+	keys := b.taskKeys()
+	out := make([]taskSum, len(keys))
+	for i, k := range keys {
+		out[i] = b.tasks[k]
+	}
+	return out
+}
+
+// taskKeys are the benchmark's task indices in order: sums over tasks are the same bytes every run.
+func (b *bench) taskKeys() []int64 {
+	keys := make([]int64, 0, len(b.tasks))
+	for k := range b.tasks {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

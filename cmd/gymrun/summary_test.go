@@ -401,3 +401,36 @@ func TestTruncatedIsTheRulesSet(t *testing.T) {
 	assert.ElementsMatch(t, strings.Split(string(m[1]), "|"), schema.TruncatedFinishReasons)
 	assert.Len(t, truncated, len(schema.TruncatedFinishReasons))
 }
+
+// TestSummaryByTask: tasks that pass or fail whole (every rollout alike) make the interval by
+// task wider than the one by rollout, which takes each rollout for independent evidence: with 4
+// rollouts a task, about twice as wide. The text form shows the one by task, and marks the one
+// by rollout when a row gives no task index.
+func TestSummaryByTask(t *testing.T) {
+	var rows []string
+	for task := range 40 {
+		for i := range 4 {
+			rows = append(rows, fmt.Sprintf(`{"_ng_environment_server":"whole","reward":%d,"_ng_task_index":%d,"_ng_rollout_index":%d}`, task%2, task, i))
+		}
+	}
+	stem := writeRun(t, append(rows, mainRows("unindexed", binary(20, 10), false)...), nil)
+	r, _ := summarize(t, stem)
+	w := r.Benchmarks["whole"].Reward
+	assert.Equal(t, int64(40), w.Tasks)
+	require.NotNil(t, w.CI95ByTask)
+	byTask, byRollout := w.CI95ByTask[1]-w.CI95ByTask[0], w.CI95[1]-w.CI95[0]
+	assert.InDelta(t, 2, byTask/byRollout, 0.15, "%v against %v", *w.CI95ByTask, *w.CI95)
+	// The standard error of the 40 task means, 0 or 1: sqrt(0.25·40/39/40).
+	assert.InDelta(t, math.Sqrt(0.25/39), *w.SEByTask, 1e-12)
+	assert.GreaterOrEqual(t, w.CI95ByTask[0], 0.0)
+	u := r.Benchmarks["unindexed"].Reward
+	assert.Zero(t, u.Tasks)
+	assert.Nil(t, u.CI95ByTask)
+	assert.Nil(t, u.SEByTask)
+
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"summary", stem}, &out, &errOut))
+	assert.Contains(t, out.String(), fmt.Sprintf("[%.4f, %.4f] ", w.CI95ByTask[0], w.CI95ByTask[1]))
+	assert.Contains(t, out.String(), fmt.Sprintf("[%.4f, %.4f]*", u.CI95[0], u.CI95[1]))
+	assert.Contains(t, out.String(), "\n*: by rollout, not by task (a row gives no task index)\n")
+}

@@ -1,14 +1,12 @@
 package main
 
 // The comparison of two runs, benchmark by benchmark: the change in mean reward with its 95%
-// interval (paired by rollout when both runs are run files that key every reward, else Welch's),
-// the verdict, and the causes (docs/gymrun.md, "compare").
+// interval, by task (paired by task when both runs are run files that give every reward's task,
+// else each run's mean clustered by task, by rollout only when the tasks are unknown), its
+// p-value adjusted over the benchmarks, the verdict, the detectable effect, and the causes
+// (docs/gymrun.md, "compare").
 
-import (
-	"cmp"
-	"math"
-	"slices"
-)
+import "math"
 
 // CompareSchema names the compare JSON document's format.
 const CompareSchema = "gymrun.compare/v1"
@@ -23,9 +21,17 @@ const (
 	causeInfrastructure = "infrastructure"
 	causeDenominator    = "denominator"
 
-	testPaired = "paired"
-	testWelch  = "welch"
-	testNone   = "none" // too few rewards for an interval
+	testPaired    = "paired"    // by task
+	testClustered = "clustered" // unpaired, each run's mean clustered by task
+	testWelch     = "welch"     // unpaired, a run's tasks unknown: by rollout
+	testNone      = "none"      // no interval; reason says why
+
+	reasonOneTask   = "one_task"
+	reasonFewReward = "too_few_rewards"
+	reasonNotFinite = "not_finite"
+
+	correctionHolm = "holm"
+	correctionNone = "none"
 )
 
 // Shares of the attempts (infrastructure) and of the scored rows (denominator) that the causes
@@ -39,8 +45,13 @@ var (
 
 // CompareReport is the compare JSON document.
 type CompareReport struct {
-	Schema     string                  `json:"schema"`
-	Verdict    string                  `json:"verdict"`
+	Schema  string `json:"schema"`
+	Verdict string `json:"verdict"`
+	// Correction and Level: how the verdicts hold the family-wise error over the Family
+	// benchmarks that have a p-value.
+	Correction string                  `json:"correction"`
+	Level      float64                 `json:"level"`
+	Family     int                     `json:"family"`
 	A          string                  `json:"a"`
 	B          string                  `json:"b"`
 	Benchmarks map[string]CompareBench `json:"benchmarks"`
@@ -52,11 +63,15 @@ type CompareBench struct {
 	A       *SideStats       `json:"a"`
 	B       *SideStats       `json:"b"`
 	Delta   *float64         `json:"delta"` // B − A
-	CI95    *[2]float64      `json:"ci95"`
+	CI95    *[2]float64      `json:"ci95"`  // raw: not widened for the family
 	Test    string           `json:"test"`
-	DF      *float64         `json:"df"`    // degrees of freedom of the t quantile
-	Pairs   int64            `json:"pairs"` // rollouts of both runs (paired)
-	Verdict string           `json:"verdict"`
+	Reason  string           `json:"reason,omitempty"` // why the test is none
+	DF      *float64         `json:"df"`               // degrees of freedom of the t quantile
+	Pairs   int64            `json:"pairs"`            // tasks of both runs (paired)
+	PValue  *float64         `json:"p_value"`
+	PAdj    *float64         `json:"p_adjusted"` // over the family, by the correction
+	MDE80   *float64         `json:"mde80"`      // the change found 4 times in 5 at the family's level
+	Verdict string           `json:"verdict"`    // from p_adjusted
 	Causes  []string         `json:"causes"`
 	Shares  map[string]Share `json:"shares"`
 }
@@ -69,6 +84,7 @@ type SideStats struct {
 	FailedByGroup map[string]int64 `json:"failed_by_group"`
 	Masked        int64            `json:"masked"`
 	N             int64            `json:"n"`
+	Tasks         int64            `json:"tasks"`
 	Mean          *float64         `json:"mean"`
 	SD            *float64         `json:"sd"`
 	NaN           int64            `json:"nan"`
@@ -90,15 +106,23 @@ type Share struct {
 func sideStats(b BenchReport) *SideStats {
 	return &SideStats{
 		Attempts: b.Attempts, Scored: b.Scored, Failed: b.Failed, FailedByGroup: b.FailedByGroup, Masked: b.Masked,
-		N: b.Reward.N, Mean: b.Reward.Mean, SD: b.Reward.SD, NaN: b.Reward.NaN, Missing: b.Reward.Missing,
+		N: b.Reward.N, Tasks: b.Reward.Tasks, Mean: b.Reward.Mean, SD: b.Reward.SD, NaN: b.Reward.NaN, Missing: b.Reward.Missing,
 		Infinite: b.Reward.Infinite, Histogram: b.Reward.Histogram,
 	}
 }
 
-// compareSides compares every benchmark of either side; the overall verdict is regression when
-// one regresses, else improvement when one improves, else no_change.
-func compareSides(a, b *side) CompareReport {
-	r := CompareReport{Schema: CompareSchema, Verdict: verdictNoChange, A: a.path, B: b.path, Benchmarks: map[string]CompareBench{}}
+// compareOpts: the family-wise correction and its level.
+type compareOpts struct {
+	correction string
+	level      float64
+}
+
+// compareSides compares every benchmark of either side, then judges those with a p-value as one
+// family: a verdict when the adjusted p-value is below the level. The overall verdict is
+// regression when one regresses, else improvement when one improves, else no_change.
+func compareSides(a, b *side, o compareOpts) CompareReport {
+	r := CompareReport{Schema: CompareSchema, Verdict: verdictNoChange, Correction: o.correction, Level: o.level,
+		A: a.path, B: b.path, Benchmarks: map[string]CompareBench{}}
 	names := map[string]bool{}
 	for n := range a.benches {
 		names[n] = true
@@ -106,8 +130,38 @@ func compareSides(a, b *side) CompareReport {
 	for n := range b.benches {
 		names[n] = true
 	}
-	for name := range names {
-		c := compareBench(a, b, name)
+	var tested []string
+	var ests []est
+	var ps []float64
+	for _, name := range sortedNames(names) {
+		c, e := compareBench(a, b, name)
+		r.Benchmarks[name] = c
+		if c.PValue != nil {
+			tested, ests, ps = append(tested, name), append(ests, e), append(ps, *c.PValue)
+		}
+	}
+	r.Family = len(tested)
+	adj, mdeLevel := ps, o.level
+	if o.correction == correctionHolm && len(ps) > 0 {
+		// Holm's first step is Bonferroni's: a change in one benchmark of m, the others
+		// unchanged, is found at level/m.
+		adj, mdeLevel = holm(ps), o.level/float64(len(ps))
+	}
+	for i, name := range tested {
+		c := r.Benchmarks[name]
+		c.PAdj = &adj[i]
+		if e := ests[i]; e.se > 0 {
+			if m := e.mde80(mdeLevel); finite(m) {
+				c.MDE80 = &m
+			}
+		}
+		if adj[i] < o.level {
+			c.Verdict = verdictImprovement
+			if *c.Delta < 0 {
+				c.Verdict = verdictRegression
+			}
+			c.Causes = append([]string{causeModel}, c.Causes...)
+		}
 		r.Benchmarks[name] = c
 		if c.Verdict == verdictRegression || c.Verdict == verdictImprovement && r.Verdict == verdictNoChange {
 			r.Verdict = c.Verdict
@@ -116,7 +170,9 @@ func compareSides(a, b *side) CompareReport {
 	return r
 }
 
-func compareBench(a, b *side, name string) CompareBench {
+// compareBench compares one benchmark: the change, its raw interval and p-value (the estimate
+// behind them too), and the causes other than the model, which the family's verdict decides.
+func compareBench(a, b *side, name string) (CompareBench, est) {
 	ba, inA := a.benches[name]
 	bb, inB := b.benches[name]
 	c := CompareBench{Test: testNone, Verdict: verdictNoChange, Causes: []string{}, Shares: map[string]Share{}}
@@ -126,36 +182,25 @@ func compareBench(a, b *side, name string) CompareBench {
 		if inB {
 			c.OnlyIn, c.A, c.B = "b", nil, sideStats(bb)
 		}
-		return c
+		return c, est{}
 	}
 	c.A, c.B = sideStats(ba), sideStats(bb)
 
-	delta, ci, df, ok := 0.0, [2]float64{}, 0.0, false
-	if d, n := pairDiffs(a.runs[name], b.runs[name]); n >= 2 {
-		delta, ci, df, ok = paired(d)
-		c.Test, c.Pairs = testPaired, n
-	} else if sa, okA := sampleOf(ba); okA {
-		if sb, okB := sampleOf(bb); okB {
-			delta, ci, df, ok = welch(sa, sb)
-			c.Test = testWelch
+	e, ok := c.estimate(a.runs[name], b.runs[name], ba, bb)
+	if ok {
+		ci, p := e.ci95(), e.pValue()
+		if ba.PassRate != nil && bb.PassRate != nil {
+			// Pass/fail on both sides: the change is within [-1, 1] whatever the t quantile says.
+			ci = [2]float64{max(ci[0], -1), min(ci[1], 1)}
 		}
-	}
-	if ok && finite(delta, ci[0], ci[1]) {
-		c.Delta, c.CI95 = &delta, &ci
-		if finite(df) {
-			c.DF = &df
+		if finite(e.mean, e.se, ci[0], ci[1], p) {
+			c.Delta, c.CI95, c.PValue = &e.mean, &ci, &p
+			if finite(e.df) {
+				c.DF = &e.df
+			}
+		} else {
+			c.Test, c.Pairs, c.Reason = testNone, 0, reasonNotFinite
 		}
-		switch {
-		case ci[0] > 0:
-			c.Verdict = verdictImprovement
-		case ci[1] < 0:
-			c.Verdict = verdictRegression
-		}
-	} else {
-		c.Test, c.Pairs = testNone, 0
-	}
-	if c.Verdict != verdictNoChange {
-		c.Causes = append(c.Causes, causeModel)
 	}
 
 	infra, denom := false, ba.Reward.N != bb.Reward.N
@@ -176,7 +221,7 @@ func compareBench(a, b *side, name string) CompareBench {
 	if denom {
 		c.Causes = append(c.Causes, causeDenominator)
 	}
-	return c
+	return c, e
 }
 
 // share records the share xa/na → xb/nb and tells whether it moved beyond noise.
@@ -207,54 +252,61 @@ func scoredShare(b BenchReport, name string) int64 {
 	return b.Reward.Infinite
 }
 
-// sampleOf is a benchmark's rewards for Welch's test: two or more, with their sd.
-func sampleOf(b BenchReport) (sample, bool) {
-	if b.Reward.N < 2 || b.Reward.Mean == nil || b.Reward.SD == nil {
-		return sample{}, false
+// estimate picks the test and gives its estimate of B − A: paired by task when both runs give
+// every reward's task and share two tasks (a task in one run only is left out), else each run's
+// own estimate by Welch's: clustered by task when its tasks are known, else by rollout. A run of
+// one task has no spread between tasks to judge by: no test, rather than one by rollout.
+func (c *CompareBench) estimate(ra, rb *bench, ba, bb BenchReport) (est, bool) {
+	if d, n := pairTasks(ra, rb); n >= 2 {
+		c.Test, c.Pairs = testPaired, n
+		return paired(d)
 	}
-	return sample{n: b.Reward.N, mean: *b.Reward.Mean, sd: *b.Reward.SD}, true
+	ea, byTaskA, why := sideEst(ba)
+	if why == "" {
+		var eb est
+		var byTaskB bool
+		if eb, byTaskB, why = sideEst(bb); why == "" {
+			c.Test = testWelch
+			if byTaskA && byTaskB {
+				c.Test = testClustered
+			}
+			return welch(ea, eb), true
+		}
+	}
+	c.Reason = why
+	return est{}, false
 }
 
-// pairDiffs joins the finite rewards of a benchmark of A and B by rollout (task index, rollout
-// index) and returns the moments of B − A over the rollouts of both, and their count. No
-// pairing (0) when a side was read from a summary, a reward's row lacks an index, or a key
-// comes twice on a side (several runs of one benchmark: which is whose is unknown).
-func pairDiffs(ra, rb *bench) (moments, int64) {
+// sideEst is one run's mean with its standard error: clustered by task when the summary has
+// it, else by rollout; a reason when there is none.
+func sideEst(b BenchReport) (e est, byTask bool, reason string) {
+	w := b.Reward
+	switch {
+	case w.Tasks == 1:
+		return e, false, reasonOneTask
+	case w.Tasks >= 2 && w.SEByTask != nil && w.Mean != nil:
+		return est{mean: *w.Mean, se: *w.SEByTask, df: float64(w.Tasks - 1)}, true, ""
+	case w.N >= 2 && w.Mean != nil && w.SD != nil:
+		return est{mean: *w.Mean, se: *w.SD / math.Sqrt(float64(w.N)), df: float64(w.N - 1)}, false, ""
+	}
+	return e, false, reasonFewReward
+}
+
+// pairTasks joins the tasks of a benchmark of A and B by task index and returns the moments of
+// B's task mean − A's over the tasks of both, and their count. No pairing (0) when a side was
+// read from a summary or a reward's row gives no task index.
+func pairTasks(ra, rb *bench) (moments, int64) {
 	var d moments
-	if ra == nil || rb == nil || ra.unkeyed > 0 || rb.unkeyed > 0 {
+	if ra == nil || rb == nil || ra.untasked > 0 || rb.untasked > 0 {
 		return d, 0
 	}
-	ka, kb := sortedKeys(ra.keyed), sortedKeys(rb.keyed)
-	if ka == nil || kb == nil {
-		return d, 0
-	}
-	for i, j := 0, 0; i < len(ka) && j < len(kb); {
-		switch c := keyCmp(ka[i], kb[j]); {
-		case c < 0:
-			i++
-		case c > 0:
-			j++
-		default:
-			d.add(kb[j].reward - ka[i].reward)
-			i, j = i+1, j+1
+	for _, k := range ra.taskKeys() {
+		if tb, ok := rb.tasks[k]; ok {
+			ta := ra.tasks[k]
+			d.add(tb.sum/float64(tb.n) - ta.sum/float64(ta.n))
 		}
 	}
 	return d, d.n
-}
-
-func keyCmp(x, y keyedReward) int {
-	return cmp.Or(cmp.Compare(x.task, y.task), cmp.Compare(x.rollout, y.rollout))
-}
-
-// sortedKeys sorts the keyed rewards by key: nil when a key comes twice.
-func sortedKeys(k []keyedReward) []keyedReward {
-	slices.SortFunc(k, keyCmp)
-	for i := 1; i < len(k); i++ {
-		if keyCmp(k[i-1], k[i]) == 0 {
-			return nil
-		}
-	}
-	return k
 }
 
 func finite(xs ...float64) bool {
