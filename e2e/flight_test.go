@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -24,11 +25,16 @@ import (
 // gymSpans is one OTLP export of a Gym process of run run-e2e: each span is "rollout id/name/server".
 // The sender's clock is skew off the collector's (Gym's hosts' clocks are not the collector's).
 func gymSpans(t *testing.T, skew time.Duration, spans ...string) []byte {
+	return gymRunSpans(t, "run-e2e", skew, spans...)
+}
+
+// gymRunSpans is gymSpans of a Gym process of run.
+func gymRunSpans(t *testing.T, run string, skew time.Duration, spans ...string) []byte {
 	t.Helper()
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
 	rs.Resource().Attributes().PutStr("service.name", "nemo-gym/e2e")
-	rs.Resource().Attributes().PutStr("nemo.run.id", "run-e2e")
+	rs.Resource().Attributes().PutStr("nemo.run.id", run)
 	ss := rs.ScopeSpans().AppendEmpty()
 	ss.Scope().SetName("nemo_gym.telemetry")
 	end := time.Now().Add(skew)
@@ -245,4 +251,83 @@ func sampleOf(text, metric string, want map[string]string) (float64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// TestDefaultConfigRunsKeptApart: Gym names a rollout <task>-<rollout> in every run, so two runs
+// reuse ids. Through the default configuration: run A finishes 3-0 while its 5-0 stays busy;
+// run B's 3-0 and 5-0 start and go quiet. Each run's gauges are its own (in flight A=1, B=2;
+// stalled A=0, B=2: B's 3-0 is no late span of A's, the two 5-0s are not one), and the stall
+// records name run B.
+func TestDefaultConfigRunsKeptApart(t *testing.T) {
+	t.Parallel()
+	logs := filepath.Join(t.TempDir(), "logs.jsonl")
+	_, ports := harness.StartDefaultCollector(t, "connectors:\n  gymrollouts:\n    collection_interval: 200ms\n    stall_after: 2s\n"+
+		"exporters:\n  file/logs:\n    path: "+logs+"\n")
+	url := fmt.Sprintf("http://127.0.0.1:%d/v1/traces", ports.OTLPHTTP)
+	postOK(t, url, gymRunSpans(t, "run-a", 0, "3-0/gym.verify/math_agent", "5-0/gym.verify/math_agent"))
+	postOK(t, url, gymRunSpans(t, "run-a", 0, "3-0/gym.rollout/math_agent"))
+	postOK(t, url, gymRunSpans(t, "run-b", 0, "3-0/gym.verify/math_agent", "5-0/gym.verify/math_agent"))
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+				postOK(t, url, gymRunSpans(t, "run-a", 0, "5-0/gym.verify/math_agent"))
+			}
+		}
+	}()
+	want := map[string]float64{
+		"gym_rollout_in_flight run-a": 1, "gym_rollout_in_flight run-b": 2,
+		"gym_rollout_stalled run-a": 0, "gym_rollout_stalled run-b": 2,
+		"gym_rollout_stalls_total run-a": 0, "gym_rollout_stalls_total run-b": 2,
+	}
+	got := map[string]float64{}
+	var text string
+	err := harness.Eventually(30*time.Second, 200*time.Millisecond, func() error {
+		text = exposition(t, ports.Prometheus)
+		for k := range want {
+			f := strings.Fields(k)
+			v, _ := sampleOf(text, f[0], map[string]string{"nemo_run_id": f[1], "nemo_gym_rollout_stage": "verify"})
+			got[k] = v
+		}
+		if !maps.Equal(got, want) {
+			return harness.ErrNotYet
+		}
+		return nil
+	})
+	close(stop)
+	<-done
+	require.NoError(t, err, "%v\n%s", got, text)
+
+	var records []map[string]any
+	require.NoError(t, harness.Eventually(30*time.Second, 100*time.Millisecond, func() error {
+		records = nil
+		for _, line := range jsonLines(t, logs) {
+			ld, err := (&plog.JSONUnmarshaler{}).UnmarshalLogs([]byte(line))
+			require.NoError(t, err)
+			for _, rl := range ld.ResourceLogs().All() {
+				for _, sl := range rl.ScopeLogs().All() {
+					for _, lr := range sl.LogRecords().All() {
+						if lr.EventName() == "gym.rollout.stalled" {
+							records = append(records, lr.Attributes().AsRaw())
+						}
+					}
+				}
+			}
+		}
+		if len(records) < 2 {
+			return harness.ErrNotYet
+		}
+		return nil
+	}))
+	require.Len(t, records, 2)
+	ids := []any{}
+	for _, r := range records {
+		assert.Equal(t, "run-b", r["nemo.run.id"])
+		ids = append(ids, r["nemo.gym.rollout.id"])
+	}
+	assert.ElementsMatch(t, []any{"3-0", "5-0"}, ids)
 }

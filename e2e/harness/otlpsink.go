@@ -140,6 +140,34 @@ func (s *OTLPBackend) Spans() map[string]ptrace.Span {
 	return out
 }
 
+// SpanCount is the number of spans received so far.
+func (s *OTLPBackend) SpanCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, td := range s.traces {
+		n += td.SpanCount()
+	}
+	return n
+}
+
+// LogEvents counts the log records received so far by event name ("" for records with none).
+func (s *OTLPBackend) LogEvents() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]int{}
+	for _, ld := range s.logs {
+		for _, rl := range ld.ResourceLogs().All() {
+			for _, sl := range rl.ScopeLogs().All() {
+				for _, lr := range sl.LogRecords().All() {
+					out[lr.EventName()]++
+				}
+			}
+		}
+	}
+	return out
+}
+
 // LogRecords is the number of log records received so far.
 func (s *OTLPBackend) LogRecords() int {
 	s.mu.Lock()
