@@ -119,7 +119,10 @@ func startDeployedConfigs(t *testing.T, name string, configs, env []string) *dep
 	harness.UseCollector()
 	for attempt := 1; ; attempt++ {
 		p := harness.NewPorts(t)
+		// A storage directory of its own unless env names one (a gateway keeps its flight
+		// recorder there): never the default /var/lib/otelcol-gym, shared by every test.
 		all := append([]string{
+			"OTELCOL_GYM_STORAGE_DIR=" + t.TempDir(),
 			fmt.Sprintf("OTELCOL_GYM_HEALTH_ENDPOINT=127.0.0.1:%d", p.Health),
 			fmt.Sprintf("OTELCOL_GYM_TELEMETRY_PORT=%d", p.Telemetry),
 			fmt.Sprintf("OTELCOL_GYM_ZPAGES_ENDPOINT=127.0.0.1:%d", harness.Port(t)),
