@@ -73,6 +73,7 @@ func slurmStepEnv(job int, dir string, more ...string) []string {
 		"OTELCOL_GYM_BIN=" + harness.Bin,
 		"OTELCOL_GYM_GYMRUN=" + gymrunBin,
 		"OTELCOL_GYM_RUN_DIR=" + filepath.Join(dir, "run"),
+		"SLURM_SUBMIT_DIR=" + dir,
 		"OTELCOL_GYM_PORT_RANGE=32000-32767",
 		// Only the final export, at the step's end, can deliver.
 		"OTELCOL_GYM_COLLECTION_INTERVAL=4m",
@@ -130,7 +131,7 @@ func exitCode(t *testing.T, p *harness.Process) int {
 }
 
 // summaryRe is the launcher's end-of-step summary line.
-var summaryRe = regexp.MustCompile(`otelcol-gym-slurm: summary \(([^)]*)\): (\d+) points received, (\d+) sent, (\d+) failed to send, (\d+) not queued, (\d+) requests left in the queue, (\d+) points refused by receivers, (\d+) requests refused by authentication, (\d+) requests or connections refused by the gym receiver, (\d+) event lines rejected, (\d+) run-file rows rejected: (.*)`)
+var summaryRe = regexp.MustCompile(`otelcol-gym-slurm: summary \(([^)]*)\): (\d+) points received, (\d+) sent, (\d+) failed to send, (\d+) not queued, (\d+) requests left in the queue, (\d+) points refused by receivers, (\d+) requests refused by authentication, (\d+) requests or connections refused by the gym receiver, (\d+) event lines rejected, (\d+) run-file rows rejected, (\d+) spans and (\d+) log records received, (\d+) lost: (.*)`)
 
 // stepSummary is what the summary of a task's output says.
 type stepSummary struct {
@@ -138,6 +139,7 @@ type stepSummary struct {
 	received, sent, failed, unqueued, left, ref int
 	// Requests refused by the authenticator and by the gym receiver, lines and rows rejected.
 	auth, gymRefused, rejected, rowsRejected int
+	spans, records, signalsLost              int // Gym's spans and log records
 	verdict                                  string
 }
 
@@ -149,7 +151,8 @@ func summaryOf(t *testing.T, p *harness.Process) stepSummary {
 	m := all[0]
 	n := func(i int) int { v, _ := strconv.Atoi(m[i]); return v }
 	return stepSummary{where: m[1], received: n(2), sent: n(3), failed: n(4), unqueued: n(5), left: n(6), ref: n(7),
-		auth: n(8), gymRefused: n(9), rejected: n(10), rowsRejected: n(11), verdict: m[12]}
+		auth: n(8), gymRefused: n(9), rejected: n(10), rowsRejected: n(11),
+		spans: n(12), records: n(13), signalsLost: n(14), verdict: m[15]}
 }
 
 // taskEndpoint is the OTELCOL_GYM_ENDPOINT a task was given ("" for none).
