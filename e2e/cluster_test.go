@@ -82,19 +82,23 @@ func gymLogs(t *testing.T, run, server string, n int) []byte {
 	return body
 }
 
-// clusterNode is a node of the run: its agent and where Gym's SDK sends to it.
+// clusterNode is a node of the run: its agent, where Gym's SDK sends to it and a Gym process
+// that sends events to it.
 type clusterNode struct {
 	*deployed
-	otlp string // http://127.0.0.1:PORT
+	otlp    string // http://127.0.0.1:PORT
+	gymPort int
+	proc    *gymProcess
 }
 
 func startClusterAgent(t *testing.T, name, gateway string) *clusterNode {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), name)
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "gym"), 0o700))
-	otlpHTTP := fmt.Sprintf("127.0.0.1:%d", harness.Port(t))
-	d := startDeployed(t, "agent-"+name, "agent.yaml", agentEnv(t, dir, gateway, harness.Port(t), otlpHTTP))
-	return &clusterNode{deployed: d, otlp: "http://" + otlpHTTP}
+	otlpHTTP, gymPort := fmt.Sprintf("127.0.0.1:%d", harness.Port(t)), harness.Port(t)
+	d := startDeployed(t, "agent-"+name, "agent.yaml", agentEnv(t, dir, gateway, gymPort, otlpHTTP))
+	return &clusterNode{deployed: d, otlp: "http://" + otlpHTTP, gymPort: gymPort,
+		proc: &gymProcess{instance: name + "-gym", run: clusterRun}}
 }
 
 func (n *clusterNode) spans(t *testing.T, spans ...string) {
@@ -148,9 +152,10 @@ func TestClusterRecorder(t *testing.T) {
 	send(a, "done/gym.rollout/math_agent", "quiet-a/gym.sandbox.exec/sandbox")
 	send(b, "quiet-b/gym.verify/math_resources")
 	logs := 0
-	for _, n := range []*clusterNode{a, b} {
+	for i, n := range []*clusterNode{a, b} {
 		postOK(t, n.otlp+"/v1/logs", gymLogs(t, clusterRun, "math_agent", 5))
 		logs += 5
+		n.proc.emit(t, nil, []int{n.gymPort}, 4+i) // completed rollouts: the run's events on each node
 	}
 
 	stop, done := make(chan struct{}), make(chan struct{})
@@ -190,6 +195,8 @@ func TestClusterRecorder(t *testing.T) {
 		waitVector(t, db, inFlight, want(3))
 	}
 
+	checkClusterPage(t, gw, 3, 2, a.proc.sent+b.proc.sent)
+
 	// The gateway is killed, and stays down longer than stall_after; busy goes on meanwhile
 	// (the agents queue its spans). Started again on the same storage and port, it restores
 	// the rollouts: the same counts, and busy does not stall.
@@ -203,6 +210,7 @@ func TestClusterRecorder(t *testing.T) {
 		waitVector(t, db, stalled, want(2))
 		waitVector(t, db, inFlight, want(3))
 	}
+	checkClusterPage(t, gw, 3, 2, a.proc.sent+b.proc.sent)
 	close(stop)
 	<-done
 
@@ -238,4 +246,41 @@ func TestClusterRecorder(t *testing.T) {
 	assert.Equal(t, 2, events["gym.rollout.stalled"], "the recorder's records of the two stalls: %v", events)
 	assert.Empty(t, backend.Errors())
 	assert.NotContains(t, strings.ToLower(gw.LogTail(1<<20)), "could not be saved")
+}
+
+// checkClusterPage waits until the gateway's live page shows the whole run: its rollouts in
+// flight and stalled (the recorder's) and its completed rollouts from both nodes.
+func checkClusterPage(t *testing.T, gw *deployed, inFlight, stalled, completed int) {
+	t.Helper()
+	url := "http://" + envOf(gw.env, "OTELCOL_GYM_LIVE_ENDPOINT") + "/api/v1/runs"
+	var got string
+	require.NoError(t, harness.Eventually(60*time.Second, 300*time.Millisecond, func() error {
+		var page struct {
+			Runs []struct {
+				ID       string `json:"id"`
+				Total    int    `json:"completed_total"`
+				InFlight int    `json:"in_flight"`
+				Stalled  int    `json:"stalled"`
+			} `json:"runs"`
+		}
+		liveGet(t, url, &page)
+		got = fmt.Sprintf("%+v", page.Runs)
+		for _, r := range page.Runs {
+			if r.ID == clusterRun && r.InFlight == inFlight && r.Stalled == stalled && r.Total == completed {
+				return nil
+			}
+		}
+		return harness.ErrNotYet
+	}), "the gateway's page: %s", got)
+}
+
+// envOf is the last value of key in env ("" when unset).
+func envOf(env []string, key string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
 }

@@ -123,6 +123,7 @@ func startDeployedConfigs(t *testing.T, name string, configs, env []string) *dep
 		// recorder there): never the default /var/lib/otelcol-gym, shared by every test.
 		all := append([]string{
 			"OTELCOL_GYM_STORAGE_DIR=" + t.TempDir(),
+			fmt.Sprintf("OTELCOL_GYM_LIVE_ENDPOINT=127.0.0.1:%d", harness.Port(t)), // a gateway's live page
 			fmt.Sprintf("OTELCOL_GYM_HEALTH_ENDPOINT=127.0.0.1:%d", p.Health),
 			fmt.Sprintf("OTELCOL_GYM_TELEMETRY_PORT=%d", p.Telemetry),
 			fmt.Sprintf("OTELCOL_GYM_ZPAGES_ENDPOINT=127.0.0.1:%d", harness.Port(t)),

@@ -187,6 +187,7 @@ func measure(ctx context.Context, o options, cfg, promBin string, tmpl []pmetric
 			"OTELCOL_GYM_ZPAGES_ENDPOINT=127.0.0.1:0",
 			"OTELCOL_GYM_REMOTE_WRITE_URL=http://" + ln.Addr().String() + "/api/v1/write",
 			"OTELCOL_GYM_STORAGE_DIR=" + filepath.Join(dir, "storage"), // the flight recorder's
+			"OTELCOL_GYM_LIVE_ENDPOINT=127.0.0.1:0",
 		},
 		HealthURL: fmt.Sprintf("http://127.0.0.1:%d/", ports[2]),
 		Telemetry: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[3]),
