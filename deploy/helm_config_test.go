@@ -45,7 +45,7 @@ func TestHelmConfigGenerated(t *testing.T) {
 			t.Errorf("%s is out of date (%v): run go generate in deploy/", path, err)
 		}
 	}
-	for _, f := range append(append([]string{}, agentValues...), gatewayValues...) {
+	for _, f := range slices.Concat(agentValues, gatewayValues, recorderValues) {
 		if _, ok := files[f]; !ok && strings.HasSuffix(f, "-config.yaml") {
 			t.Errorf("%s is given to helm but not generated", f)
 		}
@@ -62,7 +62,10 @@ func podAnnotations(t *testing.T, release string, files ...string) map[string]st
 	for _, d := range m.deployments {
 		return d.Spec.Template.Annotations
 	}
-	t.Fatalf("%s renders no DaemonSet or Deployment", release)
+	for _, s := range m.statefulSets {
+		return s.Spec.Template.Annotations
+	}
+	t.Fatalf("%s renders no DaemonSet, Deployment or StatefulSet", release)
 	return nil
 }
 
@@ -81,14 +84,15 @@ func writeValues(t *testing.T, v any) string {
 }
 
 // TestHelmConfigRollsPods: a `helm upgrade` with another configuration changes the pod
-// template (its checksum annotations), so the DaemonSet and the Deployment roll their pods;
-// the same configuration renders the same template (no roll for nothing). For the agent, a
-// change of agent-kubernetes.yaml (a ConfigMap of the release's extraManifests) rolls them too.
+// template (its checksum annotations), so the DaemonSet, the Deployment and the recorder's
+// StatefulSet roll their pods; the same configuration renders the same template (no roll for
+// nothing). For the agent, a change of agent-kubernetes.yaml (a ConfigMap of the release's
+// extraManifests) rolls them too.
 func TestHelmConfigRollsPods(t *testing.T) {
 	for _, c := range []struct {
 		release string
 		files   []string
-	}{{"otelcol-gym-agent", agentValues}, {"otelcol-gym-gateway", gatewayValues}} {
+	}{{"otelcol-gym-agent", agentValues}, {"otelcol-gym-gateway", gatewayValues}, {"otelcol-gym-recorder", recorderValues}} {
 		t.Run(c.release, func(t *testing.T) {
 			before := podAnnotations(t, c.release, c.files...)
 			if again := podAnnotations(t, c.release, c.files...); !maps.Equal(before, again) {

@@ -22,6 +22,8 @@ const chartDir = "testdata/charts/opentelemetry-collector"
 var (
 	agentValues   = []string{"kubernetes/values-agent.yaml", "kubernetes/values-agent-config.yaml"}
 	gatewayValues = []string{"kubernetes/values-gateway.yaml", "kubernetes/values-gateway-config.yaml"}
+	// The flight recorder: the gateway's configuration in a pod of its own.
+	recorderValues = []string{"kubernetes/values-recorder.yaml", "kubernetes/values-gateway-config.yaml"}
 )
 
 // helmTemplate renders the vendored upstream chart as `helm template NAME CHART -n NAMESPACE -f

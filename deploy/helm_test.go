@@ -71,6 +71,9 @@ type chartValues struct {
 	Service struct {
 		ClusterIP string `json:"clusterIP"`
 	} `json:"service"`
+	Statefulset struct {
+		VolumeClaimTemplates []corev1.PersistentVolumeClaim `json:"volumeClaimTemplates"`
+	} `json:"statefulset"`
 }
 
 type chartProbe struct {
@@ -80,11 +83,11 @@ type chartProbe struct {
 	} `json:"httpGet"`
 }
 
-// TestHelmValues: values-agent.yaml and values-gateway.yaml decode strictly; they run this
-// distribution's binary on the ConfigMap holding the matching file of deploy/ (the chart
-// mounts its key relay), every mount has its volume, every OTELCOL_GYM_ variable they set is
-// read by that file, `otelcol-gym validate` accepts it with their environment, and the
-// gateway's Service name is the one the agents resolve.
+// TestHelmValues: values-agent.yaml, values-gateway.yaml and values-recorder.yaml decode
+// strictly; they run this distribution's binary on the ConfigMap holding the matching file of
+// deploy/ (the chart mounts its key relay), every mount has its volume (or claim template),
+// every OTELCOL_GYM_ variable they set is read by that file, `otelcol-gym validate` accepts it
+// with their environment, and the gateway's Service name is the one the agents resolve.
 func TestHelmValues(t *testing.T) {
 	dockerfile, err := os.ReadFile("../Dockerfile")
 	if err != nil {
@@ -95,6 +98,7 @@ func TestHelmValues(t *testing.T) {
 	}{
 		{"kubernetes/values-agent.yaml", "agent.yaml", "daemonset"},
 		{"kubernetes/values-gateway.yaml", "gateway.yaml", "deployment"},
+		{"kubernetes/values-recorder.yaml", "gateway.yaml", "statefulset"},
 	} {
 		t.Run(c.values, func(t *testing.T) {
 			var v chartValues
@@ -114,9 +118,12 @@ func TestHelmValues(t *testing.T) {
 			for _, vol := range v.ExtraVolumes {
 				vols[vol.Name] = true
 			}
+			for _, c := range v.Statefulset.VolumeClaimTemplates {
+				vols[c.Name] = true
+			}
 			for _, m := range v.ExtraVolumeMounts {
 				if !vols[m.Name] {
-					t.Errorf("extraVolumeMounts %s: no such extraVolume", m.Name)
+					t.Errorf("extraVolumeMounts %s: no such extraVolume or claim template", m.Name)
 				}
 			}
 			config, err := os.ReadFile(c.config)
@@ -134,9 +141,12 @@ func TestHelmValues(t *testing.T) {
 					}
 				}
 			}()
-			// The chart sets MY_POD_IP first, then extraEnvs.
-			env := podEnv(corev1.Container{Env: append([]corev1.EnvVar{{Name: "MY_POD_IP",
-				ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}, v.ExtraEnvs...)})
+			// The chart sets MY_POD_IP and OTEL_K8S_POD_NAME (among others) first, then extraEnvs.
+			field := func(name, path string) corev1.EnvVar {
+				return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
+			}
+			env := podEnv(corev1.Container{Env: append([]corev1.EnvVar{field("MY_POD_IP", "status.podIP"),
+				field("OTEL_K8S_POD_NAME", "metadata.name")}, v.ExtraEnvs...)})
 			configs := []string{string(config)}
 			for _, f := range configArgs(corev1.Container{Args: v.Command.ExtraArgs}) {
 				// Merged over the chart's relay: a file of kubernetes/config/, mounted from a

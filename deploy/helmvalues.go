@@ -31,7 +31,8 @@ const helmUsage = `# The collector configuration as Helm values for the upstream
 
 // HelmConfigFiles returns the generated Helm values files that carry the collector
 // configuration, by path relative to deploy/ (the directory it reads from): deploy/agent.yaml
-// and deploy/gateway.yaml as the chart's alternateConfig, and the agent's Kubernetes part
+// and deploy/gateway.yaml (of the gateway's and the recorder's releases) as the chart's
+// alternateConfig, and the agent's Kubernetes part
 // (kubernetes/config/agent-kubernetes.yaml) as a ConfigMap of the release (extraManifests,
 // whose checksum values-agent.yaml puts in the pod template). The text of the files is
 // embedded as it is, comments included; the result is checked to decode to the same values.
@@ -66,7 +67,11 @@ func HelmConfigFiles() (map[string][]byte, error) {
 	}
 	b = bytes.Buffer{}
 	fmt.Fprintf(&b, helmHeader, "gateway.yaml")
-	fmt.Fprintf(&b, helmUsage, "values-gateway.yaml", "otelcol-gym-gateway", "values-gateway.yaml", "values-gateway-config.yaml", "")
+	// The recorder is a release of its own on the same configuration (values-recorder.yaml).
+	fmt.Fprintf(&b, helmUsage, "values-gateway.yaml", "otelcol-gym-gateway", "values-gateway.yaml", "values-gateway-config.yaml",
+		"# The flight recorder's release takes this file too, after values-recorder.yaml:\n#\n"+
+			"#   helm upgrade --install otelcol-gym-recorder open-telemetry/opentelemetry-collector -n otelcol-gym \\\n"+
+			"#     -f deploy/kubernetes/values-recorder.yaml -f deploy/kubernetes/values-gateway-config.yaml\n#\n")
 	b.WriteString("alternateConfig:\n")
 	b.WriteString(indent(gateway, "  "))
 	if err := checkHelmConfig(b.Bytes(), gateway, ""); err != nil {

@@ -108,8 +108,8 @@ func TestKubePrometheusStackValues(t *testing.T) {
 // TestKubePrometheusStackOverlay renders the overlay and decodes every object strictly (the
 // monitoring kinds into prometheus-operator v0.95.2's types): every collector workload has a
 // PodMonitor on its telemetry port, the PrometheusRule is gym.rules.yaml's groups (and passes
-// promtool where installed), every dashboard is a labelled ConfigMap, and the gateways write
-// to the chart's Prometheus.
+// promtool where installed), every dashboard is a labelled ConfigMap, and the gateways and the
+// recorder write to the chart's Prometheus.
 func TestKubePrometheusStackOverlay(t *testing.T) {
 	m := decode(t, renderDir(t, KubePrometheusStackDir))
 	v, _ := kubePrometheusStackValues(t)
@@ -121,8 +121,11 @@ func TestKubePrometheusStackOverlay(t *testing.T) {
 	for n, d := range m.deployments {
 		pods["Deployment "+n] = d.Spec.Template
 	}
-	if len(pods) != 2 || len(m.podMonitors) != 2 {
-		t.Errorf("%d workloads, %d PodMonitors: want the agent and the gateway, each monitored", len(pods), len(m.podMonitors))
+	for n, s := range m.statefulSets {
+		pods["StatefulSet "+n] = statefulPod(s)
+	}
+	if len(pods) != 3 || len(m.podMonitors) != 3 {
+		t.Errorf("%d workloads, %d PodMonitors: want the agent, the gateway and the recorder, each monitored", len(pods), len(m.podMonitors))
 	}
 	for name, pod := range pods {
 		checkPod(t, m, name, pod.Spec)
@@ -165,6 +168,13 @@ func TestKubePrometheusStackOverlay(t *testing.T) {
 	want := "http://" + v.FullnameOverride + "-prometheus." + kpsNamespace + ".svc:9090/api/v1/write"
 	if got := envOf(gw.Spec.Template.Spec.Containers[0])["OTELCOL_GYM_REMOTE_WRITE_URL"]; got != want {
 		t.Errorf("the gateways write to %q, want the chart's Prometheus %q", got, want)
+	}
+	// The recorder's series (in flight, stalled) go there too: a patch of the gateway alone
+	// would leave it writing to the base's backend.
+	if rec := m.statefulSets["otelcol-gym-recorder"]; rec == nil {
+		t.Error("no recorder StatefulSet")
+	} else if got := envOf(rec.Spec.Template.Spec.Containers[0])["OTELCOL_GYM_REMOTE_WRITE_URL"]; got != want {
+		t.Errorf("the recorder writes to %q, want the chart's Prometheus %q", got, want)
 	}
 
 	// The rule: exactly the groups of gym.rules.yaml.
@@ -230,6 +240,11 @@ func namespaceOf(m *manifests, workload string) string {
 	for n, d := range m.deployments {
 		if workload == "Deployment "+n {
 			return d.Namespace
+		}
+	}
+	for n, s := range m.statefulSets {
+		if workload == "StatefulSet "+n {
+			return s.Namespace
 		}
 	}
 	return ""

@@ -31,16 +31,17 @@ import (
 // manifests is the rendered kustomize base, decoded strictly (an unknown field fails) into the
 // Kubernetes API types.
 type manifests struct {
-	namespaces  map[string]*corev1.Namespace
-	accounts    map[string]*corev1.ServiceAccount
-	configMaps  map[string]*corev1.ConfigMap
-	daemonSets  map[string]*appsv1.DaemonSet
-	deployments map[string]*appsv1.Deployment
-	services    map[string]*corev1.Service
-	autoscalers map[string]*autoscalingv2.HorizontalPodAutoscaler
-	pdbs        map[string]*policyv1.PodDisruptionBudget
-	policies    map[string]*networkingv1.NetworkPolicy
-	priorities  map[string]*schedulingv1.PriorityClass // cluster-scoped
+	namespaces   map[string]*corev1.Namespace
+	accounts     map[string]*corev1.ServiceAccount
+	configMaps   map[string]*corev1.ConfigMap
+	daemonSets   map[string]*appsv1.DaemonSet
+	deployments  map[string]*appsv1.Deployment
+	statefulSets map[string]*appsv1.StatefulSet
+	services     map[string]*corev1.Service
+	autoscalers  map[string]*autoscalingv2.HorizontalPodAutoscaler
+	pdbs         map[string]*policyv1.PodDisruptionBudget
+	policies     map[string]*networkingv1.NetworkPolicy
+	priorities   map[string]*schedulingv1.PriorityClass // cluster-scoped
 	// The prometheus-operator kinds of the kube-prometheus-stack overlay.
 	podMonitors     map[string]*monitoringv1.PodMonitor
 	prometheusRules map[string]*monitoringv1.PrometheusRule
@@ -77,7 +78,7 @@ func decode(t *testing.T, rendered []byte) *manifests {
 	m := &manifests{
 		namespaces: map[string]*corev1.Namespace{}, accounts: map[string]*corev1.ServiceAccount{},
 		configMaps: map[string]*corev1.ConfigMap{}, daemonSets: map[string]*appsv1.DaemonSet{},
-		deployments: map[string]*appsv1.Deployment{}, services: map[string]*corev1.Service{},
+		deployments: map[string]*appsv1.Deployment{}, services: map[string]*corev1.Service{}, statefulSets: map[string]*appsv1.StatefulSet{},
 		autoscalers: map[string]*autoscalingv2.HorizontalPodAutoscaler{}, renderedYAML: rendered,
 		podMonitors: map[string]*monitoringv1.PodMonitor{}, prometheusRules: map[string]*monitoringv1.PrometheusRule{},
 		pdbs: map[string]*policyv1.PodDisruptionBudget{}, policies: map[string]*networkingv1.NetworkPolicy{},
@@ -91,6 +92,7 @@ func decode(t *testing.T, rendered []byte) *manifests {
 		"v1/ConfigMap":                            strictInto(m.configMaps),
 		"apps/v1/DaemonSet":                       strictInto(m.daemonSets),
 		"apps/v1/Deployment":                      strictInto(m.deployments),
+		"apps/v1/StatefulSet":                     strictInto(m.statefulSets),
 		"v1/Service":                              strictInto(m.services),
 		"autoscaling/v2/HorizontalPodAutoscaler":  strictInto(m.autoscalers),
 		"policy/v1/PodDisruptionBudget":           strictInto(m.pdbs),
@@ -127,9 +129,9 @@ func decode(t *testing.T, rendered []byte) *manifests {
 func TestKustomizeBase(t *testing.T) {
 	m := decode(t, render(t))
 
-	want := map[string]int{"Namespace": 1, "DaemonSet": 1, "Deployment": 1, "Service": 2, "HorizontalPodAutoscaler": 1, "ConfigMap": 2,
-		"PodDisruptionBudget": 1, "NetworkPolicy": 2, "PriorityClass": 1}
-	got := map[string]int{"Namespace": len(m.namespaces), "DaemonSet": len(m.daemonSets), "Deployment": len(m.deployments),
+	want := map[string]int{"Namespace": 1, "DaemonSet": 1, "Deployment": 1, "StatefulSet": 1, "Service": 3, "HorizontalPodAutoscaler": 1,
+		"ConfigMap": 2, "PodDisruptionBudget": 1, "NetworkPolicy": 3, "PriorityClass": 1}
+	got := map[string]int{"Namespace": len(m.namespaces), "DaemonSet": len(m.daemonSets), "Deployment": len(m.deployments), "StatefulSet": len(m.statefulSets),
 		"Service": len(m.services), "HorizontalPodAutoscaler": len(m.autoscalers), "ConfigMap": len(m.configMaps),
 		"PodDisruptionBudget": len(m.pdbs), "NetworkPolicy": len(m.policies), "PriorityClass": len(m.priorities)}
 	for k, n := range want {
@@ -154,6 +156,9 @@ func TestKustomizeBase(t *testing.T) {
 	}
 	for n, d := range m.deployments {
 		workloads = append(workloads, workload{"Deployment " + n, d.Spec.Selector, d.Spec.Template})
+	}
+	for n, s := range m.statefulSets { // its pods as the controller makes them: with its claims
+		workloads = append(workloads, workload{"StatefulSet " + n, s.Spec.Selector, statefulPod(s)})
 	}
 	for _, w := range workloads {
 		sel, err := metav1.LabelSelectorAsSelector(w.selector)
@@ -333,6 +338,7 @@ func TestKubectlKustomize(t *testing.T) {
 		{"Service", keys(a.services), keys(b.services)},
 		{"Deployment", keys(a.deployments), keys(b.deployments)},
 		{"DaemonSet", keys(a.daemonSets), keys(b.daemonSets)},
+		{"StatefulSet", keys(a.statefulSets), keys(b.statefulSets)},
 	} {
 		if !slices.Equal(kind.x, kind.y) {
 			t.Errorf("%s: kubectl renders %v, the library %v", kind.name, kind.x, kind.y)
@@ -531,7 +537,7 @@ func podEnv(c corev1.Container) []string {
 	for _, e := range c.Env {
 		v := e.Value
 		if f := e.ValueFrom; f != nil && f.FieldRef != nil {
-			v = map[string]string{"status.podIP": "127.0.0.1", "spec.nodeName": "node-1", "status.hostIP": "127.0.0.1"}[f.FieldRef.FieldPath]
+			v = map[string]string{"status.podIP": "127.0.0.1", "spec.nodeName": "node-1", "status.hostIP": "127.0.0.1", "metadata.name": "pod-0"}[f.FieldRef.FieldPath]
 		}
 		v = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`).ReplaceAllStringFunc(v, func(ref string) string {
 			return vals[ref[2:len(ref)-1]]
