@@ -243,35 +243,40 @@ func (r *Recorder) Restore(ctx context.Context, store Store) (Restored, error) {
 		return got, fmt.Errorf("the recorder's saved state is damaged (%v); starting empty", cmp.Or(d.err, errDamaged))
 	}
 	r.stalls = stalls
-	ops := make([]*storage.Operation, high)
-	for i := range ops {
-		ops[i] = storage.GetOperation(recordKey(int32(i)))
-	}
-	if err := store.Batch(ctx, ops...); err != nil {
-		return got, err
-	}
 	now := r.clock.Elapsed()
 	var kept []*rollout
 	r.saved.high = int32(high)
-	for i, op := range ops {
-		if len(op.Value) == 0 {
-			r.saved.spare = append(r.saved.spare, int32(i))
-			continue
+	// Read in chunks: a header that names many slots costs time, never much memory.
+	ops := make([]*storage.Operation, 0, min(high, restoreChunk))
+	for lo := uint64(0); lo < high; lo += restoreChunk {
+		ops = ops[:0]
+		for i := lo; i < min(lo+restoreChunk, high); i++ {
+			ops = append(ops, storage.GetOperation(recordKey(int32(i))))
 		}
-		ro, err := decodeRecord(op.Value, savedAt, now)
-		if err != nil || r.byID[ro.rolloutKey] != nil || len(r.byID) >= r.cfg.MaxRollouts {
-			if err != nil || r.byID[ro.rolloutKey] != nil {
-				got.Damaged++
-			} else {
-				got.Dropped++
+		if err := store.Batch(ctx, ops...); err != nil {
+			return got, err
+		}
+		for j, op := range ops {
+			slot := int32(lo) + int32(j)
+			if len(op.Value) == 0 {
+				r.saved.spare = append(r.saved.spare, slot)
+				continue
 			}
-			r.saved.spare = append(r.saved.spare, int32(i))
-			r.saved.freed = append(r.saved.freed, int32(i))
-			continue
+			ro, err := decodeRecord(op.Value, savedAt, now)
+			if err != nil || r.byID[ro.rolloutKey] != nil || len(r.byID) >= r.cfg.MaxRollouts {
+				if err != nil || r.byID[ro.rolloutKey] != nil {
+					got.Damaged++
+				} else {
+					got.Dropped++
+				}
+				r.saved.spare = append(r.saved.spare, slot)
+				r.saved.freed = append(r.saved.freed, slot)
+				continue
+			}
+			ro.slot = slot
+			r.byID[ro.rolloutKey] = ro
+			kept = append(kept, ro)
 		}
-		ro.slot = int32(i)
-		r.byID[ro.rolloutKey] = ro
-		kept = append(kept, ro)
 	}
 	got.Rollouts = len(kept)
 	// The lists' orders: in flight by first seen, finished by finish (its last span).
@@ -309,7 +314,10 @@ func (r *Recorder) Detach() {
 }
 
 // maxSlots bounds the slots a header may name: more than any max_rollouts an operator sets.
-const maxSlots = 1 << 24
+const maxSlots = 1 << 22
+
+// restoreChunk is how many records Restore reads in one batch.
+const restoreChunk = 1024
 
 // decodeRecord reads a rollout's record; its times are set so that its age and idle time at
 // now are what they were at savedAt (the earlier process's last collection).

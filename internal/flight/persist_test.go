@@ -147,3 +147,43 @@ func TestStoreBounded(t *testing.T) {
 	assert.Equal(t, r.Kept()+1, mem.Len(), "a record per rollout kept and the header")
 	assert.LessOrEqual(t, r.Kept(), 10)
 }
+
+// FuzzRestore: whatever a damaged store holds, Restore neither panics nor keeps more than
+// max_rollouts, and every string it keeps is within the cap.
+func FuzzRestore(f *testing.F) {
+	mem := storagetest.NewMem(nil)
+	r, _ := newTest(testCfg)
+	_, _ = r.Restore(context.Background(), mem)
+	r.ConsumeTraces(traces("A", "agent", sp{id: "a", name: "gym.verify", end: t0}))
+	collect(r)
+	f.Add(mem.Value(headerKey), mem.Value(recordKey(0)))
+	f.Add([]byte{persistVersion, 1, 0, 0}, []byte{persistVersion})
+	f.Fuzz(func(t *testing.T, head, rec []byte) {
+		store := storagetest.NewMem(map[string][]byte{headerKey: head, recordKey(0): rec, recordKey(1): rec})
+		r, _ := newTest(Config{MaxRollouts: 1, StallAfter: time.Minute, FinishedAfter: time.Hour})
+		_, _ = r.Restore(context.Background(), store)
+		assert.LessOrEqual(t, r.Kept(), 1)
+		for _, ro := range r.byID {
+			assert.LessOrEqual(t, len(ro.id)+len(ro.run)+len(ro.server)+len(ro.lastSpan), 4*maxStringBytes)
+		}
+		collect(r)
+	})
+}
+
+// TestRestoreMany: records past one read batch are all restored.
+func TestRestoreMany(t *testing.T) {
+	cfg := Config{MaxRollouts: 3000, StallAfter: time.Minute, FinishedAfter: time.Hour}
+	mem := storagetest.NewMem(nil)
+	r := New(cfg, clock.NewFake(t0))
+	_, err := r.Restore(context.Background(), mem)
+	require.NoError(t, err)
+	for i := range 2500 {
+		r.ConsumeTraces(traces("A", "agent", sp{id: fmt.Sprint(i), name: "gym.verify", end: t0}))
+	}
+	r2 := New(cfg, clock.NewFake(t0))
+	got, err := r2.Restore(context.Background(), mem.CrashCopy())
+	require.NoError(t, err)
+	assert.Equal(t, Restored{Rollouts: 2500}, got)
+	after, _ := collect(r2)
+	assert.Equal(t, 2500.0, after["gym.rollout.in_flight|A|agent|verify"])
+}
