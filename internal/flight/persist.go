@@ -144,6 +144,13 @@ func (r *Recorder) appendHeader(b []byte) []byte {
 		b = binary.AppendUvarint(b, uint64(c.start))
 		b = binary.AppendUvarint(b, uint64(c.n))
 	}
+	// The gauge series exported non-zero: the next process writes a drained one at zero, so a
+	// backend does not keep a dead process's last value beside the new one's.
+	b = binary.AppendUvarint(b, uint64(len(r.exported)))
+	for _, k := range sorted(r.exported) {
+		b = appendString(appendString(appendString(b, k.metric), k.run), k.server)
+		b = append(b, byte(k.stage))
+	}
 	return b
 }
 
@@ -238,11 +245,22 @@ func (r *Recorder) Restore(ctx context.Context, store Store) (Restored, error) {
 			stalls[k] = c
 		}
 	}
+	exported := map[seriesKey]struct{}{}
+	n = d.uvarint()
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		k := seriesKey{metric: d.string(), run: d.string(), server: d.string()}
+		if st := d.bytes(1); d.err == nil {
+			k.stage = Stage(st[0])
+			if k.metric == MetricInFlight || k.metric == MetricStalled || k.metric == MetricOldest {
+				exported[k] = struct{}{}
+			}
+		}
+	}
 	if d.err != nil || high > uint64(maxSlots) {
 		r.saved.headerDue = true // the next write replaces it
 		return got, fmt.Errorf("the recorder's saved state is damaged (%v); starting empty", cmp.Or(d.err, errDamaged))
 	}
-	r.stalls = stalls
+	r.stalls, r.exported = stalls, exported
 	now := r.clock.Elapsed()
 	var kept []*rollout
 	r.saved.high = int32(high)

@@ -73,6 +73,7 @@ func TestRestore(t *testing.T) {
 		"gym.rollout.stalled|A|agent|sandbox":      1,
 		"gym.rollout.stalls_total|A|agent|sandbox": 1,
 		"gym.rollout.stalls_total|A|agent|verify":  1, // done's, before it finished
+		"gym.rollout.stalled|A|agent|verify":       0, // done's too: it finished since, so drained
 		"gym.rollout.oldest_in_flight_age|A||":     360,
 	}, after)
 	assert.Equal(t, before["gym.rollout.stalls_total|A|agent|sandbox"], after["gym.rollout.stalls_total|A|agent|sandbox"])
@@ -186,4 +187,26 @@ func TestRestoreMany(t *testing.T) {
 	assert.Equal(t, Restored{Rollouts: 2500}, got)
 	after, _ := collect(r2)
 	assert.Equal(t, 2500.0, after["gym.rollout.in_flight|A|agent|verify"])
+}
+
+// TestRestoreDrainsDeadSeries: a gauge series the killed process exported non-zero and that has
+// drained since (its rollout moved on to another stage) is written at zero by the next process,
+// so a backend does not add the dead process's last value to the new one's.
+func TestRestoreDrainsDeadSeries(t *testing.T) {
+	mem := storagetest.NewMem(nil)
+	r, _ := newTest(testCfg)
+	_, err := r.Restore(context.Background(), mem)
+	require.NoError(t, err)
+	r.ConsumeTraces(traces("A", "agent", sp{id: "x", name: "gym.verify", end: t0}))
+	collect(r)
+	r.ConsumeTraces(traces("A", "agent", sp{id: "x", name: "gym.model.responses", end: t0}))
+	r2, _ := newTest(testCfg)
+	_, err = r2.Restore(context.Background(), mem.CrashCopy())
+	require.NoError(t, err)
+	got, _ := collect(r2)
+	assert.Equal(t, map[string]float64{
+		"gym.rollout.in_flight|A|agent|model_call": 1,
+		"gym.rollout.in_flight|A|agent|verify":     0,
+		"gym.rollout.oldest_in_flight_age|A||":     0,
+	}, got)
 }
