@@ -291,7 +291,9 @@ func faultBusy(t *testing.T, prom, gateway string, overHTTP bool) {
 	} else {
 		p.serveBusyGRPC(t)
 	}
-	a := startFaultAgent(t, name, p.addr, overlays, nil) // the otlp_grpc exporter, unused over HTTP, still needs an address
+	// The otlp_grpc exporter, unused over HTTP, still needs an address. Gym's spans go to the
+	// gateway itself: the recorder's gRPC connection must not reach the proxy's HTTP server.
+	a := startFaultAgent(t, name, p.addr, overlays, []string{"OTELCOL_GYM_RECORDER_ENDPOINT=" + gateway})
 	a.round(t, 5)
 	a.waitExact(t, prom, "before the gateway is busy", false)
 
