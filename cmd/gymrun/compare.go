@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -25,21 +24,23 @@ type side struct {
 	// runs: each benchmark's accumulated rows, for pairing by task; nil when read from a
 	// summary JSON.
 	runs map[string]*bench
+	// overflow: the numbers of the side that do not fit (its summary's), by JSON Pointer.
+	overflow map[string]bool
+	warnings []string // what overflowed, from which file (a run's)
 }
 
 func compare(args []string, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("compare", flag.ContinueOnError)
-	fl.SetOutput(stderr)
+	fl := newFlags("compare", stderr)
 	asJSON := fl.Bool("json", false, "write the gymrun.compare/v1 JSON document instead of tables")
 	htmlPath := fl.String("html", "", "also write a self-contained HTML report to `FILE`")
 	o := compareOpts{}
 	fl.StringVar(&o.correction, "correction", correctionHolm, "the family-wise correction over the benchmarks: holm or none")
 	fl.Float64Var(&o.level, "level", 0.05, "the family-wise error level of the verdicts, in (0, 1)")
-	if err := fl.Parse(args); err != nil {
-		return 2
+	if code, done := parseFlags(fl, args, compareSynopsis, compareAbout, stdout, stderr); done {
+		return code
 	}
 	if fl.NArg() != 2 {
-		fmt.Fprint(stderr, usage)
+		writeUsage(stderr, fl, compareSynopsis, compareAbout)
 		return 2
 	}
 	if o.correction != correctionHolm && o.correction != correctionNone {
@@ -113,7 +114,14 @@ func loadSide(path string, stderr io.Writer) (*side, error) {
 	if err != nil {
 		return nil, err
 	}
-	return runSide(path, s, files)
+	sd, err := runSide(path, s, files)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range sd.warnings {
+		fmt.Fprintln(stderr, "gymrun:", w)
+	}
+	return sd, nil
 }
 
 // runSide is the side of a run read into s.
@@ -122,10 +130,7 @@ func runSide(path string, s *Summary, files []FileReport) (*side, error) {
 		return nil, fmt.Errorf("%s: no row read: nothing to compare", path)
 	}
 	r := s.report(files, nil)
-	if err := checkFinite(r); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return &side{path: path, benches: r.Benchmarks, runs: s.benches}, nil
+	return &side{path: path, benches: r.Benchmarks, runs: s.benches, overflow: set(r.Overflow), warnings: r.warnings}, nil
 }
 
 // schemaOf is the "schema" string of the file's first JSON value when it is an object that has
@@ -186,28 +191,43 @@ func readSummaryJSON(path string) (*side, error) {
 		line := 1 + bytes.Count(data[:max(min(off, int64(len(data)))-1, 0)], []byte("\n"))
 		return nil, fmt.Errorf("%s:%d: not a valid summary JSON: %w", path, line, err)
 	}
+	sd := &side{path: path, benches: r.Benchmarks, overflow: set(r.Overflow)}
 	for _, name := range sortedNames(r.Benchmarks) {
-		if err := checkSummaryBench(r.Benchmarks[name]); err != nil {
+		if err := checkSummaryBench(r.Benchmarks[name], sd.rewardOverflow(name)); err != nil {
 			return nil, fmt.Errorf("%s: benchmark %q: %w", path, name, err)
 		}
 	}
 	if len(r.Benchmarks) == 0 {
 		return nil, fmt.Errorf("%s: no benchmark: nothing to compare", path)
 	}
-	return &side{path: path, benches: r.Benchmarks}, nil
+	return sd, nil
 }
 
-// checkSummaryBench: what the comparison uses is there and consistent.
-func checkSummaryBench(b BenchReport) error {
+// maxCount bounds a count of rows read from a summary JSON: far beyond any run's, exact in a
+// float64, and sums of a few of them stay within int64 (they never wrap into a match).
+const maxCount = 1 << 53
+
+// checkSummaryBench: what the comparison uses is there and consistent. overflowed: the
+// summary names some of the rewards' statistics as overflowing (null).
+func checkSummaryBench(b BenchReport, overflowed bool) error {
 	w := b.Reward
-	for _, c := range []int64{b.Attempts, b.Scored, b.Failed, b.Masked, w.N, w.NaN, w.Missing, w.Infinite} {
-		if c < 0 {
-			return errors.New("a negative count")
+	counts := []int64{b.Attempts, b.Scored, b.Failed, b.Masked, w.N, w.NaN, w.Missing, w.Infinite}
+	for _, g := range b.FailedByGroup {
+		counts = append(counts, g)
+	}
+	if h := w.Histogram; h != nil {
+		counts = append(counts, h.Counts...)
+	}
+	for _, c := range counts {
+		if c < 0 || c > maxCount {
+			return fmt.Errorf("a count outside [0, %d]", int64(maxCount))
 		}
 	}
 	switch {
 	case b.Scored != w.N+b.Masked+w.NaN+w.Missing+w.Infinite || b.Attempts != b.Scored+b.Failed:
 		return errors.New("counts that do not add up (attempts = scored + failed, scored = reward.n + masked + nan + missing + infinite)")
+	case overflowed && w.N > 0:
+		return nil // statistics unknown: compare tests nothing (not_finite), and needs none of them
 	case (w.Mean != nil) != (w.N > 0):
 		return errors.New("reward.mean must be given exactly when reward.n > 0")
 	case w.N > 1 && w.SD == nil:
@@ -218,6 +238,34 @@ func checkSummaryBench(b BenchReport) error {
 		return errors.New("reward.tasks must be between 0 and reward.n")
 	case w.SD != nil && *w.SD < 0 || w.SEByTask != nil && *w.SEByTask < 0:
 		return errors.New("a negative reward.sd or reward.se_by_task")
+	case w.Histogram != nil && !(w.Histogram.Lo <= w.Histogram.Hi && finite(w.Histogram.Hi-w.Histogram.Lo)):
+		return errors.New("a reward.histogram whose hi is below its lo, or too far from it for a finite width")
+	}
+	for g, n := range b.FailedByGroup {
+		if n > b.Failed {
+			return fmt.Errorf("failed_by_group %q above failed", g)
+		}
 	}
 	return nil
+}
+
+// rewardOverflow tells whether the side's summary names a statistic of the benchmark's rewards
+// as overflowing.
+func (s *side) rewardOverflow(name string) bool {
+	prefix := pointer("benchmarks", name, "reward") + "/"
+	for p := range s.overflow {
+		if strings.HasPrefix(p, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// set is the strings of list as a set.
+func set(list []string) map[string]bool {
+	m := make(map[string]bool, len(list))
+	for _, s := range list {
+		m[s] = true
+	}
+	return m
 }

@@ -116,6 +116,9 @@ func newIntervalChart(delta float64, ci [2]float64, verdict string) *intervalCha
 		pad = 0.05
 	}
 	lo, hi = lo-pad, hi+pad
+	if !finite(lo, hi, hi-lo) { // an interval too wide to scale
+		return nil
+	}
 	x := scale(lo, hi)
 	c := &intervalChart{
 		W: chartW, H: intervalH, Verdict: verdict, X0: x(0), X: x(delta), Lo: x(ci[0]), Hi: x(ci[1]),
@@ -148,7 +151,7 @@ func newHistChart(a, b *SideStats) *histChart {
 	for _, h := range hs {
 		lo, hi = min(lo, h.Lo), max(hi, h.Hi)
 	}
-	if !finite(lo, hi) {
+	if !finite(lo, hi, hi-lo) { // the two runs' rewards too far apart to scale
 		return nil
 	}
 	if hi == lo {
@@ -180,6 +183,9 @@ func newHistChart(a, b *SideStats) *histChart {
 			}
 			share := float64(c) / float64(ns[i])
 			bh := round2(share / top * plotH)
+			if !finite(left+w, x(left), x(left+w)) {
+				return nil // rewards near the limits of float64: no chart to draw, the table says why
+			}
 			ch.Bars = append(ch.Bars, bar{
 				Side: sides[i], X: x(left), W: max(round2(x(left+w)-x(left)), 1), Y: round2(ch.BaseY - bh), H: bh,
 				Title: fmt.Sprintf("%s: [%.3g, %.3g]: %d of %d (%.1f%%)", strings.ToUpper(sides[i]), left, left+w, c, ns[i], 100*share),

@@ -302,7 +302,7 @@ func tasksOf(n, k int, f func(t, i int) float64) [][]float64 {
 // TestCompareEdges: each edge gives a clear result: every reward equal (no spread: certain, and
 // within [-1, 1]); one task (no test, said so); tasks in one run only (left out of the pairs, or
 // unpaired when no task is shared); rewards outside [0, 1]; rows without a rollout index (paired
-// by task all the same) or without a task index (by rollout); rewards that overflow (an error).
+// by task all the same) or without a task index (by rollout); rewards that overflow (no test).
 func TestCompareEdges(t *testing.T) {
 	const name = "b"
 	cmpRows := func(a, b []string) (int, CompareBench, string) {
@@ -385,14 +385,18 @@ func TestCompareEdges(t *testing.T) {
 	assert.Zero(t, c.A.Tasks)
 	assert.Contains(t, text, "by rollout: a run's rows give no task index")
 
-	// Rewards that overflow a sum: an error naming the file and benchmark, never a NaN.
+	// Rewards that overflow a spread: no test (not_finite), said on standard error with the
+	// file and benchmark; never a NaN, never an error.
 	huge := taskRows(name, 0, tasksOf(3, 2, func(_, i int) float64 { return []float64{1e308, -1e308}[i] }), true)
 	pa := writeRun(t, huge, nil)
 	var out, errOut bytes.Buffer
-	assert.Equal(t, 2, run([]string{"compare", "--json", pa, writeRun(t, ones, nil)}, &out, &errOut))
-	assert.Contains(t, errOut.String(), pa+`: benchmark "b": its rewards overflow`)
-	assert.Empty(t, out.String())
-	assert.Equal(t, 2, run([]string{"summary", "--json", pa}, &out, &errOut))
+	require.Equal(t, 0, run([]string{"compare", "--json", pa, writeRun(t, ones, nil)}, &out, &errOut), errOut.String())
+	assert.Contains(t, errOut.String(), pa+`: benchmark "b": its rewards (up to 1e+308, in this file) overflow a sum or a spread`)
+	var cr CompareReport
+	require.NoError(t, json.Unmarshal(out.Bytes(), &cr))
+	assert.Equal(t, testNone, cr.Benchmarks[name].Test)
+	assert.Equal(t, reasonNotFinite, cr.Benchmarks[name].Reason)
+	assert.Nil(t, cr.Benchmarks[name].A.Mean)
 }
 
 // TestCompareOptions: --correction none judges each benchmark at the level alone; --level moves

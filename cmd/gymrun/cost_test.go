@@ -55,10 +55,10 @@ func TestSummaryPrices(t *testing.T) {
 	// m-b: 1000000 * 0.2 + 200000 * 0.8 = 360000 -> 0.36 USD.
 	c := r.Benchmarks["b0"].Cost
 	require.NotNil(t, c)
-	assert.InDelta(t, 0.0115, c.ByModel["m-a"], 1e-12)
-	assert.InDelta(t, 0.36, c.ByModel["m-b"], 1e-12)
+	assert.InDelta(t, 0.0115, *c.ByModel["m-a"], 1e-12)
+	assert.InDelta(t, 0.36, *c.ByModel["m-b"], 1e-12)
 	assert.Len(t, c.ByModel, 2)
-	assert.InDelta(t, 0.3715, c.USD, 1e-12)
+	assert.InDelta(t, 0.3715, *c.USD, 1e-12)
 	require.NotNil(t, c.PerScoredRollout)
 	assert.InDelta(t, 0.3715/5, *c.PerScoredRollout, 1e-12, "5 scored rollouts")
 	require.NotNil(t, c.RewardPerUSD)
@@ -66,7 +66,8 @@ func TestSummaryPrices(t *testing.T) {
 	assert.Equal(t, map[string]map[string]int64{"m-x": {"input": 70, "output": 30}, absent: {"output": 5}}, c.UnpricedModels)
 
 	c = r.Benchmarks["b1"].Cost
-	assert.Zero(t, c.USD)
+	require.NotNil(t, c.USD)
+	assert.Zero(t, *c.USD)
 	assert.Nil(t, c.PerScoredRollout, "nothing priced: no cost per rollout")
 	assert.Nil(t, c.RewardPerUSD)
 	assert.Equal(t, map[string]map[string]int64{"m-x": {"input": 9, "output": 9}}, c.UnpricedModels)

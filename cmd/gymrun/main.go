@@ -18,7 +18,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -37,24 +36,11 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-const usage = `usage: gymrun summary [--json] [--prices FILE] [--out FILE] PATH...
-       gymrun compare [--json] [--html FILE] [--correction holm|none] [--level L] A B
-       gymrun top [--url URL] [--run ID] [--interval D] [--once]
-
-summary: reads Gym run files (PATH: a run's main output STEM.jsonl, with its sidecar
-STEM_failures.jsonl, or a directory of runs) and prints per benchmark attempts, failures,
-reward (with its denominator), tokens, truncated responses, tool calls and durations; with
---prices FILE (USD per million tokens by model), the cost of each benchmark.
-
-compare: is run B better than run A? Per benchmark, the change in mean reward by task (paired
-by task when it can) with its 95% interval, its p-value adjusted over the benchmarks
-(--correction holm, the default, or none; --level 0.05), a verdict (regression, improvement,
-no_change) with the change it could detect, and its causes (model, infrastructure,
-denominator). A and B: runs, as summary reads them, or summary JSON files. Exit status 1 on a
-regression.
-`
-
 func run(args []string, stdout, stderr io.Writer) int {
+	if isHelp(args) {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
 	if len(args) > 0 && args[0] == "compare" {
 		return compare(args[1:], stdout, stderr)
 	}
@@ -62,13 +48,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
-	fl := flag.NewFlagSet("summary", flag.ContinueOnError)
-	fl.SetOutput(stderr)
+	fl := newFlags("summary", stderr)
 	asJSON := fl.Bool("json", false, "write the gymrun.summary/v1 JSON document instead of tables")
 	pricesPath := fl.String("prices", "", "a price table (USD per million tokens by model, docs/gymrun.md): each benchmark's cost")
 	out := fl.String("out", "", "write to this file (whole, or not at all; its directory created) instead of standard output")
-	if err := fl.Parse(args[1:]); err != nil {
-		return 2
+	if code, done := parseFlags(fl, args[1:], summarySynopsis, summaryAbout, stdout, stderr); done {
+		return code
 	}
 	var table *prices.Table
 	if *pricesPath != "" {
@@ -79,7 +64,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if fl.NArg() == 0 {
-		fmt.Fprint(stderr, usage)
+		writeUsage(stderr, fl, summarySynopsis, summaryAbout)
 		return 2
 	}
 	s := NewSummary()
@@ -89,9 +74,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	r := s.report(files, table)
-	if err := checkFinite(r); err != nil {
-		fmt.Fprintln(stderr, "gymrun:", err)
-		return 2
+	for _, w := range r.warnings {
+		fmt.Fprintln(stderr, "gymrun:", w)
 	}
 	write := func(w io.Writer) error {
 		if *asJSON {
@@ -178,7 +162,7 @@ func readFile(s *Summary, path string, kind rollouts.Kind, stderr io.Writer) (Fi
 		return fr, err
 	}
 	defer f.Close()
-	s.cur = nil
+	s.cur, s.file = nil, path
 	fr.Rows, err = rollouts.ReadRows(f, kind, s, func(line int64, re *rollouts.RowError) {
 		fr.Rejected++
 		fr.ByReason[re.Reason]++

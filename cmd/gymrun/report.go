@@ -20,6 +20,11 @@ type Report struct {
 	Schema     string                 `json:"schema"`
 	Files      []FileReport           `json:"files"`
 	Benchmarks map[string]BenchReport `json:"benchmarks"`
+	// Overflow names the numbers that do not fit (overflow.go), sorted: JSON Pointers to a
+	// null that would not be a finite number, or to an integer sum saturated at the largest
+	// int64. Empty for any real run.
+	Overflow []string `json:"overflow"`
+	warnings []string // what overflowed and from which file, for standard error
 }
 
 // FileReport is one run file read: the rows applied and those rejected, by reason.
@@ -54,7 +59,7 @@ type BenchReport struct {
 // is a finite number. The rows left out are counted apart.
 type Reward struct {
 	N    int64       `json:"n"`
-	Sum  float64     `json:"sum"`
+	Sum  *float64    `json:"sum"` // null only when it overflows (the document's overflow)
 	Mean *float64    `json:"mean"`
 	SD   *float64    `json:"sd"` // sample standard deviation: what compare's Welch test needs
 	CI95 *[2]float64 `json:"ci95"`
@@ -84,23 +89,34 @@ type Durations struct {
 }
 
 // report builds the JSON document of the summary and the files read; with a price table, each
-// benchmark's cost.
+// benchmark's cost. A number that does not fit is null or saturated, and named (overflow.go).
 func (s *Summary) report(files []FileReport, table *prices.Table) Report {
-	out := Report{Schema: Schema, Files: files, Benchmarks: map[string]BenchReport{}}
-	for name, b := range s.benches {
+	out := Report{Schema: Schema, Files: files, Benchmarks: map[string]BenchReport{}, Overflow: []string{}}
+	for _, name := range sortedNames(s.benches) {
+		b := s.benches[name]
+		o := &overflows{bench: name}
 		br := BenchReport{
 			Attempts: b.attempts, Scored: b.scored, Failed: b.failed,
 			FailedByClass: b.failedByClass, FailedByKind: b.failedByKind, FailedByGroup: b.failedByGroup, Masked: b.masked,
-			Reward:    Reward{N: b.rewards.n, Sum: b.rewardSum, NaN: b.rewardNaN, Missing: b.rewardMissing, Infinite: b.rewardInf, Histogram: b.hist.report()},
+			Reward:    Reward{N: b.rewards.n, NaN: b.rewardNaN, Missing: b.rewardMissing, Infinite: b.rewardInf},
 			Responses: b.responses, Truncated: b.truncated, Tokens: b.tokens,
 			ToolCalls: ToolCalls{Rows: b.toolCallRows, Sum: b.toolCalls},
 		}
+		br.Reward.Sum = o.num(b.rewardSum, &o.rewards, "reward", "sum")
+		if h := b.hist.report(); h != nil {
+			// The HTML report scales by hi − lo: it must be finite too.
+			if finite(h.Lo, h.Hi, h.Hi-h.Lo) {
+				br.Reward.Histogram = h
+			} else {
+				o.rewards = append(o.rewards, pointer("benchmarks", name, "reward", "histogram"))
+			}
+		}
 		if n := b.rewards.n; n > 0 {
-			mean := b.rewards.mean
-			br.Reward.Mean = &mean
+			br.Reward.Mean = o.num(b.rewards.mean, &o.rewards, "reward", "mean")
 			if sd, ok := b.rewards.sd(); ok {
-				ci := meanInterval(b.rewards, sd, b.binary)
-				br.Reward.SD, br.Reward.CI95 = &sd, &ci
+				if br.Reward.SD = o.num(sd, &o.rewards, "reward", "sd"); br.Reward.SD != nil {
+					br.Reward.CI95 = o.pair(meanInterval(b.rewards, sd, b.binary), &o.rewards, "reward", "ci95")
+				}
 			}
 			if b.binary {
 				rate := float64(b.passes) / float64(n)
@@ -108,10 +124,21 @@ func (s *Summary) report(files []FileReport, table *prices.Table) Report {
 			}
 			ts := b.taskSums()
 			br.Reward.Tasks = int64(len(ts))
-			if e, ok := clustered(ts); ok && finite(e.se) {
-				ci := taskInterval(e, n, b.binary)
-				br.Reward.SEByTask, br.Reward.CI95ByTask = &e.se, &ci
+			if e, ok := clustered(ts); ok {
+				if br.Reward.SEByTask = o.num(e.se, &o.rewards, "reward", "se_by_task"); br.Reward.SEByTask != nil {
+					br.Reward.CI95ByTask = o.pair(taskInterval(e, n, b.binary), &o.rewards, "reward", "ci95_by_task")
+				}
 			}
+		}
+		for _, typ := range sortedNames(b.tokens) {
+			for _, m := range sortedNames(b.tokens[typ]) {
+				if b.satTokens[[2]string{typ, m}] {
+					o.sums = append(o.sums, pointer("benchmarks", name, "tokens", typ, m))
+				}
+			}
+		}
+		if b.satToolCalls {
+			o.sums = append(o.sums, pointer("benchmarks", name, "tool_calls", "sum"))
 		}
 		if len(b.durations) > 0 {
 			d := slices.Clone(b.durations)
@@ -119,38 +146,14 @@ func (s *Summary) report(files []FileReport, table *prices.Table) Report {
 			br.DurationMS = &Durations{N: len(d), P50: percentile(d, 50), P90: percentile(d, 90), P99: percentile(d, 99)}
 		}
 		if table != nil {
-			br.Cost = cost(table, &br)
+			br.Cost = cost(table, &br, b, o)
 		}
 		out.Benchmarks[name] = br
+		out.Overflow = append(out.Overflow, o.all()...)
+		out.warnings = append(out.warnings, o.warnings(b)...)
 	}
+	slices.Sort(out.Overflow)
 	return out
-}
-
-// checkFinite: every number of the rewards' statistics is finite. Finite rewards near the limits
-// of float64 (±1.8e308) can still overflow a sum or a spread, which JSON cannot carry and no
-// reader could use: an error naming the benchmark, not a NaN written or a panic.
-func checkFinite(r Report) error {
-	for _, name := range sortedNames(r.Benchmarks) {
-		w := r.Benchmarks[name].Reward
-		xs := []float64{w.Sum}
-		for _, p := range []*float64{w.Mean, w.SD, w.SEByTask} {
-			if p != nil {
-				xs = append(xs, *p)
-			}
-		}
-		for _, ci := range []*[2]float64{w.CI95, w.CI95ByTask} {
-			if ci != nil {
-				xs = append(xs, ci[0], ci[1])
-			}
-		}
-		if h := w.Histogram; h != nil {
-			xs = append(xs, h.Lo, h.Hi)
-		}
-		if !finite(xs...) {
-			return fmt.Errorf("benchmark %q: its rewards overflow a sum or a spread (rewards near ±1.8e308): no statistics", name)
-		}
-	}
-	return nil
 }
 
 // taskInterval is the 95% interval of a mean clustered by task (e, over n rewards): for a pass
@@ -232,6 +235,7 @@ func writeText(w io.Writer, r Report) error {
 	}
 	section(w, "\ntokens (benchmark, type, model):", lines)
 	writeCost(w, r, names)
+	writeOverflow(w, r)
 	lines = lines[:0]
 	for _, f := range r.Files {
 		reasons := make([]string, 0, len(f.ByReason))

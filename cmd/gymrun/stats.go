@@ -167,7 +167,7 @@ func propZ(xa, na, xb, nb int64) float64 {
 	}
 	p := float64(xa+xb) / float64(na+nb)
 	se := math.Sqrt(p * (1 - p) * (1/float64(na) + 1/float64(nb)))
-	if se == 0 {
+	if !(se > 0) { // NaN too: shares outside [0, 1] give no z
 		return 0
 	}
 	return (float64(xb)/float64(nb) - float64(xa)/float64(na)) / se

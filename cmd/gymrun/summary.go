@@ -48,10 +48,17 @@ type bench struct {
 	tokens                  map[string]map[string]int64 // type, model
 	toolCallRows, toolCalls int64
 	durations               []float64 // ms, one per row that gives it
+	// What overflow.go needs to say what did not fit and where: the sums saturated (token
+	// type and model; tool calls) and the file from which the first did, the largest reward
+	// in magnitude and its file.
+	satTokens            map[[2]string]bool
+	satToolCalls         bool
+	satFile, largestFile string
+	largest              float64
 }
 
 func newBench() *bench {
-	return &bench{failedByClass: map[string]int64{}, failedByKind: map[string]int64{}, failedByGroup: map[string]int64{}, tokens: map[string]map[string]int64{}, tasks: map[int64]taskSum{}, binary: true}
+	return &bench{failedByClass: map[string]int64{}, failedByKind: map[string]int64{}, failedByGroup: map[string]int64{}, tokens: map[string]map[string]int64{}, satTokens: map[[2]string]bool{}, tasks: map[int64]taskSum{}, binary: true}
 }
 
 // Summary is the sink of every file read: benchmarks by dispatch name.
@@ -61,6 +68,8 @@ type Summary struct {
 	// cur is the benchmark of the row being applied: a row's rollout.completed comes first
 	// (Row.Events), its size and duration events, which name no dispatch, after it.
 	cur *bench
+	// file is the file being read: what overflowed is said with the file it came from.
+	file string
 }
 
 // NewSummary returns an empty summary.
@@ -114,7 +123,7 @@ func (s *Summary) Apply(ev *events.Event) {
 			return
 		}
 		b.scored++
-		b.reward(ev)
+		b.reward(ev, s.file)
 	case events.EventRolloutResponse:
 		b := s.bench(ev.DispatchName)
 		b.responses++
@@ -130,12 +139,20 @@ func (s *Summary) Apply(ev *events.Event) {
 					m = map[string]int64{}
 					b.tokens[types[t]] = m
 				}
-				m[model] += ev.ResponseTokens[t]
+				var sat bool
+				if m[model], sat = addSat(m[model], ev.ResponseTokens[t]); sat {
+					b.saturated(s.file)
+					b.satTokens[[2]string{types[t], model}] = true
+				}
 			}
 		}
 		if ev.HasOutput {
 			b.toolCallRows++
-			b.toolCalls += ev.ToolCalls
+			var sat bool
+			if b.toolCalls, sat = addSat(b.toolCalls, ev.ToolCalls); sat {
+				b.saturated(s.file)
+				b.satToolCalls = true
+			}
 		}
 	case events.EventRolloutDuration:
 		if s.cur != nil {
@@ -146,7 +163,7 @@ func (s *Summary) Apply(ev *events.Event) {
 
 // reward counts a scored row's reward: masked rows and rows without a finite number apart,
 // the others into the mean and their task's sum.
-func (b *bench) reward(ev *events.Event) {
+func (b *bench) reward(ev *events.Event, file string) {
 	switch _, scored := normalize.RewardRange(ev.Reward); {
 	case ev.Masked:
 		b.masked++
@@ -158,6 +175,9 @@ func (b *bench) reward(ev *events.Event) {
 		b.rewardInf++
 	default:
 		r := ev.Reward
+		if math.Abs(r) > math.Abs(b.largest) {
+			b.largest, b.largestFile = r, file
+		}
 		b.rewards.add(r)
 		b.hist.add(r)
 		b.rewardSum += r
@@ -172,6 +192,13 @@ func (b *bench) reward(ev *events.Event) {
 		} else if r != 0 {
 			b.binary = false
 		}
+	}
+}
+
+// saturated notes the file from which a sum first saturated.
+func (b *bench) saturated(file string) {
+	if b.satFile == "" {
+		b.satFile = file
 	}
 }
 

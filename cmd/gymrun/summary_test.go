@@ -317,7 +317,7 @@ func TestSummaryGeneratedRun(t *testing.T) {
 		gotNaN += b.Reward.NaN
 		gotMissing += b.Reward.Missing
 		gotMasked += b.Masked
-		gotSum += b.Reward.Sum
+		gotSum += *b.Reward.Sum
 		attempts += b.Attempts
 	}
 	assert.Equal(t, []any{n, nan, missing, masked, sum, int64(43)}, []any{gotN, gotNaN, gotMissing, gotMasked, gotSum, attempts})

@@ -8,7 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -127,24 +126,17 @@ func pickRun(runs []live.RunSummary, id string, index int) int {
 	return last
 }
 
-const topUsage = `usage: gymrun top [--url URL] [--run ID] [--interval D] [--once]
-
-top: the live page of a collector (its gymlive exporter, http://127.0.0.1:8890 by default) in
-the terminal: a run's rollouts, failures, rewards, tokens, rollouts in flight, servers and the
-collector's health, refreshed every interval. q quits, n shows the next run. --once prints one
-frame and exits (for scripts; also when standard input is not a terminal).
-`
-
 func runTop(args []string, stdin *os.File, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("top", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	fl.Usage = func() { fmt.Fprint(stderr, topUsage) }
+	fl := newFlags("top", stderr)
 	base := fl.String("url", "http://127.0.0.1:8890", "the live page")
 	id := fl.String("run", "", "the run to show (default: the one seen last; n cycles)")
 	interval := fl.Duration("interval", 2*time.Second, "time between refreshes")
 	once := fl.Bool("once", false, "print one frame and exit")
-	if err := fl.Parse(args); err != nil || fl.NArg() != 0 || *interval < 100*time.Millisecond {
-		fmt.Fprint(stderr, topUsage)
+	if code, done := parseFlags(fl, args, topSynopsis, topAbout, stdout, stderr); done {
+		return code
+	}
+	if fl.NArg() != 0 || *interval < 100*time.Millisecond {
+		writeUsage(stderr, fl, topSynopsis, topAbout)
 		return 2
 	}
 	api := &topAPI{base: strings.TrimRight(*base, "/"), client: &http.Client{Timeout: 5 * time.Second}}

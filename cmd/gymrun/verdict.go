@@ -186,7 +186,13 @@ func compareBench(a, b *side, name string) (CompareBench, est) {
 	}
 	c.A, c.B = sideStats(ba), sideStats(bb)
 
-	e, ok := c.estimate(a.runs[name], b.runs[name], ba, bb)
+	var e est
+	ok := false
+	if a.rewardOverflow(name) || b.rewardOverflow(name) {
+		c.Reason = reasonNotFinite // a side's statistics are unknown: nothing to test
+	} else {
+		e, ok = c.estimate(a.runs[name], b.runs[name], ba, bb)
+	}
 	if ok {
 		ci, p := e.ci95(), e.pValue()
 		if ba.PassRate != nil && bb.PassRate != nil {

@@ -1,6 +1,8 @@
 package prices
 
 import (
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,6 +61,49 @@ func TestCost(t *testing.T) {
 	assert.InDelta(t, p.Cost(a)+p.Cost(b), p.Cost(sum), 1e-12)
 }
 
+// The formula's inputs are bounded: within them its result is exact and no product or sum
+// overflows; outside them (a price series no table gave, a NaN) each input is taken at the
+// nearest bound, the result is a finite number within ±MaxUSD, and CostOK says it is not the
+// data's.
+func TestCostBounded(t *testing.T) {
+	top := Price{MaxPrice, MaxPrice, MaxPrice, MaxPrice}
+	usd, ok := top.CostOK(Tokens{Input: MaxTokens, Output: MaxTokens})
+	assert.True(t, ok, "the bounds themselves are inputs")
+	assert.Equal(t, 2*MaxTokens*MaxPrice/1e6, usd)
+	usd, ok = top.CostOK(Tokens{MaxTokens, MaxTokens, MaxTokens, MaxTokens})
+	assert.True(t, ok)
+	assert.Equal(t, 2*MaxTokens*MaxPrice/1e6, usd, "all cached and reasoning")
+	for _, tc := range []struct {
+		name string
+		p    Price
+		tok  Tokens
+		want float64
+	}{
+		// 1.7e308 USD per million on a million tokens made +Inf: taken at MaxPrice.
+		{"a huge finite price", Price{Input: 1.7e308, Output: 1}, Tokens{Input: 1e6}, MaxPrice},
+		{"an infinite price", Price{Input: math.Inf(1), Output: 1}, Tokens{Input: 1e6}, MaxPrice},
+		{"a NaN price", Price{Input: 1, Output: math.NaN()}, Tokens{Output: 1e6}, MaxPrice},
+		{"a negative price", Price{Input: -3, Output: 1}, Tokens{Input: 1e6}, 0},
+		{"a NaN token count", Price{Input: 1, Output: 1}, Tokens{Input: math.NaN()}, MaxTokens / 1e6},
+		{"a huge token count", Price{Input: 2, Output: 1}, Tokens{Input: 1e300}, 2 * MaxTokens / 1e6},
+		{"a negative token count", Price{Input: 1, Output: 1}, Tokens{Output: -1e6}, 0},
+		{"everything at its worst", Price{math.Inf(1), math.NaN(), 1e308, -1}, Tokens{math.Inf(1), 1e308, math.NaN(), math.Inf(-1)}, 2 * MaxTokens * MaxPrice / 1e6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			usd, ok := tc.p.CostOK(tc.tok)
+			assert.False(t, ok)
+			assert.Equal(t, tc.want, usd)
+			assert.Equal(t, usd, tc.p.Cost(tc.tok), "Cost is CostOK's number")
+			assert.LessOrEqual(t, math.Abs(usd), MaxUSD)
+		})
+	}
+	// The least the formula gives within the bounds: more cached than input at its dearest.
+	usd, ok = Price{Input: MaxPrice, Output: MaxPrice}.CostOK(Tokens{CachedInput: MaxTokens, Reasoning: MaxTokens})
+	assert.True(t, ok)
+	assert.Equal(t, -2*MaxTokens*MaxPrice/1e6, usd)
+	assert.GreaterOrEqual(t, usd, -MaxUSD)
+}
+
 func TestParseDefaults(t *testing.T) {
 	tab, err := Parse([]byte(`# USD per million tokens
 models:
@@ -82,18 +127,24 @@ func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"empty", ``, "no model priced"},
 		{"no models", "models: {}\n", "no model priced"},
-		{"unknown top-level key", "models: {a: {input: 1, output: 1}}\ncurrency: EUR\n", "field currency not found"},
-		{"unknown price key", "models: {a: {input: 1, output: 1, total: 3}}\n", "field total not found"},
+		{"unknown top-level key", "models: {a: {input: 1, output: 1}}\ncurrency: EUR\n", "currency: unknown key at line 2"},
+		{"unknown price key", "models: {a: {input: 1, output: 1, total: 3}}\n", `"a": total: unknown key at line 1`},
 		{"negative", "models: {a: {input: -1, output: 1}}\n", `"a": input: -1 is not a price`},
 		{"NaN", "models: {a: {input: 1, output: .nan}}\n", `"a": output: NaN is not a price`},
 		{"infinite", "models: {a: {input: 1, output: 1, reasoning: .inf}}\n", `"a": reasoning: +Inf is not a price`},
-		{"a string", "models: {a: {input: cheap, output: 1}}\n", "cannot unmarshal"},
+		{"a string", "models: {a: {input: cheap, output: 1}}\n", `"a": input: "cheap" is not a price at line 1`},
+		{"too large", "models: {a: {input: 1, output: 1.7e308}}\n", `"a": output: 1.7e+308 is not a price at line 1`},
+		{"a mapping", "models: {a: {input: {usd: 1}, output: 1}}\n", `"a": input: a mapping is not a price at line 1`},
+		{"a model not a mapping", "models: {a: 3}\n", `"a": "3" at line 1, not a mapping`},
 		{"input missing", "models: {a: {output: 1}}\n", `"a": input: required`},
 		{"output missing", "models: {a: {input: 1, reasoning: 2}}\n", `"a": output: required`},
 		{"empty name", "models: {\"\": {input: 1, output: 1}}\n", "an empty model name"},
 		{"the same model once cut", "models: {" + long + "x: {input: 1, output: 1}, " + long + "y: {input: 2, output: 2}}\n", "are the same model as the metrics name it"},
-		{"duplicate key", "models:\n  a: {input: 1, output: 1}\n  a: {input: 2, output: 2}\n", "already defined"},
-		{"not a mapping", "models: [a, b]\n", "cannot unmarshal"},
+		{"duplicate model", "models:\n  a: {input: 1, output: 1}\n  a: {input: 2, output: 2}\n", `models: "a": already defined at line 2, again at line 3`},
+		{"duplicate key", "models:\n  a: {input: 1, output: 1, input: 2}\n", `models: "a": input: already defined at line 2, again at line 2`},
+		{"not a mapping", "models: [a, b]\n", "models: a list at line 1, not a mapping"},
+		{"not a table", "[models]\n", "not a price table"},
+		{"not YAML", "models: {a: [}\n", "not a price table"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.yaml))
@@ -108,6 +159,67 @@ func TestParseErrors(t *testing.T) {
 	}
 	_, err := Parse([]byte(b.String()))
 	require.ErrorContains(t, err, "at most 256")
+}
+
+// Every error names the model and the key as the file has them, with the line; a bad input
+// price is reported once, against input, not against the cached_input that defaults to it.
+func TestParseErrorsNameModelKeyLine(t *testing.T) {
+	_, err := Parse([]byte(`models:
+  cheap-model:
+    input: cheap
+    output: 1
+  huge:
+    input: 1
+    output: 1.7e308
+  negative: {input: -1, output: 2}
+  missing: {reasoning: 1}
+`))
+	require.Error(t, err)
+	assert.Equal(t, []string{
+		`models: "cheap-model": input: "cheap" is not a price at line 3 (a number of USD per million tokens, from 0 to 1000000)`,
+		`models: "huge": output: 1.7e+308 is not a price at line 7 (a number of USD per million tokens, from 0 to 1000000)`,
+		`models: "negative": input: -1 is not a price at line 8 (a number of USD per million tokens, from 0 to 1000000)`,
+		`models: "missing": input: required (the model at line 9)`,
+		`models: "missing": output: required (the model at line 9)`,
+	}, strings.Split(err.Error(), "\n"), "in the order of their lines, each once")
+	assert.NotContains(t, err.Error(), "cached_input", "never a key the user did not write")
+	assert.NotContains(t, err.Error(), "reasoning")
+}
+
+// A price is a number from 0 to MaxPrice: the bound itself is a price, the next float above it
+// is not; -0 is 0.
+func TestParseBounds(t *testing.T) {
+	tab, err := Parse([]byte("models: {a: {input: 1e6, output: -0, cached_input: 0x10, reasoning: 1_000}}\n"))
+	require.NoError(t, err)
+	p, _ := tab.Price("a")
+	assert.Equal(t, Price{Input: MaxPrice, Output: 0, CachedInput: 16, Reasoning: 1000}, p)
+	assert.False(t, math.Signbit(p[Output]))
+	_, err = Parse([]byte(fmt.Sprintf("models: {a: {input: %v, output: 1}}\n", math.Nextafter(MaxPrice, math.Inf(1)))))
+	require.ErrorContains(t, err, `"a": input: 1.0000000000000001e+06 is not a price at line 1`)
+	_, err = Parse([]byte("models: {a: {input: 1e400, output: 1}}\n")) // beyond float64: a string to YAML
+	require.ErrorContains(t, err, `"a": input: "1e400" is not a price`)
+}
+
+// Anchors, aliases and merge keys read as YAML reads them: a model's own keys win over merged
+// ones; null is not given (the default applies).
+func TestParseMerge(t *testing.T) {
+	tab, err := Parse([]byte(`models:
+  a: &std {input: 1, output: 2, cached_input: 0.5}
+  b: {<<: *std, output: 3, cached_input: ~}
+  c: *std
+  d: {<<: [*std, {reasoning: 9}], input: 4}
+`))
+	require.NoError(t, err)
+	get := func(m string) Price { p, _ := tab.Price(m); return p }
+	assert.Equal(t, Price{Input: 1, Output: 2, CachedInput: 0.5, Reasoning: 2}, get("a"))
+	assert.Equal(t, Price{Input: 1, Output: 3, CachedInput: 1, Reasoning: 3}, get("b"), "null: at input's price")
+	assert.Equal(t, get("a"), get("c"))
+	assert.Equal(t, Price{Input: 4, Output: 2, CachedInput: 0.5, Reasoning: 9}, get("d"))
+	_, err = Parse([]byte("models:\n  a: &x {input: -5, output: 1}\n  b: {<<: *x, output: 2}\n"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `models: "b": input: -5 is not a price at line 2`, "the line where the value is written")
+	_, err = Parse([]byte("models:\n  a: {<<: 3, input: 1, output: 1}\n"))
+	require.ErrorContains(t, err, `models: "a": merge key (<<) of "3" at line 2`)
 }
 
 // A key is the model as the metrics' label has it: capped as gen_ai.response.model is.
@@ -134,7 +246,7 @@ func TestLoad(t *testing.T) {
 	bad := filepath.Join(dir, "bad.yaml")
 	require.NoError(t, os.WriteFile(bad, []byte("models: {m: {input: -1, output: 2}}\n"), 0o600))
 	_, err = Load(bad)
-	require.ErrorContains(t, err, bad+`: models: "m": input: -1 is not a price`)
+	require.ErrorContains(t, err, bad+`: models: "m": input: -1 is not a price at line 1`)
 	huge := filepath.Join(dir, "huge.yaml")
 	require.NoError(t, os.WriteFile(huge, make([]byte, maxFileBytes+1), 0o600))
 	_, err = Load(huge)
@@ -157,6 +269,13 @@ func TestBill(t *testing.T) {
 	assert.InDelta(t, pa.Cost(Tokens{Input: 1e6, Output: 5e5})+pb.Cost(Tokens{Input: 2e6, CachedInput: 1e6, Output: 1e6, Reasoning: 1e5}), bill.USD, 1e-12)
 	assert.Len(t, bill.ByModel, 2)
 	assert.Equal(t, map[string]Tokens{"unknown": {Input: 10}, "": {Output: 3}}, bill.Unpriced, "counted apart, never priced")
+	assert.Empty(t, bill.Inexact)
+
+	// A token sum out of bounds: the model's cost is bounded, and said not to be the data's.
+	bill = tab.Bill(map[string]Tokens{"a": {Input: math.Inf(1)}, "b": {Input: 1e6}})
+	assert.Equal(t, []string{"a"}, bill.Inexact)
+	assert.Equal(t, MaxTokens/1e6, bill.ByModel["a"])
+	assert.False(t, math.IsInf(bill.USD, 0))
 }
 
 func TestSeries(t *testing.T) {

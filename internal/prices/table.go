@@ -5,15 +5,11 @@
 package prices
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"sort"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
@@ -39,26 +35,20 @@ const MaxModels = 256
 // maxFileBytes bounds the file read: a table of MaxModels models is a few tens of KiB.
 const maxFileBytes = 1 << 20
 
+// MaxPrice bounds a price, in USD per million tokens: a dollar a token, hundreds of times any
+// price list's. With token counts within MaxTokens it keeps every cost, and every sum of a
+// table's costs, a finite number (cost.go).
+const MaxPrice = 1e6
+
 // Price is a model's price of each token type in USD per million tokens, indexed by Input,
-// Output, Reasoning, CachedInput; a table's prices have every entry filled.
+// Output, Reasoning, CachedInput; a table's prices have every entry filled, each within
+// [0, MaxPrice].
 type Price [NumTypes]float64
 
 // Table is a validated price table: model (as the metrics name it) -> price.
 type Table struct {
 	models map[string]Price
 	names  []string // sorted: the export order
-}
-
-// entry is a model's line of the file; nil: not given.
-type entry struct {
-	Input       *float64 `yaml:"input"`
-	Output      *float64 `yaml:"output"`
-	CachedInput *float64 `yaml:"cached_input"`
-	Reasoning   *float64 `yaml:"reasoning"`
-}
-
-type file struct {
-	Models map[string]entry `yaml:"models"`
 }
 
 // Load reads and validates the table of a file; errors name the file.
@@ -84,46 +74,37 @@ func Load(path string) (*Table, error) {
 
 // Parse validates a table: a `models` mapping of model name to {input, output, cached_input,
 // reasoning} in USD per million tokens. input and output are required; cached_input defaults
-// to input's price and reasoning to output's. A price is a finite number >= 0; an unknown key,
-// an empty model name or two names that the metrics' rule makes one are errors.
+// to input's price and reasoning to output's. A price is a number from 0 to MaxPrice; an
+// unknown key, an empty model name, a key given twice or two names that the metrics' rule
+// makes one are errors. Every error names the model and the key as the file has them, and the
+// line (parse.go).
 func Parse(data []byte) (*Table, error) {
-	var f file
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) { // EOF: an empty file
-		return nil, fmt.Errorf("not a price table (models: {MODEL: {input: USD, output: USD, cached_input: USD, reasoning: USD}}, USD per million tokens): %w", err)
-	}
-	if len(f.Models) == 0 {
+	models, err := parseModels(data)
+	if err == nil && len(models) == 0 {
 		return nil, errors.New("models: no model priced")
 	}
-	if len(f.Models) > MaxModels {
-		return nil, fmt.Errorf("models: %d models, at most %d", len(f.Models), MaxModels)
+	if len(models) > MaxModels {
+		return nil, fmt.Errorf("models: %d models, at most %d", len(models), MaxModels)
 	}
-	t := &Table{models: make(map[string]Price, len(f.Models))}
-	keys := make([]string, 0, len(f.Models))
-	for k := range f.Models {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var errs []error
-	from := map[string]string{}
-	for _, k := range keys {
-		name := Model(k)
+	errs := []error{err} // the file's structure first; nil when sound
+	t := &Table{models: make(map[string]Price, len(models))}
+	from := map[string]model{}
+	for _, m := range models { // in the file's order: the errors in the order of their lines
+		name := Model(m.name)
 		if name == "" {
-			errs = append(errs, errors.New("models: an empty model name"))
+			errs = append(errs, fmt.Errorf("models: an empty model name at line %d", m.line))
 			continue
 		}
 		if prev, dup := from[name]; dup {
-			errs = append(errs, fmt.Errorf("models: %q and %q are the same model as the metrics name it (%q)", prev, k, name))
+			errs = append(errs, fmt.Errorf("models: %q (line %d) and %q (line %d) are the same model as the metrics name it (%q)", prev.name, prev.line, m.name, m.line, name))
 			continue
 		}
-		from[name] = k
-		p, err := f.Models[k].price()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("models: %q: %w", k, err))
+		from[name] = m
+		if m.err != nil {
+			errs = append(errs, m.err)
 			continue
 		}
-		t.models[name] = p
+		t.models[name] = m.price
 		t.names = append(t.names, name)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -131,30 +112,6 @@ func Parse(data []byte) (*Table, error) {
 	}
 	sort.Strings(t.names)
 	return t, nil
-}
-
-func (e entry) price() (Price, error) {
-	var p Price
-	var errs []error
-	get := func(typ int, v, dflt *float64) {
-		if v == nil {
-			v = dflt
-		}
-		if v == nil {
-			errs = append(errs, fmt.Errorf("%s: required", Types[typ]))
-			return
-		}
-		if math.IsNaN(*v) || math.IsInf(*v, 0) || *v < 0 {
-			errs = append(errs, fmt.Errorf("%s: %v is not a price (a finite number of USD per million tokens, 0 or more)", Types[typ], *v))
-			return
-		}
-		p[typ] = *v
-	}
-	get(Input, e.Input, nil)
-	get(Output, e.Output, nil)
-	get(CachedInput, e.CachedInput, e.Input)
-	get(Reasoning, e.Reasoning, e.Output)
-	return p, errors.Join(errs...)
 }
 
 // Model is a model name as the metrics' gen_ai.response.model label has it (the schema's rule
