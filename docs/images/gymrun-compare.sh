@@ -11,4 +11,4 @@ _build/gymrun compare --html "$tmp/report.html" testdata/gymrun/a testdata/gymru
 chromium --headless --no-sandbox --disable-gpu --user-data-dir="$tmp/profile" --no-first-run \
 	--disable-background-networking --disable-component-update --disable-sync \
 	--proxy-server=127.0.0.1:9 --proxy-bypass-list='<-loopback>' --host-resolver-rules='MAP * ~NOTFOUND' \
-	--hide-scrollbars --window-size=1200,1150 --screenshot=docs/images/gymrun-compare.png "file://$tmp/report.html"
+	--hide-scrollbars --window-size=1480,1150 --screenshot=docs/images/gymrun-compare.png "file://$tmp/report.html"
