@@ -2,8 +2,10 @@ package live
 
 import (
 	"encoding/json"
+	"io"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -207,4 +209,17 @@ func TestSelfMetricsErrorNamesTheSetting(t *testing.T) {
 	assert.Contains(t, h.Error, "exporters::gymlive/page::self_metrics")
 	assert.Contains(t, h.Error, "service::telemetry")
 	t.Log(h.Error)
+}
+
+// Metrics of another program on the port (no otelcol_ sample) are not taken for the
+// collector's: the read fails and names the setting.
+func TestSelfMetricsOfAnotherProgram(t *testing.T) {
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "# HELP jupyter_kernels Kernels.\njupyter_kernels 2\n")
+	}))
+	defer other.Close()
+	h := NewSelfMetrics(other.URL+"/metrics", 0).Get(t.Context())
+	assert.Contains(t, h.Error, "not the collector's own telemetry")
+	assert.Contains(t, h.Error, "exporters::gymlive::self_metrics")
+	assert.Empty(t, h.Families)
 }

@@ -225,6 +225,11 @@ func (s *SelfMetrics) fetch(ctx context.Context, h *CollectorHealth) error {
 	if len(body) > maxSelfMetricsBytes {
 		return fmt.Errorf("GET %s: more than %d bytes", s.url, maxSelfMetricsBytes)
 	}
+	// Another program on the port (Jupyter's default is 8888 too) may serve metrics of its own:
+	// without a single otelcol_ sample, the panel would show zeros as the collector's.
+	if !bytes.Contains(body, []byte("\notelcol_")) && !bytes.HasPrefix(body, []byte("otelcol_")) {
+		return fmt.Errorf("GET %s: no otelcol_ metric: not the collector's own telemetry", s.url)
+	}
 	fams, bad, err := ParseSelfMetrics(bytes.NewReader(body))
 	h.Families, h.Unreadable = fams, bad
 	return err
