@@ -13,6 +13,11 @@ import (
 	"github.com/gym-telemetry/otelcol-gym/exporter/gymliveexporter/internal/metadata"
 )
 
+// minWait is how long a connection waits for its request before a new one may evict it. A
+// normal client's headers arrive with its connection, but the server may not have read them
+// yet when a burst of connections is accepted: evicting by age alone would close it.
+const minWait = 100 * time.Millisecond
+
 // Reasons of exporter_gymlive_connections_closed.
 const (
 	closedHeaderTimeout = "header_timeout"
@@ -22,10 +27,11 @@ const (
 // connGuard bounds the page's open connections at max without letting slow clients starve it.
 // A connection still sending its request headers, or idle between requests, holds nothing but
 // its slot; when every slot is taken, a new connection evicts the one of those that has waited
-// longest (a normal client sends its headers in one packet, so the oldest is a slow one) rather
-// than waiting behind it in the listen backlog. Only when every connection is serving a request
-// does Accept wait, and a request ends within the write timeout. Slow clients that are not
-// evicted are cut off by read_header_timeout; both are counted.
+// longest, once it has waited minWait (a normal client sends its headers in one packet, so the
+// oldest is a slow one), rather than waiting behind it in the listen backlog until its header
+// timeout. Accept waits only while every connection is serving a request (which ends within the
+// write timeout) or waiting for one for less than minWait. Slow clients that are not evicted
+// are cut off by read_header_timeout; both are counted.
 type connGuard struct {
 	max           int
 	headerTimeout time.Duration
@@ -73,8 +79,11 @@ func (l *guardedListener) Accept() (net.Conn, error) {
 	g := l.g
 	for {
 		g.mu.Lock()
+		var wait time.Duration
 		if len(g.conns) >= g.max {
-			if v := g.oldestWaiting(); v != nil {
+			if v, waited := g.oldestWaiting(); v != nil && waited < minWait {
+				wait = minWait - waited
+			} else if v != nil {
 				delete(g.conns, v)
 				g.tel.ExporterGymliveConnections.Add(context.Background(), -1)
 				g.closed(closedEvicted)
@@ -89,8 +98,14 @@ func (l *guardedListener) Accept() (net.Conn, error) {
 			return c, nil
 		}
 		g.mu.Unlock()
-		select { // every connection is serving a request: wait for one to end or go idle
+		// Wait for a connection to end or go idle, or the oldest waiting one to reach minWait.
+		var timer <-chan time.Time
+		if wait > 0 {
+			timer = time.After(wait)
+		}
+		select {
 		case <-g.free:
+		case <-timer:
 		case <-g.done:
 			_ = c.Close()
 			return nil, net.ErrClosed
@@ -104,9 +119,9 @@ func (l *guardedListener) Close() error {
 	return l.Listener.Close()
 }
 
-// oldestWaiting is the connection that has waited longest for a request (new or idle), nil
-// when every one is serving a request.
-func (g *connGuard) oldestWaiting() net.Conn {
+// oldestWaiting is the connection that has waited longest for a request (new or idle) and for
+// how long; nil when every one is serving a request.
+func (g *connGuard) oldestWaiting() (net.Conn, time.Duration) {
 	var oldest net.Conn
 	var at time.Time
 	for c, e := range g.conns {
@@ -114,7 +129,10 @@ func (g *connGuard) oldestWaiting() net.Conn {
 			oldest, at = c, e.since
 		}
 	}
-	return oldest
+	if oldest == nil {
+		return nil, 0
+	}
+	return oldest, time.Since(at)
 }
 
 // ConnState tracks each connection's state (set it as the server's ConnState; next, if set, is
