@@ -262,7 +262,7 @@ func TestLiveSelfMetricsElsewhere(t *testing.T) {
 // slow client that has waited longest, counted), and the others are cut off by
 // read_header_timeout (counted); under a flood of reconnecting slow clients, every normal
 // request is answered and the metrics pipeline goes on. Nothing here is a wall-clock limit: the
-// latencies are logged (docs/performance.md has them).
+// latencies are logged (docs/live.md has them).
 func TestLiveSlowClients(t *testing.T) {
 	t.Parallel()
 	const maxConns = 8
