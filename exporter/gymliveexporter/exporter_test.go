@@ -39,7 +39,8 @@ func TestExporterServes(t *testing.T) {
 
 func testServes(t *testing.T, cfg *Config, client *http.Client, base func(*liveExporter) string) {
 	cfg.SelfMetrics = ""
-	e := newLiveExporter(exportertest.NewNopSettings(metadata.Type), cfg)
+	e, err := newLiveExporter(exportertest.NewNopSettings(metadata.Type), cfg)
+	require.NoError(t, err)
 	require.NoError(t, e.Start(context.Background(), componenttest.NewNopHost()))
 
 	md := pmetric.NewMetrics()

@@ -26,5 +26,5 @@ func NewFactory() exporter.Factory {
 // timeout to give (a batch is copied under a short lock), and it sends nothing, so it adds no
 // otelcol_exporter_* counts beside those of the exporters that do send.
 func createMetrics(_ context.Context, set exporter.Settings, cfg component.Config) (exporter.Metrics, error) {
-	return newLiveExporter(set, cfg.(*Config)), nil
+	return newLiveExporter(set, cfg.(*Config))
 }

@@ -3,6 +3,7 @@ package live
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -45,7 +46,8 @@ type Family struct {
 }
 
 // ParseSelfMetrics reads the families of healthFamilies from Prometheus text. Lines it cannot
-// read are counted, never fatal.
+// read, and samples of those families that are NaN or ±Inf (Prometheus text allows them; a
+// total of them is no number), are counted as unreadable, never fatal.
 func ParseSelfMetrics(r io.Reader) (fams []Family, unreadable int, err error) {
 	idx := map[string]int{}
 	fams = make([]Family, len(healthFamilies))
@@ -69,6 +71,10 @@ func ParseSelfMetrics(r io.Reader) (fams []Family, unreadable int, err error) {
 		}
 		i, found := idx[strings.TrimSuffix(name, "_total")]
 		if !found {
+			continue
+		}
+		if !isFinite(value) {
+			unreadable++
 			continue
 		}
 		fams[i].Total += value
@@ -143,6 +149,11 @@ func parseSample(line string) (name string, labels map[string]string, value floa
 // SelfMetrics reads the collector's own metrics from a loopback URL, at most once per
 // maxAge (a page open in many tabs scrapes once), with a timeout and a size limit.
 type SelfMetrics struct {
+	// Setting is the configuration key that names url (exporters::<id>::self_metrics): a read
+	// that fails says to change it, as the component cannot learn where service.telemetry
+	// serves the collector's metrics.
+	Setting string
+
 	url    string
 	client *http.Client
 	maxAge time.Duration
@@ -156,6 +167,7 @@ type SelfMetrics struct {
 // CollectorHealth is the collector's own metrics as the health panel shows them.
 type CollectorHealth struct {
 	URL        string    `json:"url"`
+	Setting    string    `json:"setting"` // the configuration key of URL
 	At         time.Time `json:"at"`
 	Error      string    `json:"error,omitempty"`
 	Unreadable int       `json:"unreadable_lines"`
@@ -182,9 +194,10 @@ func (s *SelfMetrics) Get(ctx context.Context) *CollectorHealth {
 		return s.last
 	}
 	s.mu.Unlock()
-	h := &CollectorHealth{URL: s.url, At: time.Now(), Families: []Family{}}
+	h := &CollectorHealth{URL: s.url, Setting: cmp.Or(s.Setting, "exporters::gymlive::self_metrics"), At: time.Now(), Families: []Family{}}
 	if err := s.fetch(ctx, h); err != nil {
-		h.Error = err.Error()
+		h.Error = fmt.Sprintf("cannot read the collector's own metrics: %v; if service::telemetry::metrics serves them "+
+			"elsewhere, set %s to that URL (or to \"\" to turn this panel off)", err, h.Setting)
 	}
 	s.mu.Lock()
 	s.at, s.last = time.Now(), h
@@ -211,6 +224,11 @@ func (s *SelfMetrics) fetch(ctx context.Context, h *CollectorHealth) error {
 	}
 	if len(body) > maxSelfMetricsBytes {
 		return fmt.Errorf("GET %s: more than %d bytes", s.url, maxSelfMetricsBytes)
+	}
+	// Another program on the port (Jupyter's default is 8888 too) may serve metrics of its own:
+	// without a single otelcol_ sample, the panel would show zeros as the collector's.
+	if !bytes.Contains(body, []byte("\notelcol_")) && !bytes.HasPrefix(body, []byte("otelcol_")) {
+		return fmt.Errorf("GET %s: no otelcol_ metric: not the collector's own telemetry", s.url)
 	}
 	fams, bad, err := ParseSelfMetrics(bytes.NewReader(body))
 	h.Families, h.Unreadable = fams, bad

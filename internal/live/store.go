@@ -102,6 +102,10 @@ type Dropped struct {
 	Servers uint64 `json:"servers"`
 	Series  uint64 `json:"series"`
 	Prices  uint64 `json:"prices"` // price points of a model and token type beyond the 256 kept
+	// Points rejected as not finite (NaN, ±Inf) or out of range (finite.go): their series keep
+	// their last good value.
+	NonFinite  uint64 `json:"non_finite"`
+	OutOfRange uint64 `json:"out_of_range"`
 }
 
 // Store holds the runs. Consume takes its lock for the copy of one batch; readers take it to
@@ -112,6 +116,7 @@ type Store struct {
 	clk     clock.Clock
 	runs    map[string]*run
 	dropped Dropped
+	batch   Rejected // the points of the batch being consumed that were rejected
 	exports uint64
 	last    time.Time
 	prices  map[priceKey]float64
@@ -163,10 +168,12 @@ func NewStore(lim Limits, clk clock.Clock) *Store {
 	return &Store{lim: lim, clk: clk, runs: map[string]*run{}, prices: map[priceKey]float64{}, attrs: make([]attrEntry, 0, maxKeyAttrs)}
 }
 
-// Consume copies the points of md that the page shows. It never keeps md.
-func (s *Store) Consume(md pmetric.Metrics) {
+// Consume copies the points of md that the page shows, and returns those it rejected (also
+// in Status' dropped counts). It never keeps md.
+func (s *Store) Consume(md pmetric.Metrics) Rejected {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.batch = Rejected{}
 	now := s.clk.Now()
 	s.exports++
 	s.last = now
@@ -199,6 +206,7 @@ func (s *Store) Consume(md pmetric.Metrics) {
 			}
 		}
 	}
+	return s.batch
 }
 
 func str(m pcommon.Map, k string) string {
@@ -276,8 +284,12 @@ func (s *Store) consumeMetric(r *run, srv int32, res pcommon.Map, id schema.Inst
 			if dp.Flags().NoRecordedValue() {
 				continue
 			}
+			if v := checkHistogram(dp); v != valid {
+				s.reject(v)
+				continue
+			}
 			if se := s.seriesOf(r, srv, res, id, dp.Attributes(), now); se != nil {
-				se.histogram(dp, delta)
+				s.reject(se.histogram(dp, delta))
 			}
 		}
 	}
@@ -287,24 +299,52 @@ func (s *Store) number(r *run, srv int32, res pcommon.Map, id schema.InstrumentI
 	if dp.Flags().NoRecordedValue() {
 		return
 	}
+	v := value(dp)
+	if c := check(v); c != valid {
+		s.reject(c) // before seriesOf: a rejected point admits no series
+		return
+	}
 	se := s.seriesOf(r, srv, res, id, dp.Attributes(), now)
 	if se == nil {
 		return
 	}
-	v := dp.DoubleValue()
-	if dp.ValueType() == pmetric.NumberDataPointValueTypeInt {
-		v = float64(dp.IntValue())
-	}
 	if delta {
+		if c := check(se.val + v); c != valid {
+			s.reject(c)
+			return
+		}
 		se.val += v
 	} else {
 		se.val = v
 	}
 }
 
-func (se *series) histogram(dp pmetric.HistogramDataPoint, delta bool) {
+func value(dp pmetric.NumberDataPoint) float64 {
+	if dp.ValueType() == pmetric.NumberDataPointValueTypeInt {
+		return float64(dp.IntValue())
+	}
+	return dp.DoubleValue()
+}
+
+// histogram applies a point checkHistogram took; a delta that would carry the count or sum
+// past MaxValue is rejected.
+func (se *series) histogram(dp pmetric.HistogramDataPoint, delta bool) verdict {
 	bc := dp.BucketCounts()
-	if !delta || len(se.buckets) != bc.Len() {
+	sameShape := len(se.buckets) == bc.Len()
+	if delta && sameShape {
+		if se.count+dp.Count() > MaxValue {
+			return outOfRange
+		}
+		if c := check(se.sum + dp.Sum()); c != valid {
+			return c
+		}
+		for i := 0; i < bc.Len(); i++ {
+			if se.buckets[i]+bc.At(i) > MaxValue {
+				return outOfRange
+			}
+		}
+	}
+	if !delta || !sameShape {
 		se.count, se.sum = 0, 0
 		eb := dp.ExplicitBounds()
 		se.bounds = se.bounds[:0]
@@ -322,6 +362,7 @@ func (se *series) histogram(dp pmetric.HistogramDataPoint, delta bool) {
 	for i := 0; i < bc.Len(); i++ {
 		se.buckets[i] += bc.At(i)
 	}
+	return valid
 }
 
 // seriesOf finds the series of the point, or admits it under MaxSeries.
@@ -365,7 +406,7 @@ func (s *Store) seriesOf(r *run, srv int32, res pcommon.Map, id schema.Instrumen
 }
 
 // consumePrices keeps the latest price of each model and token type (bounded: at most
-// maxPrices pairs).
+// maxPrices pairs); a price that is not finite, negative or past MaxValue is rejected.
 func (s *Store) consumePrices(m pmetric.Metric) {
 	if m.Type() != pmetric.MetricTypeGauge {
 		return
@@ -373,14 +414,18 @@ func (s *Store) consumePrices(m pmetric.Metric) {
 	dps := m.Gauge().DataPoints()
 	for i := 0; i < dps.Len(); i++ {
 		dp := dps.At(i)
+		v := value(dp)
+		if c := check(v); c != valid {
+			s.reject(c)
+			continue
+		} else if v < 0 {
+			s.reject(outOfRange)
+			continue
+		}
 		k := priceKey{str(dp.Attributes(), "gen_ai.response.model"), str(dp.Attributes(), "gen_ai.token.type")}
 		if _, ok := s.prices[k]; !ok && len(s.prices) >= maxPrices {
 			s.dropped.Prices++
 			continue
-		}
-		v := dp.DoubleValue()
-		if dp.ValueType() == pmetric.NumberDataPointValueTypeInt {
-			v = float64(dp.IntValue())
 		}
 		s.prices[k] = v
 	}

@@ -184,11 +184,10 @@ func (h *histAgg) dist() *Dist {
 	}
 	d := &Dist{Count: h.count}
 	mean := h.sum / float64(h.count)
-	d.Mean = &mean
+	d.Mean = finitePtr(&mean)
 	if h.bounds != nil {
-		if q := quantile(0.99, h.bounds, h.buckets); !math.IsNaN(q) {
-			d.P99 = &q
-		}
+		q := quantile(0.99, h.bounds, h.buckets)
+		d.P99 = finitePtr(&q)
 	}
 	return d
 }
@@ -343,7 +342,7 @@ func summary(r *run, a *agg) RunSummary {
 	for _, v := range a.completed {
 		sum.CompletedTotal += v
 	}
-	sum.PerMinute = r.hist.perMinute(chartRollouts)
+	sum.PerMinute = finitePtr(r.hist.perMinute(chartRollouts))
 	return sum
 }
 

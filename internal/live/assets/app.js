@@ -15,7 +15,25 @@
 
   const REFRESH_MS = 5000;
   const charts = {};
-  let selected = decodeURIComponent(location.hash.slice(1));
+  // The run in the link's fragment. Any fragment is taken: one that is not valid percent-encoding
+  // (a link cut short, typed by hand) is taken as written rather than stopping the page.
+  function fragmentRun() {
+    const raw = location.hash.slice(1);
+    try {
+      return decodeURIComponent(raw);
+    } catch (e) {
+      return raw;
+    }
+  }
+  let selected = fragmentRun();
+  // encodeURIComponent throws on a lone surrogate, which a JSON string may hold.
+  function encodeRun(id) {
+    try {
+      return encodeURIComponent(id);
+    } catch (e) {
+      return encodeURIComponent(id.toWellFormed());
+    }
+  }
 
   function el(tag, text, cls) {
     const e = document.createElement(tag);
@@ -172,7 +190,7 @@
     if (!c) {
       const opts = {
         width: Math.max(box.clientWidth, 300), height: 180,
-        series: [{}, ...ch.series.map((s, i) => ({ label: s.name, stroke: NAMED[s.name] || COLORS[i % COLORS.length], spanGaps: false }))],
+        series: [{}, ...ch.series.map((s, i) => ({ label: s.name, stroke: (Object.hasOwn(NAMED, s.name) && NAMED[s.name]) || COLORS[i % COLORS.length], spanGaps: false }))],
         axes: [{}, { size: 50, values: (u, vals) => vals.map(compact) }],
       };
       c = charts[name] = { names, plot: new uPlot(opts, data, box) };
@@ -197,10 +215,11 @@
     const st = list.status;
     document.getElementById("live-status").textContent =
       `runs kept ${st.runs} of ${st.limits.max_runs}; dropped: ${st.dropped.runs} runs, ${st.dropped.servers} servers, ` +
-      `${st.dropped.series} series; charts: one point per ${st.limits.resolution_s} s over ${st.limits.horizon_s / 3600} h`;
+      `${st.dropped.series} series, ${(st.dropped.non_finite || 0) + (st.dropped.out_of_range || 0)} points not finite or out of range; ` +
+      `charts: one point per ${st.limits.resolution_s} s over ${st.limits.horizon_s / 3600} h`;
     const health = get("api/v1/health");
     if (selected) {
-      const id = encodeURIComponent(selected);
+      const id = encodeRun(selected);
       const [run, hist] = await Promise.all([get("api/v1/runs/" + id), get("api/v1/runs/" + id + "/history")]);
       if (run) renderRun(run.run);
       if (hist && typeof uPlot !== "undefined") {
@@ -240,7 +259,7 @@
   }
   document.getElementById("run-select").addEventListener("change", (e) => {
     selected = e.target.value;
-    location.hash = encodeURIComponent(selected);
+    location.hash = encodeRun(selected);
     for (const k of Object.keys(charts)) { charts[k].plot.destroy(); delete charts[k]; }
     refresh().catch((e) => pageError(e));
   });
