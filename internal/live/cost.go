@@ -2,6 +2,7 @@ package live
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/prices"
@@ -69,7 +70,10 @@ func (s *Store) cost(a *agg, scored float64) *CostSection {
 			}
 			continue
 		}
-		usd := p.Cost(tok)
+		usd, exact := p.CostOK(tok)
+		if !exact {
+			usd = math.NaN() // a price past the table's bound: unknown (null), and so is the total
+		}
 		c.USD += usd
 		c.ByModel = append(c.ByModel, Count{model, usd})
 	}

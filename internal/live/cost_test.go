@@ -1,6 +1,7 @@
 package live
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -49,4 +50,26 @@ func TestCost(t *testing.T) {
 		{Instrument: "gym.rollout.tokens", Type: "output", Model: "m2", Tokens: 40},
 	}, v.Cost.Unpriced)
 	assert.Len(t, v.Cost.Prices, 5)
+}
+
+// TestCostPastThePriceBound: a price series past the price table's bound (a sender's, not a
+// table's: 1.7e308 USD per million tokens) makes that model's cost and the total unknown (null
+// in the API), never +Inf or a clamped figure shown as the data's.
+func TestCostPastThePriceBound(t *testing.T) {
+	s, _ := newTestStore(DefaultLimits())
+	b := newBatch()
+	drv := b.resource(serverRes("r1", "driver")...)
+	hist(drv, "gym.rollout.tokens", []float64{1e6}, []uint64{1, 0}, 1e6, "gen_ai.token.type", "input", "nemo.gym.rollout.dispatch.name", "math", "gen_ai.response.model", "m1")
+	prices := b.resource()
+	for typ, p := range map[string]float64{"input": 1e15, "cached_input": 1, "output": 1, "reasoning": 1} {
+		gauge(prices, PriceMetric, p, "gen_ai.response.model", "m1", "gen_ai.token.type", typ)
+	}
+	s.Consume(b.md)
+	v := s.Run("r1")
+	require.NotNil(t, v)
+	require.NotNil(t, v.Cost)
+	out, err := json.Marshal(v.Cost)
+	require.NoError(t, err)
+	assert.Contains(t, string(out), `"usd":null`)
+	assert.Contains(t, string(out), `{"name":"m1","value":null}`)
 }
