@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,6 +24,9 @@ const sectionRows = 4
 // showNum writes a number as the API gives it: a whole number exactly, else three significant
 // digits.
 func showNum(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "-" // unknown: the page's API wrote null
+	}
 	if v == float64(int64(v)) && v < 1e15 && v > -1e15 {
 		return strconv.FormatInt(int64(v), 10)
 	}
@@ -126,8 +130,12 @@ func writeRunSection(l *lines, f frame) {
 		if c.PerScoredRollout != nil {
 			per = fmt.Sprintf("$%.4f", *c.PerScoredRollout)
 		}
-		l.add("cost      $%.4f  %s per scored rollout  %d models priced  %d unpriced rows",
-			c.USD, per, len(c.ByModel), len(c.Unpriced))
+		usd := "-"
+		if !math.IsNaN(c.USD) && !math.IsInf(c.USD, 0) {
+			usd = fmt.Sprintf("$%.4f", c.USD)
+		}
+		l.add("cost      %s  %s per scored rollout  %d models priced  %d unpriced rows",
+			usd, per, len(c.ByModel), len(c.Unpriced))
 	}
 	if len(r.Flight) > 0 {
 		flight := slices.Clone(r.Flight)

@@ -2,6 +2,7 @@ package live
 
 import (
 	"encoding/json"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -72,4 +73,17 @@ func TestCostPastThePriceBound(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(out), `"usd":null`)
 	assert.Contains(t, string(out), `{"name":"m1","value":null}`)
+}
+
+// TestUnknownReadsBackAsUnknown: a reader of the API (gymrun top) decodes a null value or cost
+// as NaN, never as 0.
+func TestUnknownReadsBackAsUnknown(t *testing.T) {
+	in := CostSection{USD: math.NaN(), ByModel: []Count{{"m", math.Inf(1)}, {"n", 2}}, Unpriced: []TokenRow{}, Prices: []Price{}}
+	b, err := json.Marshal(in)
+	require.NoError(t, err)
+	var out CostSection
+	require.NoError(t, json.Unmarshal(b, &out))
+	assert.True(t, math.IsNaN(out.USD))
+	assert.True(t, math.IsNaN(out.ByModel[0].Value))
+	assert.Equal(t, 2.0, out.ByModel[1].Value)
 }

@@ -103,6 +103,41 @@ func (n num) MarshalJSON() ([]byte, error) {
 	return json.Marshal(float64(n))
 }
 
+// UnmarshalJSON reads null as NaN (unknown), so that a reader of the API (gymrun top) never
+// takes an unknown number for 0.
+func (n *num) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*n = num(math.NaN())
+		return nil
+	}
+	return json.Unmarshal(b, (*float64)(n))
+}
+
+// UnmarshalJSON reads a null value as NaN.
+func (c *Count) UnmarshalJSON(b []byte) error {
+	var v struct {
+		Name  string `json:"name"`
+		Value num    `json:"value"`
+	}
+	err := json.Unmarshal(b, &v)
+	c.Name, c.Value = v.Name, float64(v.Value)
+	return err
+}
+
+// UnmarshalJSON reads a null cost as NaN.
+func (c *CostSection) UnmarshalJSON(b []byte) error {
+	var v struct {
+		USD              num        `json:"usd"`
+		ByModel          []Count    `json:"by_model"`
+		PerScoredRollout *float64   `json:"per_scored_rollout"`
+		Unpriced         []TokenRow `json:"unpriced_tokens"`
+		Prices           []Price    `json:"prices"`
+	}
+	err := json.Unmarshal(b, &v)
+	*c = CostSection{USD: float64(v.USD), ByModel: v.ByModel, PerScoredRollout: v.PerScoredRollout, Unpriced: v.Unpriced, Prices: v.Prices}
+	return err
+}
+
 // MarshalJSON writes a value that is not finite as null.
 func (c Count) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
