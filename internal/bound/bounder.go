@@ -40,7 +40,8 @@ type Bounder struct {
 	dropUnknown bool
 	genAI       bool // genai_conventions: derive the GenAI metrics after the passes (genai.go)
 	reasonSets  [numDropReasons]metric.MeasurementOption
-	unk         unknowns // metrics the schema's exact rule does not take (unknown.go)
+	unk         unknowns     // metrics the schema's exact rule does not take (unknown.go)
+	res         resourceRule // the resource rule's scratch (resource.go)
 
 	stateTotal *stateTotal // state_entries over the Bounders of one MeterProvider (state_total.go)
 
@@ -92,6 +93,7 @@ func New(cfg *Config, set component.TelemetrySettings) (*Bounder, error) {
 // counts are the self-telemetry of one batch.
 type counts struct {
 	removed, normalised, merged, overflowed, mismatched, unmerged int64
+	resCut, resRemoved, resMerged                                 int64 // resource.go
 	dropped                                                       [numDropReasons]int64
 }
 
@@ -216,7 +218,10 @@ func (p *Bounder) Process(ctx context.Context, md pmetric.Metrics) (pmetric.Metr
 	rms := md.ResourceMetrics()
 	for i := 0; i < rms.Len(); i++ {
 		cur := cursor{rm: rms.At(i)}
-		p.ids.perProcess(cur.rm.Resource()) // before the resource's key: its attributes are final
+		cur.raw = p.boundResource(cur.rm.Resource()) // before anything reads the resource
+		if p.ids.perProcess(cur.rm.Resource()) {     // before the resource's key: its attributes are final
+			b.c.resCut++
+		}
 		sms := cur.rm.ScopeMetrics()
 		for j := 0; j < sms.Len(); j++ {
 			cur.sm, cur.scope = sms.At(j), 0

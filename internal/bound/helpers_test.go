@@ -75,6 +75,8 @@ func putAttrs(m pcommon.Map, a attrs) {
 			m.PutEmptyBytes(k).FromRaw(v)
 		case map[string]any:
 			_ = m.PutEmptyMap(k).FromRaw(v)
+		case []any:
+			_ = m.PutEmptySlice(k).FromRaw(v)
 		default:
 			panic(fmt.Sprintf("attrs: %T", v))
 		}

@@ -6,6 +6,9 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
+	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
 // The instance_per_process rule. Gym names every server process of a run
@@ -45,28 +48,36 @@ type instanceKey struct {
 	pid  int64
 }
 
+// instanceID is a rewritten id; cut: its base was cut to keep it within
+// schema.DefaultStringMaxBytes.
+type instanceID struct {
+	id  string
+	cut bool
+}
+
 // instances is the rule's state: the rewritten ids, by resource.
 type instances struct {
 	on  bool
-	ids map[instanceKey]string
+	ids map[instanceKey]instanceID
 	buf []byte
 }
 
 // perProcess makes the service.instance.id of a resource that carries a process.pid unique
 // to the process (docs/processor.md, instance_per_process). A resource without a usable pid
-// (absent, not a positive integer, or a string that is not one) is left as it is.
-func (in *instances) perProcess(res pcommon.Resource) {
+// (absent, not a positive integer, or a string that is not one) is left as it is. cut: the
+// id was cut before its suffix, to stay within schema.DefaultStringMaxBytes.
+func (in *instances) perProcess(res pcommon.Resource) (cut bool) {
 	if !in.on {
-		return
+		return false
 	}
 	attrs := res.Attributes()
 	pv, ok := attrs.Get(attrProcessPID)
 	if !ok {
-		return
+		return false
 	}
 	pid, ok := pidOf(pv)
 	if !ok {
-		return
+		return false
 	}
 	k := instanceKey{pid: pid}
 	if v, ok := attrs.Get(attrServiceInstanceID); ok {
@@ -82,19 +93,22 @@ func (in *instances) perProcess(res pcommon.Resource) {
 	if !ok {
 		id = in.rewrite(k)
 		if in.ids == nil || len(in.ids) >= maxInstanceIDs {
-			in.ids = make(map[instanceKey]string, 64)
+			in.ids = make(map[instanceKey]instanceID, 64)
 		}
 		in.ids[k] = id
 	}
-	if v, _ := attrs.Get(attrServiceInstanceID); k.noID || v.Type() != pcommon.ValueTypeStr || id != k.id {
-		attrs.PutStr(attrServiceInstanceID, id)
+	if v, _ := attrs.Get(attrServiceInstanceID); k.noID || v.Type() != pcommon.ValueTypeStr || id.id != k.id {
+		attrs.PutStr(attrServiceInstanceID, id.id)
 	}
+	return id.cut
 }
 
 // rewrite returns the id of k's process: <id>-pid<pid>, or <host.name>-pid<pid> (pid<pid>
 // without a host name) for a resource with no id; an id already ending in -pid<pid> (or
-// equal to pid<pid>) is kept.
-func (in *instances) rewrite(k instanceKey) string {
+// equal to pid<pid>) is kept. The id or host name is cut at a rune boundary so that the
+// whole stays within schema.DefaultStringMaxBytes, as every resource value (resource.go): the
+// suffix, which tells the processes apart, is never the part cut.
+func (in *instances) rewrite(k instanceKey) instanceID {
 	b := append(in.buf[:0], pidSuffix...)
 	b = strconv.AppendInt(b, k.pid, 10)
 	in.buf = b
@@ -103,12 +117,16 @@ func (in *instances) rewrite(k instanceKey) string {
 	if k.noID {
 		base = k.host
 	} else if k.id == suffix || strings.HasSuffix(k.id, "-"+suffix) {
-		return k.id
+		return instanceID{id: k.id}
 	}
 	if base == "" {
-		return suffix
+		return instanceID{id: suffix}
 	}
-	return base + "-" + suffix
+	cut := false
+	if room := schema.DefaultStringMaxBytes - 1 - len(suffix); len(base) > room {
+		base, cut = string(normalize.Cap(bytesOf(base), room)), true
+	}
+	return instanceID{id: base + "-" + suffix, cut: cut}
 }
 
 // pidOf reads a process.pid: an int, a string of decimal digits (OTEL_RESOURCE_ATTRIBUTES

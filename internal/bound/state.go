@@ -44,6 +44,11 @@ type resourceState struct {
 	// unknown: the instruments bounded by the generic rules, by instKey (unknown.go); at
 	// most maxUnknownInstruments.
 	unknown map[string]*instState
+	// The received resources it was bounded from (resource.go): the first (0: as received),
+	// then the others that merged into it, with when each was last seen.
+	recv     uint64
+	recvSet  bool
+	received map[uint64]int64
 }
 
 type instState struct {
@@ -379,6 +384,11 @@ func (st *state) sweep(now int64) {
 				continue
 			}
 			live = true
+		}
+		for h, seen := range r.received {
+			if seen <= cut {
+				delete(r.received, h)
+			}
 		}
 		if !live && r.seen <= cut {
 			delete(st.resources, rk)

@@ -20,6 +20,8 @@ func (p *Bounder) zero(ctx context.Context) {
 		t.ProcessorGymattrsAttributesRemoved, t.ProcessorGymattrsValuesNormalised,
 		t.ProcessorGymattrsPointsMerged, t.ProcessorGymattrsPointsOverflowed,
 		t.ProcessorGymattrsPointsMismatched, t.ProcessorGymattrsPointsUnmerged,
+		t.ProcessorGymattrsResourceValuesCut, t.ProcessorGymattrsResourceAttributesRemoved,
+		t.ProcessorGymattrsResourcesMerged,
 	} {
 		ctr.Add(ctx, 0)
 	}
@@ -45,6 +47,9 @@ func (p *Bounder) record(ctx context.Context) {
 	add(t.ProcessorGymattrsPointsOverflowed, c.overflowed)
 	add(t.ProcessorGymattrsPointsMismatched, c.mismatched)
 	add(t.ProcessorGymattrsPointsUnmerged, c.unmerged)
+	add(t.ProcessorGymattrsResourceValuesCut, c.resCut)
+	add(t.ProcessorGymattrsResourceAttributesRemoved, c.resRemoved)
+	add(t.ProcessorGymattrsResourcesMerged, c.resMerged)
 	for r := dropReason(1); r < numDropReasons; r++ {
 		if n := c.dropped[r]; n > 0 {
 			t.ProcessorGymattrsPointsDropped.Add(ctx, n, p.reasonSets[r])

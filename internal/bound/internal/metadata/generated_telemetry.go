@@ -23,19 +23,22 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                                  metric.Meter
-	mu                                     sync.Mutex
-	registrations                          []metric.Registration
-	ProcessorGymattrsAttributesRemoved     metric.Int64Counter
-	ProcessorGymattrsHistogramBoundsDiffer metric.Int64Counter
-	ProcessorGymattrsPointsDropped         metric.Int64Counter
-	ProcessorGymattrsPointsMerged          metric.Int64Counter
-	ProcessorGymattrsPointsMismatched      metric.Int64Counter
-	ProcessorGymattrsPointsOverflowed      metric.Int64Counter
-	ProcessorGymattrsPointsUnmerged        metric.Int64Counter
-	ProcessorGymattrsStateEntries          metric.Int64Gauge
-	ProcessorGymattrsUnknownPoints         metric.Int64Counter
-	ProcessorGymattrsValuesNormalised      metric.Int64Counter
+	meter                                      metric.Meter
+	mu                                         sync.Mutex
+	registrations                              []metric.Registration
+	ProcessorGymattrsAttributesRemoved         metric.Int64Counter
+	ProcessorGymattrsHistogramBoundsDiffer     metric.Int64Counter
+	ProcessorGymattrsPointsDropped             metric.Int64Counter
+	ProcessorGymattrsPointsMerged              metric.Int64Counter
+	ProcessorGymattrsPointsMismatched          metric.Int64Counter
+	ProcessorGymattrsPointsOverflowed          metric.Int64Counter
+	ProcessorGymattrsPointsUnmerged            metric.Int64Counter
+	ProcessorGymattrsResourceAttributesRemoved metric.Int64Counter
+	ProcessorGymattrsResourceValuesCut         metric.Int64Counter
+	ProcessorGymattrsResourcesMerged           metric.Int64Counter
+	ProcessorGymattrsStateEntries              metric.Int64Gauge
+	ProcessorGymattrsUnknownPoints             metric.Int64Counter
+	ProcessorGymattrsValuesNormalised          metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -107,6 +110,24 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_processor_gymattrs_points_unmerged",
 		metric.WithDescription("Histogram points kept apart from their series because their bucket boundaries differ from the series' boundaries. [Development]"),
 		metric.WithUnit("{point}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorGymattrsResourceAttributesRemoved, err = builder.meter.Int64Counter(
+		"otelcol_processor_gymattrs_resource_attributes_removed",
+		metric.WithDescription("Resource attributes removed by the resource rule: a key over 128 bytes, or an attribute past the first 32 in key order. [Development]"),
+		metric.WithUnit("{attribute}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorGymattrsResourceValuesCut, err = builder.meter.Int64Counter(
+		"otelcol_processor_gymattrs_resource_values_cut",
+		metric.WithDescription("Resource attribute values cut to 256 bytes of valid UTF-8 by the resource rule (a bytes, slice or map value by its string form), and service.instance.id values cut before their -pid suffix by instance_per_process; counted at every batch that carries them. [Development]"),
+		metric.WithUnit("{value}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorGymattrsResourcesMerged, err = builder.meter.Int64Counter(
+		"otelcol_processor_gymattrs_resources_merged",
+		metric.WithDescription("Resources as received that the resource rule made equal to another one received before (they differ only in what it cut or removed): their series merge; each counted once while its resource is kept, the 65th and later of one resource at every batch. [Development]"),
+		metric.WithUnit("{resource}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ProcessorGymattrsStateEntries, err = builder.meter.Int64Gauge(

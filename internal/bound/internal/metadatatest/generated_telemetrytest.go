@@ -123,6 +123,54 @@ func AssertEqualProcessorGymattrsPointsUnmerged(t *testing.T, tt *componenttest.
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualProcessorGymattrsResourceAttributesRemoved(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_gymattrs_resource_attributes_removed",
+		Description: "Resource attributes removed by the resource rule: a key over 128 bytes, or an attribute past the first 32 in key order. [Development]",
+		Unit:        "{attribute}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_gymattrs_resource_attributes_removed")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualProcessorGymattrsResourceValuesCut(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_gymattrs_resource_values_cut",
+		Description: "Resource attribute values cut to 256 bytes of valid UTF-8 by the resource rule (a bytes, slice or map value by its string form), and service.instance.id values cut before their -pid suffix by instance_per_process; counted at every batch that carries them. [Development]",
+		Unit:        "{value}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_gymattrs_resource_values_cut")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualProcessorGymattrsResourcesMerged(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_gymattrs_resources_merged",
+		Description: "Resources as received that the resource rule made equal to another one received before (they differ only in what it cut or removed): their series merge; each counted once while its resource is kept, the 65th and later of one resource at every batch. [Development]",
+		Unit:        "{resource}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_gymattrs_resources_merged")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualProcessorGymattrsStateEntries(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_gymattrs_state_entries",

@@ -26,6 +26,9 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ProcessorGymattrsPointsMismatched.Add(context.Background(), 1)
 	tb.ProcessorGymattrsPointsOverflowed.Add(context.Background(), 1)
 	tb.ProcessorGymattrsPointsUnmerged.Add(context.Background(), 1)
+	tb.ProcessorGymattrsResourceAttributesRemoved.Add(context.Background(), 1)
+	tb.ProcessorGymattrsResourceValuesCut.Add(context.Background(), 1)
+	tb.ProcessorGymattrsResourcesMerged.Add(context.Background(), 1)
 	tb.ProcessorGymattrsStateEntries.Record(context.Background(), 1)
 	tb.ProcessorGymattrsUnknownPoints.Add(context.Background(), 1)
 	tb.ProcessorGymattrsValuesNormalised.Add(context.Background(), 1)
@@ -48,6 +51,15 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorGymattrsPointsUnmerged(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorGymattrsResourceAttributesRemoved(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorGymattrsResourceValuesCut(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorGymattrsResourcesMerged(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorGymattrsStateEntries(t, testTel,
