@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/gymjson"
+	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
@@ -275,7 +276,8 @@ func (d *Decoder) decodeResource(ev *Event) {
 		switch m.val.kind {
 		case gymjson.String:
 			a.Kind = ValueString
-			a.Str = cutRunes(d.str(&m.val), schema.DefaultStringMaxBytes)
+			// The resource rule of every input (docs/processor.md, "Resource attributes").
+			a.Str = normalize.FreeString(d.str(&m.val))
 		case gymjson.True, gymjson.False:
 			a.Kind = ValueBool
 			a.Bool = m.val.kind == gymjson.True
