@@ -1,10 +1,11 @@
 // Command memory measures what the collector's default pipeline (config/otelcol-gym.yaml: the
 // gym receiver, memory_limiter, gymattrs, batch, the Prometheus exporter) costs in
 // memory: per minimal resource, per series, after churned resources have expired everywhere,
-// and under concurrent gzip bombs (peak RSS). It runs the real binary on loopback and prints
+// per series under resources of 1 MiB strings (longres.go), and under concurrent gzip bombs
+// (peak RSS). It runs the real binary on loopback and prints
 // Markdown tables (docs/performance.md, SECURITY.md).
 //
-//	go run ./bench/memory --collector _build/otelcol-gym [--collector-b OTHER] [--resources 5000]
+//	go run ./bench/memory --collector _build/otelcol-gym [--collector-b OTHER] [--resources 5000] [--long-only]
 package main
 
 import (
@@ -38,6 +39,9 @@ type options struct {
 	expire     time.Duration
 	churnOnly  bool
 	bombsOnly  bool
+	longOnly   bool
+	longSeries int
+	longRuns   int
 }
 
 func main() {
@@ -55,6 +59,9 @@ func main() {
 	flag.DurationVar(&o.expire, "expire-after", 20*time.Second, "the receiver's expire_after in the churn run (gymattrs' series_idle_timeout twice that, the Prometheus exporter's metric_expiration the same), scaled down from 5m so that the run takes minutes")
 	flag.BoolVar(&o.churnOnly, "churn-only", false, "only the per-resource and churn run; its heap profile after the churn goes to out-dir")
 	flag.BoolVar(&o.bombsOnly, "bombs-only", false, "only the gzip bombs")
+	flag.BoolVar(&o.longOnly, "long-only", false, "only the run of resources of 1 MiB strings")
+	flag.IntVar(&o.longSeries, "long-series", 128, "series under the resource of a 1 MiB service.name")
+	flag.IntVar(&o.longRuns, "long-runs", 10, "runs (resources) of a 1 MiB nemo.run.id, one series each")
 	flag.Parse()
 	o.collectors = []string{a}
 	if b != "" {
@@ -79,7 +86,16 @@ func run(ctx context.Context, o options) error {
 	for i, bin := range o.collectors {
 		name := fmt.Sprintf("%c: %s", 'A'+i, bin)
 		fmt.Printf("## %s\n\n", name)
-		r, s := "- / - | - / -", "- / -"
+		r, s, l := "- / - | - / -", "- / -", "- / - | - / - | - | -"
+		if !o.bombsOnly {
+			if l, err = longRuns(ctx, o, string(base), bin, fmt.Sprintf("long-%d", i)); err != nil {
+				return fmt.Errorf("%s: long resources: %w", bin, err)
+			}
+		}
+		if o.longOnly {
+			rows = append(rows, row{name, r + " | " + s + " | " + l + " | - | -"})
+			continue
+		}
 		if !o.bombsOnly {
 			if r, err = resourcesRun(ctx, o, string(base), bin, fmt.Sprintf("res-%d", i)); err != nil {
 				return fmt.Errorf("%s: resources: %w", bin, err)
@@ -96,10 +112,10 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("%s: bombs: %w", bin, err)
 		}
 		fmt.Println()
-		rows = append(rows, row{name, r + " | " + s + " | " + bm})
+		rows = append(rows, row{name, r + " | " + s + " | " + l + " | " + bm})
 	}
-	fmt.Println("| collector | per minimal resource: heap / RSS | after they all expired: heap / RSS over the fresh collector | per series: heap / RSS | gzip bombs: answers | peak RSS |")
-	fmt.Println("|---|---|---|---|---|---|")
+	fmt.Println("| collector | per minimal resource: heap / RSS | after they all expired: heap / RSS over the fresh collector | per series: heap / RSS | per series under 1 MiB resource strings: heap / RSS | the same under 16-byte ones | the 1 MiB run's scrape: size, peak RSS | its runs on the live page | gzip bombs: answers | peak RSS |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
 		fmt.Printf("| %s | %s |\n", r.name, r.cells)
 	}
@@ -111,7 +127,8 @@ func run(ctx context.Context, o options) error {
 // extension (for the live heap) and, for the churn run, the expiry times scaled down. Every
 // edit must match the default exactly once, so that a changed default fails here instead of
 // measuring something else.
-func pipelineConfig(base string, p harness.GymPorts, promPort int, otlp [2]int, storage string, expire time.Duration) (string, error) {
+func pipelineConfig(base string, p harness.GymPorts, a addrs, storage string, expire time.Duration) (string, error) {
+	promPort, otlp := a.prom, [2]int{a.otlpGRPC, a.otlpHTTP}
 	c := base
 	var errs []error
 	edit := func(old, repl string) {
@@ -127,6 +144,8 @@ func pipelineConfig(base string, p harness.GymPorts, promPort int, otlp [2]int, 
 	edit("endpoint: 127.0.0.1:13133", fmt.Sprintf("endpoint: 127.0.0.1:%d", p.Health))
 	edit("endpoint: 127.0.0.1:9464", fmt.Sprintf("endpoint: 127.0.0.1:%d", promPort))
 	edit("port: 8888", fmt.Sprintf("port: %d", p.Telemetry))
+	edit("endpoint: 127.0.0.1:8890", fmt.Sprintf("endpoint: 127.0.0.1:%d", a.live))
+	edit("self_metrics: http://127.0.0.1:8888/metrics", fmt.Sprintf("self_metrics: http://127.0.0.1:%d/metrics", p.Telemetry))
 	// The storage directory (checkpoint, traces, logs) is named three times.
 	const storageDir = "${env:OTELCOL_GYM_STORAGE_DIR:-/var/lib/otelcol-gym}"
 	if n := strings.Count(c, storageDir); n != 3 {
@@ -144,23 +163,28 @@ func pipelineConfig(base string, p harness.GymPorts, promPort int, otlp [2]int, 
 	return c, errors.Join(errs...)
 }
 
-func start(ctx context.Context, o options, base, bin, name string, expire time.Duration) (*harness.Service, harness.GymPorts, int, error) {
+// addrs are the collector's ports beside its GymPorts.
+type addrs struct{ prom, otlpGRPC, otlpHTTP, live int }
+
+func start(ctx context.Context, o options, base, bin, name string, expire time.Duration) (*harness.Service, harness.GymPorts, addrs, error) {
+	var a addrs
 	p, err := harness.NewGymPorts()
 	if err != nil {
-		return nil, p, 0, err
+		return nil, p, a, err
 	}
-	ports, err := harness.FreePorts(3)
+	ports, err := harness.FreePorts(4)
 	if err != nil {
-		return nil, p, 0, err
+		return nil, p, a, err
 	}
+	a = addrs{prom: ports[0], otlpGRPC: ports[1], otlpHTTP: ports[2], live: ports[3]}
 	dir := filepath.Join(o.outDir, name)
 	storage, err := filepath.Abs(filepath.Join(dir, "storage"))
 	if err != nil {
-		return nil, p, 0, err
+		return nil, p, a, err
 	}
-	config, err := pipelineConfig(base, p, ports[0], [2]int{ports[1], ports[2]}, storage, expire)
+	config, err := pipelineConfig(base, p, a, storage, expire)
 	if err != nil {
-		return nil, p, 0, err
+		return nil, p, a, err
 	}
 	c, err := harness.StartService(ctx, harness.ServiceOptions{
 		Name: name, Bin: bin, Config: config,
@@ -169,7 +193,7 @@ func start(ctx context.Context, o options, base, bin, name string, expire time.D
 		PprofAddr: fmt.Sprintf("127.0.0.1:%d", p.Pprof),
 		Telemetry: fmt.Sprintf("http://127.0.0.1:%d/metrics", p.Telemetry),
 	})
-	return c, p, ports[0], err
+	return c, p, a, err
 }
 
 type snapshot struct{ heap, rss int64 }
@@ -253,7 +277,8 @@ func bytesOf(b float64) string {
 // resourcesRun: N minimal resources (service.name and service.instance.id, one counter
 // series each), then all of them expire (receiver, gymattrs, Prometheus exporter).
 func resourcesRun(ctx context.Context, o options, base, bin, name string) (string, error) {
-	c, p, prom, err := start(ctx, o, base, bin, name, o.expire)
+	c, p, a, err := start(ctx, o, base, bin, name, o.expire)
+	prom := a.prom
 	if err != nil {
 		return "", err
 	}
@@ -322,7 +347,8 @@ func resourcesRun(ctx context.Context, o options, base, bin, name string) (strin
 
 // seriesRun: a few resources of many counter series each (distinct providers).
 func seriesRun(ctx context.Context, o options, base, bin, name string) (string, error) {
-	c, p, prom, err := start(ctx, o, base, bin, name, 0)
+	c, p, a, err := start(ctx, o, base, bin, name, 0)
+	prom := a.prom
 	if err != nil {
 		return "", err
 	}
