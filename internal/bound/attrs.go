@@ -364,14 +364,14 @@ func (b *attrBounder) derived(i int, sl *slot, out []byte) dropReason {
 }
 
 // stringOf returns out (a bounded value of s) as a string: a prefix of s when it is one (the
-// normalisation rules cut, they never copy), else an interned copy (a fallback or sentinel
-// of the schema: a small fixed set).
+// normalisation rules cut, they never copy; copied from a long s, see prefixOf), else an
+// interned copy (a fallback or sentinel of the schema: a small fixed set).
 func (b *attrBounder) stringOf(out []byte, s string) string {
 	if len(out) == 0 {
 		return ""
 	}
 	if len(out) <= len(s) && unsafe.SliceData(out) == unsafe.StringData(s) {
-		return s[:len(out)]
+		return prefixOf(s, len(out))
 	}
 	return b.intern(out)
 }

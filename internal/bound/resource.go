@@ -102,14 +102,27 @@ func withinBounds(attrs pcommon.Map) bool {
 	return true
 }
 
-// cutString bounds s by the rule of free strings; ok is false when s is kept as it is. The
-// cut value is a copy: a prefix of s would keep all of s alive for as long as the series.
+// cutString bounds s by the rule of free strings; ok is false when s is kept as it is.
 func cutString(s string) (string, bool) {
 	out := normalize.FreeString(bytesOf(s))
 	if len(out) == len(s) {
 		return s, false
 	}
-	return strings.Clone(s[:len(out)]), true
+	return prefixOf(s, len(out)), true
+}
+
+// maxSharedBytes: a value cut from a received string shares the string's memory while it is
+// at most this long. A prefix of a longer one would keep all of it alive for as long as the
+// series (in the exporters' copies too): it is copied instead, one copy per cut per batch,
+// only for such values.
+const maxSharedBytes = 4 * schema.DefaultStringMaxBytes
+
+// prefixOf returns s[:n], a copy when s is longer than maxSharedBytes and n cuts it.
+func prefixOf(s string, n int) string {
+	if n < len(s) && len(s) > maxSharedBytes {
+		return strings.Clone(s[:n])
+	}
+	return s[:n]
 }
 
 // removeKeys removes the keys over schema.ResourceMaxKeyBytes, then the attributes past

@@ -80,7 +80,7 @@ func TestResourceValuesCut(t *testing.T) {
 	assert.Zero(t, tp.counter(t, "resources_merged"), "one resource as received, twice")
 }
 
-// A cut value is a copy: it must not keep the 1 MiB it was cut from alive.
+// A value cut from a long string is a copy: it must not keep the 1 MiB it was cut from alive.
 func TestResourceCutIsACopy(t *testing.T) {
 	long := mib("svc")
 	s, ok := cutString(long)
@@ -89,6 +89,53 @@ func TestResourceCutIsACopy(t *testing.T) {
 	assert.NotSame(t, unsafeData(long), unsafeData(s))
 	_, ok = cutString("nemo-gym/math")
 	assert.False(t, ok)
+}
+
+// A point's value cut from a long string is a copy too, by the schema's rules and by the
+// generic ones: the exporters keep a series' attributes, and a prefix would keep the 1 MiB.
+// A value cut from a string of at most 1 KiB shares it (no allocation at every batch).
+func TestLongPointValueCutIsACopy(t *testing.T) {
+	tp := newTestProcessor(t, nil)
+	md := newBatch().resource(gymResource("r1-rank0")).
+		counter(completed, "1", pt{a: attrs{outcome: "scored", dispatch: mib("d")}, start: 1, t: 60, i: 3}).
+		gauge("gym.agent.queue_depth", "{item}", pt{a: attrs{"note": mib("n"), "short": strings.Repeat("s", 300)}, t: 60, i: 1}).md
+	in := map[string]*byte{}
+	for _, name := range []string{completed, "gym.agent.queue_depth"} {
+		for k, v := range metricPointAttrs(md, name).All() {
+			in[k] = unsafeData(v.Str())
+		}
+	}
+	out := tp.run(t, md)
+	for _, name := range []string{completed, "gym.agent.queue_depth"} {
+		for k, v := range metricPointAttrs(out, name).All() {
+			switch k {
+			case dispatch, "note":
+				assert.Len(t, v.Str(), schema.DefaultStringMaxBytes, k)
+				assert.NotSame(t, in[k], unsafeData(v.Str()), "%s: a copy", k)
+			case "short":
+				assert.Len(t, v.Str(), schema.DefaultStringMaxBytes, k)
+				assert.Same(t, in[k], unsafeData(v.Str()), "%s: shared", k)
+			}
+		}
+	}
+}
+
+// metricPointAttrs returns the attributes of the first point of the named Sum or Gauge.
+func metricPointAttrs(md pmetric.Metrics, name string) pcommon.Map {
+	for _, rm := range md.ResourceMetrics().All() {
+		for _, sm := range rm.ScopeMetrics().All() {
+			for _, m := range sm.Metrics().All() {
+				switch {
+				case m.Name() != name:
+				case m.Type() == pmetric.MetricTypeSum:
+					return m.Sum().DataPoints().At(0).Attributes()
+				default:
+					return m.Gauge().DataPoints().At(0).Attributes()
+				}
+			}
+		}
+	}
+	return pcommon.NewMap()
 }
 
 // Keys over 128 bytes are removed; past 32 attributes, those after the first 32 in key

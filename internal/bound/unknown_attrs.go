@@ -74,11 +74,11 @@ func (b *attrBounder) boundGeneric(attrs pcommon.Map, wantRaw bool) dropReason {
 		case pcommon.ValueTypeStr:
 			kv.s = kv.v.Str()
 			if out := normalize.FreeString(bytesOf(kv.s)); len(out) != len(kv.s) {
-				kv.s, kv.conv = kv.s[:len(out)], true
+				kv.s, kv.conv = prefixOf(kv.s, len(out)), true
 			}
 		case pcommon.ValueTypeMap, pcommon.ValueTypeSlice, pcommon.ValueTypeBytes:
 			kv.s = kv.v.AsString()
-			kv.s, kv.conv = kv.s[:len(normalize.FreeString(bytesOf(kv.s)))], true
+			kv.s, kv.conv = prefixOf(kv.s, len(normalize.FreeString(bytesOf(kv.s)))), true
 		}
 		if kv.conv {
 			g.conv++
