@@ -116,14 +116,23 @@ func TestResourceLongValues(t *testing.T) {
 		}
 		return nil
 	}))
-	lines := strings.Split(text, "\n")
-	for _, l := range lines {
+	series, comments := 0, 0
+	for _, l := range strings.Split(text, "\n") {
 		require.LessOrEqual(t, len(l), maxScrapeLineSize, "a line of the scrape: %.300s", l)
 		for _, v := range scrapeLabelValues(l) {
 			require.LessOrEqual(t, len(v), maxResourceValue, "a label value of %.300s", l)
 		}
+		switch {
+		case strings.HasPrefix(l, "#"):
+			comments++
+		case l != "":
+			series++
+		}
 	}
-	assert.LessOrEqual(t, len(text), len(lines)*maxScrapeLineSize)
+	// Each series a line of at most maxScrapeLineSize, each HELP or TYPE line at most 1 KiB:
+	// unbounded, each of the 128 series under the 1 MiB service.name carried 1 MiB.
+	assert.LessOrEqual(t, len(text), series*maxScrapeLineSize+comments*1024)
+	assert.Less(t, len(text), 1<<20, "%d series", series)
 	assert.Contains(t, text, `job="`+longValue("svc-0-")[:maxResourceValue]+`"`)
 
 	// Two values cut per request, each counted.
