@@ -31,8 +31,9 @@ import (
 // received resource's hash then stays in the identity of its cumulative streams (cursor.go), so
 // two processes' totals add up instead of being taken for one stream that restarts.
 
-// maxReceivedPerResource bounds the received resources remembered per bounded resource (for
-// resources_merged); past it a received resource is not remembered and counts at every batch.
+// maxReceivedPerResource bounds the received resources remembered per bounded resource, the
+// first one apart (for resources_merged); past it a received resource is not remembered and
+// counts at every batch.
 const maxReceivedPerResource = 64
 
 // resourceKV is a kept attribute of a resource whose attribute count is over the limit.

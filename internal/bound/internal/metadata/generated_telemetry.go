@@ -126,7 +126,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ProcessorGymattrsResourcesMerged, err = builder.meter.Int64Counter(
 		"otelcol_processor_gymattrs_resources_merged",
-		metric.WithDescription("Resources as received that the resource rule made equal to another one received before (they differ only in what it cut or removed): their series merge; each counted once while its resource is kept, the 65th and later of one resource at every batch. [Development]"),
+		metric.WithDescription("Resources as received that the resource rule made equal to another one received before (they differ only in what it cut or removed): their series merge; each counted once while its resource is kept (past 65 received resources of one resource, the later ones at every batch). [Development]"),
 		metric.WithUnit("{resource}"),
 	)
 	errs = errors.Join(errs, err)

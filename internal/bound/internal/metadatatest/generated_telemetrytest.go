@@ -158,7 +158,7 @@ func AssertEqualProcessorGymattrsResourceValuesCut(t *testing.T, tt *componentte
 func AssertEqualProcessorGymattrsResourcesMerged(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_gymattrs_resources_merged",
-		Description: "Resources as received that the resource rule made equal to another one received before (they differ only in what it cut or removed): their series merge; each counted once while its resource is kept, the 65th and later of one resource at every batch. [Development]",
+		Description: "Resources as received that the resource rule made equal to another one received before (they differ only in what it cut or removed): their series merge; each counted once while its resource is kept (past 65 received resources of one resource, the later ones at every batch). [Development]",
 		Unit:        "{resource}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
