@@ -239,3 +239,22 @@ func TestStringFormBound(t *testing.T) {
 }
 
 func unsafeData(s string) *byte { return unsafe.StringData(s) }
+
+// resources_merged counts each merged resource once while remembered: 65 received resources
+// per resource (the first and 64 more), the later ones at every batch.
+func TestResourcesMergedBounded(t *testing.T) {
+	tp := newTestProcessor(t, nil)
+	const senders = maxReceivedPerResource + 6
+	for round := range 2 {
+		for i := range senders {
+			res := attrs{"service.name": strings.Repeat("s", 256) + fmt.Sprint(i)}
+			tp.run(t, newBatch().resource(res).counter(completed, "1", pt{a: sc("math"), start: 1, t: 60 + round, i: 1}).md)
+		}
+	}
+	r := tp.st.resources
+	require.Len(t, r, 1)
+	for _, rs := range r {
+		assert.Len(t, rs.received, maxReceivedPerResource)
+	}
+	assert.EqualValues(t, senders-1+5, tp.counter(t, "resources_merged"), "69 in the first round, the 5 not remembered again in the second")
+}
