@@ -2,6 +2,7 @@ package bound
 
 import (
 	"cmp"
+	"context"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -223,4 +224,17 @@ func (r *resourceState) receivedAs(raw uint64, now int64) (merged bool) {
 		r.received[raw] = now
 	}
 	return true
+}
+
+// BoundResources applies the resource rule to every resource that each yields (a traces or a
+// logs batch: gymattrs in such a pipeline), so that spans and log records reach their
+// exporters with resources bounded as the metrics' are. It counts in the same telemetry.
+func (p *Bounder) BoundResources(ctx context.Context, each func(yield func(pcommon.Resource) bool)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.b.reset()
+	for res := range each {
+		p.boundResource(res)
+	}
+	p.record(ctx)
 }

@@ -9,6 +9,9 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processorhelper"
 
@@ -22,6 +25,8 @@ func NewFactory() processor.Factory {
 		metadata.Type,
 		createDefaultConfig,
 		processor.WithMetrics(createMetricsProcessor, metadata.MetricsStability),
+		processor.WithTraces(createTracesProcessor, metadata.TracesStability),
+		processor.WithLogs(createLogsProcessor, metadata.LogsStability),
 	)
 }
 
@@ -39,4 +44,42 @@ func createMetricsProcessor(ctx context.Context, set processor.Settings, cfg com
 		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}),
 		processorhelper.WithShutdown(func(context.Context) error { b.Shutdown(); return nil }),
 	)
+}
+
+// In a traces or logs pipeline gymattrs bounds the resources only (docs/processor.md,
+// "Resource attributes"): spans and log records have no schema of their own here.
+func createTracesProcessor(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Traces) (processor.Traces, error) {
+	b, err := bound.New(cfg.(*Config), set.TelemetrySettings)
+	if err != nil {
+		return nil, err
+	}
+	return processorhelper.NewTraces(ctx, set, cfg, next, func(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
+		b.BoundResources(ctx, func(yield func(pcommon.Resource) bool) {
+			for _, rs := range td.ResourceSpans().All() {
+				if !yield(rs.Resource()) {
+					return
+				}
+			}
+		})
+		return td, nil
+	}, processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}),
+		processorhelper.WithShutdown(func(context.Context) error { b.Shutdown(); return nil }))
+}
+
+func createLogsProcessor(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Logs) (processor.Logs, error) {
+	b, err := bound.New(cfg.(*Config), set.TelemetrySettings)
+	if err != nil {
+		return nil, err
+	}
+	return processorhelper.NewLogs(ctx, set, cfg, next, func(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
+		b.BoundResources(ctx, func(yield func(pcommon.Resource) bool) {
+			for _, rl := range ld.ResourceLogs().All() {
+				if !yield(rl.Resource()) {
+					return
+				}
+			}
+		})
+		return ld, nil
+	}, processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}),
+		processorhelper.WithShutdown(func(context.Context) error { b.Shutdown(); return nil }))
 }

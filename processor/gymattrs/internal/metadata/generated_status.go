@@ -15,4 +15,6 @@ var (
 
 const (
 	MetricsStability = component.StabilityLevelDevelopment
+	TracesStability  = component.StabilityLevelDevelopment
+	LogsStability    = component.StabilityLevelDevelopment
 )
