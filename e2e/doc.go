@@ -15,8 +15,12 @@
 // into its socket), and the flight recorder (the gymrollouts connector: Gym's spans by OTLP
 // into rollouts in flight and stalled, and the stall's log record; TestFlightRecorder).
 // The deployment of deploy/ runs too: three node agents and two gateways into Prometheus'
-// remote-write receiver through a gateway failure and an agent restart (TestTopology), and the
-// Slurm launcher on a fake job step (TestSlurmLauncher).
+// remote-write receiver through a gateway failure and an agent restart (TestTopology), one run
+// on two nodes whose spans meet in the gateway's flight recorder, into Prometheus and
+// VictoriaMetrics, through a gateway killed and restarted (TestClusterRecorder), and the Slurm
+// launcher on a fake job step (TestSlurmLauncher, and Gym's spans through it: TestSlurmSpans).
+// Hostile input: long resource values (TestResourceLongValues), the live page's non-finite
+// points, fragments and slow clients (TestLive*).
 //
 // The soak (TestSoak: an accelerated day of an agent, its resources sampled) runs only with
 // GYM_SOAK=1, which `make soak` sets; without it `go test ./e2e/` skips it.
