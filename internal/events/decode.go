@@ -75,6 +75,8 @@ type Decoder struct {
 	evType    EventType // the type named by `event`, when parseTop could read it on the way
 	evTypeSet bool
 
+	resourceCuts int // resource values cut by the current line (its caller takes them)
+
 	lastEv   *Event    // the Event of the previous call
 	lastType EventType // the type whose fields that call wrote into it
 
@@ -133,6 +135,7 @@ func NewDecoder(maxLineBytes int) *Decoder {
 // its `event` (a rejected resource line has EventResource; a line too long or not UTF-8 has
 // EventUnknown), and the other fields of ev hold nothing meaningful.
 func (d *Decoder) Decode(line []byte, ev *Event) error {
+	d.resourceCuts = 0
 	if ev == d.lastEv {
 		clearType(ev, d.lastType) // the only fields this decoder wrote
 	} else {

@@ -72,6 +72,7 @@ func (l *LineDecoder) Line(line []byte) (ingest.Outcome, error) {
 			l.stats.Rejected[Reason(err)]++
 			return ingest.Rejected, err
 		}
+		l.stats.ResourceValuesCut += int64(l.dec.resourceCuts)
 	default:
 		l.sink.Apply(&l.ev)
 	}

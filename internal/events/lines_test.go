@@ -1,6 +1,7 @@
 package events
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -85,4 +86,18 @@ func sum(m map[string]int64) (n int64) {
 		n += v
 	}
 	return n
+}
+
+// A resource line's values over their bound are cut by the resource rule, and each cut is
+// counted in the decoder's stats; a line within the bounds counts none.
+func TestLineDecoderCountsResourceCuts(t *testing.T) {
+	l, sink := newTestLines(t)
+	long := strings.Repeat("é", 300) // 600 bytes
+	_, err := l.Line([]byte(`{"event":"resource","attributes":{"service.name":"` + long + `","nemo.run.id":"` + long + `","host.name":"h"}}`))
+	require.NoError(t, err)
+	assert.Equal(t, "resource "+strings.Repeat("é", 128), sink.calls[len(sink.calls)-1], "cut at 256 bytes, a rune boundary")
+	assert.Equal(t, int64(2), l.Flush().ResourceValuesCut)
+	_, err = l.Line([]byte(`{"event":"resource","attributes":{"service.name":"a"}}`))
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), l.Flush().ResourceValuesCut, "none more")
 }

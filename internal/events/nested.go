@@ -277,7 +277,11 @@ func (d *Decoder) decodeResource(ev *Event) {
 		case gymjson.String:
 			a.Kind = ValueString
 			// The resource rule of every input (docs/processor.md, "Resource attributes").
-			a.Str = normalize.FreeString(d.str(&m.val))
+			v := d.str(&m.val)
+			a.Str = normalize.FreeString(v)
+			if len(a.Str) != len(v) {
+				d.resourceCuts++
+			}
 		case gymjson.True, gymjson.False:
 			a.Kind = ValueBool
 			a.Bool = m.val.kind == gymjson.True

@@ -21,6 +21,9 @@ type Stats struct {
 	Unknown    int64
 	Rejected   map[string]int64 // by reason
 	Overflowed int64            // measurements folded into an overflow series
+	// ResourceValuesCut counts resource attribute values cut to their bound (the resource rule
+	// of every input: docs/processor.md, "Resource attributes").
+	ResourceValuesCut int64
 }
 
 // NewStats returns empty counts.
@@ -28,7 +31,7 @@ func NewStats() Stats { return Stats{Rejected: map[string]int64{}} }
 
 // Clear zeroes the counts (keeping the map).
 func (s *Stats) Clear() {
-	s.Accepted, s.Unknown, s.Overflowed = 0, 0, 0
+	s.Accepted, s.Unknown, s.Overflowed, s.ResourceValuesCut = 0, 0, 0, 0
 	clear(s.Rejected)
 }
 

@@ -489,9 +489,15 @@ func TestSchemaValues(t *testing.T) {
 	assert.Equal(t, []string{"healthy", "unhealthy", "unobserved"}, v)
 	got, _, _ := collect(t, Verdicts, strings.NewReader(`{"verdict":"sick"}`+"\n"), 0, 0)
 	assert.Equal(t, []result{{Err: ReasonInvalidValue, Line: 1}}, got)
-	attrs := Resource("/r/"+strings.Repeat("p", 300), strings.Repeat("i", 300))
+	attrs, cut := Resource("/r/"+strings.Repeat("p", 300), strings.Repeat("i", 300))
 	assert.Len(t, attrs[2].Str, 256)
 	assert.Len(t, attrs[3].Str, 256)
+	assert.Equal(t, 2, cut, "both cuts counted")
+	attrs, cut = Resource("/r/a.jsonl", "run\xffid") // not UTF-8: made valid, counted
+	assert.Equal(t, "run", string(attrs[3].Str))
+	assert.Equal(t, 1, cut)
+	_, cut = Resource("/r/a.jsonl", "run-1")
+	assert.Zero(t, cut)
 }
 
 // Run-file numbers follow the events decoder's rules (gymjson): JSON's grammar plus Python's

@@ -1,8 +1,6 @@
 package rollouts
 
 import (
-	"strings"
-
 	"github.com/gym-telemetry/otelcol-gym/internal/events"
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
@@ -19,17 +17,25 @@ const (
 )
 
 // Resource returns the attributes of a run's resource: service.name, gym.source, log.file.path
-// (the main output's path) and nemo.run.id when runID is not empty.
-func Resource(mainPath, runID string) []events.ResourceAttr {
-	attrs := []events.ResourceAttr{
+// (the main output's path) and nemo.run.id when runID is not empty, each by the resource rule
+// of every input (normalize.FreeString), and how many of the values it cut.
+func Resource(mainPath, runID string) (attrs []events.ResourceAttr, cut int) {
+	value := func(v string) []byte {
+		b := normalize.FreeString([]byte(v))
+		if len(b) != len(v) {
+			cut++
+		}
+		return b
+	}
+	attrs = []events.ResourceAttr{
 		{Key: []byte(serviceKey), Kind: events.ValueString, Str: []byte(ServiceName)},
 		{Key: []byte(schema.ResourceSourceKey), Kind: events.ValueString, Str: []byte(SourceName)},
-		{Key: []byte(schema.ResourceFilePathKey), Kind: events.ValueString, Str: normalize.Cap([]byte(strings.ToValidUTF8(mainPath, "\uFFFD")), maxResourceValueBytes)},
+		{Key: []byte(schema.ResourceFilePathKey), Kind: events.ValueString, Str: value(mainPath)},
 	}
 	if runID != "" {
-		attrs = append(attrs, events.ResourceAttr{Key: []byte(runIDKey), Kind: events.ValueString, Str: normalize.Cap([]byte(runID), maxResourceValueBytes)})
+		attrs = append(attrs, events.ResourceAttr{Key: []byte(runIDKey), Kind: events.ValueString, Str: value(runID)})
 	}
-	return attrs
+	return attrs, cut
 }
 
 // The outcomes of the schema's nemo.gym.rollout.outcome (scored, failed, omitted) the rows give.

@@ -409,7 +409,9 @@ func (t *Source) apply(r *run, f *rowFile) {
 			}
 			r.fixed = true
 		}
-		r.sink = t.newSink(Resource(r.path, r.runID), &t.stats)
+		res, cut := Resource(r.path, r.runID)
+		t.stats.ResourceValuesCut += int64(cut)
+		r.sink = t.newSink(res, &t.stats)
 	}
 	n := t.row.Events(f.kind, &t.evs)
 	for i := range n {

@@ -107,6 +107,7 @@ func (s *ownTelemetry) zero(ctx context.Context, cfg *Config, checkpoints bool) 
 		}
 	}
 	s.tb.ReceiverGymMeasurementsOverflowed.Add(ctx, 0, s.set)
+	s.tb.ReceiverGymResourceValuesCut.Add(ctx, 0, s.set)
 	if cfg.HTTP.Get() != nil {
 		s.tb.ReceiverGymHTTPBodiesTooSlow.Add(ctx, 0, s.set)
 		s.tb.ReceiverGymHTTPMaxConnectionsReached.Add(ctx, 0, s.set)
@@ -175,6 +176,9 @@ func (s *ownTelemetry) record(ctx context.Context, st *ingest.Stats, accepted, u
 	}
 	if st.Overflowed > 0 {
 		s.tb.ReceiverGymMeasurementsOverflowed.Add(ctx, st.Overflowed, s.set)
+	}
+	if st.ResourceValuesCut > 0 {
+		s.tb.ReceiverGymResourceValuesCut.Add(ctx, st.ResourceValuesCut, s.set)
 	}
 }
 

@@ -39,6 +39,7 @@ type TelemetryBuilder struct {
 	ReceiverGymMeasurementsOverflowed      metric.Int64Counter
 	ReceiverGymProcessErrors               metric.Int64Counter
 	ReceiverGymProcessOtherHost            metric.Int64Counter
+	ReceiverGymResourceValuesCut           metric.Int64Counter
 	ReceiverGymResources                   metric.Int64Gauge
 	ReceiverGymRolloutRowsAccepted         metric.Int64Counter
 	ReceiverGymRolloutRowsRejected         metric.Int64Counter
@@ -151,6 +152,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_receiver_gym_process_other_host",
 		metric.WithDescription("Resource lines naming a process.pid on another host (host.name differs from the collector's), whose process stats are not read. [Development]"),
 		metric.WithUnit("{line}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverGymResourceValuesCut, err = builder.meter.Int64Counter(
+		"otelcol_receiver_gym_resource_values_cut",
+		metric.WithDescription("Resource attribute values (of resource lines and of run files' runs) cut to 256 bytes of valid UTF-8, the resource rule of every input. [Development]"),
+		metric.WithUnit("{value}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ReceiverGymResources, err = builder.meter.Int64Gauge(

@@ -32,6 +32,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ReceiverGymMeasurementsOverflowed.Add(context.Background(), 1)
 	tb.ReceiverGymProcessErrors.Add(context.Background(), 1)
 	tb.ReceiverGymProcessOtherHost.Add(context.Background(), 1)
+	tb.ReceiverGymResourceValuesCut.Add(context.Background(), 1)
 	tb.ReceiverGymResources.Record(context.Background(), 1)
 	tb.ReceiverGymRolloutRowsAccepted.Add(context.Background(), 1)
 	tb.ReceiverGymRolloutRowsRejected.Add(context.Background(), 1)
@@ -74,6 +75,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverGymProcessOtherHost(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverGymResourceValuesCut(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverGymResources(t, testTel,
