@@ -419,5 +419,5 @@ func (s *slowConn) closedByServer(d time.Duration) bool {
 	_ = s.c.SetReadDeadline(time.Now().Add(d))
 	_, err := s.c.Read(make([]byte, 1))
 	var ne net.Error
-	return err != nil && !(errors.As(err, &ne) && ne.Timeout())
+	return err != nil && (!errors.As(err, &ne) || !ne.Timeout())
 }

@@ -159,7 +159,6 @@ func (g *connGuard) track(c net.Conn, s http.ConnState) {
 		e.since, e.handled, freed = time.Now(), false, true
 	case http.StateClosed, http.StateHijacked:
 		delete(g.conns, c)
-		freed = true
 		// The server makes a connection active once it has read any byte of a request, before
 		// the headers are whole; one closed without reaching the handler, read_header_timeout
 		// after it began waiting, was cut off by it (an idle one is closed by the idle timeout).

@@ -258,7 +258,7 @@ func (r *Recorder) Restore(ctx context.Context, store Store) (Restored, error) {
 	}
 	if d.err != nil || high > uint64(maxSlots) {
 		r.saved.headerDue = true // the next write replaces it
-		return got, fmt.Errorf("the recorder's saved state is damaged (%v); starting empty", cmp.Or(d.err, errDamaged))
+		return got, fmt.Errorf("the recorder's saved state is damaged (%w); starting empty", cmp.Or(d.err, errDamaged))
 	}
 	r.stalls, r.exported = stalls, exported
 	now := r.clock.Elapsed()

@@ -12,8 +12,6 @@ const (
 	SourceName  = "rollout_files"
 	runIDKey    = "nemo.run.id"
 	serviceKey  = "service.name"
-	// maxResourceValueBytes: resource string values are cut at a rune boundary past it.
-	maxResourceValueBytes = schema.DefaultStringMaxBytes
 )
 
 // Resource returns the attributes of a run's resource: service.name, gym.source, log.file.path
