@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/gymjson"
 	"github.com/gym-telemetry/otelcol-gym/internal/ingest"
-	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 )
 
 // The rejections of a line: their reasons, and the messages that name the place of a fault.
@@ -105,9 +105,21 @@ func (d *Decoder) raw(s *slot) string {
 // quote quotes v for a message, cut to 64 bytes at a rune boundary.
 func quote(v []byte) string {
 	if len(v) > 64 {
-		return strconv.Quote(string(normalize.Cap(v, 64))) + "..."
+		return strconv.Quote(string(cutRunes(v, 64))) + "..."
 	}
 	return strconv.Quote(string(v))
+}
+
+// cutRunes cuts valid UTF-8 v to at most n bytes at a rune boundary. The decoder imports no
+// value rule (the layout's walls): on a valid line this is normalize.FreeString's cut.
+func cutRunes(v []byte, n int) []byte {
+	if len(v) <= n {
+		return v
+	}
+	for n > 0 && !utf8.RuneStart(v[n]) {
+		n--
+	}
+	return v[:n:n]
 }
 
 // fail records the first error of the line.

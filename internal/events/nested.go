@@ -6,7 +6,6 @@ import (
 	"hash/maphash"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/gymjson"
-	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
@@ -278,7 +277,9 @@ func (d *Decoder) decodeResource(ev *Event) {
 			a.Kind = ValueString
 			// The resource rule of every input (docs/processor.md, "Resource attributes").
 			v := d.str(&m.val)
-			a.Str = normalize.FreeString(v)
+			// The resource rule (a line is valid UTF-8, so a cut at a rune boundary is a valid
+			// prefix, as normalize.FreeString's), counted by the line decoder.
+			a.Str = cutRunes(v, schema.DefaultStringMaxBytes)
 			if len(a.Str) != len(v) {
 				d.resourceCuts++
 			}
