@@ -237,8 +237,30 @@ func (r *RowDecoder) evNumber(name string) (present, ok bool) {
 	return true, true
 }
 
+// plainNumber converts a plain number (gymjson.Plain: most of what Gym writes) that lies whole
+// in the buffer where it is, without copying it into r.num: a trajectory has a dozen numbers a
+// call. end is where it ends (not consumed), -1 for any other token, which evNumber reads.
+func (r *RowDecoder) plainNumber() (end int, mant uint64, num gymjson.Plain) {
+	if c := r.buf[r.pos]; c != '-' && c-'0' > 9 {
+		return -1, 0, 0
+	}
+	end, mant, num = gymjson.ScanPlainNumber(r.buf[:r.end], r.pos)
+	if end < 0 || end >= r.end || isTokenByte(r.buf[end]) {
+		return -1, 0, 0 // not plain, or it may go on past the buffer
+	}
+	return end, mant, num
+}
+
 // evFloat reads a finite number (>= 0 when nonNeg) into *dst and sets its has bit.
 func (r *RowDecoder) evFloat(name string, nonNeg bool, bit uint16, dst *float64) bool {
+	if end, mant, num := r.plainNumber(); end >= 0 {
+		if f, exact := gymjson.PlainFloat(mant, num); exact && !(nonNeg && f < 0) {
+			r.pos = end
+			*dst = f + 0 // -0 is 0
+			r.ev.cur.has |= bit
+			return true
+		}
+	}
 	present, ok := r.evNumber(name)
 	if !present {
 		return ok
@@ -258,6 +280,13 @@ func (r *RowDecoder) evCount(name string, set func(int64)) bool { return r.evInt
 
 // evInt reads an integer within int64 (>= 0 when nonNeg) by count's rule.
 func (r *RowDecoder) evInt(name string, nonNeg bool, set func(int64)) bool {
+	if end, mant, num := r.plainNumber(); end >= 0 {
+		if v, isInt := gymjson.PlainInt(mant, num); isInt && !(nonNeg && v < 0) {
+			r.pos = end
+			set(v)
+			return true
+		}
+	}
 	present, ok := r.evNumber(name)
 	if !present {
 		return ok
