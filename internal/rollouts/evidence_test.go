@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/aggregate"
+	"github.com/gym-telemetry/otelcol-gym/internal/events"
 	"github.com/gym-telemetry/otelcol-gym/internal/follow/followtest"
 )
 
@@ -226,4 +227,59 @@ func TestEvidencePollAllocatesNothingPerRow(t *testing.T) {
 	t.Logf("allocations: %d for a poll of 10 rows with evidence, %d for 500 rows", few, many)
 	assert.Less(t, many, few+100, "a poll allocates per row")
 	assert.Equal(t, int64(521), got.Accepted)
+}
+
+// rowEvidence decodes one main row and returns its evidence's problems by name and its items
+// by kind.
+func rowEvidence(t *testing.T, line string) (problems map[string]int64, items map[events.EvidenceKind]int) {
+	t.Helper()
+	r := NewRowDecoder(0)
+	r.Reset(strings.NewReader(line+"\n"), 0, 0, 0)
+	var row Row
+	require.NoError(t, r.Next(Main, &row))
+	require.True(t, row.HasReward, "the row's own values stand")
+	problems, items = map[string]int64{}, map[events.EvidenceKind]int{}
+	for i := range row.Evidence.Len() {
+		it := row.Evidence.Event(i).Evidence
+		if it.Kind == events.EvidenceProblem {
+			problems[string(it.Code)] = it.Count
+		} else {
+			items[it.Kind]++
+		}
+	}
+	return problems, items
+}
+
+// TestEvidenceProblems: each kind of damage is counted by its name, the item at fault left out
+// (or kept, where only a field is wrong), and the row applied.
+func TestEvidenceProblems(t *testing.T) {
+	many := strings.Repeat(`{"code":"turns_unavailable","detail":"x"},`, 3) // the same gap: one
+	for i := range MaxEvidenceItems + 10 {
+		many += fmt.Sprintf(`{"code":"lab_gap","detail":"%d"},`, i)
+	}
+	for _, c := range []struct {
+		name, evidence string
+		problems       map[string]int64
+		items          map[events.EvidenceKind]int
+	}{
+		{"trajectory not an object", `"ng_trajectory":"oops"`, map[string]int64{"not_object": 1}, map[events.EvidenceKind]int{events.EvidenceRow: 1}},
+		{"null is absent", `"ng_trajectory":null,"ng_agent_observations":null`, map[string]int64{}, map[events.EvidenceKind]int{events.EvidenceRow: 1}},
+		{"array of another type", `"ng_trajectory":{"model_calls":{}}`, map[string]int64{"wrong_type": 1}, map[events.EvidenceKind]int{events.EvidenceRow: 1}},
+		{"no duration and one timestamp", `"ng_trajectory":{"model_calls":[{"started_at":1.5}]}`, map[string]int64{"timestamp_missing": 1},
+			map[events.EvidenceKind]int{events.EvidenceRow: 1, events.EvidenceModelCall: 1}},
+		{"a record without kind, one of a later Gym", `"ng_agent_observations":{"records":[{"role":"agent"},{"kind":"telepathy"}]}`, map[string]int64{"missing_id": 1},
+			map[events.EvidenceKind]int{events.EvidenceRow: 1}},
+		{"a sandbox of negative wall time", `"ng_agent_observations":{"records":[{"kind":"sandbox","role":"agent","wall_time_s":-1,"cpu_time_s":"2"}]}`,
+			map[string]int64{"out_of_range": 1, "wrong_type": 1}, map[events.EvidenceKind]int{events.EvidenceRow: 1, events.EvidenceSandbox: 1}},
+		{"a self-parent", `"ng_trajectory":{"invocations":[{"invocation_id":"a","parent_invocation_id":"a"}]}`, map[string]int64{"parent_cycle": 1},
+			map[events.EvidenceKind]int{events.EvidenceRow: 1, events.EvidenceInvocation: 1}},
+		{"too many items", `"ng_trajectory":{"gaps":[` + strings.TrimSuffix(many, ",") + `]}`, map[string]int64{"too_many_items": 11},
+			map[events.EvidenceKind]int{events.EvidenceRow: 1, events.EvidenceGap: MaxEvidenceItems}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			problems, items := rowEvidence(t, `{"reward":1,`+c.evidence+`}`)
+			assert.Equal(t, c.problems, problems)
+			assert.Equal(t, c.items, items)
+		})
+	}
 }
