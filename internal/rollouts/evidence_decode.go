@@ -254,7 +254,7 @@ func (r *RowDecoder) plainNumber() (end int, mant uint64, num gymjson.Plain) {
 // evFloat reads a finite number (>= 0 when nonNeg) into *dst and sets its has bit.
 func (r *RowDecoder) evFloat(name string, nonNeg bool, bit uint16, dst *float64) bool {
 	if end, mant, num := r.plainNumber(); end >= 0 {
-		if f, exact := gymjson.PlainFloat(mant, num); exact && !(nonNeg && f < 0) {
+		if f, exact := gymjson.PlainFloat(mant, num); exact && (!nonNeg || f >= 0) {
 			r.pos = end
 			*dst = f + 0 // -0 is 0
 			r.ev.cur.has |= bit
@@ -281,7 +281,7 @@ func (r *RowDecoder) evCount(name string, set func(int64)) bool { return r.evInt
 // evInt reads an integer within int64 (>= 0 when nonNeg) by count's rule.
 func (r *RowDecoder) evInt(name string, nonNeg bool, set func(int64)) bool {
 	if end, mant, num := r.plainNumber(); end >= 0 {
-		if v, isInt := gymjson.PlainInt(mant, num); isInt && !(nonNeg && v < 0) {
+		if v, isInt := gymjson.PlainInt(mant, num); isInt && (!nonNeg || v >= 0) {
 			r.pos = end
 			set(v)
 			return true

@@ -224,30 +224,9 @@ func has(w uint64, c byte) uint64 {
 	return (x - swarLo) &^ x & swarHi
 }
 
-// scanQuote finds the first quote or newline: where a skipped string's scan stops. Eight
-// bytes at a time for the first 32 (most strings are short), then bytes.IndexByte, whose
-// vector loop runs through the long texts of a response.
-func scanQuote(b []byte) int {
-	i := 0
-	for ; i+8 <= len(b) && i < 32; i += 8 {
-		w := binary.LittleEndian.Uint64(b[i:])
-		if m := has(w, '"') | has(w, '\n'); m != 0 {
-			return i + bits.TrailingZeros64(m)>>3
-		}
-	}
-	if i < 32 {
-		for ; i < len(b); i++ {
-			if c := b[i]; c == '"' || c == '\n' {
-				return i
-			}
-		}
-		return len(b)
-	}
-	return i + scanQuoteLong(b[i:])
-}
-
-// scanQuoteLong is scanQuote's vector loop, for a text known to run on: the first quote or
-// newline of b, len(b) when none.
+// scanQuoteLong finds the first quote or newline of b (len(b) when none) with
+// bytes.IndexByte, whose vector loop runs through the long texts of a response: closingQuote's
+// scan once 32 bytes passed without a quote.
 func scanQuoteLong(b []byte) int {
 	end := len(b)
 	if q := bytes.IndexByte(b, '"'); q >= 0 {
