@@ -2,9 +2,11 @@
 # bench/compare.sh BASE [ROUNDS]: the engine's per-core benchmarks of revision BASE and of the
 # working tree, side by side in one run (make bench-compare BASE=rev).
 #
-# Four paths, each a Go benchmark compiled once per tree: the events path (decode and
+# Five paths, each a Go benchmark compiled once per tree: the events path (decode and
 # aggregate one event: BenchmarkIngest), Gym's run files (the row decoder on 2 KiB, 200 KiB
-# and 20 MiB rows: BenchmarkRows/*/reader), gym_console (a realistic stdout mix through
+# and 20 MiB rows: BenchmarkRows/*/reader; and on rows of 100, 300 and 500 KiB with their
+# rollout evidence: BenchmarkEvidenceRows/*/reader, whose file is copied into a base tree
+# that lacks it, so that today's reader reads the same rows), gym_console (a realistic stdout mix through
 # the classifier and decoders: BenchmarkStdoutMix) and gymattrs (a batch of Gym's schema
 # metrics and of Gym's SDK's OTLP through the rules: BenchmarkProcess(SDK)Batch). The test binaries run with GOMAXPROCS=1,
 # alternating base and head in every round (the order flips each round), so both see the
@@ -24,6 +26,7 @@ git worktree add --detach "$work/base" "$base" >/dev/null
 suites=(
 	"events;^BenchmarkIngest\$;internal/aggregate receiver/gymreceiver/internal/protocol"
 	"runfiles;^BenchmarkRows\$/^(2KiB|200KiB|20MiB)\$/^reader\$;internal/rollouts receiver/gymreceiver/internal/rollouts"
+	"evidence;^BenchmarkEvidenceRows\$/^(100KiB|300KiB|500KiB)\$/^reader\$;internal/rollouts"
 	"console;^BenchmarkStdoutMix\$;internal/console receiver/gymreceiver/consolereceiver/internal/console"
 	"gymattrs;^BenchmarkProcess(SDK)?Batch\$;internal/bound"
 )
@@ -41,6 +44,11 @@ for tree in base head; do
 		# shellcheck disable=SC2086
 		dir=$(pkgdir "$root" $cands)
 		echo "$tree $name: $dir" >&2
+		# The evidence rows' benchmark uses only the row decoder's older API: a base without it
+		# gets the tree's copy.
+		if [ "$name" = evidence ] && [ ! -f "$root/$dir/evidence_bench_test.go" ]; then
+			cp "$top/internal/rollouts/evidence_bench_test.go" "$root/$dir/"
+		fi
 		(cd "$root" && go test -c -o "$work/$tree-$name.test" "./$dir")
 		echo "$dir" >"$work/$tree-$name.dir"
 	done

@@ -23,14 +23,17 @@ import (
 // node_exporter's series beside Gym's: TestDashboardScaling proves them on the job collector's
 // scrapes. The Rollouts in flight dashboard reads the flight recorder's series, made from Gym's
 // spans: TestDashboardInFlight. The Cost dashboard and the gym.cost rules read the price series
-// of a price table: TestDashboardCost. The runs of the other dashboard tests have none of these.
+// of a price table: TestDashboardCost. The Model calls, tools and sandboxes dashboard reads the
+// rollout evidence of run files: TestDashboardEvidence. The runs of the other dashboard tests
+// have none of these.
 const scalingUID, scalingRecordPrefix = "gym-scaling", "gym:scaling_"
 const inFlightUID = "gym-inflight"
 const costUID, costRecordPrefix = "gym-cost", "gym:cost_"
+const evidenceUID = "gym-evidence"
 
 // ownTests: the dashboards a test of their own proves, with the prefix of their recording
 // rules ("": none).
-var ownTests = map[string]string{scalingUID: scalingRecordPrefix, inFlightUID: "", costUID: costRecordPrefix}
+var ownTests = map[string]string{scalingUID: scalingRecordPrefix, inFlightUID: "", costUID: costRecordPrefix, evidenceUID: ""}
 
 // splitDashboards parts the dashboards and recording rules into those of uid and the others
 // that no test of their own proves.

@@ -101,7 +101,7 @@ var (
 
 // perRunDashboards read series by run alone (the generator's per_run): the flight recorder's,
 // one resource per run made in the collector, and the cost rules', summed over processes.
-var perRunDashboards = map[string]bool{inFlightUID: true, costUID: true}
+var perRunDashboards = map[string]bool{inFlightUID: true, costUID: true, evidenceUID: true}
 
 // procMatchers are the matchers of a Gym process's variables, by variable.
 var procMatchers = map[string]string{"run": `nemo_run_id=~"$run"`, "service": `job=~"$service"`, "instance": `instance=~"$instance"`}

@@ -52,7 +52,11 @@ type BenchReport struct {
 	Tokens        map[string]map[string]int64 `json:"tokens"`
 	ToolCalls     ToolCalls                   `json:"tool_calls"`
 	DurationMS    *Durations                  `json:"duration_ms"`
-	Cost          *Cost                       `json:"cost,omitempty"` // with --prices only
+	// From the rows' rollout evidence (ng_trajectory, ng_agent_observations).
+	ModelCalls ModelCalls       `json:"model_calls"`
+	Sandboxes  map[string]int64 `json:"sandboxes"` // by outcome
+	Evidence   EvidenceReport   `json:"evidence"`
+	Cost       *Cost            `json:"cost,omitempty"` // with --prices only
 }
 
 // Reward is the mean reward over its explicit denominator n: scored, unmasked rows whose reward
@@ -78,6 +82,8 @@ type Reward struct {
 type ToolCalls struct {
 	Rows int64 `json:"rows"`
 	Sum  int64 `json:"sum"`
+	// ByTool: the tool calls of the rows' rollout evidence, by tool name.
+	ByTool map[string]ToolStat `json:"by_tool"`
 }
 
 // Durations are nearest-rank percentiles of ng_perf.total_latency_ms over N rows.
@@ -145,6 +151,7 @@ func (s *Summary) report(files []FileReport, table *prices.Table) Report {
 			slices.Sort(d)
 			br.DurationMS = &Durations{N: len(d), P50: percentile(d, 50), P90: percentile(d, 90), P99: percentile(d, 99)}
 		}
+		b.ev.report(&br)
 		if table != nil {
 			br.Cost = cost(table, &br, b, o)
 		}
@@ -234,6 +241,11 @@ func writeText(w io.Writer, r Report) error {
 		}
 	}
 	section(w, "\ntokens (benchmark, type, model):", lines)
+	lines = lines[:0]
+	for _, n := range names {
+		lines = append(lines, evidenceLines(n, r.Benchmarks[n])...)
+	}
+	section(w, "\nmodel calls, tools and sandboxes (from the rows' trajectories):", lines)
 	writeCost(w, r, names)
 	writeOverflow(w, r)
 	lines = lines[:0]

@@ -55,10 +55,11 @@ type bench struct {
 	satToolCalls         bool
 	satFile, largestFile string
 	largest              float64
+	ev                   evidence // summary_evidence.go
 }
 
 func newBench() *bench {
-	return &bench{failedByClass: map[string]int64{}, failedByKind: map[string]int64{}, failedByGroup: map[string]int64{}, tokens: map[string]map[string]int64{}, satTokens: map[[2]string]bool{}, tasks: map[int64]taskSum{}, binary: true}
+	return &bench{failedByClass: map[string]int64{}, failedByKind: map[string]int64{}, failedByGroup: map[string]int64{}, tokens: map[string]map[string]int64{}, satTokens: map[[2]string]bool{}, tasks: map[int64]taskSum{}, binary: true, ev: newEvidence()}
 }
 
 // Summary is the sink of every file read: benchmarks by dispatch name.
@@ -158,6 +159,8 @@ func (s *Summary) Apply(ev *events.Event) {
 		if s.cur != nil {
 			s.cur.durations = append(s.cur.durations, ev.DurationMS)
 		}
+	case events.EventEvidence:
+		s.evidence(ev.Evidence)
 	}
 }
 

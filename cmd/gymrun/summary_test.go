@@ -345,7 +345,17 @@ func TestSummaryJSONSchema(t *testing.T) {
 			keys = append(keys, k)
 		}
 		assert.ElementsMatch(t, []string{"attempts", "scored", "failed", "failed_by_class", "failed_by_kind", "failed_by_group", "masked", "reward",
-			"pass_rate", "responses", "truncated", "tokens", "tool_calls", "duration_ms"}, keys, name)
+			"pass_rate", "responses", "truncated", "tokens", "tool_calls", "duration_ms", "model_calls", "sandboxes", "evidence"}, keys, name)
+		for k, want := range map[string][]string{
+			"model_calls": {"n", "errors", "duration_ms", "ttft_ms"},
+			"tool_calls":  {"rows", "sum", "by_tool"},
+			"evidence":    {"rows", "with_trajectory", "gaps", "problems"},
+		} {
+			obj := b.(map[string]any)[k].(map[string]any)
+			for _, w := range want {
+				assert.Contains(t, obj, w, name+"."+k)
+			}
+		}
 		reward := b.(map[string]any)["reward"].(map[string]any)
 		for _, k := range []string{"n", "mean", "sd", "ci95", "nan", "missing", "infinite", "sum", "histogram"} {
 			assert.Contains(t, reward, k, name)

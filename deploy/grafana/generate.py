@@ -153,6 +153,8 @@ TRUNCATED = 'nemo_gym_rollout_finish_reason=~"max_output_tokens|length|max_token
 MODEL_CALL = "gym_model_call_duration_ms"
 TTFT = "gym_model_call_ttft_ms"
 MC_TOKENS = "gym_model_call_tokens"
+# The run files' rollout evidence (ng_trajectory, ng_agent_observations): one resource per run.
+EV = "gym_evidence"
 # Concurrency limits (MeteredSemaphore), one series per component, limit and server.
 LIMIT_BY = "nemo_gym_concurrency_component, nemo_gym_concurrency_limit_name, nemo_gym_server_name"
 LIMIT_LEGEND = "{{nemo_gym_concurrency_component}}/{{nemo_gym_concurrency_limit_name}} {{nemo_gym_server_name}}"
@@ -619,6 +621,60 @@ DASHBOARDS = [
             timeseries("Tokens without a price", [
                 q(f"sum by (gen_ai_response_model, gen_ai_token_type) (gym:cost_unpriced_tokens:sum{{{COST_MODEL}}})", "{{gen_ai_response_model}} {{gen_ai_token_type}}")],
                 description="Tokens of models the price table does not name (or of responses that name no model): left out of every cost above, never priced by a guess."),
+        ],
+    },
+    {
+        "uid": "gym-evidence",
+        "title": "Gym / Model calls, tools and sandboxes",
+        "description": "What Gym's run files say of each rollout (ng_trajectory, ng_agent_observations): its model calls, tool calls, agent invocations, sandboxes and context compactions, and how much of it Gym could observe. The gym.evidence.* series: never Gym's own gym.model_call.* or gym.tool.* (docs/gym.md), so no panel counts a call twice.",
+        "per_run": True,
+        "panels": [
+            timeseries("Model calls by model and outcome", [
+                rate_by("gen_ai_response_model, nemo_gym_model_call_outcome", f"{EV}_model_calls_total", "{{gen_ai_response_model}} {{nemo_gym_model_call_outcome}}", sel=RUN)],
+                unit="ops", stack=True, description="ok, or the call's error_category (rate_limit, timeout, upstream_error, ...)."),
+            stat("Model calls since start, by status class", [
+                q(f"sum by (nemo_gym_model_call_status_class) ({EV}_model_calls_total{{{RUN}}})", "{{nemo_gym_model_call_status_class}}", instant=True)],
+                description="The class of each call's HTTP status code; none: the call states none."),
+            timeseries("Model calls by finish reason", [
+                rate_by("nemo_gym_model_call_finish_reason", f"{EV}_model_calls_total", "{{nemo_gym_model_call_finish_reason}}", sel=RUN)], unit="ops", stack=True),
+            timeseries("Model-call duration by model (p50, p99)", quantiles(f"{EV}_model_call_duration_ms_bucket", ["gen_ai_response_model"], RUN,
+                                                                             legend="{{gen_ai_response_model}}"), unit="ms"),
+            timeseries("Time to first token by model (p50, p99)", quantiles(f"{EV}_model_call_ttft_ms_bucket", ["gen_ai_response_model"], RUN,
+                                                                            legend="{{gen_ai_response_model}}"), unit="ms"),
+            timeseries("Tokens per model call by type (mean)", [
+                q(f"sum by (gen_ai_token_type) (rate({EV}_model_call_tokens_sum{{{RUN}}}[{RI}]))"
+                  f" / sum by (gen_ai_token_type) (rate({EV}_model_call_tokens_count{{{RUN}}}[{RI}]))", "{{gen_ai_token_type}}")],
+                description="Never summed across types: reasoning is part of output, cached_input of input."),
+            timeseries("Tool calls by tool and status", [
+                rate_by("nemo_gym_tool_name, nemo_gym_tool_status", f"{EV}_tool_calls_total", "{{nemo_gym_tool_name}} {{nemo_gym_tool_status}}", sel=RUN)],
+                unit="ops", stack=True),
+            timeseries("Tool-call duration by tool (p50, p99)", quantiles(f"{EV}_tool_call_duration_ms_bucket", ["nemo_gym_tool_name"], RUN,
+                                                                          legend="{{nemo_gym_tool_name}}"), unit="ms",
+                description="From the call's duration_ms, else its timestamps."),
+            timeseries("Agent invocations by status", [
+                rate_by("nemo_gym_agent_invocation_status, nemo_gym_agent_subagent", f"{EV}_agent_invocations_total",
+                        "{{nemo_gym_agent_invocation_status}} subagent={{nemo_gym_agent_subagent}}", sel=RUN)], unit="ops", stack=True),
+            timeseries("Sandboxes by role and outcome", [
+                rate_by("nemo_gym_sandbox_role, nemo_gym_sandbox_outcome", f"{EV}_sandboxes_total", "{{nemo_gym_sandbox_role}} {{nemo_gym_sandbox_outcome}}", sel=RUN)],
+                unit="ops", stack=True),
+            timeseries("Sandbox wall time by role (p50, p99)", quantiles(f"{EV}_sandbox_wall_time_s_bucket", ["nemo_gym_sandbox_role"], RUN,
+                                                                          legend="{{nemo_gym_sandbox_role}}"), unit="s"),
+            timeseries("Sandbox CPU time by role (p50, p99)", quantiles(f"{EV}_sandbox_cpu_time_s_bucket", ["nemo_gym_sandbox_role"], RUN,
+                                                                         legend="{{nemo_gym_sandbox_role}}"), unit="s"),
+            timeseries("Sandbox peak memory by role (p50, p99)", quantiles(f"{EV}_sandbox_peak_memory_mib_bucket", ["nemo_gym_sandbox_role"], RUN,
+                                                                            legend="{{nemo_gym_sandbox_role}}"), unit="mbytes",
+                description="The measured high-water mark, never the configured limit."),
+            timeseries("Context compactions by outcome", [
+                rate_by("nemo_gym_compaction_outcome", f"{EV}_compactions_total", "{{nemo_gym_compaction_outcome}}", sel=RUN)], unit="ops", stack=True),
+            timeseries("Rows with a trajectory", [
+                q(f"sum({EV}_rows_total{{{RUN}, nemo_gym_evidence_trajectory=\"true\"}}) / sum({EV}_rows_total{{{RUN}}})", "with ng_trajectory")],
+                unit="percentunit", description="The share of main-output rows that carry their rollout's trajectory (an older Gym writes none)."),
+            timeseries("Gaps by code", [
+                rate_by("nemo_gym_evidence_gap_code", f"{EV}_gaps_total", "{{nemo_gym_evidence_gap_code}}", sel=RUN)], unit="ops", stack=True,
+                description="What Gym could not observe or join; other: a producer's own code."),
+            timeseries("Evidence problems", [
+                rate_by("nemo_gym_evidence_problem", f"{EV}_problems_total", "{{nemo_gym_evidence_problem}}", sel=RUN)], unit="ops", stack=True,
+                description="Items or fields not as Gym writes them: left out, the rest of the row counts; each row's first is named in the collector's log."),
         ],
     },
     {

@@ -144,6 +144,8 @@ func (r *Resource) apply(a *Aggregator, sk *Sink, ev *events.Event) {
 		r.gauge(a, sk, k.begin(schema.GymServersActive), ev.ServersActive)
 	case events.EventRolloutResponse:
 		r.rolloutResponse(a, sk, ev)
+	case events.EventEvidence:
+		r.evidence(a, sk, ev.Evidence)
 	}
 }
 

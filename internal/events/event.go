@@ -85,6 +85,9 @@ func (t EventType) String() string {
 	if t == EventRolloutResponse {
 		return "(rollout response)"
 	}
+	if t == EventEvidence {
+		return "(rollout evidence)"
+	}
 	return "invalid"
 }
 
@@ -282,6 +285,9 @@ type Event struct {
 	ResponseTokens    [NumResponseTokenTypes]int64
 	HasResponseTokens [NumResponseTokenTypes]bool
 	HasOutput         bool // ToolCalls counts the function calls of the response's output
+
+	// EventEvidence: one item of a run file's rollout evidence
+	Evidence *EvidenceItem
 
 	// resource
 	Attrs []ResourceAttr

@@ -66,6 +66,8 @@ type RowDecoder struct {
 	itemType []byte
 	// text reads a string that is not taken as it lies in buf.
 	text gymjson.StringReader
+	// ev is a main row's rollout evidence (Row.Evidence).
+	ev Evidence
 }
 
 // NewRowDecoder returns a RowDecoder with a read buffer of bufBytes (0: DefaultBufferBytes).
@@ -118,6 +120,10 @@ func (r *RowDecoder) Err() error { return r.srcErr }
 func (r *RowDecoder) Next(kind Kind, row *Row) error {
 	for {
 		row.reset()
+		if kind == Main {
+			r.ev.reset()
+			row.Evidence = &r.ev
+		}
 		r.scratch = r.scratch[:0]
 		r.fail = nil
 		r.skipping = false
@@ -164,6 +170,9 @@ func (r *RowDecoder) Next(kind Kind, row *Row) error {
 		if kind == Verdicts && row.Verdict == nil {
 			r.failBuf = RowError{Reason: ReasonMissingField, Msg: `missing required key "verdict"`}
 			return &r.failBuf
+		}
+		if kind == Main {
+			r.ev.finish()
 		}
 		return nil
 	}

@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"testing/iotest"
 	"unicode/utf8"
@@ -35,6 +37,12 @@ func FuzzRowDecoder(f *testing.F) {
 	for k := range 3 {
 		for _, s := range seeds {
 			f.Add([]byte(s), uint8(k))
+		}
+	}
+	// Rows with their rollout evidence (shaped like Gym's, and broken on purpose).
+	if data, err := os.ReadFile(evidenceGolden); err == nil {
+		for _, line := range bytes.SplitAfter(data, []byte("\n")) {
+			f.Add(line, uint8(Main))
 		}
 	}
 	// Rows of the sample runs, as Gym writes them.
@@ -90,6 +98,24 @@ func FuzzRowDecoder(f *testing.F) {
 type fuzzResult struct {
 	reason string
 	row    Row
+	ev     string // the row's evidence events, printed
+}
+
+// evidenceString prints a row's evidence events (nil: none).
+func evidenceString(e *Evidence) string {
+	if e == nil {
+		return ""
+	}
+	var b strings.Builder
+	for i := range e.Len() {
+		it := *e.Event(i).Evidence
+		fmt.Fprintf(&b, "%+v;", it)
+	}
+	if e.Problems() > 0 {
+		kind, detail := e.FirstProblem()
+		fmt.Fprintf(&b, "first %s: %s", kind, detail)
+	}
+	return b.String()
 }
 
 func fuzzRead(kind Kind, src io.Reader, bufBytes int) (out []fuzzResult, offset int64, end error) {
@@ -97,7 +123,7 @@ func fuzzRead(kind Kind, src io.Reader, bufBytes int) (out []fuzzResult, offset 
 		if re != nil {
 			out = append(out, fuzzResult{reason: re.Reason})
 		} else {
-			out = append(out, fuzzResult{row: cloneRow(*row)})
+			out = append(out, fuzzResult{row: cloneRow(*row), ev: evidenceString(row.Evidence)})
 		}
 	})
 	return out, offset, end
@@ -129,7 +155,7 @@ func equalResults(a, b []fuzzResult) bool {
 	}
 	for i := range a {
 		x, y := a[i], b[i]
-		if x.reason != y.reason || !sameFloat(x.row.Reward, y.row.Reward) || x.row.HasReward != y.row.HasReward ||
+		if x.reason != y.reason || x.ev != y.ev || !sameFloat(x.row.Reward, y.row.Reward) || x.row.HasReward != y.row.HasReward ||
 			x.row.Masked != y.row.Masked || x.row.Turns != y.row.Turns || x.row.ToolCalls != y.row.ToolCalls ||
 			x.row.TaskIndex != y.row.TaskIndex || x.row.HasTaskIndex != y.row.HasTaskIndex ||
 			x.row.RolloutIndex != y.row.RolloutIndex || x.row.HasRolloutIndex != y.row.HasRolloutIndex ||

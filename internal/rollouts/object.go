@@ -69,6 +69,12 @@ const (
 	ctxPromptDetails     // usage.prompt_tokens_details
 	ctxCompletionDetails // usage.completion_tokens_details
 	ctxOutputItem
+	// Main rows' rollout evidence (evidence_decode.go), read leniently.
+	ctxEvTrajectory   // ng_trajectory
+	ctxEvObservations // ng_agent_observations
+	ctxEvItem         // an item of their arrays
+	ctxEvMeta         // a model call's response_metadata
+	ctxEvTokens       // a model call's token_stats
 )
 
 func ctxOf(k Kind) context {
@@ -174,6 +180,10 @@ func (r *RowDecoder) member(ctx context, row *Row) bool {
 			r.pos++
 			row.HasResponse = true
 			return r.object(ctxResponse, row)
+		case "ng_trajectory":
+			return r.evidenceObject("ng_trajectory", fromTrajectory, row)
+		case "ng_agent_observations":
+			return r.evidenceObject("ng_agent_observations", fromObservations, row)
 		}
 		return r.identity(k, row)
 	case ctxFailures:
@@ -274,6 +284,8 @@ func (r *RowDecoder) member(ctx context, row *Row) bool {
 		if d := &details[ctx-ctxInputDetails]; string(k) == d.key {
 			return r.tokens(d.name, row, d.spelling, d.token)
 		}
+	case ctxEvTrajectory, ctxEvObservations, ctxEvItem, ctxEvMeta, ctxEvTokens:
+		return r.evMember(ctx, row)
 	case ctxOutputItem:
 		if string(k) == "type" {
 			return r.lenientString("response.output[].type", slotItemType, &r.itemType)

@@ -40,6 +40,11 @@ func ReadRows(src io.Reader, kind Kind, sink events.Sink, reject func(line int64
 			for i := range row.Events(kind, &evs) {
 				sink.Apply(&evs[i])
 			}
+			if e := row.Evidence; e != nil {
+				for i := range e.Len() {
+					sink.Apply(e.Event(i))
+				}
+			}
 			applied++
 		}
 	}

@@ -83,6 +83,9 @@ type Row struct {
 	usageHas   [numSpellings][NumTokenTypes]bool
 	Latency    float64 // ng_perf.total_latency_ms
 	HasLatency bool
+	// Evidence is the row's rollout evidence (ng_trajectory, ng_agent_observations): set for
+	// every main row (its Len events, the row's coverage first), nil for the other files'.
+	Evidence *Evidence
 
 	// Failures rows.
 	FailureClass []byte // _ng_failure_class

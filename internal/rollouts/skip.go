@@ -78,7 +78,7 @@ func (r *RowDecoder) skip(inString bool) bool {
 		from := 0 // where the string's bytes in b begin
 		for i < len(b) {
 			if inString {
-				i += scanQuote(b[i:])
+				i, from, carry = closingQuote(b, i, from, carry)
 				if i == len(b) {
 					carry = backslashesBefore(b, from, len(b), carry)
 					break
@@ -86,11 +86,6 @@ func (r *RowDecoder) skip(inString bool) bool {
 				if b[i] == '\n' {
 					r.pos += i
 					return r.lineEnded("a string")
-				}
-				if backslashesBefore(b, from, i, carry)%2 == 1 {
-					i++ // an escaped quote
-					from, carry = i, 0
-					continue
 				}
 				i++
 				inString, carry = false, 0
@@ -132,6 +127,69 @@ func (r *RowDecoder) skip(inString bool) bool {
 	return false
 }
 
+// closingQuote finds, from b[i:], the quote that closes a string whose bytes in b begin at
+// from (carry: the backslashes that ended the previous buffer, for a run that reaches from),
+// or a newline: its index, len(b) when there is neither; and from and carry for what
+// follows the last escaped quote passed over. Escaped quotes are passed over here, several
+// to a word: JSON inside JSON (tool arguments, captured requests) escapes a quote every few
+// bytes, and a stop of the caller's loop at each costs more than the scan. A run of 32 bytes
+// without a quote goes on with bytes.IndexByte, whose vector loop runs through long texts.
+func closingQuote(b []byte, i, from, carry int) (int, int, int) {
+	quiet := 0 // bytes scanned since the last quote
+	for i+8 <= len(b) {
+		if quiet >= 32 {
+			i += scanQuoteLong(b[i:])
+			if i == len(b) || b[i] == '\n' {
+				return i, from, carry
+			}
+			if backslashesBefore(b, from, i, carry)%2 == 0 {
+				return i, from, carry
+			}
+			i++
+			from, carry, quiet = i, 0, 0
+			continue
+		}
+		w := binary.LittleEndian.Uint64(b[i:])
+		m := has(w, '"') | has(w, '\n')
+		if m == 0 {
+			i += 8
+			quiet += 8
+			continue
+		}
+		// Every quote or newline of the word has its bit (and a borrow may set one above a
+		// match): each candidate is checked, lowest first.
+		next := i + 8
+		for ; m != 0; m &= m - 1 {
+			j := i + bits.TrailingZeros64(m)>>3
+			switch b[j] {
+			case '\n':
+				return j, from, carry
+			case '"':
+				if j < from {
+					continue // a quote already passed over
+				}
+				if backslashesBefore(b, from, j, carry)%2 == 0 {
+					return j, from, carry
+				}
+				from, carry = j+1, 0
+			}
+		}
+		i, quiet = next, 0
+	}
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case '\n':
+			return i, from, carry
+		case '"':
+			if backslashesBefore(b, from, i, carry)%2 == 0 {
+				return i, from, carry
+			}
+			from, carry = i+1, 0
+		}
+	}
+	return i, from, carry
+}
+
 // backslashesBefore is the run of backslashes that ends at b[end-1], within b[from:end]; a
 // run that reaches from continues the carry of the previous buffer.
 func backslashesBefore(b []byte, from, end, carry int) int {
@@ -166,31 +224,16 @@ func has(w uint64, c byte) uint64 {
 	return (x - swarLo) &^ x & swarHi
 }
 
-// scanQuote finds the first quote or newline: where a skipped string's scan stops. Eight
-// bytes at a time for the first 32 (most strings are short), then bytes.IndexByte, whose
-// vector loop runs through the long texts of a response.
-func scanQuote(b []byte) int {
-	i := 0
-	for ; i+8 <= len(b) && i < 32; i += 8 {
-		w := binary.LittleEndian.Uint64(b[i:])
-		if m := has(w, '"') | has(w, '\n'); m != 0 {
-			return i + bits.TrailingZeros64(m)>>3
-		}
-	}
-	if i < 32 {
-		for ; i < len(b); i++ {
-			if c := b[i]; c == '"' || c == '\n' {
-				return i
-			}
-		}
-		return len(b)
-	}
+// scanQuoteLong finds the first quote or newline of b (len(b) when none) with
+// bytes.IndexByte, whose vector loop runs through the long texts of a response: closingQuote's
+// scan once 32 bytes passed without a quote.
+func scanQuoteLong(b []byte) int {
 	end := len(b)
-	if q := bytes.IndexByte(b[i:], '"'); q >= 0 {
-		end = i + q
+	if q := bytes.IndexByte(b, '"'); q >= 0 {
+		end = q
 	}
-	if nl := bytes.IndexByte(b[i:end], '\n'); nl >= 0 {
-		return i + nl
+	if nl := bytes.IndexByte(b[:end], '\n'); nl >= 0 {
+		return nl
 	}
 	return end
 }

@@ -417,7 +417,29 @@ func (t *Source) apply(r *run, f *rowFile) {
 	for i := range n {
 		r.sink.Apply(&t.evs[i])
 	}
+	if e := t.row.Evidence; e != nil {
+		for i := range e.Len() {
+			r.sink.Apply(e.Event(i))
+		}
+		if e.Problems() > 0 {
+			t.evidenceWarning(f, e)
+		}
+	}
 	t.stats.Accepted++
+}
+
+// evidenceWarning names a row's evidence problems (counted in gym.evidence.problems_total):
+// the row itself was applied.
+func (t *Source) evidenceWarning(f *rowFile, e *Evidence) {
+	line, offset := t.rd.Lines(), f.f.Offset
+	t.logs.WarnWith("rollouts: a row's rollout evidence has problems; what is at fault is left out, the rest of the row counts", func() []zap.Field {
+		kind, detail := e.FirstProblem()
+		fields := []zap.Field{zap.String("path", f.f.Path), zap.String("problem", kind), zap.String("error", detail), zap.Int64("problems", e.Problems())}
+		if !f.noLines {
+			return append(fields, zap.Int64("line", line))
+		}
+		return append(fields, zap.Int64("offset", offset))
+	})
 }
 
 // manifestRunID is the run_id of STEM_manifest.json, "" when it is not there, is not a JSON

@@ -30,6 +30,9 @@ var (
 	BucketsLensMs         = []float64{100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 120000, 300000, 600000, 1.2e+06, 1.8e+06, 3.6e+06}
 	BucketsTokenCaptureMs = []float64{0.01, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 300000}
 	BucketsGenaiTokens    = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1.048576e+06, 4.194304e+06, 1.6777216e+07, 6.7108864e+07}
+	BucketsToolCallMs     = []float64{1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000, 1.8e+06}
+	BucketsSandboxS       = []float64{1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400}
+	BucketsSandboxMib     = []float64{64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072}
 	BucketsModelCallS     = []float64{0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800}
 	BucketsModelTtftS     = []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300}
 	BucketsSdkDefault     = []float64{0, 5, 10, 25, 50, 75, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000}
@@ -112,6 +115,18 @@ const (
 	AttrGenAiOperationName
 	AttrGenAiProviderName
 	AttrGenAiRequestModel
+	AttrNemoGymModelCallStatusClass
+	AttrNemoGymToolStatus
+	AttrNemoGymToolTimingSource
+	AttrNemoGymAgentInvocationStatus
+	AttrNemoGymAgentSubagent
+	AttrNemoGymSandboxRole
+	AttrNemoGymSandboxOutcome
+	AttrNemoGymCompactionOutcome
+	AttrNemoGymCompactionTokensPoint
+	AttrNemoGymEvidenceTrajectory
+	AttrNemoGymEvidenceGapCode
+	AttrNemoGymEvidenceProblem
 	NumAttributes
 )
 
@@ -182,6 +197,18 @@ var Attributes = [NumAttributes]Attribute{
 	AttrGenAiOperationName:                       {Key: "gen_ai.operation.name", Type: AttrString, Rule: RuleIdentifier, Description: "The GenAI operation (GenAI conventions); chat for every Gym model call.", Fallback: "_OTHER", Pattern: "[a-z][a-z0-9_]*", MaxBytes: 64},
 	AttrGenAiProviderName:                        {Key: "gen_ai.provider.name", Type: AttrString, Rule: RuleIdentifier, Description: "The GenAI provider flavour (GenAI conventions); from Gym's dialect: openai for chat and responses, anthropic for messages, _OTHER for unknown.", Fallback: "_OTHER", Pattern: "[a-z][a-z0-9_.-]*", MaxBytes: 64},
 	AttrGenAiRequestModel:                        {Key: "gen_ai.request.model", Type: AttrString, Rule: RuleString, Description: "The model a request was made to (never on Gym's model calls, which name no model).", MaxBytes: 256},
+	AttrNemoGymModelCallStatusClass:              {Key: "nemo.gym.model_call.status_class", Type: AttrString, Rule: RuleFallbackEnum, Description: "The class of a model call's HTTP status code (none: the call states none; other: a code outside 100-599).", Values: []string{"1xx", "2xx", "3xx", "4xx", "5xx", "none"}, Fallback: "other"},
+	AttrNemoGymToolStatus:                        {Key: "nemo.gym.tool.status", Type: AttrString, Rule: RuleFallbackEnum, Description: "How a tool call ended, as the agent's observations say.", Values: []string{"completed", "failed", "timeout", "cancelled", "incomplete", "unknown"}, Fallback: "unknown"},
+	AttrNemoGymToolTimingSource:                  {Key: "nemo.gym.tool.timing_source", Type: AttrString, Rule: RuleFallbackEnum, Description: "Where a tool call's timing comes from: its executor, an artifact or the harness (unknown: not stated).", Values: []string{"executor", "artifact", "harness", "unknown"}, Fallback: "unknown"},
+	AttrNemoGymAgentInvocationStatus:             {Key: "nemo.gym.agent.invocation.status", Type: AttrString, Rule: RuleFallbackEnum, Description: "How an agent invocation (a root agent's conversation or a subagent's) ended.", Values: []string{"completed", "failed", "incomplete", "unknown"}, Fallback: "unknown"},
+	AttrNemoGymAgentSubagent:                     {Key: "nemo.gym.agent.subagent", Type: AttrBool, Rule: RuleBool, Description: "Whether the agent invocation is a subagent's (it names a parent invocation)."},
+	AttrNemoGymSandboxRole:                       {Key: "nemo.gym.sandbox.role", Type: AttrString, Rule: RuleFallbackEnum, Description: "What a sandbox served.", Values: []string{"agent", "verifier", "environment", "unknown"}, Fallback: "unknown"},
+	AttrNemoGymSandboxOutcome:                    {Key: "nemo.gym.sandbox.outcome", Type: AttrString, Rule: RuleFallbackEnum, Description: "How a sandbox ended.", Values: []string{"completed", "failed", "timeout", "oom", "sandbox_error", "cancelled", "unknown"}, Fallback: "unknown"},
+	AttrNemoGymCompactionOutcome:                 {Key: "nemo.gym.compaction.outcome", Type: AttrString, Rule: RuleFallbackEnum, Description: "How a context compaction ended.", Values: []string{"completed", "failed", "aborted", "unknown"}, Fallback: "unknown"},
+	AttrNemoGymCompactionTokensPoint:             {Key: "nemo.gym.compaction.tokens.point", Type: AttrString, Rule: RuleEnum, Description: "The context's tokens before or after the compaction.", Values: []string{"before", "after"}},
+	AttrNemoGymEvidenceTrajectory:                {Key: "nemo.gym.evidence.trajectory", Type: AttrBool, Rule: RuleBool, Description: "Whether a main-output row carries its rollout's trajectory (ng_trajectory is an object)."},
+	AttrNemoGymEvidenceGapCode:                   {Key: "nemo.gym.evidence.gap.code", Type: AttrString, Rule: RuleFallbackEnum, Description: "What Gym could not observe or join for a rollout (other: a producer's own code).", Values: []string{"model_calls_unavailable", "turns_unavailable", "conversation_unavailable", "producer_trajectory_invalid", "producer_trajectory_identity_mismatch", "agent_observations_invalid", "model_call_capture_gap_invalid", "trajectory_projection_failed", "multimodal_history_redacted", "model_call_reference_ambiguous", "model_call_reference_conflict", "model_call_reference_unmatched", "model_call_ownership_unavailable"}, Fallback: "other"},
+	AttrNemoGymEvidenceProblem:                   {Key: "nemo.gym.evidence.problem", Type: AttrString, Rule: RuleEnum, Description: "What was wrong with a row's rollout evidence: the item or field at fault is left out, the rest of the row counts.", Values: []string{"not_object", "wrong_type", "out_of_range", "missing_id", "duplicate_id", "parent_cycle", "timestamp_skew", "timestamp_missing", "too_many_items"}},
 }
 
 // Instrument IDs.
@@ -288,6 +315,22 @@ const (
 	GenAiClientTokenUsage
 	GenAiClientOperationTimeToFirstChunk
 	GymTokenPricePerMillion
+	GymEvidenceModelCallsTotal
+	GymEvidenceModelCallDurationMs
+	GymEvidenceModelCallTtftMs
+	GymEvidenceModelCallTokens
+	GymEvidenceToolCallsTotal
+	GymEvidenceToolCallDurationMs
+	GymEvidenceAgentInvocationsTotal
+	GymEvidenceSandboxesTotal
+	GymEvidenceSandboxWallTimeS
+	GymEvidenceSandboxCpuTimeS
+	GymEvidenceSandboxPeakMemoryMib
+	GymEvidenceCompactionsTotal
+	GymEvidenceCompactionTokens
+	GymEvidenceRowsTotal
+	GymEvidenceGapsTotal
+	GymEvidenceProblemsTotal
 	NumInstruments
 )
 
@@ -1149,6 +1192,163 @@ var Instruments = [NumInstruments]Instrument{
 		Attrs: []InstrumentAttr{
 			{ID: AttrGenAiResponseModel},
 			{ID: AttrGenAiTokenType},
+		},
+	},
+	GymEvidenceModelCallsTotal: {
+		Name: "gym.evidence.model_calls_total", Description: "Model calls of the rollouts' trajectories, by model, dialect, status class, finish reason and outcome.", Group: "Run-file rollout evidence",
+		Kind: KindCounter, ValueType: ValueInt, Unit: "1", Source: "run_files", Snapshot: false,
+		Row: "ng_trajectory.model_calls[]: response_metadata.model, dialect, status_code (its class), finish_reason, error_category (outcome: ok when none)",
+		Attrs: []InstrumentAttr{
+			{ID: AttrGenAiResponseModel, Optional: true, When: "response_metadata.model is a non-empty string"},
+			{ID: AttrNemoGymModelCallDialect},
+			{ID: AttrNemoGymModelCallStatusClass},
+			{ID: AttrNemoGymModelCallFinishReason, Optional: true, When: "response_metadata.finish_reason is a non-empty string"},
+			{ID: AttrNemoGymModelCallOutcome},
+		},
+	},
+	GymEvidenceModelCallDurationMs: {
+		Name: "gym.evidence.model_call.duration_ms", Description: "Latency of one model call of a trajectory, failures included.", Group: "Run-file rollout evidence",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "ms", Source: "run_files", Snapshot: false,
+		Buckets: "MODEL_CALL_MS", Bounds: BucketsModelCallMs,
+		Row: "ng_trajectory.model_calls[].duration_ms, else (completed_at - started_at) when both are given and in order",
+		Attrs: []InstrumentAttr{
+			{ID: AttrGenAiResponseModel, Optional: true, When: "response_metadata.model is a non-empty string"},
+			{ID: AttrNemoGymModelCallDialect},
+			{ID: AttrNemoGymModelCallOutcome},
+		},
+	},
+	GymEvidenceModelCallTtftMs: {
+		Name: "gym.evidence.model_call.ttft_ms", Description: "Time to the first token of one model call of a trajectory.", Group: "Run-file rollout evidence",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "ms", Source: "run_files", Snapshot: false,
+		Buckets: "MODEL_TTFT_MS", Bounds: BucketsModelTtftMs,
+		Row: "ng_trajectory.model_calls[].response_metadata.latency_ttft_ms",
+		Attrs: []InstrumentAttr{
+			{ID: AttrGenAiResponseModel, Optional: true, When: "response_metadata.model is a non-empty string"},
+			{ID: AttrNemoGymModelCallDialect},
+		},
+	},
+	GymEvidenceModelCallTokens: {
+		Name: "gym.evidence.model_call.tokens", Description: "Tokens of one model call of a trajectory, by type.", Group: "Run-file rollout evidence",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "{token}", Source: "run_files", Snapshot: false,
+		Buckets: "MODEL_TOKENS", Bounds: BucketsModelTokens,
+		Row:  "ng_trajectory.model_calls[].token_stats: prompt_tokens (input), completion_tokens (output), reasoning_tokens (reasoning), cached_tokens (cached_input)",
+		Note: "One sample per type given (a reported 0 is recorded); total_tokens is not recorded.",
+		Attrs: []InstrumentAttr{
+			{ID: AttrGenAiResponseModel, Optional: true, When: "response_metadata.model is a non-empty string"},
+			{ID: AttrNemoGymModelCallDialect},
+			{ID: AttrGenAiTokenType},
+		},
+	},
+	GymEvidenceToolCallsTotal: {
+		Name: "gym.evidence.tool_calls_total", Description: "Tool calls of the rollouts, by tool, status and timing source.", Group: "Run-file rollout evidence",
+		Kind: KindCounter, ValueType: ValueInt, Unit: "1", Source: "run_files", Snapshot: false,
+		Row: "ng_trajectory.tool_calls[] and ng_agent_observations.records[] of kind tool_call (one per invocation_id and tool_call_id)",
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymToolName},
+			{ID: AttrNemoGymToolStatus},
+			{ID: AttrNemoGymToolTimingSource},
+		},
+	},
+	GymEvidenceToolCallDurationMs: {
+		Name: "gym.evidence.tool_call.duration_ms", Description: "Wall-clock time of one tool call of a rollout.", Group: "Run-file rollout evidence",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "ms", Source: "run_files", Snapshot: false,
+		Buckets: "TOOL_CALL_MS", Bounds: BucketsToolCallMs,
+		Row: "a tool call's duration_ms, else (completed_at - started_at) when both are given and in order",
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymToolName},
+			{ID: AttrNemoGymToolStatus},
+		},
+	},
+	GymEvidenceAgentInvocationsTotal: {
+		Name: "gym.evidence.agent_invocations_total", Description: "Agent invocations of the rollouts (root agents and subagents), by status.", Group: "Run-file rollout evidence",
+		Kind: KindCounter, ValueType: ValueInt, Unit: "1", Source: "run_files", Snapshot: false,
+		Row: "ng_trajectory.invocations[] and ng_agent_observations.records[] of kind agent_invocation (one per invocation_id); a subagent names parent_invocation_id",
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymAgentInvocationStatus},
+			{ID: AttrNemoGymAgentSubagent},
+		},
+	},
+	GymEvidenceSandboxesTotal: {
+		Name: "gym.evidence.sandboxes_total", Description: "Sandboxes of the rollouts, by role, provider and outcome.", Group: "Run-file rollout evidence",
+		Kind: KindCounter, ValueType: ValueInt, Unit: "1", Source: "run_files", Snapshot: false,
+		Row: "ng_agent_observations.records[] of kind sandbox",
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymSandboxRole},
+			{ID: AttrNemoGymSandboxProvider, Optional: true, When: "provider is a non-empty string"},
+			{ID: AttrNemoGymSandboxOutcome},
+		},
+	},
+	GymEvidenceSandboxWallTimeS: {
+		Name: "gym.evidence.sandbox.wall_time_s", Description: "Wall-clock time of one sandbox.", Group: "Run-file rollout evidence",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "s", Source: "run_files", Snapshot: false,
+		Buckets: "SANDBOX_S", Bounds: BucketsSandboxS,
+		Row: "a sandbox record's wall_time_s",
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymSandboxRole},
+			{ID: AttrNemoGymSandboxProvider, Optional: true, When: "provider is a non-empty string"},
+		},
+	},
+	GymEvidenceSandboxCpuTimeS: {
+		Name: "gym.evidence.sandbox.cpu_time_s", Description: "Cumulative CPU time of one sandbox.", Group: "Run-file rollout evidence",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "s", Source: "run_files", Snapshot: false,
+		Buckets: "SANDBOX_S", Bounds: BucketsSandboxS,
+		Row: "a sandbox record's cpu_time_s",
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymSandboxRole},
+			{ID: AttrNemoGymSandboxProvider, Optional: true, When: "provider is a non-empty string"},
+		},
+	},
+	GymEvidenceSandboxPeakMemoryMib: {
+		Name: "gym.evidence.sandbox.peak_memory_mib", Description: "Measured peak memory of one sandbox (never its configured limit).", Group: "Run-file rollout evidence",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "MiB", Source: "run_files", Snapshot: false,
+		Buckets: "SANDBOX_MIB", Bounds: BucketsSandboxMib,
+		Row: "a sandbox record's peak_memory_mib",
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymSandboxRole},
+			{ID: AttrNemoGymSandboxProvider, Optional: true, When: "provider is a non-empty string"},
+		},
+	},
+	GymEvidenceCompactionsTotal: {
+		Name: "gym.evidence.compactions_total", Description: "Context compactions of the rollouts, by outcome.", Group: "Run-file rollout evidence",
+		Kind: KindCounter, ValueType: ValueInt, Unit: "1", Source: "run_files", Snapshot: false,
+		Row: "ng_agent_observations.records[] of kind context_compaction",
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymCompactionOutcome},
+		},
+	},
+	GymEvidenceCompactionTokens: {
+		Name: "gym.evidence.compaction.tokens", Description: "The context's tokens before and after one compaction.", Group: "Run-file rollout evidence",
+		Kind: KindHistogram, ValueType: ValueDouble, Unit: "{token}", Source: "run_files", Snapshot: false,
+		Buckets: "GENAI_TOKENS", Bounds: BucketsGenaiTokens,
+		Row: "a context_compaction record's tokens_before (before) and tokens_after (after)",
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymCompactionOutcome},
+			{ID: AttrNemoGymCompactionTokensPoint},
+		},
+	},
+	GymEvidenceRowsTotal: {
+		Name: "gym.evidence.rows_total", Description: "Main-output rows, with and without their rollout's trajectory.", Group: "Run-file rollout evidence",
+		Kind: KindCounter, ValueType: ValueInt, Unit: "1", Source: "run_files", Snapshot: false,
+		Row: "ng_trajectory is an object (true), or absent, null or another value (false)",
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymEvidenceTrajectory},
+		},
+	},
+	GymEvidenceGapsTotal: {
+		Name: "gym.evidence.gaps_total", Description: "What Gym could not observe or join, by gap code.", Group: "Run-file rollout evidence",
+		Kind: KindCounter, ValueType: ValueInt, Unit: "1", Source: "run_files", Snapshot: false,
+		Row: "ng_trajectory.gaps[] and ng_agent_observations.gaps[] (one per code, invocation_id and detail)",
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymEvidenceGapCode},
+		},
+	},
+	GymEvidenceProblemsTotal: {
+		Name: "gym.evidence.problems_total", Description: "Problems of the rows' rollout evidence, by kind; each is also named in a warning.", Group: "Run-file rollout evidence",
+		Kind: KindCounter, ValueType: ValueInt, Unit: "1", Source: "run_files", Snapshot: false,
+		Row:  "ng_trajectory and ng_agent_observations: an item or field that is not what Gym writes",
+		Note: "The item or field at fault is left out; the row and its other items count.",
+		Attrs: []InstrumentAttr{
+			{ID: AttrNemoGymEvidenceProblem},
 		},
 	},
 }

@@ -14,7 +14,7 @@ func TestParseRealSchema(t *testing.T) {
 	require.NoError(t, err)
 	s, err := Parse(data)
 	require.NoError(t, err)
-	assert.Len(t, s.Instruments, 102)
+	assert.Len(t, s.Instruments, 118)
 	assert.Equal(t, "GymHttpConnectionPoolConnectTotal", GoName("gym.http.connection_pool.connect_total"))
 }
 

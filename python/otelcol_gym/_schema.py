@@ -110,6 +110,9 @@ BUCKETS_MODEL_TOKENS: tuple[float, ...] = (16, 64, 256, 1024, 4096, 16384, 32768
 BUCKETS_LENS_MS: tuple[float, ...] = (100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 120000, 300000, 600000, 1200000, 1800000, 3600000)
 BUCKETS_TOKEN_CAPTURE_MS: tuple[float, ...] = (0.01, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 300000)
 BUCKETS_GENAI_TOKENS: tuple[float, ...] = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)
+BUCKETS_TOOL_CALL_MS: tuple[float, ...] = (1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000, 1800000)
+BUCKETS_SANDBOX_S: tuple[float, ...] = (1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400)
+BUCKETS_SANDBOX_MIB: tuple[float, ...] = (64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 BUCKETS_MODEL_CALL_S: tuple[float, ...] = (0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800)
 BUCKETS_MODEL_TTFT_S: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
 BUCKETS_SDK_DEFAULT: tuple[float, ...] = (0, 5, 10, 25, 50, 75, 100, 250, 500, 750, 1000, 2500, 5000, 7500, 10000)
@@ -253,6 +256,30 @@ ATTR_GEN_AI_OPERATION_NAME = Attribute("gen_ai.operation.name", "string", "ident
 ATTR_GEN_AI_PROVIDER_NAME = Attribute("gen_ai.provider.name", "string", "identifier", fallback="_OTHER", pattern="[a-z][a-z0-9_.-]*", max_bytes=64)
 # The model a request was made to (never on Gym's model calls, which name no model).
 ATTR_GEN_AI_REQUEST_MODEL = Attribute("gen_ai.request.model", "string", "string", max_bytes=256)
+# The class of a model call's HTTP status code (none: the call states none; other: a code outside 100-599).
+ATTR_NEMO_GYM_MODEL_CALL_STATUS_CLASS = Attribute("nemo.gym.model_call.status_class", "string", "fallback_enum", values=("1xx", "2xx", "3xx", "4xx", "5xx", "none"), fallback="other")
+# How a tool call ended, as the agent's observations say.
+ATTR_NEMO_GYM_TOOL_STATUS = Attribute("nemo.gym.tool.status", "string", "fallback_enum", values=("completed", "failed", "timeout", "cancelled", "incomplete", "unknown"), fallback="unknown")
+# Where a tool call's timing comes from: its executor, an artifact or the harness (unknown: not stated).
+ATTR_NEMO_GYM_TOOL_TIMING_SOURCE = Attribute("nemo.gym.tool.timing_source", "string", "fallback_enum", values=("executor", "artifact", "harness", "unknown"), fallback="unknown")
+# How an agent invocation (a root agent's conversation or a subagent's) ended.
+ATTR_NEMO_GYM_AGENT_INVOCATION_STATUS = Attribute("nemo.gym.agent.invocation.status", "string", "fallback_enum", values=("completed", "failed", "incomplete", "unknown"), fallback="unknown")
+# Whether the agent invocation is a subagent's (it names a parent invocation).
+ATTR_NEMO_GYM_AGENT_SUBAGENT = Attribute("nemo.gym.agent.subagent", "bool", "bool")
+# What a sandbox served.
+ATTR_NEMO_GYM_SANDBOX_ROLE = Attribute("nemo.gym.sandbox.role", "string", "fallback_enum", values=("agent", "verifier", "environment", "unknown"), fallback="unknown")
+# How a sandbox ended.
+ATTR_NEMO_GYM_SANDBOX_OUTCOME = Attribute("nemo.gym.sandbox.outcome", "string", "fallback_enum", values=("completed", "failed", "timeout", "oom", "sandbox_error", "cancelled", "unknown"), fallback="unknown")
+# How a context compaction ended.
+ATTR_NEMO_GYM_COMPACTION_OUTCOME = Attribute("nemo.gym.compaction.outcome", "string", "fallback_enum", values=("completed", "failed", "aborted", "unknown"), fallback="unknown")
+# The context's tokens before or after the compaction.
+ATTR_NEMO_GYM_COMPACTION_TOKENS_POINT = Attribute("nemo.gym.compaction.tokens.point", "string", "enum", values=("before", "after"))
+# Whether a main-output row carries its rollout's trajectory (ng_trajectory is an object).
+ATTR_NEMO_GYM_EVIDENCE_TRAJECTORY = Attribute("nemo.gym.evidence.trajectory", "bool", "bool")
+# What Gym could not observe or join for a rollout (other: a producer's own code).
+ATTR_NEMO_GYM_EVIDENCE_GAP_CODE = Attribute("nemo.gym.evidence.gap.code", "string", "fallback_enum", values=("model_calls_unavailable", "turns_unavailable", "conversation_unavailable", "producer_trajectory_invalid", "producer_trajectory_identity_mismatch", "agent_observations_invalid", "model_call_capture_gap_invalid", "trajectory_projection_failed", "multimodal_history_redacted", "model_call_reference_ambiguous", "model_call_reference_conflict", "model_call_reference_unmatched", "model_call_ownership_unavailable"), fallback="other")
+# What was wrong with a row's rollout evidence: the item or field at fault is left out, the rest of the row counts.
+ATTR_NEMO_GYM_EVIDENCE_PROBLEM = Attribute("nemo.gym.evidence.problem", "string", "enum", values=("not_object", "wrong_type", "out_of_range", "missing_id", "duplicate_id", "parent_cycle", "timestamp_skew", "timestamp_missing", "too_many_items"))
 
 # Instruments, in the schema's order, each after its description.
 
@@ -1540,6 +1567,217 @@ GYM_TOKEN_PRICE_PER_MILLION = Instrument(
         InstrumentAttribute(ATTR_GEN_AI_TOKEN_TYPE.key),
     ),
 )
+# Model calls of the rollouts' trajectories, by model, dialect, status class, finish reason and outcome.
+GYM_EVIDENCE_MODEL_CALLS_TOTAL = Instrument(
+    name="gym.evidence.model_calls_total",
+    kind="counter",
+    unit="1",
+    value_type="int",
+    source="run_files",
+    attributes=(
+        InstrumentAttribute(ATTR_GEN_AI_RESPONSE_MODEL.key, optional=True),
+        InstrumentAttribute(ATTR_NEMO_GYM_MODEL_CALL_DIALECT.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_MODEL_CALL_STATUS_CLASS.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_MODEL_CALL_FINISH_REASON.key, optional=True),
+        InstrumentAttribute(ATTR_NEMO_GYM_MODEL_CALL_OUTCOME.key),
+    ),
+)
+# Latency of one model call of a trajectory, failures included.
+GYM_EVIDENCE_MODEL_CALL_DURATION_MS = Instrument(
+    name="gym.evidence.model_call.duration_ms",
+    kind="histogram",
+    unit="ms",
+    value_type="double",
+    source="run_files",
+    buckets="MODEL_CALL_MS",
+    bounds=BUCKETS_MODEL_CALL_MS,
+    attributes=(
+        InstrumentAttribute(ATTR_GEN_AI_RESPONSE_MODEL.key, optional=True),
+        InstrumentAttribute(ATTR_NEMO_GYM_MODEL_CALL_DIALECT.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_MODEL_CALL_OUTCOME.key),
+    ),
+)
+# Time to the first token of one model call of a trajectory.
+GYM_EVIDENCE_MODEL_CALL_TTFT_MS = Instrument(
+    name="gym.evidence.model_call.ttft_ms",
+    kind="histogram",
+    unit="ms",
+    value_type="double",
+    source="run_files",
+    buckets="MODEL_TTFT_MS",
+    bounds=BUCKETS_MODEL_TTFT_MS,
+    attributes=(
+        InstrumentAttribute(ATTR_GEN_AI_RESPONSE_MODEL.key, optional=True),
+        InstrumentAttribute(ATTR_NEMO_GYM_MODEL_CALL_DIALECT.key),
+    ),
+)
+# Tokens of one model call of a trajectory, by type. One sample per type given (a reported 0 is recorded); total_tokens is not recorded.
+GYM_EVIDENCE_MODEL_CALL_TOKENS = Instrument(
+    name="gym.evidence.model_call.tokens",
+    kind="histogram",
+    unit="{token}",
+    value_type="double",
+    source="run_files",
+    buckets="MODEL_TOKENS",
+    bounds=BUCKETS_MODEL_TOKENS,
+    attributes=(
+        InstrumentAttribute(ATTR_GEN_AI_RESPONSE_MODEL.key, optional=True),
+        InstrumentAttribute(ATTR_NEMO_GYM_MODEL_CALL_DIALECT.key),
+        InstrumentAttribute(ATTR_GEN_AI_TOKEN_TYPE.key),
+    ),
+)
+# Tool calls of the rollouts, by tool, status and timing source.
+GYM_EVIDENCE_TOOL_CALLS_TOTAL = Instrument(
+    name="gym.evidence.tool_calls_total",
+    kind="counter",
+    unit="1",
+    value_type="int",
+    source="run_files",
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_TOOL_NAME.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_TOOL_STATUS.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_TOOL_TIMING_SOURCE.key),
+    ),
+)
+# Wall-clock time of one tool call of a rollout.
+GYM_EVIDENCE_TOOL_CALL_DURATION_MS = Instrument(
+    name="gym.evidence.tool_call.duration_ms",
+    kind="histogram",
+    unit="ms",
+    value_type="double",
+    source="run_files",
+    buckets="TOOL_CALL_MS",
+    bounds=BUCKETS_TOOL_CALL_MS,
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_TOOL_NAME.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_TOOL_STATUS.key),
+    ),
+)
+# Agent invocations of the rollouts (root agents and subagents), by status.
+GYM_EVIDENCE_AGENT_INVOCATIONS_TOTAL = Instrument(
+    name="gym.evidence.agent_invocations_total",
+    kind="counter",
+    unit="1",
+    value_type="int",
+    source="run_files",
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_AGENT_INVOCATION_STATUS.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_AGENT_SUBAGENT.key),
+    ),
+)
+# Sandboxes of the rollouts, by role, provider and outcome.
+GYM_EVIDENCE_SANDBOXES_TOTAL = Instrument(
+    name="gym.evidence.sandboxes_total",
+    kind="counter",
+    unit="1",
+    value_type="int",
+    source="run_files",
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_SANDBOX_ROLE.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_SANDBOX_PROVIDER.key, optional=True),
+        InstrumentAttribute(ATTR_NEMO_GYM_SANDBOX_OUTCOME.key),
+    ),
+)
+# Wall-clock time of one sandbox.
+GYM_EVIDENCE_SANDBOX_WALL_TIME_S = Instrument(
+    name="gym.evidence.sandbox.wall_time_s",
+    kind="histogram",
+    unit="s",
+    value_type="double",
+    source="run_files",
+    buckets="SANDBOX_S",
+    bounds=BUCKETS_SANDBOX_S,
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_SANDBOX_ROLE.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_SANDBOX_PROVIDER.key, optional=True),
+    ),
+)
+# Cumulative CPU time of one sandbox.
+GYM_EVIDENCE_SANDBOX_CPU_TIME_S = Instrument(
+    name="gym.evidence.sandbox.cpu_time_s",
+    kind="histogram",
+    unit="s",
+    value_type="double",
+    source="run_files",
+    buckets="SANDBOX_S",
+    bounds=BUCKETS_SANDBOX_S,
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_SANDBOX_ROLE.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_SANDBOX_PROVIDER.key, optional=True),
+    ),
+)
+# Measured peak memory of one sandbox (never its configured limit).
+GYM_EVIDENCE_SANDBOX_PEAK_MEMORY_MIB = Instrument(
+    name="gym.evidence.sandbox.peak_memory_mib",
+    kind="histogram",
+    unit="MiB",
+    value_type="double",
+    source="run_files",
+    buckets="SANDBOX_MIB",
+    bounds=BUCKETS_SANDBOX_MIB,
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_SANDBOX_ROLE.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_SANDBOX_PROVIDER.key, optional=True),
+    ),
+)
+# Context compactions of the rollouts, by outcome.
+GYM_EVIDENCE_COMPACTIONS_TOTAL = Instrument(
+    name="gym.evidence.compactions_total",
+    kind="counter",
+    unit="1",
+    value_type="int",
+    source="run_files",
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_COMPACTION_OUTCOME.key),
+    ),
+)
+# The context's tokens before and after one compaction.
+GYM_EVIDENCE_COMPACTION_TOKENS = Instrument(
+    name="gym.evidence.compaction.tokens",
+    kind="histogram",
+    unit="{token}",
+    value_type="double",
+    source="run_files",
+    buckets="GENAI_TOKENS",
+    bounds=BUCKETS_GENAI_TOKENS,
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_COMPACTION_OUTCOME.key),
+        InstrumentAttribute(ATTR_NEMO_GYM_COMPACTION_TOKENS_POINT.key),
+    ),
+)
+# Main-output rows, with and without their rollout's trajectory.
+GYM_EVIDENCE_ROWS_TOTAL = Instrument(
+    name="gym.evidence.rows_total",
+    kind="counter",
+    unit="1",
+    value_type="int",
+    source="run_files",
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_EVIDENCE_TRAJECTORY.key),
+    ),
+)
+# What Gym could not observe or join, by gap code.
+GYM_EVIDENCE_GAPS_TOTAL = Instrument(
+    name="gym.evidence.gaps_total",
+    kind="counter",
+    unit="1",
+    value_type="int",
+    source="run_files",
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_EVIDENCE_GAP_CODE.key),
+    ),
+)
+# Problems of the rows' rollout evidence, by kind; each is also named in a warning. The item or field at fault is left out; the row and its other items count.
+GYM_EVIDENCE_PROBLEMS_TOTAL = Instrument(
+    name="gym.evidence.problems_total",
+    kind="counter",
+    unit="1",
+    value_type="int",
+    source="run_files",
+    attributes=(
+        InstrumentAttribute(ATTR_NEMO_GYM_EVIDENCE_PROBLEM.key),
+    ),
+)
 
 # Every attribute by its key, in the schema's order.
 ATTRIBUTES: dict[str, Attribute] = {
@@ -1608,6 +1846,18 @@ ATTRIBUTES: dict[str, Attribute] = {
     ATTR_GEN_AI_OPERATION_NAME.key: ATTR_GEN_AI_OPERATION_NAME,
     ATTR_GEN_AI_PROVIDER_NAME.key: ATTR_GEN_AI_PROVIDER_NAME,
     ATTR_GEN_AI_REQUEST_MODEL.key: ATTR_GEN_AI_REQUEST_MODEL,
+    ATTR_NEMO_GYM_MODEL_CALL_STATUS_CLASS.key: ATTR_NEMO_GYM_MODEL_CALL_STATUS_CLASS,
+    ATTR_NEMO_GYM_TOOL_STATUS.key: ATTR_NEMO_GYM_TOOL_STATUS,
+    ATTR_NEMO_GYM_TOOL_TIMING_SOURCE.key: ATTR_NEMO_GYM_TOOL_TIMING_SOURCE,
+    ATTR_NEMO_GYM_AGENT_INVOCATION_STATUS.key: ATTR_NEMO_GYM_AGENT_INVOCATION_STATUS,
+    ATTR_NEMO_GYM_AGENT_SUBAGENT.key: ATTR_NEMO_GYM_AGENT_SUBAGENT,
+    ATTR_NEMO_GYM_SANDBOX_ROLE.key: ATTR_NEMO_GYM_SANDBOX_ROLE,
+    ATTR_NEMO_GYM_SANDBOX_OUTCOME.key: ATTR_NEMO_GYM_SANDBOX_OUTCOME,
+    ATTR_NEMO_GYM_COMPACTION_OUTCOME.key: ATTR_NEMO_GYM_COMPACTION_OUTCOME,
+    ATTR_NEMO_GYM_COMPACTION_TOKENS_POINT.key: ATTR_NEMO_GYM_COMPACTION_TOKENS_POINT,
+    ATTR_NEMO_GYM_EVIDENCE_TRAJECTORY.key: ATTR_NEMO_GYM_EVIDENCE_TRAJECTORY,
+    ATTR_NEMO_GYM_EVIDENCE_GAP_CODE.key: ATTR_NEMO_GYM_EVIDENCE_GAP_CODE,
+    ATTR_NEMO_GYM_EVIDENCE_PROBLEM.key: ATTR_NEMO_GYM_EVIDENCE_PROBLEM,
 }
 
 # Every instrument by its name, in the schema's order.
@@ -1714,4 +1964,20 @@ INSTRUMENTS: dict[str, Instrument] = {
     GEN_AI_CLIENT_TOKEN_USAGE.name: GEN_AI_CLIENT_TOKEN_USAGE,
     GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK.name: GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK,
     GYM_TOKEN_PRICE_PER_MILLION.name: GYM_TOKEN_PRICE_PER_MILLION,
+    GYM_EVIDENCE_MODEL_CALLS_TOTAL.name: GYM_EVIDENCE_MODEL_CALLS_TOTAL,
+    GYM_EVIDENCE_MODEL_CALL_DURATION_MS.name: GYM_EVIDENCE_MODEL_CALL_DURATION_MS,
+    GYM_EVIDENCE_MODEL_CALL_TTFT_MS.name: GYM_EVIDENCE_MODEL_CALL_TTFT_MS,
+    GYM_EVIDENCE_MODEL_CALL_TOKENS.name: GYM_EVIDENCE_MODEL_CALL_TOKENS,
+    GYM_EVIDENCE_TOOL_CALLS_TOTAL.name: GYM_EVIDENCE_TOOL_CALLS_TOTAL,
+    GYM_EVIDENCE_TOOL_CALL_DURATION_MS.name: GYM_EVIDENCE_TOOL_CALL_DURATION_MS,
+    GYM_EVIDENCE_AGENT_INVOCATIONS_TOTAL.name: GYM_EVIDENCE_AGENT_INVOCATIONS_TOTAL,
+    GYM_EVIDENCE_SANDBOXES_TOTAL.name: GYM_EVIDENCE_SANDBOXES_TOTAL,
+    GYM_EVIDENCE_SANDBOX_WALL_TIME_S.name: GYM_EVIDENCE_SANDBOX_WALL_TIME_S,
+    GYM_EVIDENCE_SANDBOX_CPU_TIME_S.name: GYM_EVIDENCE_SANDBOX_CPU_TIME_S,
+    GYM_EVIDENCE_SANDBOX_PEAK_MEMORY_MIB.name: GYM_EVIDENCE_SANDBOX_PEAK_MEMORY_MIB,
+    GYM_EVIDENCE_COMPACTIONS_TOTAL.name: GYM_EVIDENCE_COMPACTIONS_TOTAL,
+    GYM_EVIDENCE_COMPACTION_TOKENS.name: GYM_EVIDENCE_COMPACTION_TOKENS,
+    GYM_EVIDENCE_ROWS_TOTAL.name: GYM_EVIDENCE_ROWS_TOTAL,
+    GYM_EVIDENCE_GAPS_TOTAL.name: GYM_EVIDENCE_GAPS_TOTAL,
+    GYM_EVIDENCE_PROBLEMS_TOTAL.name: GYM_EVIDENCE_PROBLEMS_TOTAL,
 }

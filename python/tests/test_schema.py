@@ -75,6 +75,13 @@ class TestGymConstants(unittest.TestCase):
             (tcm.OPERATION_DURATION_BOUNDARIES_MS, [_schema.GYM_TOKEN_CAPTURE_OPERATION_DURATION_MS]),
             (run_files.ROLLOUT_TOKENS_BOUNDARIES, [_schema.GYM_ROLLOUT_TOKENS]),
             (run_files.ROLLOUT_TOOL_CALLS_BOUNDARIES, [_schema.GYM_ROLLOUT_TOOL_CALLS]),
+            (run_files.EVIDENCE_MODEL_CALL_DURATION_BOUNDARIES_MS, [_schema.GYM_EVIDENCE_MODEL_CALL_DURATION_MS]),
+            (run_files.EVIDENCE_MODEL_CALL_TTFT_BOUNDARIES_MS, [_schema.GYM_EVIDENCE_MODEL_CALL_TTFT_MS]),
+            (run_files.EVIDENCE_MODEL_CALL_TOKEN_BOUNDARIES, [_schema.GYM_EVIDENCE_MODEL_CALL_TOKENS]),
+            (run_files.EVIDENCE_TOOL_CALL_BOUNDARIES_MS, [_schema.GYM_EVIDENCE_TOOL_CALL_DURATION_MS]),
+            (run_files.EVIDENCE_SANDBOX_TIME_BOUNDARIES_S, [_schema.GYM_EVIDENCE_SANDBOX_WALL_TIME_S, _schema.GYM_EVIDENCE_SANDBOX_CPU_TIME_S]),
+            (run_files.EVIDENCE_SANDBOX_MEMORY_BOUNDARIES_MIB, [_schema.GYM_EVIDENCE_SANDBOX_PEAK_MEMORY_MIB]),
+            (run_files.ROLLOUT_TOKENS_BOUNDARIES, [_schema.GYM_EVIDENCE_COMPACTION_TOKENS]),
             (
                 otlp_only.SDK_DEFAULT_BOUNDARIES,
                 [
@@ -90,7 +97,7 @@ class TestGymConstants(unittest.TestCase):
                     self.assertEqual(got, inst.bounds)
                     covered.add(inst.name)
         histograms = {i.name for i in EMITTED.values() if i.kind == "histogram"}
-        self.assertEqual(len(histograms), 37, "every histogram of the schema is in the table above")
+        self.assertEqual(len(histograms), 45, "every histogram of the schema is in the table above")
         self.assertEqual(covered, histograms, "every histogram of the schema is in the table above")
 
     def test_token_capture_size_classes(self) -> None:
