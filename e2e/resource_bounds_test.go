@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
@@ -34,27 +33,10 @@ func longValue(tag string) string { return tag + strings.Repeat("x", 1<<20-len(t
 // longResourceRun is one OTLP request: a resource of a 1 MiB service.name and nemo.run.id with
 // n series of gym.rollout.completed_total.
 func longResourceRun(run, n int) pmetric.Metrics {
-	md := pmetric.NewMetrics()
-	rm := md.ResourceMetrics().AppendEmpty()
-	ra := rm.Resource().Attributes()
-	ra.PutStr("service.name", longValue(fmt.Sprintf("svc-%d-", run)))
-	ra.PutStr("nemo.run.id", longValue(fmt.Sprintf("run-%d-", run)))
-	m := rm.ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
-	m.SetName("gym.rollout.completed_total")
-	m.SetUnit("{rollout}")
-	s := m.SetEmptySum()
-	s.SetIsMonotonic(true)
-	s.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-	now := pcommon.NewTimestampFromTime(time.Now())
-	for i := range n {
-		dp := s.DataPoints().AppendEmpty()
-		dp.Attributes().PutStr("nemo.gym.rollout.outcome", "scored")
-		dp.Attributes().PutStr("nemo.gym.rollout.dispatch.name", fmt.Sprintf("d%03d", i))
-		dp.SetStartTimestamp(now - 60e9)
-		dp.SetTimestamp(now)
-		dp.SetIntValue(int64(i + 1))
-	}
-	return md
+	return harness.CompletedUnder(map[string]string{
+		"service.name": longValue(fmt.Sprintf("svc-%d-", run)),
+		"nemo.run.id":  longValue(fmt.Sprintf("run-%d-", run)),
+	}, n)
 }
 
 // TestResourceLongValues: ten runs of 1 MiB resource strings through the shipped default

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 
@@ -114,31 +113,8 @@ func longRun(ctx context.Context, o options, base, bin, name string, size int) (
 	}, nil
 }
 
-// longResource is one request: a resource whose attribute key is a string of size bytes
-// starting with tag (service.name otherwise the short svc), and n series of
-// gym.rollout.completed_total.
 func longResource(key, tag, svc string, size, n int) pmetric.Metrics {
-	md := pmetric.NewMetrics()
-	rm := md.ResourceMetrics().AppendEmpty()
-	ra := rm.Resource().Attributes()
-	ra.PutStr("service.name", svc)
-	ra.PutStr(key, tag+strings.Repeat("x", max(size-len(tag), 0)))
-	m := rm.ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
-	m.SetName("gym.rollout.completed_total")
-	m.SetUnit("{rollout}")
-	s := m.SetEmptySum()
-	s.SetIsMonotonic(true)
-	s.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-	now := pcommon.NewTimestampFromTime(time.Now())
-	for i := range n {
-		dp := s.DataPoints().AppendEmpty()
-		dp.Attributes().PutStr("nemo.gym.rollout.outcome", "scored")
-		dp.Attributes().PutStr("nemo.gym.rollout.dispatch.name", fmt.Sprintf("d%04d", i))
-		dp.SetStartTimestamp(now - 60e9)
-		dp.SetTimestamp(now)
-		dp.SetIntValue(int64(i + 1))
-	}
-	return md
+	return harness.CompletedUnder(map[string]string{"service.name": svc, key: tag + strings.Repeat("x", max(size-len(tag), 0))}, n)
 }
 
 // scrapeSize reads the Prometheus endpoint once and returns its size, without keeping it.

@@ -311,3 +311,30 @@ func fillHistogram(dp pmetric.HistogramDataPoint, bounds []float64, count uint64
 	dp.SetMin(min(mid(lo), mid(hi)) / 2)
 	dp.SetMax(max(mid(lo), mid(hi)))
 }
+
+// CompletedUnder is one OTLP request of n series of gym.rollout.completed_total (cumulative,
+// one per dispatch name d0000..) under a resource of the given string attributes: the load of
+// the tests and benchmarks of long resource values.
+func CompletedUnder(resource map[string]string, n int) pmetric.Metrics {
+	md := pmetric.NewMetrics()
+	rm := md.ResourceMetrics().AppendEmpty()
+	for k, v := range resource {
+		rm.Resource().Attributes().PutStr(k, v)
+	}
+	m := rm.ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
+	m.SetName("gym.rollout.completed_total")
+	m.SetUnit("{rollout}")
+	s := m.SetEmptySum()
+	s.SetIsMonotonic(true)
+	s.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	now := pcommon.NewTimestampFromTime(time.Now())
+	for i := range n {
+		dp := s.DataPoints().AppendEmpty()
+		dp.Attributes().PutStr("nemo.gym.rollout.outcome", "scored")
+		dp.Attributes().PutStr("nemo.gym.rollout.dispatch.name", fmt.Sprintf("d%04d", i))
+		dp.SetStartTimestamp(now - 60e9)
+		dp.SetTimestamp(now)
+		dp.SetIntValue(int64(i + 1))
+	}
+	return md
+}
