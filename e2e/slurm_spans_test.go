@@ -73,7 +73,9 @@ func TestSlurmSpans(t *testing.T) {
 		{"quiet/gym.agent.responses/math_agent", "done/gym.agent.responses/math_agent", "done/gym.rollout/math_agent", "quiet/gym.sandbox.exec/sandbox"},
 		{"done/gym.model.chat_completions/policy_model", "quiet-b/gym.model.chat_completions/policy_model"},
 	}
-	runSpansStep(t, run, nodes, fmt.Sprintf("OTELCOL_GYM_GATEWAY_ENDPOINT=127.0.0.1:%d", gwPort), "OTELCOL_GYM_GATEWAY_INSECURE=true")
+	_, tasks := runSpansStep(t, run, nodes, fmt.Sprintf("OTELCOL_GYM_GATEWAY_ENDPOINT=127.0.0.1:%d", gwPort), "OTELCOL_GYM_GATEWAY_INSECURE=true")
+	assert.Contains(t, tasks[0].LogTail(1<<16), "the whole run's live page, on the gateway: ssh -N -L 8890:127.0.0.1:8890 127.0.0.1,", "node 0 says where the whole run is")
+	assert.NotContains(t, tasks[1].LogTail(1<<16), "the whole run's live page", "once per step")
 
 	want := func(v float64) map[string]float64 {
 		return map[string]float64{fmt.Sprintf(`{host_name="gateway-1",nemo_run_id=%q}`, run): v}
@@ -92,8 +94,8 @@ func TestSlurmSpans(t *testing.T) {
 
 // runSpansStep runs a job step of one task per node (nodes[i]: node i's spans) through the
 // launcher with env, and checks each node's summary: its spans and log records taken, nothing
-// lost. It returns the step's directory.
-func runSpansStep(t *testing.T, run string, nodes [][]string, env ...string) string {
+// lost. It returns the step's directory and its tasks.
+func runSpansStep(t *testing.T, run string, nodes [][]string, env ...string) (string, []*harness.Process) {
 	t.Helper()
 	python, dir := harness.Python(t), t.TempDir()
 	script := filepath.Join(dir, "spans.py")
@@ -115,7 +117,7 @@ func runSpansStep(t *testing.T, run string, nodes [][]string, env ...string) str
 		assert.Equal(t, 3, sum.records, "%s: the log records its agent took", p.Name)
 		assert.Zero(t, sum.signalsLost, p.Name)
 	}
-	return dir
+	return dir, tasks
 }
 
 // TestSlurmSpansDirect: with no gateway (OTELCOL_GYM_EXPORT_TO=remote_write), the agent of the
@@ -126,7 +128,7 @@ func TestSlurmSpansDirect(t *testing.T) {
 	t.Parallel()
 	const run = "e2e-slurm-spans-direct"
 	prom := harness.StartRemoteWritePrometheus(t)
-	dir := runSpansStep(t, run, [][]string{{"quiet/gym.sandbox.exec/sandbox", "done/gym.verify/math_agent", "done/gym.rollout/math_agent"}},
+	dir, _ := runSpansStep(t, run, [][]string{{"quiet/gym.sandbox.exec/sandbox", "done/gym.verify/math_agent", "done/gym.rollout/math_agent"}},
 		"OTELCOL_GYM_EXPORT_TO=remote_write", "OTELCOL_GYM_REMOTE_WRITE_URL="+prom+"/api/v1/write",
 		"OTELCOL_GYM_STALL_AFTER=1s", "OTELCOL_GYM_COLLECTION_INTERVAL=300ms", "TASK_SLEEP=2")
 	waitVector(t, prom, fmt.Sprintf(`sum by (host_name) (gym_rollout_in_flight{nemo_run_id=%q})`, run), map[string]float64{`{host_name="node-0"}`: 1})
