@@ -30,9 +30,9 @@ import (
 	"github.com/gym-telemetry/otelcol-gym/internal/live"
 )
 
-// hostileRunID is a run id that is hard on a page: a slash, markup, a malformed
-// percent-encoding.
-const hostileRunID = `x/y <img src=x onerror=alert(1)> %E0%A4%A`
+// hostileRunID is a run id that is hard on a page: a dot segment between slashes (a path
+// would be cleaned of it), markup, a malformed percent-encoding.
+const hostileRunID = `x/../y <img src=x onerror=alert(1)> %E0%A4%A`
 
 // hostileRuns is an export of runs through OTLP: r-good, hostileRunID and, with nonFinite,
 // r-bad, whose rollouts in flight are NaN, +Inf and -Inf in three stages and 2 in a fourth.
@@ -141,7 +141,7 @@ func TestLiveNonFinitePoints(t *testing.T) {
 	var hostile struct {
 		Run live.RunView `json:"run"`
 	}
-	liveGet(t, base+"api/v1/runs/"+url.PathEscape(hostileRunID), &hostile)
+	liveGet(t, base+"api/v1/run?id="+url.QueryEscape(hostileRunID), &hostile)
 	assert.Equal(t, hostileRunID, hostile.Run.ID)
 	for _, path := range []string{"api/v1/runs/r-bad/history", "api/v1/health"} {
 		var v map[string]any
@@ -159,8 +159,8 @@ func TestLiveNonFinitePoints(t *testing.T) {
 }
 
 // TestLivePageHostileFragments: the page survives any fragment and any run id in headless
-// Chromium: at fragments that select a run (one whose id has a slash, markup and a malformed
-// percent-encoding), and at fragments that name no run or cannot be decoded (the newest run is
+// Chromium: at fragments that select a run (one whose id has a dot segment, markup and a
+// malformed percent-encoding), and at fragments that name no run or cannot be decoded (the newest run is
 // shown): no exception, every run in the list, the run's numbers drawn.
 func TestLivePageHostileFragments(t *testing.T) {
 	t.Parallel()

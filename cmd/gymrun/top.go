@@ -90,7 +90,7 @@ func (a *topAPI) fetch(ctx context.Context, id string, index int) frame {
 	var one struct {
 		Run *live.RunView `json:"run"`
 	}
-	if f.err = a.get(ctx, "/api/v1/runs/"+url.PathEscape(f.runs[f.index].ID), &one); f.err != nil {
+	if f.err = a.get(ctx, runPath(f.runs[f.index].ID), &one); f.err != nil {
 		return f
 	}
 	f.run = one.Run
@@ -180,3 +180,15 @@ func runTop(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 
 // errNoTerminal: standard input is not a terminal; top prints one frame.
 var errNoTerminal = errors.New("not a terminal")
+
+// runPath is the live API's path of one run: by query when the id has a dot segment (a path
+// is cleaned of it before it is routed), else by path, which collectors before the query form
+// answer too.
+func runPath(id string) string {
+	for _, seg := range strings.Split(id, "/") {
+		if seg == "." || seg == ".." {
+			return "/api/v1/run?id=" + url.QueryEscape(id)
+		}
+	}
+	return "/api/v1/runs/" + url.PathEscape(id)
+}

@@ -61,6 +61,7 @@ func serveLive(t *testing.T) string {
 	md := pmetric.NewMetrics()
 	liveRun(md, "run-a", map[string]float64{"scored": 41, "failed": 7}, "transport_timeout", 123456)
 	liveRun(md, "run-b", map[string]float64{"scored": 5}, "", 99)
+	liveRun(md, "x/../run-c", map[string]float64{"scored": 3}, "", 1)
 	// The user's prices of the model (USD per million tokens), on a resource of their own.
 	pm := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
 	pm.SetName(live.PriceMetric)
@@ -103,6 +104,11 @@ func TestTopFrame(t *testing.T) {
 	code, out, _ = topOnce(t, "--url", url, "--run", "run-b")
 	require.Equal(t, 0, code)
 	assert.Regexp(t, `rollouts\s+5 completed`, out)
+
+	// An id with a dot segment is asked for by query (a path is cleaned of it).
+	code, out, errOut = topOnce(t, "--url", url, "--run", "x/../run-c")
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `rollouts\s+3 completed`, out)
 }
 
 // TestTopErrors: an unknown run, a collector that does not answer and bad usage exit 2 with

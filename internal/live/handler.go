@@ -42,6 +42,10 @@ func NewHandler(store *Store, self *SelfMetrics, maxConcurrent int) *Handler {
 	h.mux.HandleFunc("GET /api/v1/runs", h.runs)
 	h.mux.HandleFunc("GET /api/v1/runs/{id}", h.run)
 	h.mux.HandleFunc("GET /api/v1/runs/{id}/history", h.history)
+	// The same with the id as a query parameter: every id can be asked for this way, where a
+	// path is cleaned first (an id "..", or "a/../b", never reaches a handler). The page uses it.
+	h.mux.HandleFunc("GET /api/v1/run", h.run)
+	h.mux.HandleFunc("GET /api/v1/run/history", h.history)
 	h.mux.HandleFunc("GET /api/v1/health", h.health)
 	return h
 }
@@ -111,10 +115,13 @@ func (h *Handler) history(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// byID answers what get gives for the request's run id, wrapped; 404 for a run the store does
-// not hold.
+// byID answers what get gives for the request's run id (its path's, else its query's `id`),
+// wrapped; 404 for a run the store does not hold.
 func byID[T any](h *Handler, w http.ResponseWriter, r *http.Request, get func(string) *T, wrap func(*T) any) {
 	id := r.PathValue("id")
+	if id == "" {
+		id = r.URL.Query().Get("id")
+	}
 	v := get(id)
 	if v == nil {
 		h.write(w, http.StatusNotFound, struct {

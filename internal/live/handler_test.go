@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -61,6 +62,36 @@ func TestHandlerAPI(t *testing.T) {
 	w = serve(h, "GET", "/api/v1/health")
 	require.Equal(t, http.StatusOK, w.Code)
 	assert.Contains(t, w.Body.String(), `"collector":null`, "no self_metrics")
+}
+
+// Any run id can be asked for by query: a path is cleaned before it is routed, so an id with
+// dot segments is only reachable this way (the page asks this way).
+func TestHandlerRunIDsByQuery(t *testing.T) {
+	s, _ := newTestStore(DefaultLimits())
+	ids := []string{"..", ".", "a/../b", "x/y", "%2F", "r1 ?&#"}
+	for _, id := range ids {
+		b := newBatch()
+		sum(b.resource(serverRes(id, "driver")...), "gym.rollout.completed_total", 7, false, "nemo.gym.rollout.outcome", "scored", "nemo.gym.rollout.dispatch.name", "math")
+		s.Consume(b.md)
+	}
+	s.Tick()
+	h := NewHandler(s, nil, 4)
+	for _, id := range ids {
+		w := serve(h, "GET", "/api/v1/run?id="+url.QueryEscape(id))
+		require.Equal(t, http.StatusOK, w.Code, id)
+		var run struct {
+			Run RunView `json:"run"`
+		}
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &run))
+		assert.Equal(t, id, run.Run.ID)
+		assert.Equal(t, 7.0, run.Run.CompletedTotal, id)
+		w = serve(h, "GET", "/api/v1/run/history?id="+url.QueryEscape(id))
+		require.Equal(t, http.StatusOK, w.Code, id)
+		assert.Contains(t, w.Body.String(), `"completed":{"series":[{"name":"scored","values":[7]}]}`, id)
+	}
+	assert.NotEqual(t, http.StatusOK, serve(h, "GET", "/api/v1/runs/..").Code, "a path is cleaned: the reason for the query form")
+	assert.Equal(t, http.StatusNotFound, serve(h, "GET", "/api/v1/run?id=nope").Code)
+	assert.Equal(t, http.StatusNotFound, serve(h, "GET", "/api/v1/run").Code, "no id")
 }
 
 // Every answer carries the page's headers; the page and its assets are the embedded files,

@@ -220,7 +220,7 @@
     const health = get("api/v1/health");
     if (selected) {
       const id = encodeRun(selected);
-      const [run, hist] = await Promise.all([get("api/v1/runs/" + id), get("api/v1/runs/" + id + "/history")]);
+      const [run, hist] = await Promise.all([get("api/v1/run?id=" + id), get("api/v1/run/history?id=" + id)]);
       if (run) renderRun(run.run);
       if (hist && typeof uPlot !== "undefined") {
         renderChart("completed", hist.history, true);
