@@ -14,8 +14,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/clock"
-	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 	"github.com/gym-telemetry/otelcol-gym/internal/pdatatest"
+	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
 var t0 = time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)

@@ -32,9 +32,9 @@ type evRef struct {
 
 // rowIDs are the row's ids from ng_trajectory.
 type rowIDs struct {
-	rolloutID, taskID, ngRolloutID span // ngRolloutID: the row's _ng_rollout_id
-	turnTS            float64 // the earliest turn timestamp (hasTurnTS)
-	hasTurnTS         bool
+	rolloutID, taskID, ngRolloutID span    // ngRolloutID: the row's _ng_rollout_id
+	turnTS                         float64 // the earliest turn timestamp (hasTurnTS)
+	hasTurnTS                      bool
 }
 
 // KeepSpans makes the decoder keep what the evidence's spans need (off by default).

@@ -53,7 +53,7 @@ type RowSpans struct {
 
 // SpanBuilder makes the spans of rows; its buffers are reused from row to row.
 type SpanBuilder struct {
-	parent         []int32 // per item: the index of its parent span's item, -1: the root, -2: no span
+	parent         []int32   // per item: the index of its parent span's item, -1: the root, -2: no span
 	start, end     []float64 // [len(items)]: the root
 	dur            []float64
 	state          []uint8 // timeKnown, timeDerived

@@ -3,6 +3,7 @@ package rollouts
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"io"
 	"os"
@@ -35,7 +36,7 @@ func spansOf(t testing.TB, data []byte, runID string) ptrace.Traces {
 	for {
 		start := r.Offset()
 		err := r.Next(Main, &row)
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if _, ok := err.(*RowError); ok { //nolint:errorlint // as rowfile.go
