@@ -196,3 +196,72 @@ func TestEvidenceSpansNoPayload(t *testing.T) {
 	assert.NotContains(t, string(got), marker)
 	assert.False(t, strings.Contains(string(got), "solve"), "the conversation")
 }
+
+// badEvidenceRows: a subagent spawned by its own tool call (a cycle through a tool), no
+// timestamp at all, absurd and skewed times, a sandbox id twice, references to nothing.
+var badEvidenceRows = []string{
+	`{"ng_trajectory":{"rollout_id":"c","invocations":[{"invocation_id":"a","spawned_by_tool_call_id":"t"}],"tool_calls":[{"invocation_id":"a","tool_call_id":"t","tool_name":"spawn"}]}}`,
+	`{"ng_trajectory":{"rollout_id":"n","invocations":[{"invocation_id":"a","parent_invocation_id":"a","model_calls":[{"model_call_id":"zz"},{"response_id":"none"},7,{}]}],"model_calls":[{"duration_ms":5},{"model_call_id":"m","duration_ms":1e300}]}}`,
+	`{"ng_trajectory":{"rollout_id":"t","model_calls":[{"model_call_id":"m","started_at":1e12,"completed_at":-5},{"model_call_id":"k","started_at":1767225600,"completed_at":1767225500,"duration_ms":10}],"tool_calls":[{"invocation_id":"x","tool_call_id":"y","completed_at":1767225700,"duration_ms":1000,"status":"timeout"}]}}`,
+	`{"ng_agent_observations":{"records":[{"kind":"sandbox","sandbox_id":"s","wall_time_s":3},{"kind":"sandbox","sandbox_id":"s","outcome":"oom","exit_code":"x"},{"kind":"sandbox"}]}}`,
+	`{"ng_trajectory":{"rollout_id":"d","turns":[{"invocation_id":"b","timestamp":1767225600,"model_calls":[{"model_call_id":"m"}]}],"invocations":[{"invocation_id":"b","parent_invocation_id":"c"},{"invocation_id":"c","parent_invocation_id":"b"}],"model_calls":[{"model_call_id":"m"}]}}`,
+}
+
+// checkSpans: every span valid (ids, end >= start, a parent in the trace or none for the
+// root), unique ids, one root per trace.
+func checkSpans(t testing.TB, td ptrace.Traces) {
+	t.Helper()
+	spans := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	ids := map[string]bool{}
+	for i := range spans.Len() {
+		s := spans.At(i)
+		ids[s.TraceID().String()+s.SpanID().String()] = true
+	}
+	require.Len(t, ids, spans.Len(), "span ids unique")
+	for i := range spans.Len() {
+		s := spans.At(i)
+		require.False(t, s.TraceID().IsEmpty())
+		require.False(t, s.SpanID().IsEmpty())
+		require.GreaterOrEqual(t, s.EndTimestamp(), s.StartTimestamp(), s.Name())
+		if s.ParentSpanID().IsEmpty() {
+			require.Equal(t, "gym.rollout", s.Name())
+			continue
+		}
+		require.True(t, ids[s.TraceID().String()+s.ParentSpanID().String()], "parent of %s in its trace", s.Name())
+	}
+}
+
+// TestEvidenceSpansBadInput: broken evidence never panics and still makes valid spans.
+func TestEvidenceSpansBadInput(t *testing.T) {
+	td := spansOf(t, []byte(strings.Join(badEvidenceRows, "\n")+"\n"), "run")
+	checkSpans(t, td)
+	assert.Equal(t, 5, countRoots(td))
+}
+
+func countRoots(td ptrace.Traces) int {
+	n := 0
+	spans := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	for i := range spans.Len() {
+		if spans.At(i).ParentSpanID().IsEmpty() {
+			n++
+		}
+	}
+	return n
+}
+
+func FuzzEvidenceSpans(f *testing.F) {
+	data, err := os.ReadFile(evidenceGolden)
+	require.NoError(f, err)
+	for _, l := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		f.Add(l)
+	}
+	for _, l := range badEvidenceRows {
+		f.Add([]byte(l))
+	}
+	f.Fuzz(func(t *testing.T, row []byte) {
+		if bytes.IndexByte(row, '\n') >= 0 {
+			return
+		}
+		checkSpans(t, spansOf(t, append(row, '\n'), "run"))
+	})
+}
