@@ -184,6 +184,14 @@ func (g *Gate) Yield() {
 	g.mu.Unlock()
 }
 
+// Waiting tells whether a checkpoint waits for the gate: the source, which holds it, may ready
+// its state before it Yields.
+func (g *Gate) Waiting() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.waiting > 0
+}
+
 // Checkpoint returns the lock a checkpoint takes: it waits for the source's next Yield (or
 // the end of its hold), not for the end of a long poll.
 func (g *Gate) Checkpoint() sync.Locker { return gateCheckpoint{g} }

@@ -193,6 +193,9 @@ func (r *Recorder) ConsumeTraces(td ptrace.Traces) {
 		run, resServer := keep(str(res, KeyRun)), str(res, KeyServer)
 		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
+			if sss.At(j).Scope().Name() == schema.EvidenceScopeName {
+				continue // a finished rollout's history from its run file: nothing in flight
+			}
 			spans := sss.At(j).Spans()
 			for k := 0; k < spans.Len(); k++ {
 				r.span(spans.At(k), run, resServer, now)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gym-telemetry/otelcol-gym/internal/clock"
 	"github.com/gym-telemetry/otelcol-gym/internal/pdatatest"
+	"github.com/gym-telemetry/otelcol-gym/internal/schema"
 )
 
 var t0 = time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
@@ -307,4 +308,21 @@ func TestKnownRolloutAllocatesNothing(t *testing.T) {
 	td := traces("run", "model", sp{id: "a", name: "gym.model.chat_completions", end: t0}, sp{id: "a", name: "HTTP POST", end: t0})
 	r.ConsumeTraces(td)
 	assert.Zero(t, testing.AllocsPerRun(100, func() { r.ConsumeTraces(td) }))
+}
+
+// TestEvidenceScopeIgnored: the spans the gym receiver makes from a run file's rollout
+// evidence (a finished rollout's history) are never taken for live activity.
+func TestEvidenceScopeIgnored(t *testing.T) {
+	r, _ := newTest(testCfg)
+	td := traces("run", "agent", sp{id: "a", name: "chat m", end: t0}, sp{id: "b", name: "execute_tool bash", end: t0})
+	td.ResourceSpans().At(0).ScopeSpans().At(0).Scope().SetName(schema.EvidenceScopeName)
+	r.ConsumeTraces(td)
+	got, logs := collect(r)
+	assert.Equal(t, 0, r.Kept())
+	assert.Empty(t, got)
+	assert.Empty(t, logs)
+	// The same spans under another scope are a rollout's live spans.
+	td.ResourceSpans().At(0).ScopeSpans().At(0).Scope().SetName("gym")
+	r.ConsumeTraces(td)
+	assert.Equal(t, 2, r.Kept())
 }

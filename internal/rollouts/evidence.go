@@ -88,6 +88,11 @@ type evItem struct {
 	has                           uint16 // has* bits of the numbers
 	key                           uint64 // its identity in the row (hasKey)
 	hasKey, dropped               bool
+
+	// Kept for the spans only (Evidence.spans, evidence_ids.go): the ids as strings, the
+	// links to other items, and the first of its model-call references in Evidence.refs.
+	sp    spanFields
+	refs0 int32
 }
 
 // has* bits of evItem.ids and evItem.has.
@@ -97,6 +102,9 @@ const (
 	idToolCall
 	idParent
 	idDetail
+	idSpawn   // spawned_by_tool_call_id (spans only)
+	idSandbox // sandbox_id (spans only)
+	idResp    // response_metadata.response_id (spans only)
 )
 const (
 	hasStatusCode uint16 = 1 << iota
@@ -109,6 +117,7 @@ const (
 	hasPeak
 	hasTokensBefore
 	hasTokensAfter
+	hasExitCode // spans only
 )
 
 // Evidence is a row's rollout evidence. Its buffers are the RowDecoder's, made at the first
@@ -131,6 +140,11 @@ type Evidence struct {
 
 	out events.EvidenceItem
 	ev  events.Event
+
+	// spans: what only the spans need is kept too (KeepSpans): evidence_ids.go.
+	spans bool
+	refs  []evRef
+	row   rowIDs
 }
 
 func (e *Evidence) reset() {
@@ -139,6 +153,8 @@ func (e *Evidence) reset() {
 	e.detail = e.detail[:0]
 	e.items = e.items[:0]
 	e.strs = e.strs[:0]
+	e.refs = e.refs[:0]
+	e.row = rowIDs{rolloutID: noSpan, taskID: noSpan, ngRolloutID: noSpan}
 	if len(e.byKey) > 0 {
 		clear(e.byKey)
 	}
@@ -207,6 +223,8 @@ func (e *Evidence) begin(kind events.EvidenceKind, record bool, from uint8) {
 	*c = evItem{kind: kind, record: record, from: from}
 	c.recKind, c.model, c.dialect, c.finish, c.errCat, c.toolName = noSpan, noSpan, noSpan, noSpan, noSpan, noSpan
 	c.timing, c.status, c.role, c.provider, c.outcome, c.code = noSpan, noSpan, noSpan, noSpan, noSpan, noSpan
+	c.sp = noSpanFields
+	c.refs0 = int32(len(e.refs))
 }
 
 var recordKinds = map[string]events.EvidenceKind{
@@ -216,8 +234,17 @@ var recordKinds = map[string]events.EvidenceKind{
 	"context_compaction": events.EvidenceCompaction,
 }
 
-// commit ends the item being read: its identity checked, kept once.
+// commit ends the item being read: its identity checked, kept once. The model-call
+// references read with it stay only with an invocation kept (for the spans).
 func (e *Evidence) commit(where string) {
+	n := len(e.items)
+	e.commitItem(where)
+	if len(e.refs) > int(e.cur.refs0) {
+		e.ownRefs(n)
+	}
+}
+
+func (e *Evidence) commitItem(where string) {
 	c := &e.cur
 	if c.record {
 		if c.recKind.n < 0 {

@@ -59,6 +59,9 @@ func (r *RowDecoder) evMember(ctx context, row *Row) bool {
 			from, name = fromObservations, a.obs
 		}
 		if !ok || name == "" {
+			if e.spans && ctx == ctxEvTrajectory {
+				return r.evTrajectorySpans(k, row)
+			}
 			return r.skipValue() // turns: nothing counted from them
 		}
 		return r.evItems(name, a.kind, a.record, from, row)
@@ -67,13 +70,13 @@ func (r *RowDecoder) evMember(ctx context, row *Row) bool {
 		case "kind":
 			return r.evString("kind", func(v []byte) { c.recKind = e.keep(v) })
 		case "model_call_id":
-			return r.evID("model_call_id", idModelCall, &c.mcID)
+			return r.evIDs("model_call_id", idModelCall, &c.mcID, &c.sp.mcID)
 		case "invocation_id":
-			return r.evID("invocation_id", idInvocation, &c.inv)
+			return r.evIDs("invocation_id", idInvocation, &c.inv, &c.sp.inv)
 		case "tool_call_id":
-			return r.evID("tool_call_id", idToolCall, &c.tool)
+			return r.evIDs("tool_call_id", idToolCall, &c.tool, &c.sp.tool)
 		case "parent_invocation_id":
-			return r.evID("parent_invocation_id", idParent, &c.parent)
+			return r.evIDs("parent_invocation_id", idParent, &c.parent, &c.sp.parent)
 		case "detail":
 			return r.evID("detail", idDetail, &c.detail)
 		case "code":
@@ -111,6 +114,9 @@ func (r *RowDecoder) evMember(ctx context, row *Row) bool {
 		case "token_stats":
 			return r.evNested("token_stats", ctxEvTokens, row)
 		}
+		if e.spans {
+			return r.evItemSpans(k, row)
+		}
 	case ctxEvMeta:
 		switch string(k) {
 		case "model":
@@ -125,11 +131,17 @@ func (r *RowDecoder) evMember(ctx context, row *Row) bool {
 			return r.evInt("response_metadata.status_code", false, func(v int64) { c.statusCode, c.has = v, c.has|hasStatusCode })
 		case "latency_ttft_ms":
 			return r.evFloat("response_metadata.latency_ttft_ms", true, hasTTFT, &c.ttft)
+		case "response_id":
+			if e.spans {
+				return r.spanString(func(v []byte) { c.sp.resp, c.ids = e.hash(v), c.ids|idResp })
+			}
 		}
 	case ctxEvTokens:
 		if ts, ok := tokenStats[string(k)]; ok {
 			return r.evCount(ts.name, func(v int64) { c.tokens[ts.t], c.hasTokens[ts.t] = v, true })
 		}
+	case ctxEvRef, ctxEvTurn:
+		return r.evSpansMember(ctx, k, row)
 	}
 	return r.skipValue()
 }
@@ -215,6 +227,16 @@ func (r *RowDecoder) evString(name string, keep func(v []byte)) bool {
 func (r *RowDecoder) evID(name string, bit uint8, dst *uint64) bool {
 	c := &r.ev.cur
 	return r.evString(name, func(v []byte) { *dst, c.ids = r.ev.hash(v), c.ids|bit })
+}
+
+// evIDs reads an id into its hash, and keeps it as a string too for the spans.
+func (r *RowDecoder) evIDs(name string, bit uint8, dst *uint64, s *span) bool {
+	e := &r.ev
+	c := &e.cur
+	if !e.spans {
+		return r.evID(name, bit, dst)
+	}
+	return r.evString(name, func(v []byte) { *dst, c.ids, *s = e.hash(v), c.ids|bit, e.keep(v) })
 }
 
 // evNumber reads a number token into r.num: present is false for null and for a value of

@@ -75,6 +75,8 @@ const (
 	ctxEvItem         // an item of their arrays
 	ctxEvMeta         // a model call's response_metadata
 	ctxEvTokens       // a model call's token_stats
+	ctxEvRef          // a model-call reference (spans only)
+	ctxEvTurn         // a turn of ng_trajectory (spans only)
 )
 
 func ctxOf(k Kind) context {
@@ -184,6 +186,12 @@ func (r *RowDecoder) member(ctx context, row *Row) bool {
 			return r.evidenceObject("ng_trajectory", fromTrajectory, row)
 		case "ng_agent_observations":
 			return r.evidenceObject("ng_agent_observations", fromObservations, row)
+		case "_ng_rollout_id":
+			if r.ev.spans {
+				e := &r.ev
+				e.init()
+				return r.spanString(func(v []byte) { e.row.ngRolloutID = e.keep(v) })
+			}
 		}
 		return r.identity(k, row)
 	case ctxFailures:
@@ -284,7 +292,7 @@ func (r *RowDecoder) member(ctx context, row *Row) bool {
 		if d := &details[ctx-ctxInputDetails]; string(k) == d.key {
 			return r.tokens(d.name, row, d.spelling, d.token)
 		}
-	case ctxEvTrajectory, ctxEvObservations, ctxEvItem, ctxEvMeta, ctxEvTokens:
+	case ctxEvTrajectory, ctxEvObservations, ctxEvItem, ctxEvMeta, ctxEvTokens, ctxEvRef, ctxEvTurn:
 		return r.evMember(ctx, row)
 	case ctxOutputItem:
 		if string(k) == "type" {

@@ -50,6 +50,7 @@ func (rf *rowFile) Read(f *follow.File, size int64, yield func()) error {
 			t.apply(rf.run, rf)
 		}
 		f.Offset, rf.lines = t.rd.Offset(), t.rd.Lines()
+		t.beforeYield()
 		yield() // the state is whole here: every row applied has its offset
 	}
 	return t.rd.Err()
@@ -64,6 +65,7 @@ func (rf *rowFile) Discard() {
 	rf.lines, rf.scanned, rf.noLines, rf.partial = 0, 0, false, false
 	if rf.kind == Main {
 		rf.run.newRun()
+		rf.run.traced = 0
 	}
 }
 

@@ -37,6 +37,9 @@ type SourceOptions struct {
 	// checkpoint section (follow.PulledStore) asks for them under Locker at each checkpoint
 	// (Offsets) and is saved into at Shutdown; another store is saved into at every poll.
 	Store follow.OffsetStore
+	// Traces, when set, makes each main row with rollout evidence one trace too
+	// (source_traces.go).
+	Traces *TracesOptions
 }
 
 // Names of a run's files beside its main output DIR/STEM.jsonl.
@@ -89,6 +92,8 @@ type Source struct {
 	// checkpoint in between two rows (the follower's yield), so a checkpoint never waits for a
 	// long file to be read to its end.
 	mu checkpoint.Gate
+
+	tr *tracer // nil: no traces
 }
 
 // run is one rollout collection's files: the main output, its sidecar, and the health report
@@ -100,6 +105,10 @@ type run struct {
 	runID  string
 	sink   events.Sink // nil until its first row: its resource is fixed then
 	seen   int
+	// traced: the main output's rows before it had their spans handed on (source_traces.go);
+	// tracedHead is the hex of its first bytes, which tells another file at the path.
+	traced     int64
+	tracedHead string
 }
 
 // rowFile is the follower's Reader of a run's file: the follower's File.Offset is through the
@@ -161,6 +170,10 @@ func NewSource(newSink events.NewSink, opts SourceOptions, record func(*ingest.S
 		EndPoll:          t.endPoll,
 		Refused:          opts.Refused,
 	}, logger)
+	if opts.Traces != nil && opts.Traces.Consume != nil {
+		t.tr = newTracer(*opts.Traces)
+		t.rd.KeepSpans(true)
+	}
 	return t
 }
 
@@ -262,6 +275,7 @@ func (t *Source) endPoll(first bool) {
 	if t.opts.Waiting != nil {
 		t.opts.Waiting(t.waiting)
 	}
+	t.handOn()
 	t.flush()
 }
 
@@ -272,6 +286,14 @@ func (t *Source) dropGone() {
 	for p := range t.storedRuns {
 		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
 			delete(t.storedRuns, p)
+		}
+	}
+	if t.tr != nil {
+		for p := range t.tr.stored {
+			if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+				delete(t.tr.stored, p)
+				t.tr.changed = true
+			}
 		}
 	}
 }
@@ -338,6 +360,9 @@ func nextUnderscore(s string, i int) int {
 // restoreRun takes a run's resource from the store, so that a restarted collector goes on
 // with the same series.
 func (t *Source) restoreRun(r *run) {
+	if t.tr != nil {
+		t.tr.restore(r)
+	}
 	if sr, ok := t.storedRuns[r.path]; ok {
 		delete(t.storedRuns, r.path) // used once, as a file's offset
 		r.fixed, r.runID = true, sr.RunID
@@ -371,6 +396,9 @@ func (t *Source) newReader(f *follow.File, opened follow.Opened) follow.Reader {
 	rf := &rowFile{t: t, f: f, run: r, kind: kind, noLines: opened.Start == follow.AtEnd} // at the end: rows are logged by offset
 	if kind == Main && (opened.Other || r.sink != nil) {
 		r.newRun()
+	}
+	if kind == Main && t.tr != nil {
+		t.tr.opened(r, f.Head, opened.Other)
 	}
 	return rf
 }
@@ -423,6 +451,9 @@ func (t *Source) apply(r *run, f *rowFile) {
 		}
 		if e.Problems() > 0 {
 			t.evidenceWarning(f, e)
+		}
+		if t.tr != nil {
+			t.trace(r, f)
 		}
 	}
 	t.stats.Accepted++

@@ -94,6 +94,10 @@ type RolloutsConfig struct {
 	// Storage is a spelling of the receiver's `storage` in this block: the same checkpoint,
 	// which holds the aggregated state and the offsets of every source, these files' included.
 	Storage *component.ID `mapstructure:"storage"`
+	// Traces makes each main-output row with rollout evidence one trace, for the receiver's
+	// traces pipelines (on by default; nothing is made when no traces pipeline has the
+	// receiver).
+	Traces bool `mapstructure:"traces"`
 }
 
 func (rc *RolloutsConfig) validate() error {

@@ -15,6 +15,7 @@ import (
 	"github.com/gym-telemetry/otelcol-gym/internal/follow"
 	"github.com/gym-telemetry/otelcol-gym/internal/procstats"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
+	"github.com/gym-telemetry/otelcol-gym/internal/sharedcomponent"
 	"github.com/gym-telemetry/otelcol-gym/internal/transport"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/metadata"
 )
@@ -35,6 +36,7 @@ func NewFactory() receiver.Factory {
 		metadata.Type,
 		createDefaultConfig,
 		receiver.WithMetrics(createMetricsReceiver, metadata.MetricsStability),
+		receiver.WithTraces(createTracesReceiver, metadata.TracesStability),
 	)
 }
 
@@ -49,7 +51,7 @@ func createDefaultConfig() component.Config {
 		HTTP:               configoptional.Default(HTTPConfig{ServerConfig: httpCfg, MaxConnections: transport.DefaultMaxConnections}),
 		Stream:             configoptional.Default(transport.DefaultStreamConfig("/tmp/otelcol-gym.sock")),
 		Files:              configoptional.Default(follow.DefaultFilesConfig()),
-		Rollouts:           configoptional.Default(RolloutsConfig{Config: follow.Config{StartAt: follow.StartAtBeginning, PollInterval: follow.DefaultPollInterval}}),
+		Rollouts:           configoptional.Default(RolloutsConfig{Config: follow.Config{StartAt: follow.StartAtBeginning, PollInterval: follow.DefaultPollInterval}, Traces: true}),
 		CollectionInterval: defaultCollectionInterval,
 		ExpireAfter:        defaultExpireAfter,
 		MaxLineBytes:       defaultMaxLineBytes,
@@ -64,6 +66,33 @@ func createDefaultConfig() component.Config {
 	}
 }
 
+// One receiver serves both signals of a configuration: the run files' rows feed the metrics
+// and, with their rollout evidence, the traces.
+var receivers = sharedcomponent.NewMap[*Config, *gymReceiver]()
+
+// get returns the configuration's shared receiver with attach applied to it (a signal's
+// pipeline set).
+func get(set receiver.Settings, cfg *Config, attach func(*gymReceiver)) (*sharedcomponent.Component[*gymReceiver], error) {
+	c, err := receivers.LoadOrStore(cfg, func() (*gymReceiver, error) { return newGymReceiver(set, cfg, nil) })
+	if err != nil {
+		return nil, err
+	}
+	attach(c.Unwrap())
+	return c, nil
+}
+
 func createMetricsReceiver(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Metrics) (receiver.Metrics, error) {
-	return newGymReceiver(set, cfg.(*Config), next)
+	r, err := get(set, cfg.(*Config), func(r *gymReceiver) { r.next = next })
+	if err != nil {
+		return nil, err // never a nil *Component in a non-nil interface
+	}
+	return r, nil
+}
+
+func createTracesReceiver(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Traces) (receiver.Traces, error) {
+	r, err := get(set, cfg.(*Config), func(r *gymReceiver) { r.traces = next })
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }

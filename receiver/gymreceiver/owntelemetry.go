@@ -155,6 +155,16 @@ func (s *ownTelemetry) recordStream(ctx context.Context, st *ingest.Stats) {
 	s.record(ctx, st, s.tb.ReceiverGymLinesAccepted, s.tb.ReceiverGymLinesUnknown, s.tb.ReceiverGymLinesRejected)
 }
 
+// spans counts the spans of the run files' rollout evidence handed on, and dropped.
+func (s *ownTelemetry) spans(ctx context.Context, sent, dropped int64) {
+	if sent > 0 {
+		s.tb.ReceiverGymRolloutSpansSent.Add(ctx, sent, s.set)
+	}
+	if dropped > 0 {
+		s.tb.ReceiverGymRolloutSpansDropped.Add(ctx, dropped, s.set)
+	}
+}
+
 // recordRows counts the rows of Gym's run files (the rollouts source): a row is never unknown.
 func (s *ownTelemetry) recordRows(ctx context.Context, st *ingest.Stats) {
 	s.record(ctx, st, s.tb.ReceiverGymRolloutRowsAccepted, nil, s.tb.ReceiverGymRolloutRowsRejected)

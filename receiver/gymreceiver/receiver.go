@@ -36,7 +36,8 @@ import (
 type gymReceiver struct {
 	cfg       *Config
 	set       receiver.Settings
-	next      consumer.Metrics
+	next      consumer.Metrics // nil: no metrics pipeline has the receiver
+	traces    consumer.Traces  // nil: no traces pipeline has it
 	agg       *aggregate.Aggregator
 	telemetry *metadata.TelemetryBuilder
 	self      *ownTelemetry // the receiver's own metrics, with its identity (owntelemetry.go)
@@ -204,6 +205,7 @@ func (r *gymReceiver) Start(ctx context.Context, host component.Host) error {
 			Store:            r.offsets(rolloutsSection),
 			Refused:          r.self.fileRefused("rollouts"),
 			Waiting:          r.self.filesWaiting("rollouts"),
+			Traces:           r.tracesOptions(rc),
 		}, r.recordRows, r.set.Logger)
 		if err := r.rollouts.Start(ctx); err != nil {
 			return err
@@ -406,7 +408,7 @@ func (r *gymReceiver) collect(ctx context.Context) {
 	if r.prices != nil {
 		r.prices.AppendTo(md, pcommon.NewTimestampFromTime(time.Now()))
 	}
-	if md.ResourceMetrics().Len() == 0 {
+	if md.ResourceMetrics().Len() == 0 || r.next == nil {
 		return
 	}
 	if err := r.self.consume(ctx, r.next, md); err != nil {

@@ -15,4 +15,5 @@ var (
 
 const (
 	MetricsStability = component.StabilityLevelDevelopment
+	TracesStability  = component.StabilityLevelDevelopment
 )

@@ -43,6 +43,8 @@ type TelemetryBuilder struct {
 	ReceiverGymResources                   metric.Int64Gauge
 	ReceiverGymRolloutRowsAccepted         metric.Int64Counter
 	ReceiverGymRolloutRowsRejected         metric.Int64Counter
+	ReceiverGymRolloutSpansDropped         metric.Int64Counter
+	ReceiverGymRolloutSpansSent            metric.Int64Counter
 	ReceiverGymStreamConnectionsIdleClosed metric.Int64Counter
 	ReceiverGymStreamConnectionsRefused    metric.Int64Counter
 }
@@ -176,6 +178,18 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_receiver_gym_rollout_rows_rejected",
 		metric.WithDescription("Rows of Gym's run files rejected, by reason; a rejected row changes nothing. [Development]"),
 		metric.WithUnit("{row}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverGymRolloutSpansDropped, err = builder.meter.Int64Counter(
+		"otelcol_receiver_gym_rollout_spans_dropped",
+		metric.WithDescription("Spans made from the rollout evidence of Gym's run files that the traces pipeline refused, dropped (their rows' metrics count). [Development]"),
+		metric.WithUnit("{span}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverGymRolloutSpansSent, err = builder.meter.Int64Counter(
+		"otelcol_receiver_gym_rollout_spans_sent",
+		metric.WithDescription("Spans made from the rollout evidence of Gym's run files (one trace per row with evidence) and handed to the traces pipeline. [Development]"),
+		metric.WithUnit("{span}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ReceiverGymStreamConnectionsIdleClosed, err = builder.meter.Int64Counter(

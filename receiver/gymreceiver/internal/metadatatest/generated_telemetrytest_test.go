@@ -36,6 +36,8 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ReceiverGymResources.Record(context.Background(), 1)
 	tb.ReceiverGymRolloutRowsAccepted.Add(context.Background(), 1)
 	tb.ReceiverGymRolloutRowsRejected.Add(context.Background(), 1)
+	tb.ReceiverGymRolloutSpansDropped.Add(context.Background(), 1)
+	tb.ReceiverGymRolloutSpansSent.Add(context.Background(), 1)
 	tb.ReceiverGymStreamConnectionsIdleClosed.Add(context.Background(), 1)
 	tb.ReceiverGymStreamConnectionsRefused.Add(context.Background(), 1)
 	AssertEqualReceiverGymCheckpointDiscards(t, testTel,
@@ -87,6 +89,12 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverGymRolloutRowsRejected(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverGymRolloutSpansDropped(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverGymRolloutSpansSent(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverGymStreamConnectionsIdleClosed(t, testTel,
