@@ -238,7 +238,8 @@ func TestJaeger(t *testing.T) {
 // serves a placeholder page); JAEGER_SCREENSHOT_INPUT a file of OTLP JSON lines (otelcol-gym's
 // otel-traces.jsonl, the file exporter's) sent through otelcol-gym into Jaeger (else the
 // synthetic rollouts of TestJaeger); JAEGER_SCREENSHOT_TRACE the trace shown (else the one
-// with the most spans); JAEGER_SCREENSHOT_SIZE the window (1400,900).
+// with the most spans); JAEGER_SCREENSHOT_SIZE the window (1400 wide, as high as the trace's
+// rows).
 func TestJaegerScreenshot(t *testing.T) {
 	out := os.Getenv("JAEGER_SCREENSHOT")
 	if out == "" {
@@ -296,8 +297,8 @@ func TestJaegerScreenshot(t *testing.T) {
 	harness.JaegerTraces(t, j, map[string][]harness.TraceSpan{id: want[id]}, 60*time.Second)
 
 	size := os.Getenv("JAEGER_SCREENSHOT_SIZE")
-	if size == "" {
-		size = "1400,900"
+	if size == "" { // the header, then a row of about 29 pixels a span
+		size = fmt.Sprintf("1400,%d", min(max(250+29*len(want[id]), 400), 2400))
 	}
 	out, err = filepath.Abs(out)
 	require.NoError(t, err)
