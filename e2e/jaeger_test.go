@@ -236,10 +236,12 @@ func TestJaeger(t *testing.T) {
 // docs (docs/images/jaeger-trace.sh runs it). Skipped unless JAEGER_SCREENSHOT names the PNG
 // to write. JAEGER_UI is a directory of a built Jaeger UI (the binary built from the Go module
 // serves a placeholder page); JAEGER_SCREENSHOT_INPUT a file of OTLP JSON lines (otelcol-gym's
-// otel-traces.jsonl, the file exporter's) sent through otelcol-gym into Jaeger (else the
-// synthetic rollouts of TestJaeger); JAEGER_SCREENSHOT_TRACE the trace shown (else the one
-// with the most spans); JAEGER_SCREENSHOT_SIZE the window (1400 wide, as high as the trace's
-// rows).
+// otel-traces.jsonl, the file exporter's) sent through otelcol-gym into Jaeger;
+// JAEGER_SCREENSHOT_CONFIG an otelcol-gym configuration merged after the default one and the
+// Jaeger exporter (a gym receiver reading a run's files, say), whose traces are shown once
+// Jaeger's stop growing; with neither, the synthetic rollouts of TestJaeger.
+// JAEGER_SCREENSHOT_TRACE is the trace shown (else the one with the most spans),
+// JAEGER_SCREENSHOT_SIZE the window (1400 wide, as high as the trace's rows).
 func TestJaegerScreenshot(t *testing.T) {
 	out := os.Getenv("JAEGER_SCREENSHOT")
 	if out == "" {
@@ -254,14 +256,28 @@ func TestJaegerScreenshot(t *testing.T) {
 	chromium := harness.Chromium(t)
 
 	j := harness.StartJaegerWith(t, harness.JaegerOptions{UIAssets: ui})
-	col, ports := harness.StartDefaultCollector(t,
-		"yaml:exporters::otlp_grpc/jaeger::endpoint: "+j.OTLPGRPC,
+	configs := []string{
+		"yaml:exporters::otlp_grpc/jaeger::endpoint: " + j.OTLPGRPC,
 		"yaml:exporters::otlp_grpc/jaeger::tls::insecure: true",
-		"yaml:service::pipelines::traces::exporters: [file/traces, gymrollouts, otlp_grpc/jaeger]")
+		"yaml:service::pipelines::traces::exporters: [file/traces, gymrollouts, otlp_grpc/jaeger]",
+	}
+	extra := os.Getenv("JAEGER_SCREENSHOT_CONFIG")
+	if extra != "" {
+		extra, err = filepath.Abs(extra)
+		require.NoError(t, err)
+		configs = append(configs, extra)
+	}
+	col, ports := harness.StartDefaultCollector(t, configs...)
 	otlp := fmt.Sprintf("http://127.0.0.1:%d", ports.OTLPHTTP)
 
 	sent := ptrace.NewTraces()
-	if in := os.Getenv("JAEGER_SCREENSHOT_INPUT"); in != "" {
+	in := os.Getenv("JAEGER_SCREENSHOT_INPUT")
+	switch {
+	case in == "" && extra != "":
+		// What the configuration's receivers read: every trace in Jaeger, once no span has
+		// arrived for 5 s.
+		sent = settledTraces(t, j, 5*time.Second, 3*time.Minute)
+	case in != "":
 		for _, line := range jsonLines(t, in) {
 			if strings.TrimSpace(line) == "" {
 				continue
@@ -271,7 +287,7 @@ func TestJaegerScreenshot(t *testing.T) {
 			postTraces(t, otlp, td)
 			td.ResourceSpans().MoveAndAppendTo(sent.ResourceSpans())
 		}
-	} else {
+	default:
 		td := rolloutTraces(3, time.Now().Truncate(time.Millisecond), rand.New(rand.NewPCG(1, 2)))
 		postTraces(t, otlp, td)
 		td.ResourceSpans().MoveAndAppendTo(sent.ResourceSpans())
@@ -312,4 +328,34 @@ func TestJaegerScreenshot(t *testing.T) {
 	require.NoError(t, cmd.Run(), "chromium:\n%s", stderr.String())
 	t.Logf("trace %s (%d spans) in Jaeger's UI: %s", id, len(want[id]), out)
 	require.NoError(t, col.Stop(30*time.Second))
+}
+
+// settledTraces are every trace Jaeger has, of every service, once their spans have not
+// grown for quiet (at least one span; timeout at most).
+func settledTraces(t *testing.T, j *harness.Jaeger, quiet, timeout time.Duration) ptrace.Traces {
+	t.Helper()
+	ctx := context.Background()
+	all := func() ptrace.Traces {
+		td := ptrace.NewTraces()
+		services, err := j.Services(ctx)
+		require.NoError(t, err)
+		for _, svc := range services {
+			got, err := j.FindTracesOTLP(ctx, svc, time.Unix(0, 0), time.Now().Add(time.Hour), 100000)
+			require.NoError(t, err)
+			got.ResourceSpans().MoveAndAppendTo(td.ResourceSpans())
+		}
+		return td
+	}
+	deadline := time.Now().Add(timeout)
+	last, since := -1, time.Now()
+	for {
+		td := all()
+		if n := td.SpanCount(); n != last {
+			last, since = n, time.Now()
+		} else if n > 0 && time.Since(since) >= quiet {
+			return td
+		}
+		require.True(t, time.Now().Before(deadline), "Jaeger's traces did not settle within %s (%d spans)", timeout, last)
+		time.Sleep(500 * time.Millisecond)
+	}
 }

@@ -211,6 +211,15 @@ func (j *Jaeger) Trace(ctx context.Context, traceID string) (ptrace.Traces, erro
 // service.name) started between from and to (/api/v3/traces?query.service_name=...), each
 // whole, by trace id.
 func (j *Jaeger) FindTraces(ctx context.Context, service string, from, to time.Time, limit int) (map[string][]TraceSpan, error) {
+	td, err := j.FindTracesOTLP(ctx, service, from, to, limit)
+	if err != nil {
+		return nil, err
+	}
+	return TraceSpans(td), nil
+}
+
+// FindTracesOTLP is FindTraces as api_v3 answers it, in OTLP (none found: no resource).
+func (j *Jaeger) FindTracesOTLP(ctx context.Context, service string, from, to time.Time, limit int) (ptrace.Traces, error) {
 	q := url.Values{}
 	q.Set("query.service_name", service)
 	q.Set("query.start_time_min", from.UTC().Format(time.RFC3339Nano))
@@ -218,16 +227,12 @@ func (j *Jaeger) FindTraces(ctx context.Context, service string, from, to time.T
 	q.Set("query.num_traces", fmt.Sprint(limit))
 	body, err := j.get(ctx, "/api/v3/traces?"+q.Encode())
 	if errors.Is(err, ErrTraceNotFound) {
-		return map[string][]TraceSpan{}, nil
+		return ptrace.NewTraces(), nil
 	}
 	if err != nil {
-		return nil, err
+		return ptrace.Traces{}, err
 	}
-	td, err := tracesV3(body)
-	if err != nil {
-		return nil, err
-	}
-	return TraceSpans(td), nil
+	return tracesV3(body)
 }
 
 // Services are the service names Jaeger has spans of (/api/v3/services).
