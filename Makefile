@@ -13,6 +13,7 @@
 #   make reliability  crashes and restarts of the real binary, and the cost of durability
 #   make bench-memory  the default pipeline's memory per resource, per series, after churn, under gzip bombs
 #   make lint      golangci-lint (v2.15.0, from tools/go.mod)
+#   make jaeger    Jaeger v1.75.0 (tools/jaeger/go.mod) in _build/jaeger: the e2e tests' trace backend, deploy/jaeger/jaeger.yaml's
 #   make image     the container image (Dockerfile, FROM scratch: binary, default configuration, CA roots, OCI labels, SBOM) with buildah or podman
 #   make stack     the local stack (deploy/compose: collector, Prometheus, Grafana) up, the sample fed in
 #   make dist      reproducible release archives (linux and darwin, amd64 and arm64), SHA256SUMS, SBOMs in _build/dist/
@@ -67,6 +68,7 @@ DURATION    ?= 10m
 RATE        ?= 100000
 
 .PHONY: all build run test test-go test-python test-prometheus bench-python bench bench-peer bench-otlp-peer soak reliability lint generate clean gymevents gymrun
+.PHONY: jaeger
 .PHONY: bench-memory bench-compare bench-gateway soak-load
 .PHONY: test-deploy image test-image dist test-dist test-run-dist stack stack-down
 .PHONY: packages test-packages
@@ -94,6 +96,19 @@ $(RUN_DIST_BIN): $(COLLECTOR_SRCS) tools/run-config.sh
 	@mkdir -p $(@D)
 	bash tools/run-config.sh >$(BUILD)/run-builder-config.yaml
 	$(TOOLS) builder --config $(BUILD)/run-builder-config.yaml
+	@touch $@
+
+# Jaeger (v1.75.0), the trace backend of the e2e tests (e2e/harness/jaeger.go) and of
+# deploy/jaeger/jaeger.yaml, from a module of its own (tools/jaeger/go.mod): its dependencies
+# stay out of the collector's go.mod. A cold build takes minutes on 2 cores; go's build cache
+# makes the next one fast, the touch makes make see the binary as new.
+JAEGER     := $(BUILD)/jaeger
+JAEGER_PKG := github.com/jaegertracing/jaeger/cmd/jaeger
+jaeger: $(JAEGER)
+
+$(JAEGER): tools/jaeger/go.mod tools/jaeger/go.sum
+	@mkdir -p $(BUILD)
+	$(GO) build -modfile=tools/jaeger/go.mod -o $@ $(JAEGER_PKG)
 	@touch $@
 
 gymevents: $(GYMEVENTS)
@@ -145,9 +160,10 @@ TEST_SUITES += test-run-dist
 
 test: $(TEST_SUITES)
 
-# The collector is built first, outside go test's -timeout: a cold ocb build of every component
-# takes many minutes on 2 cores. The e2e package's own `make build` is then a no-op.
-test-go: $(BIN)
+# The collector and Jaeger are built first, outside go test's -timeout: a cold ocb build of
+# every component takes many minutes on 2 cores, Jaeger's a few. The e2e package's own
+# `make build` and `make jaeger` are then no-ops.
+test-go: $(BIN) $(JAEGER)
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 
 # The Python emitter (python/): its unit tests with the standard library's unittest; the

@@ -13,7 +13,9 @@
 // simulated Gym deployment over HTTP, TCP and a Unix socket (TestPythonEmitter), and Gym's
 // console telemetry (the gym_console receiver: a growing stdout log and a Python process piping
 // into its socket), and the flight recorder (the gymrollouts connector: Gym's spans by OTLP
-// into rollouts in flight and stalled, and the stall's log record; TestFlightRecorder).
+// into rollouts in flight and stalled, and the stall's log record; TestFlightRecorder), and
+// Gym-shaped traces through the collector into a real Jaeger, each found there whole
+// (TestJaeger).
 // The deployment of deploy/ runs too: three node agents and two gateways into Prometheus'
 // remote-write receiver through a gateway failure and an agent restart (TestTopology), one run
 // on two nodes whose spans meet in the gateway's flight recorder, into Prometheus and
@@ -24,6 +26,7 @@
 //
 // The soak (TestSoak: an accelerated day of an agent, its resources sampled) runs only with
 // GYM_SOAK=1, which `make soak` sets; without it `go test ./e2e/` skips it.
+// TestJaegerScreenshot runs only for docs/images/jaeger-trace.sh (JAEGER_SCREENSHOT set).
 //
 // The harness they share with the bench programs is e2e/harness, their collector
 // configurations are templates in testdata/configs; README.md says how to add a case.

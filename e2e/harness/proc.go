@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -119,4 +120,60 @@ func MachineInfo() string {
 		}
 	}
 	return fmt.Sprintf("%s%s%s", model, mem, load)
+}
+
+// ProcListeners are the TCP addresses process pid listens on (host:port, IPv6 in brackets),
+// from /proc/<pid>/net/tcp and tcp6: the listening sockets whose inodes are among its file
+// descriptors.
+func ProcListeners(pid int) ([]string, error) {
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return nil, err
+	}
+	inodes := map[string]bool{}
+	for _, e := range ents {
+		link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, e.Name()))
+		if err == nil && strings.HasPrefix(link, "socket:[") {
+			inodes[strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]")] = true
+		}
+	}
+	var out []string
+	for _, file := range []string{"tcp", "tcp6"} {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, file))
+		if err != nil {
+			return nil, err
+		}
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			f := strings.Fields(line)
+			// sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+			if len(f) < 10 || f[3] != "0A" || !inodes[f[9]] {
+				continue
+			}
+			addr, err := procAddr(f[1])
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, addr)
+		}
+	}
+	return out, nil
+}
+
+// procAddr decodes an address of /proc/net/tcp{,6}: the IP in hex, in 32-bit words of host
+// (little-endian) order, a colon, the port in hex.
+func procAddr(s string) (string, error) {
+	hexIP, hexPort, ok := strings.Cut(s, ":")
+	port, err := strconv.ParseUint(hexPort, 16, 16)
+	if !ok || err != nil || (len(hexIP) != 8 && len(hexIP) != 32) {
+		return "", fmt.Errorf("unexpected address %q", s)
+	}
+	ip := make(net.IP, len(hexIP)/2)
+	for w := 0; w < len(ip); w += 4 {
+		v, err := strconv.ParseUint(hexIP[2*w:2*w+8], 16, 32)
+		if err != nil {
+			return "", fmt.Errorf("unexpected address %q", s)
+		}
+		ip[w], ip[w+1], ip[w+2], ip[w+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+	}
+	return net.JoinHostPort(ip.String(), strconv.FormatUint(port, 10)), nil
 }
