@@ -169,7 +169,7 @@ func TestJaeger(t *testing.T) {
 			var overrides []string
 			if exporter == "otlp_grpc" {
 				overrides = docOverrides(t, "## Gym's traces in Jaeger")
-				require.Len(t, overrides, 3, "the doc's example: the exporter, its TLS, the traces pipeline")
+				require.Len(t, overrides, 4, "the doc's example: the exporter, its TLS, the traces pipelines")
 				for i, o := range overrides {
 					overrides[i] = strings.Replace(o, "127.0.0.1:4327", j.OTLPGRPC, 1)
 				}
