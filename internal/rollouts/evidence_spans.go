@@ -103,6 +103,7 @@ func (b *SpanBuilder) Append(ss ptrace.SpanSlice, row *Row, rs RowSpans) int {
 	b.ids(e)
 	b.parents(e)
 	b.times(e, rs.Now)
+	ss.EnsureCapacity(ss.Len() + 1 + len(e.items))
 	root := ss.AppendEmpty()
 	b.rootSpan(root, e, row, rs.RunID, rollout)
 	n := 1

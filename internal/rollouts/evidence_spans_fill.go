@@ -132,6 +132,9 @@ func (b *SpanBuilder) cover(e *Evidence) {
 
 func ts(sec float64) pcommon.Timestamp { return pcommon.Timestamp(uint64(math.Round(sec * 1e9))) }
 
+// spanAttrCapacity is room for a span's attributes: the most any kind has (a model call's).
+const spanAttrCapacity = 14
+
 // common sets what every span has: its ids, times, the run and the rollout.
 func (b *SpanBuilder) common(s ptrace.Span, i int, runID, rollout string) pcommon.Map {
 	s.SetTraceID(b.tid)
@@ -139,6 +142,7 @@ func (b *SpanBuilder) common(s ptrace.Span, i int, runID, rollout string) pcommo
 	s.SetStartTimestamp(ts(b.start[i]))
 	s.SetEndTimestamp(ts(max(b.end[i], b.start[i])))
 	a := s.Attributes()
+	a.EnsureCapacity(spanAttrCapacity) // no growth step per attribute
 	if runID != "" {
 		a.PutStr(schema.SpanRunID, runID)
 	}
