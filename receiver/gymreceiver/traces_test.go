@@ -299,10 +299,10 @@ func (s *snapshotAt) GetClient(context.Context, component.Kind, component.ID, st
 type snapshotClient struct{ s *snapshotAt }
 
 func (c snapshotClient) Get(ctx context.Context, k string) ([]byte, error) {
-	return c.s.Mem.Get(ctx, k)
+	return c.s.Get(ctx, k)
 }
-func (c snapshotClient) Delete(ctx context.Context, k string) error { return c.s.Mem.Delete(ctx, k) }
-func (c snapshotClient) Close(ctx context.Context) error            { return c.s.Mem.Close(ctx) }
+func (c snapshotClient) Delete(ctx context.Context, k string) error { return c.s.Delete(ctx, k) }
+func (c snapshotClient) Close(ctx context.Context) error            { return c.s.Close(ctx) }
 
 func (c snapshotClient) Batch(ctx context.Context, ops ...*storage.Operation) error {
 	return c.s.Mem.Batch(ctx, ops...)
