@@ -305,18 +305,18 @@ func (c snapshotClient) Delete(ctx context.Context, k string) error { return c.s
 func (c snapshotClient) Close(ctx context.Context) error            { return c.s.Close(ctx) }
 
 func (c snapshotClient) Batch(ctx context.Context, ops ...*storage.Operation) error {
-	return c.s.Mem.Batch(ctx, ops...)
+	return c.s.Batch(ctx, ops...)
 }
 
 func (c snapshotClient) Set(ctx context.Context, k string, v []byte) error {
-	if err := c.s.Mem.Set(ctx, k, v); err != nil {
+	if err := c.s.Set(ctx, k, v); err != nil {
 		return err
 	}
 	if k == checkpoint.Key {
 		c.s.mu.Lock()
 		defer c.s.mu.Unlock()
 		if n, ok := c.s.take(); ok && c.s.copy == nil {
-			c.s.copy, c.s.taken = c.s.Mem.CrashCopy(), n
+			c.s.copy, c.s.taken = c.s.CrashCopy(), n
 		}
 	}
 	return nil
