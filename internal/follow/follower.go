@@ -421,6 +421,10 @@ func (t *Follower) entries() map[string]Stored {
 		}
 	}
 	for _, f := range t.files {
+		// A file empty when it was opened has no head until its read ends; a checkpoint where
+		// its reader yields, mid-read, needs it (without it, the lines applied would be read
+		// again after a restart). The reader waits meanwhile.
+		f.GrowHead()
 		if len(f.Head) == 0 {
 			continue
 		}

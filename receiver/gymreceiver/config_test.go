@@ -157,6 +157,12 @@ func TestRolloutsConfig(t *testing.T) {
 	assert.Equal(t, 200*time.Millisecond, rc.PollInterval)
 	assert.Zero(t, rc.MaxLineBytes, "no limit by default: rows are streamed")
 	assert.Nil(t, rc.Storage)
+	assert.True(t, rc.Traces, "a row with rollout evidence is a trace by default")
+
+	off, err := loadConfig(t, "rollouts_no_traces")
+	require.NoError(t, err)
+	assert.False(t, off.Rollouts.Get().Traces)
+	assert.Equal(t, []string{"/results/*.jsonl"}, off.Rollouts.Get().Include)
 
 	none, err := loadConfig(t, "")
 	require.NoError(t, err)
