@@ -7,7 +7,8 @@
 # and 20 MiB rows: BenchmarkRows/*/reader; and on rows of 100, 300 and 500 KiB with their
 # rollout evidence: BenchmarkEvidenceRows/*/reader, whose file is copied into a base tree
 # that lacks it, so that today's reader reads the same rows), gym_console (a realistic stdout mix through
-# the classifier and decoders: BenchmarkStdoutMix) and gymattrs (a batch of Gym's schema
+# the classifier and decoders: BenchmarkStdoutMix; the real Python SDK's stdout, and json.loads of
+# its records in python3 beside it: BenchmarkRealSDK, copied into a base that lacks it) and gymattrs (a batch of Gym's schema
 # metrics and of Gym's SDK's OTLP through the rules: BenchmarkProcess(SDK)Batch). The test binaries run with GOMAXPROCS=1,
 # alternating base and head in every round (the order flips each round), so both see the
 # same neighbours; the median and range over ROUNDS (default 3) are printed for each figure.
@@ -28,6 +29,7 @@ suites=(
 	"runfiles;^BenchmarkRows\$/^(2KiB|200KiB|20MiB)\$/^reader\$;internal/rollouts receiver/gymreceiver/internal/rollouts"
 	"evidence;^BenchmarkEvidenceRows\$/^(100KiB|300KiB|500KiB)\$/^reader\$;internal/rollouts"
 	"console;^BenchmarkStdoutMix\$;internal/console receiver/gymreceiver/consolereceiver/internal/console"
+	"realsdk;^BenchmarkRealSDK\$;internal/console"
 	"gymattrs;^BenchmarkProcess(SDK)?Batch\$;internal/bound"
 )
 
@@ -48,6 +50,10 @@ for tree in base head; do
 		# gets the tree's copy.
 		if [ "$name" = evidence ] && [ ! -f "$root/$dir/evidence_bench_test.go" ]; then
 			cp "$top/internal/rollouts/evidence_bench_test.go" "$root/$dir/"
+		fi
+		# So does the real SDK's stdout against json.loads (gym_console's decoder API is older).
+		if [ "$name" = realsdk ] && [ ! -f "$root/$dir/realsdk_bench_test.go" ]; then
+			cp "$top/internal/console/realsdk_bench_test.go" "$root/$dir/"
 		fi
 		(cd "$root" && go test -c -o "$work/$tree-$name.test" "./$dir")
 		echo "$dir" >"$work/$tree-$name.dir"
