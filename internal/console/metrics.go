@@ -106,8 +106,12 @@ func (r *metricsReader) putMetric(m *metric, out pmetric.Metric) error {
 		return err
 	}
 	exp := false
-	hps := make([]histogramPoint, len(d.DataPoints))
+	if cap(r.hps) < len(d.DataPoints) {
+		r.hps = append(r.hps[:cap(r.hps)], make([]histogramPoint, len(d.DataPoints)-cap(r.hps))...)
+	}
+	hps := r.hps[:len(d.DataPoints)]
 	for i, raw := range d.DataPoints {
+		hps[i].reset()
 		if err := r.histogramPoint(raw, &hps[i]); err != nil {
 			return fmt.Errorf("data_points[%d]: %w", i, err)
 		}

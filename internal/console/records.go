@@ -104,7 +104,19 @@ var (
 // metricsReader reads metrics lines (one per stream: its scratch is reused).
 type metricsReader struct {
 	reader
-	d metricsData
+	d   metricsData
+	hps []histogramPoint // a metric's histogram points, their arrays of numbers reused
+}
+
+// reset empties a histogram point as a new one, but keeps its arrays of numbers for reuse:
+// elems overwrites every element it reads, so an empty array with capacity reads as nil.
+func (hp *histogramPoint) reset() {
+	*hp = histogramPoint{
+		BucketCounts:   hp.BucketCounts[:0],
+		ExplicitBounds: hp.ExplicitBounds[:0],
+		Positive:       buckets{BucketCounts: hp.Positive.BucketCounts[:0]},
+		Negative:       buckets{BucketCounts: hp.Negative.BucketCounts[:0]},
+	}
 }
 
 func (r *reader) resourceMetrics(i, depth int, rm *resourceMetrics) (int, error) {
@@ -184,16 +196,19 @@ func (r *reader) metricData(i, depth int, md *metricData) (int, error) {
 // point reads a data point that was kept as its text (validated) with read: null is a
 // point with no field, anything but an object a type error.
 func (r *reader) point(p raw, read func(r *reader, i int) (int, error)) error {
-	pr := reader{b: p, key: r.key, members: r.members}
-	defer func() { r.key, r.members = pr.key, pr.members }()
+	// The record is read by now: r reads the point in its place (a reader per point would be
+	// an allocation per point), its scratch shared.
+	b := r.b
+	r.b = p
+	defer func() { r.b = b }()
 	if p[0] == 'n' {
 		return nil
 	}
 	if p[0] != '{' {
-		_, err := pr.mismatch(0, "data point")
+		_, err := r.mismatch(0, "data point")
 		return err
 	}
-	_, err := read(&pr, 0)
+	_, err := read(r, 0)
 	return err
 }
 func (r *reader) numberPoint(p raw, np *numberPoint) error {
@@ -237,7 +252,7 @@ func (r *reader) histogramPoint(p raw, hp *histogramPoint) error {
 					return end, err
 				}
 				if !hp.hasBounds {
-					hp.ExplicitBounds, hp.hasBounds = nil, true
+					hp.ExplicitBounds, hp.hasBounds = hp.ExplicitBounds[:0], true // empty as nil: only the length is read
 				}
 				return r.numbers(i, 2, "explicit_bounds", &hp.ExplicitBounds)
 			case 7:
@@ -262,11 +277,15 @@ func (r *reader) histogramPoint(p raw, hp *histogramPoint) error {
 	})
 }
 func (r *reader) buckets(i, depth int, name string, bs *buckets) (int, error) {
+	keep := bs.BucketCounts[:0] // the scratch's array, kept through optObject's reset
 	return optObject(r, i, depth, name, bs, &bs.set, func(key []byte, i int) (int, error) {
 		switch field(key, bucketsFields) {
 		case 0:
 			return r.number(i, "offset", &bs.Offset)
 		case 1:
+			if bs.BucketCounts == nil {
+				bs.BucketCounts = keep // empty as nil: each element is overwritten
+			}
 			return r.numbers(i, depth+1, "bucket_counts", &bs.BucketCounts)
 		}
 		return r.skip(i, depth+1)
