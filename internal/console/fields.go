@@ -153,6 +153,20 @@ type number struct {
 
 // number reads a number field: null unsets it; a string or any other type is an error.
 func (d *reader) number(i int, name string, n *number) (int, error) {
+	if c := d.b[i]; c == '-' || c-'0' <= 9 {
+		// Nearly every number is plain: scanned and converted in one pass, to what
+		// parseNumber makes of its token (the same conversions, from the same digits).
+		if end, mant, pn := gymjson.ScanPlainNumber(d.b, i); end >= 0 {
+			if v, ok := gymjson.PlainInt(mant, pn); ok {
+				*n = number{set: true, isInt: true, i: v}
+				return end, nil
+			}
+			if f, ok := gymjson.PlainFloat(mant, pn); ok {
+				*n = number{set: true, f: f}
+				return end, nil
+			}
+		}
+	}
 	end, tok, err := numberToken(d, i, name, n)
 	if tok != nil {
 		*n = parseNumber(tok)
