@@ -51,6 +51,10 @@ for tree in base head; do
 		if [ "$name" = evidence ] && [ ! -f "$root/$dir/evidence_bench_test.go" ]; then
 			cp "$top/internal/rollouts/evidence_bench_test.go" "$root/$dir/"
 		fi
+		# A gymattrs benchmark without Process's CPU time (points/cpu-s) gets the tree's.
+		if [ "$name" = gymattrs ] && ! grep -q 'points/cpu-s' "$root/$dir/bench_test.go"; then
+			cp "$top/internal/bound/bench_test.go" "$root/$dir/"
+		fi
 		# So does the real SDK's stdout against json.loads (gym_console's decoder API is older).
 		if [ "$name" = realsdk ] && [ ! -f "$root/$dir/realsdk_bench_test.go" ]; then
 			cp "$top/internal/console/realsdk_bench_test.go" "$root/$dir/"
@@ -86,7 +90,7 @@ for line in open(path):
         if unit == "ns/op" and bench.startswith("BenchmarkIngest"):
             vals[(bench, "events/s", tree)].append(1e9 / float(v))
 # the per-core figures and the allocations; wall-clock rates say more about the neighbours
-shown = {"ns/op", "events/s", "cpu-MB/s", "MB/cpu-s", "lines/cpu-s", "points/s", "B/op", "allocs/op"}
+shown = {"ns/op", "events/s", "cpu-MB/s", "MB/cpu-s", "lines/cpu-s", "points/s", "points/cpu-s", "B/op", "allocs/op"}
 keys = sorted({(b, u) for b, u, _ in vals if u in shown})
 fmt = lambda xs: "%s (%s..%s)" % tuple("%.4g" % x for x in (statistics.median(xs), min(xs), max(xs)))
 print("%-44s %-12s %-30s %-30s %s" % ("benchmark", "unit", "base " + base[:12], "head", "head/base"))

@@ -60,7 +60,7 @@ type options struct {
 func main() {
 	var o options
 	cli.Collector(&o.collector)
-	flag.StringVar(&o.peer, "peer", "_build/otlppeer/otelcol-otlppeer", "the stock collector built from bench/otlppeer/builder-config.yaml")
+	flag.StringVar(&o.peer, "peer", "_build/otlppeer/otelcol-otlppeer", "the stock collector built from bench/otlppeer/builder-config.yaml (none: otelcol-gym's two runs only)")
 	flag.StringVar(&o.outDir, "out-dir", "_build/bench/otlppeer", "where the configurations, the OTTL and the logs go")
 	flag.Int64Var(&o.points, "points", 1_000_000, "data points in the load (about: whole exports)")
 	flag.IntVar(&o.resources, "resources", 64, "Gym processes (resources), one export of each per round of posts")
@@ -103,7 +103,11 @@ func (r result) nsPerPoint(points int64) float64 {
 }
 
 func run(ctx context.Context, o options) error {
-	if err := cli.Ready(o.outDir, true, "bench-otlp-peer", o.collector, o.peer); err != nil {
+	bins := []string{o.collector, o.peer}
+	if o.peer == noPeer {
+		bins = bins[:1]
+	}
+	if err := cli.Ready(o.outDir, true, "bench-otlp-peer", bins...); err != nil {
 		return err
 	}
 	shape := harness.OTLPShape{Resources: o.resources, Workers: o.workers, Combos: o.combos, Seed: o.seed, Exports: 1}
@@ -142,6 +146,9 @@ func run(ctx context.Context, o options) error {
 		{"otelcol-gym gymattrs", o.collector, "gymattrs", true},
 		{"stock v0.161.0 floor", o.peer, "", false},
 		{"stock v0.161.0 transform", o.peer, "transform", false},
+	}
+	if o.peer == noPeer {
+		setups = setups[:2] // gymattrs against its floor only (the stock build takes minutes)
 	}
 	results := make([][]result, len(setups)) // [setup][round]
 	for round := range o.rounds {
@@ -383,10 +390,11 @@ func check(ctx context.Context, o options, load *harness.OTLPLoad, statements []
 		len(head.Bodies), head.Points, want)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "processor\tpoints in\tpoints out\tseries out\tsame-series points in one metric\tundeclared attrs\tunnormalised values\tscored with failure attrs\tits own counters\t")
-	for _, s := range []setup{
-		{"gymattrs", o.collector, "gymattrs", true},
-		{"transform", o.peer, "transform", false},
-	} {
+	checked := []setup{{"gymattrs", o.collector, "gymattrs", true}, {"transform", o.peer, "transform", false}}
+	if o.peer == noPeer {
+		checked = checked[:1]
+	}
+	for _, s := range checked {
 		got := &seen{series: map[string]bool{}}
 		sink, err := harness.StartSinkWith(func(md pmetric.Metrics) { got.mu.Lock(); got.add(md); got.mu.Unlock() })
 		if err != nil {
@@ -457,6 +465,9 @@ func fmtStat(xs []float64, f string) string {
 	return fmt.Sprintf(f+" ("+f+" to "+f+")", med, lo, hi)
 }
 
+// noPeer as --peer runs otelcol-gym's floor and gymattrs only.
+const noPeer = "none"
+
 func report(o options, setups []setup, results [][]result, load *harness.OTLPLoad) {
 	pts := float64(load.Points)
 	floorOf := map[int]int{1: 0, 3: 2} // setup -> its floor
@@ -483,13 +494,22 @@ func report(o options, setups []setup, results [][]result, load *harness.OTLPLoa
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", s.name, fmtStat(cpu, "%.2f"), fmtStat(ns, "%.0f"), minus, fmtStat(per, "%.0f"), fmtStat(rss, "%.0f"), fmtStat(idle, "%.0f"))
 	}
 	_ = tw.Flush()
-	var ratio []float64
-	for round := range sub[1] {
-		ratio = append(ratio, sub[3][round]/sub[1][round])
+	var floor []float64
+	for round := range results[1] {
+		floor = append(floor, results[1][round].nsPerPoint(load.Points)/results[0][round].nsPerPoint(load.Points))
 	}
-	fmt.Printf("\nratio transform / gymattrs, ns of CPU per point minus each collector's floor (per round): x%s\n", fmtStat(ratio, "%.1f"))
+	fmt.Printf("\nratio otelcol-gym gymattrs / its floor, ns of CPU per point (per round): x%s\n", fmtStat(floor, "%.2f"))
+	shown := []int{1}
+	if len(setups) > 3 {
+		var ratio []float64
+		for round := range sub[1] {
+			ratio = append(ratio, sub[3][round]/sub[1][round])
+		}
+		fmt.Printf("ratio transform / gymattrs, ns of CPU per point minus each collector's floor (per round): x%s\n", fmtStat(ratio, "%.1f"))
+		shown = append(shown, 3)
+	}
 	// What the processors said they did (last round).
-	for _, i := range []int{1, 3} {
+	for _, i := range shown {
 		r := results[i][len(results[i])-1]
 		keys := make([]string, 0, len(r.own))
 		for k := range r.own {
