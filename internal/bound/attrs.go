@@ -57,6 +57,11 @@ var (
 	// -1 when the instrument does not declare it.
 	attrPos [schema.NumInstruments][schema.NumAttributes]int8
 
+	// declaredKeys[instrument] are the keys of the instrument's Attrs, in their order: a
+	// point's key is found among them by comparison (most end at the length), cheaper than
+	// hashing every key of every point for the schema's map.
+	declaredKeys [schema.NumInstruments][]string
+
 	// scoredGate is the one conditional attribute rule of the schema that is not a value
 	// rule: gym.rollout.completed_total carries its optional (failure) attributes only when
 	// the outcome is not `scored` (the first value of nemo.gym.rollout.outcome, as the
@@ -81,6 +86,7 @@ func init() {
 		}
 		for i, a := range in.Attrs {
 			attrPos[id][a.ID] = int8(i)
+			declaredKeys[id] = append(declaredKeys[id], schema.Attr(a.ID).Key)
 		}
 	}
 	scoredGate.id = schema.GymRolloutCompletedTotal
@@ -201,18 +207,27 @@ func (b *attrBounder) visit(k string, v pcommon.Value) bool {
 	drop := true
 	if k == schema.OverflowAttribute && v.Type() == pcommon.ValueTypeBool && v.Bool() {
 		b.sdkOverflow = true
-	} else if aid, ok := schema.LookupAttr(k); ok {
-		if p := attrPos[b.id][aid]; p >= 0 && !b.slots[p].has && v.Type() != pcommon.ValueTypeEmpty {
-			sl := &b.slots[p]
-			sl.has, sl.raw, sl.mapIdx = true, v, i
-			drop = false
-		}
+	} else if p := declaredPos(b.id, k); p >= 0 && !b.slots[p].has && v.Type() != pcommon.ValueTypeEmpty {
+		sl := &b.slots[p]
+		sl.has, sl.raw, sl.mapIdx = true, v, i
+		drop = false
 	}
 	b.drop = append(b.drop, drop)
 	if drop {
 		b.removed++
 	}
 	return true
+}
+
+// declaredPos is the position of key k among instrument id's attributes (attrPos of its
+// attribute), -1 when the instrument does not declare it.
+func declaredPos(id schema.InstrumentID, k string) int {
+	for p, d := range declaredKeys[id] {
+		if d == k {
+			return p
+		}
+	}
+	return -1
 }
 
 // leaveOut removes a received attribute from the bounded set.
