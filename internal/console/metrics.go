@@ -1,6 +1,7 @@
 package console
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -39,7 +40,7 @@ func (r *metricsReader) putResourceMetrics(rm *resourceMetrics, out pmetric.Reso
 	if !rm.Resource.set {
 		return errors.New("resource: missing")
 	}
-	r.putResource(&rm.Resource, out.Resource())
+	r.putMetricsResource(&rm.Resource, out.Resource().Attributes())
 	out.SetSchemaUrl(rm.SchemaURL.String())
 	for i := range rm.ScopeMetrics {
 		sm := &rm.ScopeMetrics[i]
@@ -56,6 +57,30 @@ func (r *metricsReader) putResourceMetrics(rm *resourceMetrics, out pmetric.Reso
 	}
 	return nil
 }
+
+// putMetricsResource puts a batch's resource attributes into m: a copy of the last batch's
+// when they are written as they were (the same text is the same attributes).
+func (r *metricsReader) putMetricsResource(res *resource, m pcommon.Map) {
+	a := &res.Attributes
+	if len(a.more) == 0 && a.first != nil && r.resText != nil && bytes.Equal(a.first, r.resText) {
+		r.resAttrs.CopyTo(m)
+		return
+	}
+	r.putAttrs(m, a)
+	if len(a.more) != 0 || a.first == nil || len(a.first) > maxResourceText {
+		return
+	}
+	r.resText = append(r.resText[:0], a.first...)
+	if r.resAttrs == (pcommon.Map{}) {
+		r.resAttrs = pcommon.NewMap()
+	}
+	m.CopyTo(r.resAttrs)
+}
+
+// maxResourceText bounds the resource text a metrics reader keeps (the SDK's is a few hundred
+// bytes; one of megabytes is read every time rather than held).
+const maxResourceText = 4 << 10
+
 func (r *metricsReader) putScope(s *scope, out pcommon.InstrumentationScope) {
 	out.SetName(s.Name.String())
 	if s.Version.set {

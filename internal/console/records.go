@@ -1,5 +1,7 @@
 package console
 
+import "go.opentelemetry.io/collector/pdata/pcommon"
+
 // The SDK's records, as the structs they are read into and one reader for each shape: every
 // field is read as encoding/json read it (see json.go). What each record becomes in pdata is
 // in metrics.go, traces.go and logs.go.
@@ -106,6 +108,12 @@ type metricsReader struct {
 	reader
 	d   metricsData
 	hps []histogramPoint // a metric's histogram points, their arrays of numbers reused
+
+	// The last resource's attributes as written and as put into pdata: the SDK writes the
+	// same resource in every batch, copied from here rather than read, sorted and made
+	// strings again.
+	resText  []byte
+	resAttrs pcommon.Map
 }
 
 // reset empties a histogram point as a new one, but keeps its arrays of numbers for reuse:
