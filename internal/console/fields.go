@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 
@@ -156,6 +157,10 @@ func (d *reader) number(i int, name string, n *number) (int, error) {
 	if c := d.b[i]; c == '-' || c-'0' <= 9 {
 		// Nearly every number is plain: scanned and converted in one pass, to what
 		// parseNumber makes of its token (the same conversions, from the same digits).
+		if end, v, ok := plainInt(d.b, i); ok {
+			*n = number{set: true, isInt: true, i: v}
+			return end, nil
+		}
 		if end, mant, pn := gymjson.ScanPlainNumber(d.b, i); end >= 0 {
 			if v, ok := gymjson.PlainInt(mant, pn); ok {
 				*n = number{set: true, isInt: true, i: v}
@@ -189,6 +194,40 @@ func numberToken[T any](d *reader, i int, name string, n *T) (end int, tok []byt
 		return end, nil, err
 	}
 	return end, d.b[i:end], nil
+}
+
+// plainInt reads the integer token -?(0|[1-9][0-9]*) at b[i] when it has at most 19 digits
+// (a time in nanoseconds has 19, past ScanPlainNumber's 18) and fits in int64: what
+// intLiteral gives it. ok is false for any other token, left to the general path.
+func plainInt(b []byte, i int) (end int, v int64, ok bool) {
+	j := i
+	neg := b[j] == '-'
+	if neg {
+		j++
+	}
+	ds := j
+	var u uint64
+	for ; j < len(b) && j-ds < 20; j++ {
+		c := b[j] - '0'
+		if c > 9 {
+			break
+		}
+		u = u*10 + uint64(c)
+	}
+	nd := j - ds
+	if nd == 0 || nd > 19 || (nd > 1 && b[ds] == '0') {
+		return i, 0, false
+	}
+	if j < len(b) && (b[j] == '.' || b[j] == 'e' || b[j] == 'E' || b[j]-'0' <= 9) {
+		return i, 0, false
+	}
+	switch {
+	case !neg && u <= math.MaxInt64:
+		return j, int64(u), true
+	case neg && u <= 1<<63:
+		return j, int64(-u), true //nolint:gosec // -2^63 wraps to itself, as wanted
+	}
+	return i, 0, false
 }
 
 // parseNumber converts a number token (validated).
