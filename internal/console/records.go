@@ -103,6 +103,26 @@ var (
 	exemplarFields        = []string{"filtered_attributes", "value", "time_unix_nano", "span_id", "trace_id"}
 )
 
+// reuse empties d as a new metricsData for the next record, but keeps its arrays: every
+// element up to their capacity is emptied too (elems reads an element into what is at its
+// index), so only what this record wrote is ever found in them. An empty array with capacity
+// reads as nil: only the lengths of these slices are read.
+func (d *metricsData) reuse() {
+	rms := d.ResourceMetrics[:cap(d.ResourceMetrics)]
+	for i := range rms {
+		sms := rms[i].ScopeMetrics[:cap(rms[i].ScopeMetrics)]
+		for j := range sms {
+			ms := sms[j].Metrics[:cap(sms[j].Metrics)]
+			for k := range ms {
+				ms[k] = metric{Data: metricData{DataPoints: ms[k].Data.DataPoints[:0]}}
+			}
+			sms[j] = scopeMetrics{Metrics: sms[j].Metrics[:0]}
+		}
+		rms[i] = resourceMetrics{ScopeMetrics: rms[i].ScopeMetrics[:0]}
+	}
+	*d = metricsData{ResourceMetrics: d.ResourceMetrics[:0]}
+}
+
 // metricsReader reads metrics lines (one per stream: its scratch is reused).
 type metricsReader struct {
 	reader
@@ -184,12 +204,16 @@ func (r *reader) metric(i, depth int, m *metric) (int, error) {
 	})
 }
 func (r *reader) metricData(i, depth int, md *metricData) (int, error) {
+	keep := md.DataPoints[:0] // the reused array (metricsData.reuse), kept through optObject's reset
 	return optObject(r, i, depth, "data", md, &md.set, func(key []byte, i int) (int, error) {
 		switch field(key, metricDataFields) {
 		case 0:
 			if end, ok, err := r.null(i); ok || err != nil {
 				md.DataPoints = nil
 				return end, err
+			}
+			if md.DataPoints == nil {
+				md.DataPoints = keep
 			}
 			return elems(r, i, depth+1, "data_points", &md.DataPoints, func(p *raw, i int) (int, error) { return r.rawValue(i, depth+2, p) })
 		case 1:
@@ -320,7 +344,7 @@ func (r *reader) exemplar(i, depth int, e *exemplar) (int, error) {
 func (r *metricsReader) read(line []byte) error {
 	d := &r.d
 	return r.decode(line, func(r *reader) (int, error) {
-		*d = metricsData{}
+		d.reuse()
 		return r.object(0, 1, func(key []byte, i int) (int, error) {
 			if field(key, metricsDataFields) != 0 {
 				return r.skip(i, 2)
