@@ -111,6 +111,10 @@ func FuzzDecodeRecord(f *testing.F) {
 		if reason != reason2 || !bytes.Equal(out, out2) {
 			t.Fatalf("%q: %q, then with a used reader %q", b, reason, reason2)
 		}
+		// Again, on the arrays the record itself left (the metrics reader keeps them).
+		if reason3, out3 := decode(b, &used); reason != reason3 || !bytes.Equal(out, out3) {
+			t.Fatalf("%q: %q, then after itself %q", b, reason, reason3)
+		}
 		valid := gymjson.AppendValidUTF8(nil, b)
 		end, err := gymjson.Skip(valid, 0, 1)
 		notJSON := err != nil
