@@ -138,7 +138,7 @@ func (d *reader) putValue(v pcommon.Value, x raw) {
 	case 'f':
 		v.SetBool(false)
 	case '"':
-		v.SetStr(string(stringText(x)))
+		v.SetStr(d.internString(stringText(x)))
 	case '[':
 		s := v.SetEmptySlice()
 		r := reader{b: x}

@@ -54,6 +54,7 @@ type reader struct {
 	order   []int32           // sortedMembers', as a stack
 	valid   []byte            // a record whose bytes are not all UTF-8, with U+FFFD for each bad one
 	keys    map[string]string // attribute keys already made strings (see key)
+	values  map[string]string // short strings already made strings (see internString)
 }
 
 // maxKeys bounds a reader's attribute keys kept as strings: the SDK writes a few dozen
@@ -72,6 +73,34 @@ func (d *reader) keyString(k []byte) string {
 	}
 	if len(d.keys) < maxKeys {
 		d.keys[s] = s
+	}
+	return s
+}
+
+// maxValues bounds the short strings a reader keeps (internString); maxValueBytes is the
+// longest kept: names, units and the values of attributes the SDK writes again and again.
+const (
+	maxValues     = 512
+	maxValueBytes = 128
+)
+
+// internString returns b as a string, one kept from an earlier record when there is one: a
+// metric's name, description and unit, a span's name, an attribute's value are mostly the
+// same from batch to batch (kept strings are immutable: pdata may hold them as long as it
+// likes). A stream of ever new ones only stops being helped.
+func (d *reader) internString(b []byte) string {
+	if len(b) == 0 || len(b) > maxValueBytes {
+		return string(b)
+	}
+	if s, ok := d.values[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if d.values == nil {
+		d.values = make(map[string]string)
+	}
+	if len(d.values) < maxValues {
+		d.values[s] = s
 	}
 	return s
 }

@@ -44,7 +44,7 @@ func (r *logReader) put(out plog.LogRecord) error {
 		out.SetSeverityNumber(plog.SeverityNumber(l.SeverityNumber.v))
 	}
 	if l.SeverityText.set {
-		out.SetSeverityText(l.SeverityText.String())
+		out.SetSeverityText(r.internString(l.SeverityText.b))
 	}
 	r.putAttrs(out.Attributes(), &l.Attributes)
 	if l.DroppedAttributes.set {
@@ -74,6 +74,6 @@ func (r *logReader) put(out plog.LogRecord) error {
 		}
 		out.SetFlags(plog.LogRecordFlags(l.TraceFlags.v))
 	}
-	out.SetEventName(l.EventName.String())
+	out.SetEventName(r.internString(l.EventName.b))
 	return nil
 }

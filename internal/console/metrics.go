@@ -41,11 +41,11 @@ func (r *metricsReader) putResourceMetrics(rm *resourceMetrics, out pmetric.Reso
 		return errors.New("resource: missing")
 	}
 	r.putMetricsResource(&rm.Resource, out.Resource().Attributes())
-	out.SetSchemaUrl(rm.SchemaURL.String())
+	out.SetSchemaUrl(r.internString(rm.SchemaURL.b))
 	for i := range rm.ScopeMetrics {
 		sm := &rm.ScopeMetrics[i]
 		osm := out.ScopeMetrics().AppendEmpty()
-		osm.SetSchemaUrl(sm.SchemaURL.String())
+		osm.SetSchemaUrl(r.internString(sm.SchemaURL.b))
 		if sm.Scope.set {
 			r.putScope(&sm.Scope, osm.Scope())
 		}
@@ -82,9 +82,9 @@ func (r *metricsReader) putMetricsResource(res *resource, m pcommon.Map) {
 const maxResourceText = 4 << 10
 
 func (r *metricsReader) putScope(s *scope, out pcommon.InstrumentationScope) {
-	out.SetName(s.Name.String())
+	out.SetName(r.internString(s.Name.b))
 	if s.Version.set {
-		out.SetVersion(s.Version.String())
+		out.SetVersion(r.internString(s.Version.b))
 	}
 	r.putAttrs(out.Attributes(), &s.Attributes)
 }
@@ -106,9 +106,9 @@ func (r *metricsReader) putMetric(m *metric, out pmetric.Metric) error {
 	if !m.Data.set {
 		return errors.New("data: missing")
 	}
-	out.SetName(m.Name.String())
-	out.SetDescription(m.Description.String())
-	out.SetUnit(m.Unit.String())
+	out.SetName(r.internString(m.Name.b))
+	out.SetDescription(r.internString(m.Description.b))
+	out.SetUnit(r.internString(m.Unit.b))
 	d := &m.Data
 	switch {
 	case d.IsMonotonic.set:

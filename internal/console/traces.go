@@ -60,7 +60,7 @@ func (r *spanReader) decodeSpan(line []byte, td ptrace.Traces, last *resourceGro
 
 func (r *spanReader) put(out ptrace.Span) error {
 	s := &r.s
-	out.SetName(s.Name.String())
+	out.SetName(r.internString(s.Name.b))
 	var tid [16]byte
 	var sid [8]byte
 	if err := putContext(&s.Context, tid[:], sid[:], "context"); err != nil {
@@ -101,7 +101,7 @@ func (r *spanReader) put(out ptrace.Span) error {
 	for i := range s.Events {
 		e := &s.Events[i]
 		oe := out.Events().AppendEmpty()
-		oe.SetName(e.Name.String())
+		oe.SetName(r.internString(e.Name.b))
 		if err := putISOTime(e.Timestamp, "timestamp", oe.SetTimestamp); err != nil {
 			return fmt.Errorf("events[%d].%w", i, err)
 		}
