@@ -1,6 +1,8 @@
 package console
 
 import (
+	"bytes"
+	"math/big"
 	"testing"
 
 	"github.com/gym-telemetry/otelcol-gym/internal/gymjson"
@@ -31,6 +33,32 @@ func FuzzPlainInt(f *testing.F) {
 		}
 		if ref := parseNumber(b[:want]); got != ref && !(got.f != got.f && ref.f != ref.f) {
 			t.Fatalf("%q: %+v, parseNumber %+v", b, got, ref)
+		}
+	})
+}
+
+// FuzzBigID: bigID's path without math/big gives what math/big gives.
+func FuzzBigID(f *testing.F) {
+	for _, s := range []string{"0", "-0", "1", "10824646874495861020", "18446744073709551615", "18446744073709551616",
+		"156107148101356197805063798259847166785", "340282366920938463463374607431768211455",
+		"340282366920938463463374607431768211456", "007", "1.5", "1e3", "-1", "+1", ""} {
+		f.Add([]byte(s), true)
+	}
+	f.Fuzz(func(t *testing.T, s []byte, trace bool) {
+		size := 8
+		if trace {
+			size = 16
+		}
+		got, err := bigID(s, size)
+		var z big.Int
+		if _, ok := z.SetString(string(s), 10); !ok || z.Sign() < 0 || z.BitLen() > 8*size {
+			if err == nil {
+				t.Fatalf("%q: %x, math/big refuses it", s, got)
+			}
+			return
+		}
+		if want := z.FillBytes(make([]byte, size)); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%q: %x %v, math/big %x", s, got, err, want)
 		}
 	})
 }
