@@ -4,7 +4,8 @@
 #   make run       build, start it on config/otelcol-gym.yaml, feed it testdata/sample-run.jsonl
 #   make test      every suite of TEST_SUITES: go test -race ./... (unit, golden, end-to-end), ...
 #   make generate  go generate ./... and mdatagen for every component and internal/bound
-#   make bench     the Go benchmarks, the end-to-end benchmark of the real binary, the gateway's (bench-gateway), the Python emitter's (bench-python)
+#   make bench     the Go benchmarks, the end-to-end benchmark of the real binary, the gateway's (bench-gateway), the Python emitter's (bench-python),
+#                  then the four paths against their references in one table, added to docs/performance.md's History (BENCH_COLD=1: cold make run too)
 #   make bench-compare BASE=rev  the engine's per-core benchmarks of rev and of the tree, side by side
 #   make bench-peer  otelcol-gym against a stock collector (ocb v0.160.0) on the same stream
 #   make bench-otlp-peer  gymattrs against contrib's transform (OTTL; ocb v0.161.0) on the same Gym SDK OTLP
@@ -300,12 +301,28 @@ test-run-dist: $(BIN) $(RUN_DIST_BIN)
 
 # The e2e package has no benchmarks (and would build the collector): left out. Then the
 # end-to-end benchmark (bench/e2e): the real binary under `gymevents gen` load, GOMAXPROCS=1
-# and 2, memory per series, export cost, a CPU profile (docs/performance.md).
+# and 2, memory per series, export cost, a CPU profile (docs/performance.md). Then the four
+# paths against their references, each by its own harness (the stock collectors built apart by
+# their own ocb): bench-peer, bench-otlp-peer, bench/console and, with BENCH_COLD=1, a cold
+# `make run` (tools/cold-run.sh: a fresh clone, empty Go caches); and one table of them
+# (bench/scorecard), whose row is added to docs/performance.md's History (BENCH_HISTORY= not).
+# A path whose harness fails is "not measured" in the table.
+SCORECARD     := $(BUILD)/bench/scorecard
+BENCH_COLD    ?=
+BENCH_HISTORY ?= docs/performance.md
 bench: $(BIN) $(GYMEVENTS)
+	rm -rf $(SCORECARD) && mkdir -p $(SCORECARD)
 	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list ./... | grep -v /e2e$$)
 	$(GO) run ./bench/e2e --collector $(BIN) --gymevents $(GYMEVENTS) $(BENCH_FLAGS)
 	$(MAKE) bench-gateway
 	$(MAKE) bench-python
+	$(MAKE) bench-peer PEER_FLAGS='$(PEER_FLAGS) --scorecard $(SCORECARD)/events.json' || echo "make bench: bench-peer failed"
+	$(MAKE) bench-otlp-peer OTLPPEER_FLAGS='$(OTLPPEER_FLAGS) --scorecard $(SCORECARD)/otlp.json' || echo "make bench: bench-otlp-peer failed"
+	$(GO) run ./bench/console --scorecard $(SCORECARD)/console.json || echo "make bench: bench/console failed"
+	@if [ -n "$(BENCH_COLD)" ]; then \
+		bash tools/cold-run.sh --scorecard $(SCORECARD)/coldrun.json || echo "make bench: tools/cold-run.sh failed"; \
+	else echo "cold make run: not measured (BENCH_COLD=1: a fresh clone built with empty Go caches, minutes)"; fi
+	$(GO) run ./bench/scorecard --dir $(SCORECARD) $(if $(BENCH_HISTORY),--history $(BENCH_HISTORY))
 
 # The gateway tier's capacity (docs/performance.md, Capacity): simulated node agents through
 # deploy/gateway.yaml into a real Prometheus (apt-get install prometheus), every series and

@@ -28,6 +28,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,6 +42,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/gym-telemetry/otelcol-gym/bench/internal/cli"
+	"github.com/gym-telemetry/otelcol-gym/bench/internal/scorecard"
 	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 	"github.com/gym-telemetry/otelcol-gym/internal/normalize"
 	"github.com/gym-telemetry/otelcol-gym/internal/schema"
@@ -55,6 +57,7 @@ type options struct {
 	profile                  int
 	seed                     uint64
 	printOTTL, grouped       bool
+	scorecard                string
 }
 
 func main() {
@@ -73,6 +76,7 @@ func main() {
 	flag.Uint64Var(&o.seed, "seed", 1, "generator seed")
 	flag.BoolVar(&o.printOTTL, "print-ottl", false, "print the transform processor's configuration and exit")
 	flag.IntVar(&o.profile, "profile", 0, "seconds of CPU profile (pprof extension) of every processor run of the last round, from its first post, into --out-dir (0: none)")
+	flag.StringVar(&o.scorecard, "scorecard", "", "write the figures for bench/scorecard (gymattrs against the floor, transform beside) to this file")
 	flag.BoolVar(&o.grouped, "ottl-grouped", false, "one keep_keys per declared attribute list (or of the instruments' names) instead of one per instrument")
 	flag.Parse()
 	if o.printOTTL {
@@ -168,7 +172,21 @@ func run(ctx context.Context, o options) error {
 		fmt.Println()
 	}
 	report(o, setups, results, load)
-	return nil
+	if o.scorecard == "" {
+		return nil
+	}
+	// Points per CPU-second, the median over the rounds: gymattrs against otelcol-gym's own
+	// floor (no processor), transform beside.
+	perCPU := func(i int) float64 {
+		var xs []float64
+		for _, r := range results[i] {
+			xs = append(xs, float64(load.Points)/r.cpu.Seconds())
+		}
+		med, _, _ := stats(xs)
+		return math.Round(med)
+	}
+	return scorecard.Save(o.scorecard, scorecard.Result{Path: scorecard.OTLP, Figure: perCPU(1), Reference: perCPU(0),
+		Aside: []scorecard.Aside{{Name: "transform points/CPU-s", Value: perCPU(3)}, {Name: "stock floor points/CPU-s", Value: perCPU(2)}}})
 }
 
 func kinds(m map[string]int64) string {

@@ -26,6 +26,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -34,12 +35,14 @@ import (
 	"time"
 
 	"github.com/gym-telemetry/otelcol-gym/bench/internal/cli"
+	"github.com/gym-telemetry/otelcol-gym/bench/internal/scorecard"
 	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
 )
 
 type options struct {
 	cli.GenLoad
 	peer, outDir string
+	scorecard    string
 	gomaxprocs   int
 	limit        time.Duration
 }
@@ -51,6 +54,7 @@ func main() {
 	flag.StringVar(&o.outDir, "out-dir", "_build/bench/peer", "where the stream, configurations and logs go")
 	flag.IntVar(&o.gomaxprocs, "gomaxprocs", 2, "GOMAXPROCS of both collectors")
 	flag.DurationVar(&o.limit, "limit", 15*time.Minute, "give up on a collector that has not read the stream within this long")
+	flag.StringVar(&o.scorecard, "scorecard", "", "write the figures for bench/scorecard (otelcol-gym over HTTP against the stock collector) to this file")
 	flag.Parse()
 	harness.Main("bench/peer", func(ctx context.Context) error { return run(ctx, o) })
 }
@@ -115,7 +119,11 @@ func run(ctx context.Context, o options) error {
 		gym.perCPU()/peer.perCPU(), httpRes.perCPU()/peer.perCPU())
 	fmt.Printf("stock collector: %.2f us of CPU per event; otelcol-gym: %.3f us (file), %.3f us (HTTP)\n",
 		1e6/peer.perCPU(), 1e6/gym.perCPU(), 1e6/httpRes.perCPU())
-	return nil
+	if o.scorecard == "" {
+		return nil
+	}
+	return scorecard.Save(o.scorecard, scorecard.Result{Path: scorecard.Events, Figure: httpRes.perCPU(), Reference: peer.perCPU(),
+		Aside: []scorecard.Aside{{Name: "otelcol-gym on the file, events/CPU-s", Value: math.Round(gym.perCPU())}}})
 }
 
 // feed starts reading: the stream appears in the watched directory at once (a hard link).
