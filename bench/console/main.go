@@ -146,8 +146,11 @@ func python(py, path string) (float64, int64, error) {
 		Bytes, Records int64
 		CPU            float64
 	}
-	if err := json.Unmarshal(out, &res); err != nil || res.CPU <= 0 {
-		return 0, 0, fmt.Errorf("python3 said %q: %v", out, err)
+	if err := json.Unmarshal(out, &res); err != nil {
+		return 0, 0, fmt.Errorf("python3 said %q: %w", out, err)
+	}
+	if res.CPU <= 0 {
+		return 0, 0, fmt.Errorf("python3 said %q: no CPU time", out)
 	}
 	return float64(res.Bytes) / res.CPU / 1e6, res.Records, nil
 }
