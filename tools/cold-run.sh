@@ -41,6 +41,7 @@ load() { cut -d' ' -f1 /proc/loadavg; }
 run() {
 	local log=$out/make-run-$1.log report=$out/time-$1.txt t0 tpid mpid i
 	load0=$(load)
+	: >"$log"
 	t0=$(date +%s.%N)
 	(cd "$work/repo" && exec /usr/bin/time -v -o "$report" make run >"$log" 2>&1) &
 	tpid=$!
