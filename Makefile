@@ -86,7 +86,7 @@ build: $(BIN)
 # distribution: -trimpath, CGO_ENABLED=0. Go's build cache keys every package, the standard
 # library's too, by those flags: built alike, ocb, the collector and gymevents share what they
 # compile instead of compiling the standard library up to three times on a cold cache.
-OCB        := $(BUILD)/ocb
+OCB            := $(BUILD)/ocb
 CACHE_LIKE_OCB := CGO_ENABLED=0 $(GO) build -trimpath
 $(OCB): tools/go.mod tools/go.sum
 	@mkdir -p $(@D)
