@@ -48,7 +48,7 @@ run() {
 	wall=
 	while kill -0 "$tpid" 2>/dev/null; do
 		if grep -q 'otelcol-gym is running' "$log"; then
-			wall=$(echo "$(date +%s.%N) - $t0" | bc)
+			wall=$(printf "%.2f" "$(echo "$(date +%s.%N) - $t0" | bc)")
 			break
 		fi
 		sleep 0.2
@@ -78,6 +78,6 @@ printf 'cold-run: first make run (empty caches): %.0f s to running, %s CPU-s (us
 run 2
 printf 'cold-run: second make run (nothing changed): %.1f s to running, %s CPU-s; load average %s\n' "$wall" "$cpu" "$load0"
 if [ -n "$scorecard" ]; then
-	printf '{"path":"coldrun","figure":%s,"aside":[{"name":"CPU-s","value":%s},{"name":"second make run s","value":%s},{"name":"load","value":%s}]}\n' \
+	printf '{"path":"coldrun","figure":%s,"aside":[{"name":"CPU-s","value":%s},{"name":"second make run s","value":%s},{"name":"load average at the end","value":%s}]}\n' \
 		"$cold_wall" "$cold_cpu" "$wall" "$cold_load1" >"$scorecard"
 fi
