@@ -42,7 +42,7 @@ func Cell(r Row) string {
 			Quantity(r.Ref, r.Unit), r.RatioText())
 	}
 	for _, a := range r.Result.Aside {
-		s += fmt.Sprintf("; %s %s", a.Name, trim(a.Value))
+		s += fmt.Sprintf("; %s %s", a.Name, Number(a.Value))
 	}
 	return s
 }

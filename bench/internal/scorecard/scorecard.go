@@ -176,6 +176,11 @@ func Quantity(v float64, unit string) string {
 	}
 }
 
+// Number writes a figure without a unit: 2.31 M, 67 k, 181.2.
+func Number(v float64) string {
+	return strings.TrimSuffix(Quantity(v, "-"), " -")
+}
+
 func trim(v float64) string {
 	s := fmt.Sprintf("%.2f", v)
 	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
@@ -204,7 +209,7 @@ func Print(w io.Writer, rows []Row) error {
 			continue
 		}
 		for _, a := range r.Result.Aside {
-			if _, err := fmt.Fprintf(w, "  %s: %s %s\n", r.Name, a.Name, trim(a.Value)); err != nil {
+			if _, err := fmt.Fprintf(w, "  %s: %s %s\n", r.Name, a.Name, Number(a.Value)); err != nil {
 				return err
 			}
 		}

@@ -113,6 +113,7 @@ func TestQuantity(t *testing.T) {
 		{67_400, "points/CPU-s", "67 k points/CPU-s"},
 		{312.4, "MB/CPU-s", "312 MB/CPU-s"},
 		{1.754, "MB/CPU-s", "1.75 MB/CPU-s"},
+		{181.24, "-", "181 -"},
 	} {
 		if got := Quantity(c.v, c.unit); got != c.want {
 			t.Errorf("Quantity(%v, %q) = %q, want %q", c.v, c.unit, got, c.want)
@@ -130,14 +131,14 @@ func TestPrintAndHistoryRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"x42.0", ">= x60", "1.39x", "<= 1.25x", "not measured (BENCH_COLD=1 make bench)", "transform points/CPU-s 67000"} {
+	for _, want := range []string{"x42.0", ">= x60", "1.39x", "<= 1.25x", "not measured (BENCH_COLD=1 make bench)", "transform points/CPU-s 67 k"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}
 	row := HistoryRow(Run{Date: "2026-12-07", Commit: "abc1234", Machine: "2 x AMD EPYC", Load: "1.0"}, rows)
 	want := "| 2026-12-07 | abc1234 | 2 x AMD EPYC | 1.0 | 1.05 M vs 25 k events/CPU-s (x42.0) | - | " +
-		"273 k vs 380 k points/CPU-s (1.39x); transform points/CPU-s 67000 | - |"
+		"273 k vs 380 k points/CPU-s (1.39x); transform points/CPU-s 67 k | - |"
 	if row != want {
 		t.Errorf("row\n%s\nwant\n%s", row, want)
 	}
