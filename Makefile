@@ -309,7 +309,8 @@ test-run-dist: $(BIN) $(RUN_DIST_BIN)
 # end-to-end benchmark (bench/e2e): the real binary under `gymevents gen` load, GOMAXPROCS=1
 # and 2, memory per series, export cost, a CPU profile (docs/performance.md). Then the four
 # paths against their references, each by its own harness (the stock collectors built apart by
-# their own ocb): bench-peer, bench-otlp-peer, bench/console and, with BENCH_COLD=1, a cold
+# their own ocb): bench-peer, bench-otlp-peer, BenchmarkRealSDK among the Go benchmarks
+# (gym_console against json.loads; their output is kept) and, with BENCH_COLD=1, a cold
 # `make run` (tools/cold-run.sh: a fresh clone, empty Go caches); and one table of them
 # (bench/scorecard), whose row is added to docs/performance.md's History (BENCH_HISTORY= not).
 # A path whose harness fails is "not measured" in the table.
@@ -318,17 +319,17 @@ BENCH_COLD    ?=
 BENCH_HISTORY ?= docs/performance.md
 bench: $(BIN) $(GYMEVENTS)
 	rm -rf $(SCORECARD) && mkdir -p $(SCORECARD)
-	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list ./... | grep -v /e2e$$)
+	( $(GO) test -run '^$$' -bench . -benchmem $$($(GO) list ./... | grep -v /e2e$$); echo $$? >$(SCORECARD)/go-bench.rc ) \
+		| tee $(SCORECARD)/go-bench.txt; exit $$(cat $(SCORECARD)/go-bench.rc)
 	$(GO) run ./bench/e2e --collector $(BIN) --gymevents $(GYMEVENTS) $(BENCH_FLAGS)
 	$(MAKE) bench-gateway
 	$(MAKE) bench-python
 	$(MAKE) bench-peer PEER_FLAGS='$(PEER_FLAGS) --scorecard $(SCORECARD)/events.json' || echo "make bench: bench-peer failed"
 	$(MAKE) bench-otlp-peer OTLPPEER_FLAGS='$(OTLPPEER_FLAGS) --scorecard $(SCORECARD)/otlp.json' || echo "make bench: bench-otlp-peer failed"
-	$(GO) run ./bench/console --scorecard $(SCORECARD)/console.json || echo "make bench: bench/console failed"
 	@if [ -n "$(BENCH_COLD)" ]; then \
 		bash tools/cold-run.sh --scorecard $(SCORECARD)/coldrun.json || echo "make bench: tools/cold-run.sh failed"; \
 	else echo "cold make run: not measured (BENCH_COLD=1: a fresh clone built with empty Go caches, minutes)"; fi
-	$(GO) run ./bench/scorecard --dir $(SCORECARD) $(if $(BENCH_HISTORY),--history $(BENCH_HISTORY))
+	$(GO) run ./bench/scorecard --dir $(SCORECARD) --go-bench $(SCORECARD)/go-bench.txt $(if $(BENCH_HISTORY),--history $(BENCH_HISTORY))
 
 # The gateway tier's capacity (docs/performance.md, Capacity): simulated node agents through
 # deploy/gateway.yaml into a real Prometheus (apt-get install prometheus), every series and

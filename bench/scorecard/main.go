@@ -1,9 +1,10 @@
 // Command scorecard prints the table `make bench` ends with: the four paths' figures (written by
-// their harnesses with --scorecard into --dir) against their references, ratios, goals and
-// whether each is met (bench/internal/scorecard holds the goals). With --history it adds the
-// run's row (date, commit, machine, load, figures) to the History table of that file.
+// their harnesses with --scorecard into --dir; the console path's read from the Go benchmarks'
+// output, BenchmarkRealSDK) against their references, ratios, goals and whether each is met
+// (bench/internal/scorecard holds the goals). With --history it adds the run's row (date,
+// commit, machine, load, figures) to the History table of that file.
 //
-//	go run ./bench/scorecard --dir _build/bench/scorecard [--history docs/performance.md]
+//	go run ./bench/scorecard --dir _build/bench/scorecard [--go-bench FILE] [--history docs/performance.md]
 package main
 
 import (
@@ -20,20 +21,35 @@ import (
 )
 
 func main() {
-	var dir, history string
+	var dir, goBench, history string
 	flag.StringVar(&dir, "dir", "_build/bench/scorecard", "the harnesses' --scorecard files (*.json)")
+	flag.StringVar(&goBench, "go-bench", "", "`go test -bench` output with BenchmarkRealSDK's runs (the console path)")
 	flag.StringVar(&history, "history", "", "add this run's row to the History table of this markdown file")
 	flag.Parse()
-	if err := run(dir, history); err != nil {
+	if err := run(dir, goBench, history); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/scorecard:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir, history string) error {
+func run(dir, goBench, history string) error {
 	results, err := scorecard.Load(dir)
 	if err != nil {
 		return err
+	}
+	if goBench != "" {
+		f, err := os.Open(goBench)
+		if err != nil {
+			return err
+		}
+		r, ok, err := scorecard.ConsoleResult(f)
+		_ = f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", goBench, err)
+		}
+		if ok {
+			results = append(results, r)
+		}
 	}
 	rows := scorecard.Judge(scorecard.Paths, results)
 	r := scorecard.Run{

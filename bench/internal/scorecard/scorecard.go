@@ -2,8 +2,9 @@
 // against its reference (built and measured apart, by its own harness), the ratio, the goal and
 // whether it is met; and the row docs/performance.md keeps in its History table.
 //
-// Each harness writes what it measured as a Result (Save, one JSON file per path); the
-// scorecard program (bench/scorecard) reads them (Load), judges them (Judge) and prints them.
+// Each harness writes what it measured as a Result (Save, one JSON file per path; the console
+// path's is read from BenchmarkRealSDK's output, ConsoleResult); the scorecard program
+// (bench/scorecard) reads them (Load), judges them (Judge) and prints them.
 // The goals live here, in Paths, and nowhere else.
 package scorecard
 
@@ -61,7 +62,7 @@ var Paths = []Path{
 	{Name: Events, Title: "events-v1 over HTTP, aggregated and exported (otelcol-gym)", Unit: "events/CPU-s",
 		RefTitle: "stock collector: filelog + json_parser + signal_to_metrics", Goal: 60, HowToRun: "make bench-peer"},
 	{Name: Console, Title: "gym_console on the real SDK's stdout", Unit: "MB/CPU-s",
-		RefTitle: "Python json.loads per line, same stdout", Goal: 2, HowToRun: "go run ./bench/console"},
+		RefTitle: "Python json.loads of its records", Goal: 2, HowToRun: "BenchmarkRealSDK in make bench's Go benchmarks"},
 	{Name: OTLP, Title: "OTLP through gymattrs (otelcol-gym)", Unit: "points/CPU-s",
 		RefTitle: "OTLP receive floor: otlp -> debug, no processor", Inverse: true, Goal: 1.25, AtMost: true,
 		HowToRun: "make bench-otlp-peer"},

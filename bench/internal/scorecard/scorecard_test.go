@@ -176,3 +176,33 @@ func TestSaveLoad(t *testing.T) {
 		t.Errorf("a missing dir: %v %v", got, err)
 	}
 }
+
+func TestConsoleResultFromGoBench(t *testing.T) {
+	out := `goos: linux
+BenchmarkStdoutMix-2   	    1000	   1000 ns/op	 300.0 MB/cpu-s
+BenchmarkRealSDK/gym_console-2         	    4000	    100000 ns/op	 189.00 MB/s	       184.0 cpu-MB/s	   38000 B/op	     616 allocs/op
+BenchmarkRealSDK/python_json_loads-2   	      10	 120000000 ns/op	       120.0 cpu-MB/s
+BenchmarkRealSDK/gym_console-2         	    4000	    100000 ns/op	 189.00 MB/s	       170.0 cpu-MB/s
+BenchmarkRealSDK/gym_console-2         	    4000	    100000 ns/op	 189.00 MB/s	       190.0 cpu-MB/s
+PASS
+`
+	r, ok, err := ConsoleResult(strings.NewReader(out))
+	if err != nil || !ok {
+		t.Fatalf("ok %v err %v", ok, err)
+	}
+	if r.Path != Console || r.Figure != 184 || r.Reference != 120 {
+		t.Errorf("%+v", r)
+	}
+	if _, ok, err := ConsoleResult(strings.NewReader("BenchmarkRealSDK/gym_console 1 1 ns/op 5 cpu-MB/s\n")); ok || err != nil {
+		t.Errorf("no reference run: ok %v err %v", ok, err)
+	}
+	if _, _, err := ConsoleResult(strings.NewReader("BenchmarkX 1 x cpu-MB/s\n")); err == nil {
+		t.Error("a value that is not a number: want an error")
+	}
+}
+
+func TestMedian(t *testing.T) {
+	if Median(nil) != 0 || Median([]float64{3, 1, 2}) != 2 || Median([]float64{4, 1, 2, 3}) != 2.5 {
+		t.Error("median")
+	}
+}
