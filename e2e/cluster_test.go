@@ -149,6 +149,16 @@ func TestClusterRecorder(t *testing.T) {
 	}
 	send(a, "quiet-a/gym.agent.responses/math_agent", "quiet-b/gym.agent.responses/math_agent", "done/gym.agent.responses/math_agent")
 	send(b, "done/gym.model.chat_completions/policy_model")
+	// The two agents batch and send on timers of their own: a span sent to B after one sent to
+	// A may reach the gateway first. A rollout's spans are in order only when its earlier ones
+	// were recorded before the next is sent (quiet-b stalls in its verification, not in the
+	// agent call before it).
+	require.NoError(t, harness.Eventually(60*time.Second, 100*time.Millisecond, func() error {
+		if gw.counter(t, "otelcol_receiver_accepted_spans") < 4 {
+			return harness.ErrNotYet
+		}
+		return nil
+	}), "the first spans at the gateway")
 	send(a, "done/gym.rollout/math_agent", "quiet-a/gym.sandbox.exec/sandbox")
 	send(b, "quiet-b/gym.verify/math_resources")
 	logs := 0
@@ -196,14 +206,45 @@ func TestClusterRecorder(t *testing.T) {
 	}
 
 	checkClusterPage(t, gw, 3, 2, a.proc.sent+b.proc.sent)
+	busyStalled := fmt.Sprintf(`max_over_time(gym_rollout_stalled{nemo_run_id=%q, nemo_gym_rollout_stage=~"agent|model_call"}[10m])`, clusterRun)
+	stallsByStage := fmt.Sprintf(`sum by (nemo_gym_rollout_stage) (gym_rollout_stalls_total{nemo_run_id=%q})`, clusterRun)
+	quietStalls := map[string]float64{`{nemo_gym_rollout_stage="sandbox"}`: 1, `{nemo_gym_rollout_stage="verify"}`: 1}
+	for _, db := range []string{prom, vm} { // busy never stalled while the gateway was up
+		got, err := harness.PromQuery(db, busyStalled)
+		require.NoError(t, err)
+		for k, v := range got {
+			assert.Zero(t, v, "%s: busy stalled before the restart: %s", db, k)
+		}
+		got, err = harness.PromQuery(db, stallsByStage)
+		require.NoError(t, err)
+		assert.Equal(t, quietStalls, got, "%s: one stall each for the quiet ones", db)
+	}
 
 	// The gateway is killed, and stays down longer than stall_after; busy goes on meanwhile
 	// (the agents queue its spans). Started again on the same storage and port, it restores
-	// the rollouts: the same counts, and busy does not stall.
+	// the rollouts: its first collection already has the same counts (busy in flight, not
+	// stalled: the outage is not counted as its silence), and so does every later one.
 	gw.kill()
 	time.Sleep(stallAfter + 3*time.Second)
+	restarted := time.Now()
 	gw = startDeployed(t, "gateway", "gateway.yaml", gwEnv)
 	require.Contains(t, gw.LogTail(1<<20), "restored the rollouts kept before the restart")
+	checkFirstCollection(t, gw, 3, 2)
+
+	// The agents' queues reach the gateway again only when their retries do: gRPC's reconnect
+	// backoff and the exporter's retry backoff both grew during the outage (and while gRPC
+	// backs off, an attempt fails at once even though the gateway is back), so this takes
+	// from a second to about as long as the outage. Until then busy's silence grows on the
+	// restarted gateway, rightly: had it lasted stall_after, busy is stalled, then resumes.
+	require.NoError(t, harness.Eventually(120*time.Second, 100*time.Millisecond, func() error {
+		if gw.counter(t, "otelcol_receiver_accepted_spans") == 0 {
+			return harness.ErrNotYet
+		}
+		return nil
+	}), "the agents' queued spans at the restarted gateway")
+	redelivered := time.Since(restarted)
+	prompt := redelivered < stallAfter/2 // busy's restored silence (about a second) plus this, far from stall_after
+	t.Logf("the agents' spans reached the restarted gateway %s after its start", redelivered.Round(time.Millisecond))
 	time.Sleep(stallAfter + 2*time.Second) // long enough for busy to stall, were its silence counted from before the outage
 
 	for _, db := range []string{prom, vm} {
@@ -214,17 +255,24 @@ func TestClusterRecorder(t *testing.T) {
 	close(stop)
 	<-done
 
-	// busy never stalled, before or after the restart: no stall of its stages was counted.
+	// The quiet ones' stalls were not counted again after the restart; busy stalled only if
+	// the agents' spans came back too late for it (at most once: it resumed with them).
+	busyStalls := 0.0
 	for _, db := range []string{prom, vm} {
-		got, err := harness.PromQuery(db, fmt.Sprintf(`max_over_time(gym_rollout_stalled{nemo_run_id=%q, nemo_gym_rollout_stage=~"agent|model_call"}[10m])`, clusterRun))
+		got, err := harness.PromQuery(db, stallsByStage)
 		require.NoError(t, err)
-		for k, v := range got {
-			assert.Zero(t, v, "%s: busy stalled: %s", db, k)
+		n := got[`{nemo_gym_rollout_stage="agent"}`] + got[`{nemo_gym_rollout_stage="model_call"}`]
+		delete(got, `{nemo_gym_rollout_stage="agent"}`)
+		delete(got, `{nemo_gym_rollout_stage="model_call"}`)
+		assert.Equal(t, quietStalls, got, "%s: one stall each for the quiet ones, none counted again after the restart", db)
+		if prompt {
+			assert.Zero(t, n, "%s: busy stalled though the agents' spans came back %s after the restart", db, redelivered)
+		} else {
+			assert.LessOrEqual(t, n, 1.0, "%s: busy's stalls after a late redelivery (%s)", db, redelivered)
 		}
-		got, err = harness.PromQuery(db, fmt.Sprintf(`sum by (nemo_gym_rollout_stage) (gym_rollout_stalls_total{nemo_run_id=%q})`, clusterRun))
-		require.NoError(t, err)
-		assert.Equal(t, map[string]float64{`{nemo_gym_rollout_stage="sandbox"}`: 1, `{nemo_gym_rollout_stage="verify"}`: 1}, got, "%s: one stall each for the quiet ones, none counted again after the restart", db)
+		busyStalls = n
 	}
+	t.Logf("busy's stalls on the restarted gateway: %v", busyStalls)
 
 	// Nothing Gym sent was refused, and all of it reached the trace/log backend.
 	for _, n := range []*clusterNode{a, b} {
@@ -243,9 +291,45 @@ func TestClusterRecorder(t *testing.T) {
 	}), "spans at the backend: %d of %d", backend.SpanCount(), total)
 	events := backend.LogEvents()
 	assert.Equal(t, logs, events[""], "Gym's log records, each once")
-	assert.Equal(t, 2, events["gym.rollout.stalled"], "the recorder's records of the two stalls: %v", events)
+	assert.Equal(t, 2+int(busyStalls), events["gym.rollout.stalled"], "the recorder's records of the stalls: %v", events)
+	assert.Equal(t, int(busyStalls), events["gym.rollout.resumed"], "busy's resumption after a stall: %v", events)
 	assert.Empty(t, backend.Errors())
 	assert.NotContains(t, strings.ToLower(gw.LogTail(1<<20)), "could not be saved")
+}
+
+// checkFirstCollection waits for the first collection of a restarted gateway's recorder on its
+// live page (the page of a new process shows no rollout in flight before it) and checks its
+// counts: those the recorder restored, unchanged. Its collection interval is far shorter than
+// stall_after, so a rollout busy before the outage cannot have stalled on the restarted
+// gateway's clock by then: a stall there counts the outage as silence.
+func checkFirstCollection(t *testing.T, gw *deployed, inFlight, stalled int) {
+	t.Helper()
+	url := "http://" + envOf(gw.env, "OTELCOL_GYM_LIVE_ENDPOINT") + "/api/v1/runs"
+	var got []liveRunCounts
+	require.NoError(t, harness.Eventually(60*time.Second, 100*time.Millisecond, func() error {
+		var page struct{ Runs []liveRunCounts }
+		liveGet(t, url, &page)
+		got = page.Runs
+		for _, r := range got {
+			if r.ID == clusterRun && (r.InFlight > 0 || r.Stalled > 0) {
+				return nil
+			}
+		}
+		return harness.ErrNotYet
+	}), "the restarted gateway's first collection: %+v", got)
+	t.Logf("the restarted gateway's first collection: %+v", got)
+	for _, r := range got {
+		if r.ID == clusterRun {
+			assert.Equal(t, [2]int{inFlight, stalled}, [2]int{r.InFlight, r.Stalled}, "in flight and stalled at the restarted gateway's first collection")
+		}
+	}
+}
+
+type liveRunCounts struct {
+	ID       string `json:"id"`
+	Total    int    `json:"completed_total"`
+	InFlight int    `json:"in_flight"`
+	Stalled  int    `json:"stalled"`
 }
 
 // checkClusterPage waits until the gateway's live page shows the whole run: its rollouts in

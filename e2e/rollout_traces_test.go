@@ -80,10 +80,12 @@ func readTraces(t *testing.T, path string) (spans map[string]ptrace.Span, count 
 
 // TestRolloutTracesDefaultConfig: the shipped configuration follows a Gym run whose rows carry
 // their rollout evidence. Its traces file holds one trace per row, with the GenAI spans and
-// their attributes, and no payload. The collector is killed with SIGKILL after more rows were
-// appended and their spans written (its last checkpoint older), and restarted on the same
-// storage: every span is in the file exactly once, and the Prometheus endpoint's model-call,
-// tool and sandbox series equal what the rows say.
+// their attributes, and no payload. The collector is stopped (its last checkpoint holds the
+// first rows), started again with collections (and so checkpoints) too seldom to come before
+// it is killed with SIGKILL, after more rows were appended and their spans written, and
+// restarted on the same storage: it reads those rows again, and every span is in the file
+// exactly once, and the Prometheus endpoint's model-call, tool and sandbox series equal what
+// the rows say.
 func TestRolloutTracesDefaultConfig(t *testing.T) {
 	t.Parallel()
 	results := filepath.Join(t.TempDir(), "results")
@@ -92,15 +94,14 @@ func TestRolloutTracesDefaultConfig(t *testing.T) {
 	require.NoError(t, os.WriteFile(stem, evidenceRows(t, 0, 10), 0o644))
 	storage := t.TempDir()
 	tracesPath := filepath.Join(storage, "otel-traces.jsonl")
-	start := func() (*harness.Collector, harness.Ports) {
+	start := func(collectionInterval string) (*harness.Collector, harness.Ports) {
 		return harness.StartCollector(t, func(p harness.Ports) []string {
 			return []string{
 				filepath.Join(harness.Root, "config", "otelcol-gym.yaml"),
 				harness.DefaultOverride(t, p),
 				"extensions:\n  file_storage:\n    directory: " + storage + "\n" +
 					"exporters:\n  file/traces:\n    path: " + tracesPath + "\n  file/logs:\n    path: " + filepath.Join(storage, "otel-logs.jsonl") + "\n" +
-					// Checkpoints seldom: the kill below comes after spans the last checkpoint does not hold.
-					"receivers:\n  gym:\n    collection_interval: 3s\n    rollouts:\n      include: [" + stem + "]\n      start_at: beginning\n      poll_interval: 100ms\n",
+					"receivers:\n  gym:\n    collection_interval: " + collectionInterval + "\n    rollouts:\n      include: [" + stem + "]\n      start_at: beginning\n      poll_interval: 100ms\n",
 			}
 		})
 	}
@@ -114,25 +115,23 @@ func TestRolloutTracesDefaultConfig(t *testing.T) {
 			return nil
 		}))
 	}
-	col, p1 := start()
+	col, _ := start("4m")
 	waitTraces(10)
-	// A checkpoint holds the first rows (their metrics are exported after it).
-	require.NoError(t, harness.Eventually(30*time.Second, 100*time.Millisecond, func() error {
-		if v := harness.TelemetryValue(t, p1, "otelcol_receiver_gym_checkpoint_size"); v <= 0 {
-			return harness.ErrNotYet
-		}
-		return nil
-	}))
+	// The last checkpoint, the stop's, holds the first rows. Started again, the collector takes
+	// no checkpoint before its first collection, 4 minutes away: the kill below comes after
+	// spans no checkpoint holds, however slow the machine.
+	require.NoError(t, col.Stop(30*time.Second))
+	col, _ = start("4m")
 	f, err := os.OpenFile(stem, os.O_APPEND|os.O_WRONLY, 0)
 	require.NoError(t, err)
 	_, err = f.Write(evidenceRows(t, 10, 10))
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
 	waitTraces(20)
-	require.NoError(t, syscall.Kill(col.Cmd.Process.Pid, syscall.SIGKILL)) // before the next checkpoint
+	require.NoError(t, syscall.Kill(col.Cmd.Process.Pid, syscall.SIGKILL)) // before its first checkpoint
 	<-col.Done()
 
-	col2, ports := start()
+	col2, ports := start("3s")
 	defer func() { _ = col2.Stop(10 * time.Second) }()
 	prom := fmt.Sprintf("http://127.0.0.1:%d/metrics", ports.Prometheus)
 	want := map[string]float64{"gym_evidence_model_calls_total": 3 * 20, "gym_evidence_tool_calls_total": 2 * 20, "gym_evidence_sandboxes_total": 2 * 20, "gym_evidence_agent_invocations_total": 2 * 20}
@@ -149,6 +148,8 @@ func TestRolloutTracesDefaultConfig(t *testing.T) {
 		return nil
 	}))
 	time.Sleep(time.Second) // a poll or more after the re-read rows: any span of theirs is written
+	assert.Equal(t, 10.0, harness.TelemetryValue(t, ports, "otelcol_receiver_gym_rollout_rows_accepted_total")+harness.TelemetryValue(t, ports, "otelcol_receiver_gym_rollout_rows_accepted"),
+		"the rows after the last checkpoint, read again after the kill")
 
 	spans, count, text := readTraces(t, tracesPath)
 	assert.NotContains(t, text, payloadMarker, "no payload in any span")

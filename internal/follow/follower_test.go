@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 
+	"github.com/gym-telemetry/otelcol-gym/internal/checkpoint"
 	"github.com/gym-telemetry/otelcol-gym/internal/follow/followtest"
 )
 
@@ -175,4 +177,84 @@ func TestFollowerStoredFormat(t *testing.T) {
 	require.NoError(t, f.Shutdown(context.Background()))
 	assert.Equal(t, []string{"a.log:new"}, got)
 	assert.JSONEq(t, `{"`+HeadKey([]byte("old\nnew\n"))+`":{"offset":8}}`, string(store.Data))
+}
+
+// yieldingReader hands on one line at a time and yields after each, as the rollouts' row
+// decoder does; midRead is called after the first line applied, before its yield.
+type yieldingReader struct {
+	got     *[]string
+	midRead func()
+}
+
+func (r *yieldingReader) Read(f *File, size int64, yield func()) error {
+	b, err := io.ReadAll(io.NewSectionReader(f.F, f.Offset, size-f.Offset))
+	for first := true; ; first = false {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			break
+		}
+		*r.got = append(*r.got, string(b[:i]))
+		f.Offset += int64(i + 1)
+		b = b[i+1:]
+		if first && r.midRead != nil {
+			r.midRead()
+		}
+		yield()
+	}
+	return err
+}
+func (r *yieldingReader) Pending() int64       { return 0 }
+func (r *yieldingReader) Discard()             {}
+func (r *yieldingReader) Finish()              {}
+func (r *yieldingReader) Flush()               {}
+func (r *yieldingReader) State() []byte        { return nil }
+func (r *yieldingReader) Restore([]byte) error { return nil }
+
+// A file empty when it was opened has no head until a read of it ends. A checkpoint let in
+// where its reader yields, mid-read, still keeps it, with its head and the offset through the
+// lines applied: without them a restart would read those lines again (counted twice).
+func TestFollowerCheckpointMidReadOfFileEmptyWhenOpened(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.log")
+	followtest.AppendFile(t, a, "") // empty when the follower opens it
+	store := &followtest.PullStore{}
+	gate := &checkpoint.Gate{}
+	var got []string
+	rd := &yieldingReader{got: &got}
+	f := NewFollower(func(*File, Opened) Reader { return rd }, Options{
+		Include: []string{filepath.Join(dir, "*.log")}, PollInterval: time.Hour, MaxLineBytes: 1 << 10,
+		MaxFiles: 10, Store: store, Lock: gate,
+	}, zap.NewNop())
+	require.NoError(t, f.Start(context.Background()))
+	defer func() { require.NoError(t, f.Shutdown(context.Background())) }()
+	require.Equal(t, 1, f.Followed())
+
+	// A checkpoint comes while the poll reads: it waits for the gate, and the reader lets it
+	// in at its first yield, the first of the two lines applied.
+	var data []byte
+	var ok bool
+	done := make(chan struct{})
+	rd.midRead = func() {
+		rd.midRead = nil
+		go func() {
+			defer close(done)
+			l := store.Locker
+			l.Lock()
+			defer l.Unlock()
+			data, ok = store.Offsets()
+		}()
+		for !gate.Waiting() {
+			runtime.Gosched()
+		}
+	}
+	followtest.AppendFile(t, a, "one\ntwo\n")
+	f.Poll(context.Background())
+	<-done
+	require.Equal(t, []string{"one", "two"}, got)
+	require.True(t, ok)
+	m, err := headCodec{}.Decode(data)
+	require.NoError(t, err)
+	head := HeadKey([]byte("one\ntwo\n"))
+	assert.Equal(t, map[string]Stored{head: {Head: head, Offset: int64(len("one\n"))}}, m,
+		"the checkpoint mid-read: the file, by its head, at the offset through the line applied")
 }
