@@ -5,7 +5,6 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/gym-telemetry/otelcol-gym/e2e/harness"
+	"github.com/gym-telemetry/otelcol-gym/internal/rollouts/rolloutstest"
 )
 
 const payloadMarker = "PAYLOAD-MARKER-e2e-91c"
@@ -36,17 +36,7 @@ func evidenceRows(t *testing.T, first, n int) []byte {
 		line = bytes.ReplaceAll(line, bytes.Repeat([]byte(c), 100), []byte(payloadMarker+strings.Repeat(c, 100-len(payloadMarker))))
 	}
 	require.Contains(t, string(line), payloadMarker)
-	var out bytes.Buffer
-	for i := first; i < first+n; i++ {
-		var row map[string]any
-		require.NoError(t, json.Unmarshal(line, &row))
-		row["_ng_task_index"] = i
-		row["ng_trajectory"].(map[string]any)["rollout_id"] = fmt.Sprintf("%d-0", i)
-		b, err := json.Marshal(row)
-		require.NoError(t, err)
-		out.Write(append(b, '\n'))
-	}
-	return out.Bytes()
+	return rolloutstest.EvidenceRows(t, line, first, n)
 }
 
 // readTraces reads the file exporter's OTLP JSON lines: every span by trace id and span id.

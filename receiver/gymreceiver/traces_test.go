@@ -3,7 +3,6 @@ package gymreceiver
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -31,6 +30,7 @@ import (
 
 	"github.com/gym-telemetry/otelcol-gym/internal/checkpoint"
 	"github.com/gym-telemetry/otelcol-gym/internal/rollouts"
+	"github.com/gym-telemetry/otelcol-gym/internal/rollouts/rolloutstest"
 	"github.com/gym-telemetry/otelcol-gym/internal/storagetest"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/metadata"
 	"github.com/gym-telemetry/otelcol-gym/receiver/gymreceiver/internal/metadatatest"
@@ -51,17 +51,7 @@ func evidenceRows(t *testing.T, first, n int) []byte {
 	data, err := os.ReadFile(filepath.Join("..", "..", "internal", "rollouts", "testdata", "evidence", "eval.jsonl"))
 	require.NoError(t, err)
 	line, _, _ := bytes.Cut(data, []byte("\n"))
-	var out bytes.Buffer
-	for i := first; i < first+n; i++ {
-		var row map[string]any
-		require.NoError(t, json.Unmarshal(line, &row))
-		row["_ng_task_index"] = i
-		row["ng_trajectory"].(map[string]any)["rollout_id"] = fmt.Sprintf("%d-0", i)
-		b, err := json.Marshal(row)
-		require.NoError(t, err)
-		out.Write(append(b, '\n'))
-	}
-	return out.Bytes()
+	return rolloutstest.EvidenceRows(t, line, first, n)
 }
 
 func appendFile(t *testing.T, path string, data []byte) {
