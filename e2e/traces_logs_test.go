@@ -163,7 +163,7 @@ func TestTracesAndLogsForwardedAsDocumented(t *testing.T) {
 			overrides = append(overrides, strings.TrimSuffix(strings.TrimSpace(v), "'"))
 		}
 	}
-	require.Len(t, overrides, 3, "the doc's example: the exporter and the two pipelines")
+	require.Len(t, overrides, 4, "the doc's example: the exporter and the three pipelines")
 
 	var mu sync.Mutex
 	got := map[string]int{}
