@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -207,21 +206,9 @@ func TestEvidenceBadInputWarns(t *testing.T) {
 // TestEvidencePollAllocatesNothingPerRow: rows with their evidence allocate nothing per row in
 // steady state, as rows without do: a poll of 500 rows allocates what a poll of 10 does.
 func TestEvidencePollAllocatesNothingPerRow(t *testing.T) {
-	dir := t.TempDir()
-	out := filepath.Join(dir, "r.jsonl")
 	data, err := os.ReadFile(evidenceGolden)
 	require.NoError(t, err)
-	row := strings.SplitAfter(string(data), "\n")[0]
-	followtest.AppendFile(t, out, row)
-	rt, got := newTestSource(t, newTestAggregator(t), filepath.Join(dir, "*.jsonl"), true, nil, 0)
-	mallocs := func(rows int) uint64 {
-		followtest.AppendFile(t, out, strings.Repeat(row, rows))
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		rt.poll(stdcontext.Background())
-		runtime.ReadMemStats(&after)
-		return after.Mallocs - before.Mallocs
-	}
+	mallocs, got := pollMallocs(t, strings.SplitAfter(string(data), "\n")[0])
 	mallocs(10)
 	few, many := mallocs(10), mallocs(500)
 	t.Logf("allocations: %d for a poll of 10 rows with evidence, %d for 500 rows", few, many)

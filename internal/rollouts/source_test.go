@@ -300,19 +300,7 @@ func TestRolloutsRejectLogs(t *testing.T) {
 // A poll allocates nothing per row in steady state: a poll of 2000 rows allocates what a poll
 // of 10 does, give or take the fixed cost of a poll.
 func TestRolloutsPollAllocatesNothingPerRow(t *testing.T) {
-	dir := t.TempDir()
-	out := filepath.Join(dir, "r.jsonl")
-	row := mainRow("m", "1", `,"ng_perf":{"num_turns":3}`)
-	followtest.AppendFile(t, out, row)
-	rt, got := newTestSource(t, newTestAggregator(t), filepath.Join(dir, "*.jsonl"), true, nil, 0)
-	mallocs := func(rows int) uint64 {
-		followtest.AppendFile(t, out, strings.Repeat(row, rows))
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		rt.poll(stdcontext.Background())
-		runtime.ReadMemStats(&after)
-		return after.Mallocs - before.Mallocs
-	}
+	mallocs, got := pollMallocs(t, mainRow("m", "1", `,"ng_perf":{"num_turns":3}`))
 	mallocs(10)
 	few, many := mallocs(10), mallocs(2000)
 	t.Logf("allocations: %d for a poll of 10 rows, %d for 2000 rows", few, many)
@@ -349,4 +337,22 @@ func TestRolloutsReportPastMaxRuns(t *testing.T) {
 	require.Len(t, entries, 1, "once a minute, not once a poll")
 	assert.Equal(t, report, entries[0].ContextMap()["first_waiting"])
 	assert.EqualValues(t, 1, entries[0].ContextMap()["waiting"])
+}
+
+// pollMallocs follows a main output that holds row; the function it returns appends row rows
+// times and counts the allocations of the poll that reads them.
+func pollMallocs(t *testing.T, row string) (func(rows int) uint64, *followtest.Counts) {
+	t.Helper()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "r.jsonl")
+	followtest.AppendFile(t, out, row)
+	rt, got := newTestSource(t, newTestAggregator(t), filepath.Join(dir, "*.jsonl"), true, nil, 0)
+	return func(rows int) uint64 {
+		followtest.AppendFile(t, out, strings.Repeat(row, rows))
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		rt.poll(stdcontext.Background())
+		runtime.ReadMemStats(&after)
+		return after.Mallocs - before.Mallocs
+	}, got
 }
