@@ -239,24 +239,14 @@ func (r *RowDecoder) evIDs(name string, bit uint8, dst *uint64, s *span) bool {
 	return r.evString(name, func(v []byte) { *dst, c.ids, *s = e.hash(v), c.ids|bit, e.keep(v) })
 }
 
-// evNumber reads a number token into r.num: present is false for null and for a value of
-// another type (a problem, skipped).
+// evNumber reads a number token into r.num as numberToken does, except that a value of another
+// type is a problem of the evidence, skipped (present false), not of the row.
 func (r *RowDecoder) evNumber(name string) (present, ok bool) {
 	if c := r.buf[r.pos]; c != 'n' && !gymjson.StartsNumber(c) {
 		r.ev.problem(problemWrongType, "%s is %s, not a number", name, kindOf(c))
 		return false, r.skipValue()
 	}
-	if !r.token() {
-		return false, false
-	}
-	if string(r.num) == "null" {
-		return false, true
-	}
-	if !gymjson.IsNumber(r.num) {
-		r.failf(ReasonInvalidJSON, "key %q: %q is not a number", name, r.num)
-		return false, false
-	}
-	return true, true
+	return r.numberToken(name)
 }
 
 // plainNumber converts a plain number (gymjson.Plain: most of what Gym writes) that lies whole
