@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -156,29 +155,15 @@ var ErrTraceNotFound = errors.New("trace not found")
 // get GETs path (with its query) from the query API and returns the body of a 200 answer;
 // a 404 is ErrTraceNotFound.
 func (j *Jaeger) get(ctx context.Context, path string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, j.QueryURL+path, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
-	if err != nil {
-		return nil, err
-	}
-	switch resp.StatusCode {
-	case http.StatusOK:
-		return body, nil
-	case http.StatusNotFound:
+	body, err := Get(ctx, j.QueryURL+path, 256<<20)
+	var se *StatusError
+	switch {
+	case errors.As(err, &se) && se.Code == http.StatusNotFound:
 		return nil, fmt.Errorf("%s: %w", path, ErrTraceNotFound)
-	default:
-		return nil, fmt.Errorf("%s: %s: %s", path, resp.Status, body)
+	case se != nil:
+		return nil, fmt.Errorf("%w: %s", err, se.Body)
 	}
+	return body, err
 }
 
 // tracesV3 decodes an api_v3 answer ({"result": OTLP TracesData in JSON}).

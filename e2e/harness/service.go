@@ -313,7 +313,18 @@ func Sum(m map[string]float64, prefixes ...string) float64 {
 	return s
 }
 
-// Get reads at most limit bytes of url, which must answer 200 within 30 s.
+// StatusError is Get's error for an answer other than 200: its status and (the first limit
+// bytes of) its body.
+type StatusError struct {
+	URL, Status string
+	Code        int
+	Body        []byte
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("%s: %s", e.URL, e.Status) }
+
+// Get reads at most limit bytes of url, which must answer 200 within 30 s (else a
+// *StatusError).
 func Get(ctx context.Context, url string, limit int64) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -331,7 +342,7 @@ func Get(ctx context.Context, url string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: %s", url, resp.Status)
+		return nil, &StatusError{URL: url, Status: resp.Status, Code: resp.StatusCode, Body: data}
 	}
 	return data, nil
 }
